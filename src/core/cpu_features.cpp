@@ -1,0 +1,90 @@
+#include "core/cpu_features.h"
+
+#include <fstream>
+
+namespace llmctl {
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures features = [] {
+    CpuFeatures f;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    f.sse42 = __builtin_cpu_supports("sse4.2");
+    f.avx = __builtin_cpu_supports("avx");
+    f.avx2 = __builtin_cpu_supports("avx2");
+    f.fma = __builtin_cpu_supports("fma");
+    f.avx512f = __builtin_cpu_supports("avx512f");
+    f.avx512bw = __builtin_cpu_supports("avx512bw");
+    f.avx512vl = __builtin_cpu_supports("avx512vl");
+    f.avx512_vnni = __builtin_cpu_supports("avx512vnni");
+    // f16c, avx512_bf16 and avx-vnni are not known to every compiler's builtin: read cpuid.
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(1), "c"(0));
+    f.f16c = (c >> 29) & 1u;
+    __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(1));
+    f.avx_vnni = (a >> 4) & 1u;
+    f.avx512_bf16 = (a >> 5) & 1u;
+#endif
+    return f;
+  }();
+  return features;
+}
+
+std::vector<std::string> cpu_feature_names(const CpuFeatures& f) {
+  std::vector<std::string> names;
+  const std::pair<bool, const char*> table[] = {
+      {f.sse42, "sse4.2"},       {f.avx, "avx"},           {f.avx2, "avx2"},
+      {f.fma, "fma"},            {f.f16c, "f16c"},         {f.avx_vnni, "avx-vnni"},
+      {f.avx512f, "avx512f"},    {f.avx512bw, "avx512bw"}, {f.avx512vl, "avx512vl"},
+      {f.avx512_vnni, "avx512-vnni"}, {f.avx512_bf16, "avx512-bf16"},
+  };
+  for (const auto& [has, name] : table)
+    if (has) names.emplace_back(name);
+  return names;
+}
+
+std::vector<std::string> compiled_cpu_features() {
+  std::vector<std::string> names;
+#if defined(__x86_64__)
+  names.emplace_back("x86-64");
+#endif
+#if defined(__SSE2__)
+  names.emplace_back("sse2");
+#endif
+#if defined(__SSE4_2__)
+  names.emplace_back("sse4.2");
+#endif
+#if defined(__AVX2__)
+  names.emplace_back("avx2");
+#endif
+#if defined(__FMA__)
+  names.emplace_back("fma");
+#endif
+#if defined(__F16C__)
+  names.emplace_back("f16c");
+#endif
+#if defined(__AVX512F__)
+  names.emplace_back("avx512f");
+#endif
+#if defined(__aarch64__)
+  names.emplace_back("aarch64");
+#endif
+  return names;
+}
+
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) {
+        auto start = line.find_first_not_of(' ', colon + 1);
+        if (start != std::string::npos) return line.substr(start);
+      }
+    }
+  }
+  return "unknown";
+}
+
+}  // namespace llmctl

@@ -1,0 +1,24 @@
+#pragma once
+// CPU features: what this binary was compiled to assume, and what the running CPU offers.
+
+#include <string>
+#include <vector>
+
+namespace llmctl {
+
+struct CpuFeatures {
+  bool sse42 = false, avx = false, avx2 = false, fma = false, f16c = false;
+  bool avx512f = false, avx512bw = false, avx512vl = false, avx512_vnni = false, avx512_bf16 = false;
+  bool avx_vnni = false;
+};
+
+// Detected once at run time (cpuid through the compiler's builtins).
+const CpuFeatures& cpu_features();
+// Names of the detected features, e.g. {"sse4.2", "avx2", "fma", ...}.
+std::vector<std::string> cpu_feature_names(const CpuFeatures& f);
+// Instruction-set extensions the compiler was allowed to use for this binary (-m flags).
+std::vector<std::string> compiled_cpu_features();
+// The CPU model string, or "unknown".
+std::string cpu_model_name();
+
+}  // namespace llmctl

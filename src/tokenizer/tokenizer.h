@@ -1,0 +1,76 @@
+#pragma once
+// One Tokenizer for every vocabulary kind llmctl reads. sentencepiece types never appear here.
+// CONTRACT (used by cli/ and, later, model/ and the run loop): keep the public API stable.
+//
+// Kinds:
+//   "sentencepiece"  a sentencepiece .model file, through libsentencepiece
+//   "llama"          GGUF tokenizer.ggml.model = llama (pieces/scores/types; same ids as sentencepiece)
+//   "gpt2"           GGUF tokenizer.ggml.model = gpt2 (byte-level BPE with merges and a pre-tokenizer)
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace llmctl {
+
+class GgufFile;
+class TokenizerImpl;
+
+// ggml / llama.cpp token types (tokenizer.ggml.token_type), equal to sentencepiece's piece types.
+enum class TokenType : int32_t {
+  Undefined = 0, Normal = 1, Unknown = 2, Control = 3, UserDefined = 4, Unused = 5, Byte = 6,
+};
+
+class Tokenizer {
+ public:
+  // Opens a .model (sentencepiece protobuf) or .gguf file, told apart by content, not name.
+  static Tokenizer from_file(const std::string& path);
+  static Tokenizer from_gguf(const GgufFile& file);
+  static Tokenizer from_sentencepiece(const std::string& path);
+
+  Tokenizer(Tokenizer&&) noexcept;
+  Tokenizer& operator=(Tokenizer&&) noexcept;
+  ~Tokenizer();
+
+  // Text -> ids. With add_bos, the BOS id is prepended when the vocabulary has one.
+  // Special/control token text in the input is NOT parsed as special (treated as plain text).
+  std::vector<int32_t> encode(std::string_view text, bool add_bos) const;
+  // Ids -> text, as the reference implementation decodes a whole sequence (for sentencepiece
+  // kinds the leading space of the dummy prefix is removed). Throws Error on an id out of range.
+  std::string decode(const std::vector<int32_t>& ids) const;
+  // The vocabulary's piece string for an id, as stored ("▁Hello", "<0x0A>", "Ġthe").
+  std::string piece(int32_t id) const;
+  // The bytes one token contributes to the output: byte pieces resolved, "▁" as space,
+  // byte-level BPE characters mapped back; control tokens give "".
+  std::string token_bytes(int32_t id) const;
+
+  int32_t n_vocab() const;
+  int32_t bos_id() const;           // -1 when none
+  int32_t eos_id() const;           // -1 when none
+  bool add_bos_default() const;     // whether the model expects BOS (tokenizer.ggml.add_bos_token)
+  TokenType token_type(int32_t id) const;
+  const std::string& kind() const;  // "sentencepiece", "llama" or "gpt2"
+  const std::string& source() const;  // the path it was loaded from
+
+ private:
+  explicit Tokenizer(std::unique_ptr<TokenizerImpl> impl);
+  std::unique_ptr<TokenizerImpl> impl_;
+};
+
+// Streams decoded text token by token without ever emitting half a UTF-8 character:
+// incomplete trailing bytes are held back until the next token completes them.
+class StreamDecoder {
+ public:
+  explicit StreamDecoder(const Tokenizer& tokenizer);
+  std::string push(int32_t id);  // returns the text that became complete
+  std::string flush();           // whatever is held back (invalid bytes as U+FFFD)
+
+ private:
+  const Tokenizer& tok_;
+  std::string pending_;
+  bool first_ = true;
+};
+
+}  // namespace llmctl

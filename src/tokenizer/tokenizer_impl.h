@@ -1,0 +1,37 @@
+#pragma once
+// Internal interface behind Tokenizer (not included outside src/tokenizer/).
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tokenizer/tokenizer.h"
+
+namespace llmctl {
+
+class TokenizerImpl {
+ public:
+  virtual ~TokenizerImpl() = default;
+  virtual std::vector<int32_t> encode(std::string_view text, bool add_bos) const = 0;
+  virtual std::string decode(const std::vector<int32_t>& ids) const = 0;
+  virtual std::string piece(int32_t id) const = 0;
+  virtual std::string token_bytes(int32_t id) const = 0;
+  virtual int32_t n_vocab() const = 0;
+  virtual int32_t bos_id() const = 0;
+  virtual int32_t eos_id() const = 0;
+  virtual bool add_bos_default() const = 0;
+  virtual TokenType token_type(int32_t id) const = 0;
+  // Whether decode() drops one leading space (sentencepiece dummy prefix).
+  virtual bool strips_leading_space() const = 0;
+
+  std::string kind;
+  std::string source;
+};
+
+// Factories, one per implementation file.
+std::unique_ptr<TokenizerImpl> make_sentencepiece_tokenizer(const std::string& path);
+std::unique_ptr<TokenizerImpl> make_llama_gguf_tokenizer(const GgufFile& file);
+std::unique_ptr<TokenizerImpl> make_gpt2_gguf_tokenizer(const GgufFile& file);
+
+}  // namespace llmctl

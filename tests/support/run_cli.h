@@ -1,0 +1,18 @@
+#pragma once
+// Runs the built llmctl binary as a child process, for CLI tests.
+
+#include <string>
+#include <vector>
+
+namespace llmctl::test {
+
+struct CliResult {
+  int code = -1;      // exit status; 128+N when killed by signal N
+  std::string out;    // stdout
+  std::string err;    // stderr
+};
+
+// Runs `llmctl args...` with `stdin_data` on standard input (empty: /dev/null-like EOF).
+CliResult run_llmctl(const std::vector<std::string>& args, const std::string& stdin_data = "");
+
+}  // namespace llmctl::test

@@ -1,0 +1,71 @@
+#include "support/test_data.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace fs = std::filesystem;
+
+namespace llmctl::test {
+
+std::string test_data_dir() {
+  if (const char* env = std::getenv("LLMCTL_TEST_DATA"); env != nullptr && *env != '\0')
+    return fs::is_directory(env) ? std::string(env) : std::string();
+  const fs::path beside = fs::path(LLMCTL_SOURCE_DIR) / ".." / "shared";
+  return fs::is_directory(beside) ? fs::weakly_canonical(beside).string() : std::string();
+}
+
+std::string require_test_file(const std::string& rel) {
+  const std::string dir = test_data_dir();
+  const std::string path = dir.empty() ? std::string() : (fs::path(dir) / rel).string();
+  if (!path.empty() && fs::exists(path)) return path;
+  const char* required = std::getenv("LLMCTL_REQUIRE_TEST_DATA");
+  const std::string what =
+      dir.empty() ? "test data directory not found (set LLMCTL_TEST_DATA)"
+                  : "test data file missing: " + (fs::path(dir) / rel).string();
+  if (required != nullptr && std::string(required) == "1") FAIL(what);
+  std::fprintf(stderr, "SKIPPED: %s\n", what.c_str());
+  std::fflush(nullptr);
+  std::_Exit(77);
+}
+
+namespace {
+struct TempDir {
+  std::string path;
+  TempDir() {
+    std::string templ = (fs::temp_directory_path() / "llmctl-test-XXXXXX").string();
+    if (mkdtemp(templ.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path = templ;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+}  // namespace
+
+std::string temp_dir() {
+  static TempDir dir;
+  return dir.path;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+}  // namespace llmctl::test
