@@ -16,8 +16,11 @@ namespace llmctl::test {
 std::string test_data_dir() {
   if (const char* env = std::getenv("LLMCTL_TEST_DATA"); env != nullptr && *env != '\0')
     return fs::is_directory(env) ? std::string(env) : std::string();
-  const fs::path beside = fs::path(LLMCTL_SOURCE_DIR) / ".." / "shared";
-  return fs::is_directory(beside) ? fs::weakly_canonical(beside).string() : std::string();
+  // ../shared beside the checkout (development and CI), else data/ filled by fetch-models.sh.
+  for (const fs::path& dir : {fs::path(LLMCTL_SOURCE_DIR) / ".." / "shared",
+                              fs::path(LLMCTL_SOURCE_DIR) / "data"})
+    if (fs::is_directory(dir)) return fs::weakly_canonical(dir).string();
+  return std::string();
 }
 
 std::string require_test_file(const std::string& rel) {

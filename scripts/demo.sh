@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Sets up, then shows llmctl on the default model (stories260K): until generation exists,
+# `inspect` and `tokenize` on it.
+#
+#   scripts/demo.sh [MODEL.gguf]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh >/dev/null
+bin=build/llmctl
+
+model="${1:-}"
+if [ -z "$model" ]; then
+  for dir in "${LLMCTL_TEST_DATA:-}" ../shared data; do
+    if [ -n "$dir" ] && [ -f "$dir/models/stories260K.gguf" ]; then model="$dir/models/stories260K.gguf"; break; fi
+  done
+fi
+if [ -z "$model" ]; then
+  echo "demo: no model found; run scripts/fetch-models.sh or pass a .gguf path" >&2
+  exit 1
+fi
+
+run() { echo; echo "\$ llmctl $*"; "$bin" "$@"; }
+run --version
+run inspect "$model"
+run tokenize -m "$model" "Once upon a time"
+run tokenize -m "$model" --format pieces "Once upon a time, there was a little girl named Lily."
+run tokenize -m "$model" --decode "1 403 407 261 378"
