@@ -1,9 +1,166 @@
-// PLACEHOLDER: replaced by the tokenizer CLI work.
+// llmctl tokenize: text -> ids/pieces, ids -> text, token counts, and (--report) token inflation.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
 #include "cli/app.h"
+#include "cli/tokenize_options.h"
+#include "core/error.h"
+#include "core/text_io.h"
+#include "tokenizer/tokenizer.h"
+
 namespace llmctl::cli {
-void add_tokenize_command(CLI::App& app, Action& action) {
-  CLI::App* sub = app.add_subcommand("tokenize", "Tokenize text");
-  sub->allow_extras();
-  sub->callback([&action] { action = [] { return 1; }; });
+
+namespace {
+
+// Shows a piece on one line: control bytes escaped, everything else verbatim.
+std::string printable(const std::string& s) {
+  std::string out;
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\\') out += "\\\\";
+    else if (c < 0x20 || c == 0x7F) out += fmt::format("\\x{:02x}", c);
+    else out += ch;
+  }
+  return out;
 }
+
+std::vector<int32_t> parse_ids(const std::string& s) {
+  std::vector<int32_t> ids;
+  size_t i = 0;
+  while (i < s.size()) {
+    const size_t start = s.find_first_not_of(" \t\r\n,[]", i);
+    if (start == std::string::npos) break;
+    size_t end = s.find_first_of(" \t\r\n,[]", start);
+    if (end == std::string::npos) end = s.size();
+    const std::string tok = s.substr(start, end - start);
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(tok, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != tok.size() || v < INT32_MIN || v > INT32_MAX)
+      throw Error(fmt::format("--decode: '{}' is not a token id", tok),
+                  "give ids separated by spaces or commas, e.g. --decode \"1 403 407\"");
+    ids.push_back(static_cast<int32_t>(v));
+    i = end;
+  }
+  return ids;
+}
+
+Tokenizer open_tokenizer(const TokenizeOptions& opt) {
+  if (!opt.model.empty()) return Tokenizer::from_file(opt.model);
+  return Tokenizer::from_file(opt.tokenizers.at(0));
+}
+
+std::string input_text(const TokenizeOptions& opt) {
+  if (opt.has_text && !opt.file.empty())
+    throw CLI::ValidationError("TEXT and --file", "give the text either as TEXT or with --file, not both");
+  if (opt.has_text) return opt.text;
+  if (!opt.file.empty()) return read_whole_file(opt.file);
+  if (stdin_is_terminal())
+    throw CLI::ValidationError("TEXT", "no text given: pass TEXT, --file FILE, or pipe text on stdin");
+  return read_whole_file("-");
+}
+
+int run_decode(const Tokenizer& tok, const TokenizeOptions& opt) {
+  const std::vector<int32_t> ids = parse_ids(*opt.decode);
+  const std::string text = tok.decode(ids);
+  if (opt.json || opt.format == "json") {
+    fmt::print("{}\n", nlohmann::json{{"ids", ids}, {"text", text}}.dump(-1, ' ', false,
+                                      nlohmann::json::error_handler_t::replace));
+  } else {
+    fmt::print("{}", text);
+    if (stdout_is_terminal()) fmt::print("\n");
+  }
+  return kExitOk;
+}
+
+int run_encode(const Tokenizer& tok, const TokenizeOptions& opt) {
+  const std::string text = input_text(opt);
+  const bool add_bos = !opt.no_bos && tok.add_bos_default();
+  const std::vector<int32_t> ids = tok.encode(text, add_bos);
+  if (opt.count) {
+    if (opt.json) fmt::print("{}\n", nlohmann::json{{"n_tokens", ids.size()}}.dump());
+    else fmt::print("{}\n", ids.size());
+    return kExitOk;
+  }
+  const std::string format = opt.json ? "json" : opt.format;
+  if (format == "ids") {
+    fmt::print("{}\n", fmt::join(ids, " "));
+  } else if (format == "pieces") {
+    for (const int32_t id : ids) fmt::print("{}\t{}\n", id, printable(tok.piece(id)));
+  } else {
+    nlohmann::json pieces = nlohmann::json::array();
+    for (const int32_t id : ids) pieces.push_back(tok.piece(id));
+    const nlohmann::json j{{"tokenizer", tok.source()}, {"kind", tok.kind()},
+                           {"n_vocab", tok.n_vocab()}, {"add_bos", add_bos},
+                           {"n_tokens", ids.size()},  {"ids", ids},
+                           {"pieces", pieces}};
+    fmt::print("{}\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  }
+  return kExitOk;
+}
+
+int run_tokenize(const TokenizeOptions& opt) {
+  if (opt.report) return run_tokenize_report(opt);
+  if (opt.model.empty() == opt.tokenizers.empty())
+    throw CLI::ValidationError("-m/--tokenizer", "give exactly one of -m MODEL or --tokenizer FILE");
+  if (opt.tokenizers.size() > 1)
+    throw CLI::ValidationError("--tokenizer", "several tokenizers are only compared with --report");
+  if (!opt.jsonl.empty()) throw CLI::ValidationError("--jsonl", "--jsonl is for --report");
+  if (opt.csv) throw CLI::ValidationError("--csv", "--csv is for --report");
+  if (opt.budget) throw CLI::ValidationError("--budget", "--budget is for --report");
+  const Tokenizer tok = open_tokenizer(opt);
+  if (opt.decode) {
+    if (opt.has_text || !opt.file.empty() || opt.count)
+      throw CLI::ValidationError("--decode", "--decode takes ids; it does not combine with TEXT, --file or --count");
+    return run_decode(tok, opt);
+  }
+  return run_encode(tok, opt);
+}
+
+}  // namespace
+
+void add_tokenize_command(CLI::App& app, Action& action) {
+  static TokenizeOptions opt;
+  CLI::App* sub = app.add_subcommand(
+      "tokenize", "Text to token ids and pieces, ids to text, and token-inflation reports");
+  sub->footer(
+      "Examples:\n"
+      "  llmctl tokenize -m stories260K.gguf \"Once upon a time\"\n"
+      "  llmctl tokenize --tokenizer llama2-tokenizer.model --file prompt.txt --format pieces\n"
+      "  llmctl tokenize -m stories260K.gguf --decode \"1 403 407 261 378\"\n"
+      "  llmctl tokenize --report --tokenizer A.gguf --tokenizer B.model --jsonl prompts.jsonl --budget 4096\n"
+      "\nWithout TEXT or --file, text is read from standard input when it is not a terminal.\n"
+      "--report counts tokens without BOS/EOS; inflation is relative to the first --tokenizer.\n"
+      "Exit codes: 0 ok, 1 bad input file or error, 2 usage error.");
+  sub->add_option("-m,--model", opt.model, "GGUF model whose embedded vocabulary to use");
+  sub->add_option("--tokenizer", opt.tokenizers,
+                  "Tokenizer file: sentencepiece .model or GGUF (repeat with --report)");
+  sub->add_option("text", opt.text, "Text to tokenize");
+  sub->add_option("-f,--file", opt.file, "Read the text (or --report prompts, one per line) verbatim from FILE; - is stdin");
+  sub->add_option("--jsonl", opt.jsonl, "--report prompts: one JSON string or {\"prompt\"|\"text\": ...} per line");
+  sub->add_flag("--no-bos", opt.no_bos, "Do not prepend BOS (default: as the vocabulary says)");
+  sub->add_option("--format", opt.format, "Output: ids (one line), pieces (id<TAB>piece per line), json")
+      ->check(CLI::IsMember({"ids", "pieces", "json"}));
+  sub->add_flag("--json", opt.json, "JSON output (same as --format json; also for --report)");
+  sub->add_flag("--csv", opt.csv, "CSV output for --report");
+  sub->add_option("--decode", opt.decode, "Decode token ids (\"ID ID ...\") to text instead");
+  sub->add_flag("--count", opt.count, "Print only the number of tokens");
+  sub->add_flag("--report", opt.report, "Token-inflation report comparing the --tokenizer files");
+  sub->add_option("--budget", opt.budget, "--report: flag prompts over N tokens")->check(CLI::PositiveNumber);
+  sub->callback([&action, sub] {
+    opt.has_text = sub->count("text") > 0;
+    action = [] { return run_tokenize(opt); };
+  });
+}
+
 }  // namespace llmctl::cli
