@@ -16,6 +16,13 @@
 
 namespace llmctl {
 
+// Limits the reader enforces beyond the format's own rules, so that numbers in a file cannot
+// drive unbounded recursion or memory use (each decoded array element costs ~100 bytes).
+constexpr uint32_t kGgufMaxArrayDepth = 8;                 // array of array of ... (8 levels)
+constexpr uint64_t kGgufMaxMetadataElements = 1ull << 22;  // array elements, all keys together
+constexpr uint64_t kGgufMaxKeyLength = 65535;              // GGUF spec: keys < 2^16 bytes
+constexpr uint32_t kGgufMaxDims = 4;
+
 enum class GgufValueType : uint32_t {
   UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4, INT32 = 5, FLOAT32 = 6, BOOL = 7,
   STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
@@ -59,6 +66,9 @@ class GgufFile {
  public:
   // Maps and parses the file. Throws FileError on any inconsistency.
   static GgufFile open(const std::string& path);
+  // Parses a file image held in memory (fuzzing, tests, files built by GgufBuilder);
+  // `name` stands for the path in error messages. Tensor data points into `bytes`.
+  static GgufFile from_memory(std::shared_ptr<const std::vector<uint8_t>> bytes, std::string name);
 
   const std::string& path() const { return path_; }
   uint32_t version() const { return version_; }
@@ -87,6 +97,8 @@ class GgufFile {
   GgufFile() = default;
   friend class GgufParser;
   std::shared_ptr<MappedFile> map_;
+  std::shared_ptr<const std::vector<uint8_t>> memory_;  // set instead of map_ by from_memory
+  uint64_t file_size_ = 0;
   std::string path_;
   uint32_t version_ = 3;
   uint64_t alignment_ = 32;

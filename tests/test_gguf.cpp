@@ -1,0 +1,138 @@
+// GGUF reader on real files (facts cross-checked with gguf-py's GGUFReader 0.17: names, types,
+// shapes, data offsets, kv counts), and the ggml type table.
+#include <catch2/catch.hpp>
+
+#include "core/error.h"
+#include "core/ggml_type.h"
+#include "io/gguf.h"
+#include "support/test_data.h"
+
+using namespace llmctl;
+using llmctl::test::require_test_file;
+
+TEST_CASE("ggml type table matches ggml's block sizes", "[cpu]") {
+  struct Row { uint32_t id; const char* name; uint32_t block; uint32_t bytes; };
+  // gguf-py GGML_QUANT_SIZES (Q8_1 from ggml-common.h, see ggml_type.cpp).
+  const Row rows[] = {
+      {0, "F32", 1, 4},        {1, "F16", 1, 2},         {2, "Q4_0", 32, 18},
+      {3, "Q4_1", 32, 20},     {6, "Q5_0", 32, 22},      {7, "Q5_1", 32, 24},
+      {8, "Q8_0", 32, 34},     {9, "Q8_1", 32, 36},      {10, "Q2_K", 256, 84},
+      {11, "Q3_K", 256, 110},  {12, "Q4_K", 256, 144},   {13, "Q5_K", 256, 176},
+      {14, "Q6_K", 256, 210},  {15, "Q8_K", 256, 292},   {16, "IQ2_XXS", 256, 66},
+      {17, "IQ2_XS", 256, 74}, {18, "IQ3_XXS", 256, 98}, {19, "IQ1_S", 256, 50},
+      {20, "IQ4_NL", 32, 18},  {21, "IQ3_S", 256, 110},  {22, "IQ2_S", 256, 82},
+      {23, "IQ4_XS", 256, 136}, {24, "I8", 1, 1},        {25, "I16", 1, 2},
+      {26, "I32", 1, 4},       {27, "I64", 1, 8},        {28, "F64", 1, 8},
+      {29, "IQ1_M", 256, 56},  {30, "BF16", 1, 2},       {34, "TQ1_0", 256, 54},
+      {35, "TQ2_0", 256, 66},  {39, "MXFP4", 32, 17},
+  };
+  for (const Row& r : rows) {
+    INFO(r.name);
+    const auto t = ggml_type_traits(r.id);
+    REQUIRE(t.has_value());
+    CHECK(std::string(t->name) == r.name);
+    CHECK(t->block_size == r.block);
+    CHECK(t->type_size == r.bytes);
+    CHECK(ggml_type_from_name(r.name) == static_cast<GgmlType>(r.id));
+  }
+  for (uint32_t bad : {4u, 5u, 31u, 32u, 33u, 36u, 37u, 38u, 40u, 1000u, 0xffffffffu})
+    CHECK_FALSE(ggml_type_traits(bad).has_value());
+  CHECK(ggml_type_from_name("q4_0") == GgmlType::Q4_0);
+  CHECK(ggml_type_from_name("bf16") == GgmlType::BF16);
+  CHECK_FALSE(ggml_type_from_name("q4_2").has_value());
+  CHECK_FALSE(ggml_type_from_name("").has_value());
+}
+
+TEST_CASE("stories260K: metadata and tensor table as gguf-py reports them", "[cpu]") {
+  const GgufFile f = GgufFile::open(require_test_file("models/stories260K.gguf"));
+  CHECK(f.version() == 3);
+  CHECK(f.alignment() == 32);
+  CHECK(f.file_size() == 1185376);
+  CHECK(f.data_offset() == 14176);
+  CHECK(f.metadata().size() == 19);
+  REQUIRE(f.tensors().size() == 48);
+
+  CHECK(f.get_string("general.architecture") == "llama");
+  CHECK(f.get_string("tokenizer.ggml.model") == "llama");
+  CHECK(f.get_int_or("llama.embedding_length", 0) == 64);
+  CHECK(f.get_int_or("llama.block_count", 0) == 5);
+  CHECK(f.get_int_or("llama.feed_forward_length", 0) == 172);
+  CHECK(f.get_int_or("llama.attention.head_count", 0) == 8);
+  CHECK(f.get_int_or("llama.attention.head_count_kv", 0) == 4);
+  CHECK(f.get_int_or("tokenizer.ggml.padding_token_id", 0) == 4294967295);
+  CHECK(f.get_float_or("llama.attention.layer_norm_rms_epsilon", 0) == Approx(1e-5));
+  CHECK(f.get_int_or("no.such.key", -7) == -7);
+  CHECK_FALSE(f.get_int("no.such.key").has_value());
+
+  const auto tokens = f.get_string_array("tokenizer.ggml.tokens");
+  REQUIRE(tokens.size() == 512);
+  CHECK(tokens[0] == "<unk>");
+  CHECK(tokens[1] == "<s>");
+  CHECK(tokens[2] == "</s>");
+  CHECK(f.get_f32_array("tokenizer.ggml.scores").size() == 512);
+  const auto types = f.get_i32_array("tokenizer.ggml.token_type");
+  REQUIRE(types.size() == 512);
+  CHECK(types[0] == 2);
+  CHECK(types[1] == 3);
+
+  const GgufTensorInfo& first = f.tensors().front();
+  CHECK(first.name == "token_embd.weight");
+  CHECK(first.type == GgmlType::F32);
+  CHECK(first.shape == std::vector<int64_t>{64, 512});
+  CHECK(first.offset == 0);
+  CHECK(first.n_bytes == 131072);
+  CHECK(first.data != nullptr);
+
+  const GgufTensorInfo* down = f.find_tensor("blk.0.ffn_down.weight");
+  REQUIRE(down != nullptr);
+  CHECK(down->shape == std::vector<int64_t>{172, 64});
+  CHECK(down->offset == 355840);
+  CHECK(down->n_bytes == 44032);
+  CHECK(down->n_elements() == 172 * 64);
+
+  const GgufTensorInfo& last = f.tensors().back();
+  CHECK(last.name == "blk.4.ffn_norm.weight");
+  CHECK(last.offset == 1170944);
+  CHECK(f.data_offset() + last.offset + last.n_bytes == f.file_size());
+  CHECK(f.find_tensor("nope") == nullptr);
+
+  int64_t params = 0;
+  for (const auto& t : f.tensors()) params += t.n_elements();
+  CHECK(params == 292800);  // gguf-py: sum of n_elements
+}
+
+TEST_CASE("vocab-only files: no tensors, data section may be absent", "[cpu]") {
+  const GgufFile spm = GgufFile::open(require_test_file("vocab/ggml-vocab-llama-spm.gguf"));
+  CHECK(spm.metadata().size() == 22);
+  CHECK(spm.tensors().empty());
+  CHECK(spm.get_string_array("tokenizer.ggml.tokens").size() == 32000);
+  CHECK(spm.get_bool_or("tokenizer.ggml.add_bos_token", false) == true);
+  CHECK(spm.get_bool_or("tokenizer.ggml.add_eos_token", true) == false);
+  CHECK(spm.get_string("tokenizer.ggml.pre") == "default");
+
+  const GgufFile gpt2 = GgufFile::open(require_test_file("vocab/ggml-vocab-gpt-2.gguf"));
+  CHECK(gpt2.metadata().size() == 16);
+  const auto merges = gpt2.get_string_array("tokenizer.ggml.merges");
+  REQUIRE(merges.size() == 50000);
+  CHECK(merges[0] == "\xC4\xA0 t");  // "Ġ t"
+  CHECK(gpt2.get_string_array("tokenizer.ggml.tokens").size() == 50257);
+  CHECK(gpt2.get_int_or("tokenizer.ggml.bos_token_id", 0) == 50256);
+}
+
+TEST_CASE("typed getters name the key and the types on a mismatch", "[cpu]") {
+  const GgufFile f = GgufFile::open(require_test_file("models/stories260K.gguf"));
+  try {
+    (void)f.get_string("llama.block_count");
+    FAIL("expected FileError");
+  } catch (const FileError& e) {
+    CHECK(std::string(e.what()).find("'llama.block_count': expected string, got u32") != std::string::npos);
+  }
+  CHECK_THROWS_AS(f.get_string("missing.key"), FileError);
+  CHECK_THROWS_AS(f.get_int_or("general.name", 0), FileError);
+  CHECK_THROWS_AS(f.get_bool_or("llama.block_count", false), FileError);
+  CHECK_THROWS_AS(f.get_string_array("tokenizer.ggml.scores"), FileError);
+  CHECK_THROWS_AS(f.get_f32_array("tokenizer.ggml.tokens"), FileError);
+  CHECK_THROWS_AS(f.get_i32_array("general.name"), FileError);
+  CHECK(f.get_string_or("missing.key", "x") == "x");
+  CHECK(f.get_string_array("missing.key").empty());
+}
