@@ -1,7 +1,10 @@
 #include "backend/cuda/device.h"
 
-#include <cuda_runtime.h>
+#include <cuda_runtime_api.h>
 #include <fmt/format.h>
+
+#include "backend/cuda/check.h"
+#include "core/error.h"
 
 namespace llmctl::cuda {
 
@@ -14,8 +17,27 @@ std::string explain(cudaError_t err) {
     case cudaErrorNoDevice:
       return "no CUDA-capable device is visible (check CUDA_VISIBLE_DEVICES)";
     default:
-      return fmt::format("CUDA runtime error {}: {}", static_cast<int>(err), cudaGetErrorString(err));
+      return fmt::format("CUDA runtime error {}: {}", cudaGetErrorName(err),
+                         cudaGetErrorString(err));
   }
+}
+
+// Properties and free memory of device `index`; throws llmctl::Error (via the check macros).
+// cudaMemGetInfo needs a context on that device, so the caller restores its current device.
+GpuInfo query_device(int index) {
+  cudaDeviceProp prop{};
+  LLMCTL_CUDA_CHECK(cudaGetDeviceProperties(&prop, index));
+  GpuInfo g;
+  g.index = index;
+  g.name = prop.name;
+  g.total_bytes = prop.totalGlobalMem;
+  g.cc_major = prop.major;
+  g.cc_minor = prop.minor;
+  size_t free_b = 0, total_b = 0;
+  LLMCTL_CUDA_CHECK(cudaSetDevice(index));
+  LLMCTL_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  g.free_bytes = free_b;
+  return g;
 }
 
 }  // namespace
@@ -24,37 +46,45 @@ GpuProbe probe_devices() {
   GpuProbe probe;
   probe.cuda_compiled = true;
   cudaRuntimeGetVersion(&probe.runtime_version);
+  // Without a driver this still succeeds and reports 0: libcuda.so could not be loaded.
   if (cudaDriverGetVersion(&probe.driver_version) != cudaSuccess || probe.driver_version == 0) {
     probe.reason = "CUDA driver not found";
     return probe;
   }
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
-  if (err != cudaSuccess) {
-    probe.reason = explain(err);
-    cudaGetLastError();  // clear the sticky error state for later callers
+  if (err != cudaSuccess || count == 0) {
+    probe.reason = explain(err != cudaSuccess ? err : cudaErrorNoDevice);
+    cudaGetLastError();  // clear the error state for later callers
     return probe;
   }
-  if (count == 0) {
-    probe.reason = explain(cudaErrorNoDevice);
-    return probe;
-  }
+  int current = 0;
+  const bool have_current = cudaGetDevice(&current) == cudaSuccess;
+  std::string failures;
   for (int i = 0; i < count; ++i) {
-    cudaDeviceProp prop{};
-    if (cudaGetDeviceProperties(&prop, i) != cudaSuccess) continue;
-    GpuInfo g;
-    g.index = i;
-    g.name = prop.name;
-    g.total_bytes = prop.totalGlobalMem;
-    g.cc_major = prop.major;
-    g.cc_minor = prop.minor;
-    size_t free_b = 0, total_b = 0;
-    if (cudaSetDevice(i) == cudaSuccess && cudaMemGetInfo(&free_b, &total_b) == cudaSuccess)
-      g.free_bytes = free_b;
-    probe.gpus.push_back(g);
+    try {
+      probe.gpus.push_back(query_device(i));
+    } catch (const Error& e) {
+      // Probing reports, never throws: keep the other devices and say what went wrong.
+      failures += fmt::format("{}device {}: {}", failures.empty() ? "" : "; ", i, e.what());
+      cudaGetLastError();
+    }
   }
-  if (probe.gpus.empty()) probe.reason = "devices were counted but none could be queried";
+  if (have_current) cudaSetDevice(current);
+  if (probe.gpus.empty())
+    probe.reason =
+        fmt::format("{} device(s) counted but none could be queried: {}", count, failures);
   return probe;
+}
+
+int visible_device_count() {
+  if (int driver = 0; cudaDriverGetVersion(&driver) != cudaSuccess || driver == 0) return 0;
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return count;
 }
 
 }  // namespace llmctl::cuda

@@ -9,4 +9,8 @@ namespace llmctl::cuda {
 // ("CUDA driver not found", "no CUDA-capable device is visible", ...). Never throws.
 GpuProbe probe_devices();
 
+// Number of devices this process can use; 0 when there is no driver or no device. Never
+// throws and creates no context (cheap enough for a test's "is there a GPU?" check).
+int visible_device_count();
+
 }  // namespace llmctl::cuda
