@@ -159,6 +159,7 @@ class Parser {
       const uint64_t at = cur_.pos();
       GgufKV kv;
       kv.key = cur_.read_string("metadata key", kGgufMaxKeyLength);
+      if (kv.key.empty()) cur_.fail("empty metadata key", at);
       if (!seen.insert(kv.key).second) cur_.fail(fmt::format("duplicate metadata key '{}'", kv.key), at);
       const uint64_t type_at = cur_.pos();
       const uint32_t type = cur_.read<uint32_t>("value type");
