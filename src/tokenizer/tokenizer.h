@@ -38,7 +38,9 @@ class Tokenizer {
   // Special/control token text in the input is NOT parsed as special (treated as plain text).
   std::vector<int32_t> encode(std::string_view text, bool add_bos) const;
   // Ids -> text, as the reference implementation decodes a whole sequence (for sentencepiece
-  // kinds the leading space of the dummy prefix is removed). Throws Error on an id out of range.
+  // kinds the leading space of the dummy prefix is removed). The result is valid UTF-8:
+  // bytes that form no character decode to U+FFFD, one per byte. Throws Error naming the id
+  // and the vocabulary size on an id out of range; never throws on valid ids.
   std::string decode(const std::vector<int32_t>& ids) const;
   // The vocabulary's piece string for an id, as stored ("▁Hello", "<0x0A>", "Ġthe").
   std::string piece(int32_t id) const;
@@ -55,12 +57,14 @@ class Tokenizer {
   const std::string& source() const;  // the path it was loaded from
 
  private:
+  friend class StreamDecoder;  // applies decode()'s leading-space rule token by token
   explicit Tokenizer(std::unique_ptr<TokenizerImpl> impl);
   std::unique_ptr<TokenizerImpl> impl_;
 };
 
 // Streams decoded text token by token without ever emitting half a UTF-8 character:
 // incomplete trailing bytes are held back until the next token completes them.
+// The concatenation of every push() and a final flush() equals decode() of the same ids.
 class StreamDecoder {
  public:
   explicit StreamDecoder(const Tokenizer& tokenizer);

@@ -1,0 +1,177 @@
+// The Tokenizer facade: file-kind detection, dispatch to an implementation, id range checks
+// (implementations may assume valid ids), and the streaming decoder.
+#include "tokenizer/tokenizer.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "core/error.h"
+#include "io/gguf.h"
+#include "tokenizer/tokenizer_impl.h"
+#include "tokenizer/utf8.h"
+
+namespace llmctl {
+
+namespace {
+
+// The first bytes of a file, up to n; throws FileError when it cannot be opened.
+std::string read_head(const std::string& path, size_t n) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw FileError(path, fmt::format("cannot open: {}", std::strerror(errno)));
+  std::string head(n, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(n));
+  head.resize(static_cast<size_t>(in.gcount()));
+  return head;
+}
+
+// A serialized ModelProto starts with a length-delimited field among 1..5 (pieces first,
+// as every serializer writes fields in number order).
+bool looks_like_sentencepiece(std::string_view head) {
+  if (head.empty()) return false;
+  const auto b = static_cast<uint8_t>(head[0]);
+  return b == 0x0A || b == 0x12 || b == 0x1A || b == 0x22 || b == 0x2A;
+}
+
+std::string hex_bytes(std::string_view s) {
+  std::string out;
+  for (const char c : s) out += fmt::format("{}{:02x}", out.empty() ? "" : " ", static_cast<uint8_t>(c));
+  return out;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Construction
+// ---------------------------------------------------------------------------
+
+Tokenizer::Tokenizer(std::unique_ptr<TokenizerImpl> impl) : impl_(std::move(impl)) {
+  LLMCTL_ASSERT(impl_ != nullptr);
+}
+Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
+Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
+Tokenizer::~Tokenizer() = default;
+
+Tokenizer Tokenizer::from_file(const std::string& path) {
+  const std::string head = read_head(path, 4);
+  if (head.empty())
+    throw FileError(path, "empty file; expected a GGUF file or a sentencepiece .model");
+  if (head == "GGUF") return from_gguf(GgufFile::open(path));
+  if (looks_like_sentencepiece(head)) return from_sentencepiece(path);
+  throw FileError(path, fmt::format("not a GGUF file or a sentencepiece .model (starts with bytes {})",
+                                    hex_bytes(head)),
+                  FileError::kNoOffset, "a tokenizer is a GGUF model/vocabulary or a sentencepiece tokenizer.model");
+}
+
+Tokenizer Tokenizer::from_gguf(const GgufFile& file) {
+  const GgufValue* model = file.find("tokenizer.ggml.model");
+  if (model == nullptr)
+    throw FileError(file.path(), "no tokenizer: metadata key 'tokenizer.ggml.model' is missing (supported: llama, gpt2)");
+  const std::string name = file.get_string("tokenizer.ggml.model");
+  std::unique_ptr<TokenizerImpl> impl;
+  if (name == "llama") {
+    impl = make_llama_gguf_tokenizer(file);
+  } else if (name == "gpt2") {
+    impl = make_gpt2_gguf_tokenizer(file);
+  } else {
+    throw FileError(file.path(),
+                    fmt::format("tokenizer.ggml.model = '{}' is not supported (supported: llama, gpt2)", name));
+  }
+  impl->kind = name;
+  impl->source = file.path();
+  return Tokenizer(std::move(impl));
+}
+
+Tokenizer Tokenizer::from_sentencepiece(const std::string& path) {
+  std::unique_ptr<TokenizerImpl> impl = make_sentencepiece_tokenizer(path);
+  impl->kind = "sentencepiece";
+  impl->source = path;
+  return Tokenizer(std::move(impl));
+}
+
+// ---------------------------------------------------------------------------
+// Queries: ids are checked here once
+// ---------------------------------------------------------------------------
+
+namespace {
+void check_id(int32_t id, int32_t n_vocab) {
+  if (id < 0 || id >= n_vocab)
+    throw Error(fmt::format("token id {} is out of range (vocabulary of {} tokens)", id, n_vocab));
+}
+}  // namespace
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos) const {
+  return impl_->encode(text, add_bos);
+}
+
+std::string Tokenizer::decode(const std::vector<int32_t>& ids) const {
+  const int32_t n = impl_->n_vocab();
+  for (const int32_t id : ids) check_id(id, n);
+  return impl_->decode(ids);
+}
+
+std::string Tokenizer::piece(int32_t id) const {
+  check_id(id, impl_->n_vocab());
+  return impl_->piece(id);
+}
+
+std::string Tokenizer::token_bytes(int32_t id) const {
+  check_id(id, impl_->n_vocab());
+  return impl_->token_bytes(id);
+}
+
+TokenType Tokenizer::token_type(int32_t id) const {
+  check_id(id, impl_->n_vocab());
+  return impl_->token_type(id);
+}
+
+int32_t Tokenizer::n_vocab() const { return impl_->n_vocab(); }
+int32_t Tokenizer::bos_id() const { return impl_->bos_id(); }
+int32_t Tokenizer::eos_id() const { return impl_->eos_id(); }
+bool Tokenizer::add_bos_default() const { return impl_->add_bos_default(); }
+const std::string& Tokenizer::kind() const { return impl_->kind; }
+const std::string& Tokenizer::source() const { return impl_->source; }
+
+// ---------------------------------------------------------------------------
+// StreamDecoder
+// ---------------------------------------------------------------------------
+
+StreamDecoder::StreamDecoder(const Tokenizer& tokenizer) : tok_(tokenizer) {}
+
+std::string StreamDecoder::push(int32_t id) {
+  std::string bytes = tok_.token_bytes(id);  // range-checked
+  // The dummy-prefix rule of decode(): the first text piece loses one leading space, unless
+  // some output (a byte piece, <unk>) came before it; control pieces do not count.
+  if (first_) {
+    if (!tok_.impl_->strips_leading_space()) {
+      first_ = false;
+    } else {
+      const TokenType t = tok_.impl_->token_type(id);
+      const bool text_piece = t == TokenType::Normal || t == TokenType::UserDefined ||
+                              t == TokenType::Unused || t == TokenType::Undefined;
+      if (text_piece) {
+        if (!bytes.empty() && bytes.front() == ' ') bytes.erase(0, 1);
+        first_ = false;
+      } else if (!bytes.empty()) {
+        first_ = false;
+      }
+    }
+  }
+  pending_ += bytes;
+  // Hold back a trailing partial character; everything before it is final. The held bytes
+  // start with a lead byte, so repairing the prefix now equals repairing the whole later.
+  const size_t keep = utf8_incomplete_tail(pending_);
+  std::string out = utf8_sanitize(std::string_view(pending_).substr(0, pending_.size() - keep));
+  pending_.erase(0, pending_.size() - keep);
+  return out;
+}
+
+std::string StreamDecoder::flush() {
+  std::string out = utf8_sanitize(pending_);
+  pending_.clear();
+  return out;
+}
+
+}  // namespace llmctl
