@@ -1,0 +1,54 @@
+#include "quant/dequant.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace llmctl {
+
+bool can_dequantize(GgmlType type) {
+  switch (type) {
+    case GgmlType::F32: case GgmlType::F16: case GgmlType::BF16:
+    case GgmlType::Q8_0: case GgmlType::Q4_0: case GgmlType::Q4_1:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
+  if (!can_dequantize(type))
+    throw Error(fmt::format("dequantize: type {} is not supported (supported: F32, F16, BF16, Q8_0, "
+                            "Q4_0, Q4_1)",
+                            ggml_type_name(type)));
+  const GgmlTypeTraits tr = ggml_traits(type);
+  if (n < 0 || n % tr.block_size != 0)
+    throw Error(fmt::format("dequantize: {} elements is not a whole number of {} blocks of {}", n,
+                            tr.name, tr.block_size));
+  const auto* p = static_cast<const uint8_t*>(src);
+  const auto count = static_cast<size_t>(n);
+  switch (type) {
+    case GgmlType::F32:
+      if (count > 0) std::memcpy(dst, p, count * sizeof(float));
+      break;
+    case GgmlType::F16:
+      for (size_t i = 0; i < count; ++i) dst[i] = fp16_to_f32(load_u16_le(p + 2 * i));
+      break;
+    case GgmlType::BF16:
+      for (size_t i = 0; i < count; ++i) dst[i] = bf16_to_f32(load_u16_le(p + 2 * i));
+      break;
+    default: {
+      const size_t blocks = count / tr.block_size;
+      for (size_t b = 0; b < blocks; ++b) {
+        const uint8_t* block = p + b * tr.type_size;
+        float* out = dst + b * tr.block_size;
+        if (type == GgmlType::Q8_0) dequantize_block_q8_0(block, out);
+        else if (type == GgmlType::Q4_0) dequantize_block_q4_0(block, out);
+        else dequantize_block_q4_1(block, out);
+      }
+      break;
+    }
+  }
+}
+
+}  // namespace llmctl
