@@ -108,10 +108,15 @@ TEST_CASE("streaming equals decode() on random id sequences", "[cpu]") {
     std::mt19937 rng(42);
     // Mostly byte pieces (ids 3..258), so partial and invalid UTF-8 are common.
     std::uniform_int_distribution<int32_t> any(0, tok.n_vocab() - 1), bytes(0, 258);
+    // Lead bytes, continuations, controls, <unk>, and "▁"-led pieces meet every rule.
+    const int32_t edge[] = {0, 1, 2, 3 + 0x20, 3 + 0xC8, 3 + 0x97, 3 + 0xE4, 3 + 0xF0, 3 + 0x9F, 259, 260};
     int invalid = 0;
     for (int trial = 0; trial < 3000; ++trial) {
       std::vector<int32_t> ids(static_cast<size_t>(trial % 16));
-      for (auto& id : ids) id = (rng() % 4) == 0 ? any(rng) : bytes(rng);
+      for (auto& id : ids) {
+        const auto r = rng() % 4;
+        id = r == 0 ? any(rng) : r == 1 ? edge[rng() % 11] : bytes(rng);
+      }
       INFO(rel << " trial " << trial);
       const std::string whole = tok.decode(ids);  // never throws on valid ids
       CHECK(utf8_is_valid(whole));
@@ -154,6 +159,15 @@ TEST_CASE("invalid and unfinished bytes become U+FFFD, as in decode()", "[cpu]")
   {
     StreamDecoder dec(tok);
     CHECK(dec.push(3 + 0xBD) == kReplacement);  // a continuation byte alone is final at once
+  }
+  {
+    // A control piece ends a byte run, as in sentencepiece: C8 </s> 97 is not "ȗ".
+    StreamDecoder dec(tok);
+    CHECK(dec.push(3 + 0xC8).empty());
+    CHECK(dec.push(2) == kReplacement);
+    CHECK(dec.push(3 + 0x97) == kReplacement);
+    CHECK(tok.decode({3 + 0xC8, 2, 3 + 0x97}) == std::string(kReplacement) + kReplacement);
+    CHECK(tok.decode({3 + 0xC8, 3 + 0x97}) == "\xC8\x97");
   }
 }
 

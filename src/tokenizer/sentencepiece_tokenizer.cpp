@@ -120,17 +120,24 @@ class SentencePieceTokenizer final : public TokenizerImpl {
     return out;
   }
 
-  // sentencepiece's rules: control pieces vanish, <unk> shows as " ⁇ ", runs of byte pieces
-  // are joined and invalid UTF-8 in them becomes U+FFFD per byte, "▁" becomes a space, and
-  // the one leading "▁" of the first text piece (the dummy prefix) is dropped when no output
-  // came before it. (libsentencepiece < 0.1.99 strips that prefix twice when the first piece
-  // is a lone "▁"; the fixed behaviour is the one that round-trips " Hello".)
+  // sentencepiece's rules: control pieces vanish, <unk> shows as " ⁇ ", "▁" becomes a space,
+  // and the one leading "▁" of the first text piece (the dummy prefix) is dropped when no
+  // output came before it ([▁, ▁Hello] -> " Hello", so " Hello" round-trips). Consecutive
+  // byte pieces are joined, and any other piece, a control piece included, ends the run:
+  // bytes of a run that form no character become U+FFFD, one per byte.
   std::string decode(const std::vector<int32_t>& ids) const override {
-    std::string raw;
+    std::string out, run;
     bool at_start = strip_space_;
     for (const int32_t id : ids) {
       const auto i = static_cast<size_t>(id);
       std::string_view s = surface_[i];
+      if (pieces_[i].type == TokenType::Byte) {
+        run.append(s);
+        at_start = false;
+        continue;
+      }
+      out += utf8_sanitize(run);
+      run.clear();
       if (at_start) {
         if (is_text_type(pieces_[i].type)) {
           if (!s.empty() && s.front() == ' ') s.remove_prefix(1);
@@ -139,9 +146,9 @@ class SentencePieceTokenizer final : public TokenizerImpl {
           at_start = false;
         }
       }
-      raw.append(s);
+      out += utf8_sanitize(s);
     }
-    return utf8_sanitize(raw);
+    return out + utf8_sanitize(run);
   }
 
   std::string piece(int32_t id) const override { return pieces_[static_cast<size_t>(id)].piece; }

@@ -142,28 +142,35 @@ StreamDecoder::StreamDecoder(const Tokenizer& tokenizer) : tok_(tokenizer) {}
 
 std::string StreamDecoder::push(int32_t id) {
   std::string bytes = tok_.token_bytes(id);  // range-checked
+  const TokenizerImpl& impl = *tok_.impl_;
+  const TokenType type = impl.token_type(id);
   // The dummy-prefix rule of decode(): the first text piece loses one leading space, unless
   // some output (a byte piece, <unk>) came before it; control pieces do not count.
   if (first_) {
-    if (!tok_.impl_->strips_leading_space()) {
+    if (!impl.strips_leading_space()) {
       first_ = false;
-    } else {
-      const TokenType t = tok_.impl_->token_type(id);
-      const bool text_piece = t == TokenType::Normal || t == TokenType::UserDefined ||
-                              t == TokenType::Unused || t == TokenType::Undefined;
-      if (text_piece) {
-        if (!bytes.empty() && bytes.front() == ' ') bytes.erase(0, 1);
-        first_ = false;
-      } else if (!bytes.empty()) {
-        first_ = false;
-      }
+    } else if (type == TokenType::Normal || type == TokenType::UserDefined || type == TokenType::Unused ||
+               type == TokenType::Undefined) {
+      if (!bytes.empty() && bytes.front() == ' ') bytes.erase(0, 1);
+      first_ = false;
+    } else if (!bytes.empty()) {
+      first_ = false;
     }
+  }
+  std::string out;
+  // sentencepiece joins only consecutive byte pieces into characters; any other piece ends
+  // the run, so what is held back is final now (invalid bytes -> U+FFFD), and the piece's own
+  // text is complete. Byte-level BPE (gpt2) joins bytes across all tokens.
+  if (impl.kind != "gpt2" && type != TokenType::Byte) {
+    out = utf8_sanitize(pending_) + utf8_sanitize(bytes);
+    pending_.clear();
+    return out;
   }
   pending_ += bytes;
   // Hold back a trailing partial character; everything before it is final. The held bytes
   // start with a lead byte, so repairing the prefix now equals repairing the whole later.
   const size_t keep = utf8_incomplete_tail(pending_);
-  std::string out = utf8_sanitize(std::string_view(pending_).substr(0, pending_.size() - keep));
+  out = utf8_sanitize(std::string_view(pending_).substr(0, pending_.size() - keep));
   pending_.erase(0, pending_.size() - keep);
   return out;
 }
