@@ -1,0 +1,112 @@
+// llmctl inspect: text and JSON output on a real model, and clean failures on bad files.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "support/run_cli.h"
+#include "support/test_data.h"
+
+using llmctl::test::require_test_file;
+using llmctl::test::run_llmctl;
+
+namespace {
+bool has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+}  // namespace
+
+TEST_CASE("inspect prints header, metadata, tensors and totals", "[cli]") {
+  const std::string path = require_test_file("models/stories260K.gguf");
+  const auto r = run_llmctl({"inspect", path});
+  REQUIRE(r.code == 0);
+  CHECK(r.err.empty());
+  CHECK(has(r.out, "GGUF v3, 19 metadata keys, 48 tensors, alignment 32, data section at byte 14176, 1185376 bytes"));
+  CHECK(has(r.out, "[string x 512] \"<unk>\", \"<s>\", \"</s>\", ..."));
+  CHECK(has(r.out, "[f32 x 512] 0, 0, 0, ..."));
+  CHECK(has(r.out, "llama.attention.layer_norm_rms_epsilon  f32            1e-05"));
+  CHECK(has(r.out, "tokenizer.ggml.padding_token_id         u32            4294967295"));
+  // name, type, shape (row length first), bytes, offset from the data section
+  CHECK(has(r.out, "  blk.0.ffn_down.weight     F32      172 x 64         44032        355840\n"));
+  CHECK(has(r.out, "  F32         48 tensors          292800 elements         1171200 bytes (1.12 MiB)"));
+  CHECK(has(r.out, "parameters: 292800 (292.80 K), tensor data: 1171200 bytes"));
+}
+
+TEST_CASE("inspect --json is complete, machine-readable and summarises long arrays", "[cli]") {
+  const std::string path = require_test_file("models/stories260K.gguf");
+  const auto r = run_llmctl({"inspect", "--json", path});
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["version"] == 3);
+  CHECK(j["data_offset"] == 14176);
+  CHECK(j["metadata"].size() == 19);
+  CHECK(j["metadata"]["llama.block_count"] == 5);
+  CHECK(j["metadata"]["llama.attention.layer_norm_rms_epsilon"] == 1e-05);
+  CHECK(j["metadata_types"]["tokenizer.ggml.tokens"] == "array[string]");
+  const auto& tokens = j["metadata"]["tokenizer.ggml.tokens"];
+  CHECK(tokens["type"] == "string");
+  CHECK(tokens["count"] == 512);
+  REQUIRE(tokens["head"].size() == 8);
+  CHECK(tokens["head"][2] == "</s>");
+  REQUIRE(j["tensors"].size() == 48);
+  CHECK(j["tensors"][9]["name"] == "blk.0.ffn_down.weight");
+  CHECK(j["tensors"][9]["shape"] == nlohmann::json::array({172, 64}));
+  CHECK(j["tensors"][9]["bytes"] == 44032);
+  CHECK(j["tensors"][9]["offset"] == 355840);
+  CHECK(j["totals"][0]["type"] == "F32");
+  CHECK(j["totals"][0]["tensors"] == 48);
+  CHECK(j["n_params"] == 292800);
+  CHECK(j["tensor_bytes"] == 1171200);
+
+  const auto full = run_llmctl({"inspect", "--json", "--max-array", "0", path});
+  REQUIRE(full.code == 0);
+  const auto jf = nlohmann::json::parse(full.out);
+  REQUIRE(jf["metadata"]["tokenizer.ggml.tokens"].is_array());
+  CHECK(jf["metadata"]["tokenizer.ggml.tokens"].size() == 512);
+}
+
+TEST_CASE("inspect of a vocab-only file says it has no tensors", "[cli]") {
+  const auto r = run_llmctl({"inspect", require_test_file("vocab/ggml-vocab-gpt-2.gguf")});
+  REQUIRE(r.code == 0);
+  CHECK(has(r.out, "[string x 50000] \"\xC4\xA0 t\", \"\xC4\xA0 a\", \"h e\", ..."));
+  CHECK(has(r.out, "\nno tensors\n"));
+}
+
+TEST_CASE("inspect of a bad file gives one error line with the byte offset and exit 1", "[cli]") {
+  const std::string original = llmctl::test::read_file(require_test_file("models/stories260K.gguf"));
+  const std::string dir = llmctl::test::temp_dir();
+
+  const std::string truncated = dir + "/truncated.gguf";
+  llmctl::test::write_file(truncated, original.substr(0, 14000));
+  auto r = run_llmctl({"inspect", truncated});
+  CHECK(r.code == 1);
+  CHECK(r.out.empty());
+  CHECK(r.err.rfind("llmctl: error: " + truncated + ": ", 0) == 0);
+  CHECK(has(r.err, "(at byte "));
+
+  const std::string bad_magic = dir + "/magic.gguf";
+  llmctl::test::write_file(bad_magic, "GGML" + original.substr(4, 100));
+  r = run_llmctl({"inspect", "--json", bad_magic});
+  CHECK(r.code == 1);
+  CHECK(r.out.empty());
+  CHECK(has(r.err, "not a GGUF file: magic is 47 47 4d 4c, expected 47 47 55 46 (\"GGUF\") (at byte 0)"));
+
+  const std::string v1 = dir + "/v1.gguf";
+  llmctl::test::write_file(v1, std::string("GGUF\x01\0\0\0", 8) + std::string(16, '\0'));
+  r = run_llmctl({"inspect", v1});
+  CHECK(r.code == 1);
+  CHECK(has(r.err, "GGUF version 1 is not supported (only 2 and 3) (at byte 4)"));
+  CHECK(has(r.err, "llmctl: hint: "));
+
+  r = run_llmctl({"inspect", dir + "/missing.gguf"});
+  CHECK(r.code == 1);
+  CHECK(has(r.err, "cannot open"));
+  r = run_llmctl({"inspect", dir});
+  CHECK(r.code == 1);
+}
+
+TEST_CASE("inspect usage: a missing file is a usage error, help documents the JSON summary", "[cli]") {
+  CHECK(run_llmctl({"inspect"}).code == 2);
+  const auto h = run_llmctl({"inspect", "--help"});
+  CHECK(h.code == 0);
+  CHECK(has(h.out, "--json"));
+  CHECK(has(h.out, "\"head\""));
+  CHECK(has(h.out, "--max-array"));
+}
