@@ -1,9 +1,193 @@
-// PLACEHOLDER: byte-level BPE (tokenizer.ggml.model = gpt2) is being written; see tokenizer_impl.h.
+// tokenizer.ggml.model = gpt2: byte-level BPE with merges and a pre-tokenizer, as llama.cpp
+// loads it from GGUF metadata:
+//   tokenizer.ggml.tokens      byte-level strings ("Ġthe")
+//   tokenizer.ggml.token_type  optional; absent means every token is Normal
+//   tokenizer.ggml.merges      "left right", in rank order
+//   tokenizer.ggml.pre         pre-tokenizer name (pretokenizer.h); absent means "default"
+//   tokenizer.ggml.bos_token_id / eos_token_id   absent: llama.cpp's gpt2 default, id 11
+//   tokenizer.ggml.add_bos_token                 absent: true for the Llama 3 pre-tokenizer,
+//                                                false otherwise (llama.cpp's defaults)
+// Special/control token text in the input is plain text: it is never matched as a token.
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "core/error.h"
+#include "io/gguf.h"
+#include "tokenizer/bpe.h"
+#include "tokenizer/pretokenizer.h"
 #include "tokenizer/tokenizer_impl.h"
+#include "tokenizer/unicode.h"
+#include "tokenizer/utf8.h"
 
 namespace llmctl {
-std::unique_ptr<TokenizerImpl> make_gpt2_gguf_tokenizer(const GgufFile&) {
-  throw Error("gpt2 byte-level BPE tokenizer not built yet");
+
+namespace {
+
+constexpr int32_t kLlamaCppDefaultSpecialId = 11;  // llama.cpp's bos/eos for gpt2 vocabularies
+
+// What a Normal token contributes to the output: its characters mapped back to bytes. A
+// character outside the byte map (hand-added tokens) is kept as its own UTF-8.
+std::string byte_level_decode(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t pos = 0; pos < text.size();) {
+    const Utf8Unit u = decode_utf8(text, pos);
+    const int b = u.valid ? unicode_to_byte(u.cp) : -1;
+    if (b >= 0) {
+      out.push_back(static_cast<char>(static_cast<uint8_t>(b)));
+    } else {
+      out.append(text.substr(pos, u.size));
+    }
+    pos += u.size;
+  }
+  return out;
 }
+
+class Gpt2Tokenizer final : public TokenizerImpl {
+ public:
+  Gpt2Tokenizer(std::vector<std::string> pieces, std::vector<TokenType> types, BpeModel bpe,
+                PreTokenizer pre, int32_t bos, int32_t eos, bool add_bos)
+      : pieces_(std::move(pieces)), types_(std::move(types)), bpe_(std::move(bpe)), pre_(pre),
+        bos_(bos), eos_(eos), add_bos_(add_bos) {
+    bytes_.reserve(pieces_.size());
+    for (size_t id = 0; id < pieces_.size(); ++id) {
+      // As llama.cpp renders tokens without special handling: Normal tokens map back to
+      // bytes, UserDefined ones are literal text, all other kinds (control...) print nothing.
+      switch (types_[id]) {
+        case TokenType::Normal: bytes_.push_back(byte_level_decode(pieces_[id])); break;
+        case TokenType::UserDefined: bytes_.push_back(pieces_[id]); break;
+        default: bytes_.emplace_back(); break;
+      }
+    }
+  }
+
+  std::vector<int32_t> encode(std::string_view text, bool add_bos) const override {
+    std::vector<int32_t> ids;
+    ids.reserve(text.size() / 3 + 2);
+    if (add_bos && bos_ >= 0) ids.push_back(bos_);
+    BpeModel::Scratch scratch;
+    for (std::string_view piece : pre_tokenize(pre_, text)) bpe_.encode(piece, ids, scratch);
+    return ids;
+  }
+
+  std::string decode(const std::vector<int32_t>& ids) const override {
+    std::string out;
+    for (int32_t id : ids) out += bytes_.at(index(id));
+    return utf8_sanitize(out);  // the Tokenizer::decode contract: valid UTF-8
+  }
+
+  std::string piece(int32_t id) const override { return pieces_.at(index(id)); }
+  std::string token_bytes(int32_t id) const override { return bytes_.at(index(id)); }
+  int32_t n_vocab() const override { return static_cast<int32_t>(pieces_.size()); }
+  int32_t bos_id() const override { return bos_; }
+  int32_t eos_id() const override { return eos_; }
+  bool add_bos_default() const override { return add_bos_; }
+  TokenType token_type(int32_t id) const override { return types_.at(index(id)); }
+  bool strips_leading_space() const override { return false; }
+
+ private:
+  size_t index(int32_t id) const {
+    if (id < 0 || static_cast<size_t>(id) >= pieces_.size())
+      throw Error(fmt::format("token id {} is out of range (vocabulary of {} tokens)", id,
+                              pieces_.size()));
+    return static_cast<size_t>(id);
+  }
+
+  std::vector<std::string> pieces_;
+  std::vector<TokenType> types_;
+  std::vector<std::string> bytes_;
+  BpeModel bpe_;
+  PreTokenizer pre_;
+  int32_t bos_;
+  int32_t eos_;
+  bool add_bos_;
+};
+
+// An optional special-token id: the key's value when present (it must be in range), else
+// the fallback when that is in range, else -1.
+int32_t special_id(const GgufFile& file, const char* key, int32_t fallback, size_t n_vocab) {
+  const std::optional<int64_t> v = file.get_int(key);
+  if (!v) return static_cast<size_t>(fallback) < n_vocab ? fallback : -1;
+  if (*v < 0 || static_cast<uint64_t>(*v) >= n_vocab)
+    throw FileError(file.path(), fmt::format("metadata key '{}' = {} is not a token id (vocabulary "
+                                             "of {} tokens)", key, *v, n_vocab));
+  return static_cast<int32_t>(*v);
+}
+
+}  // namespace
+
+std::unique_ptr<TokenizerImpl> make_gpt2_gguf_tokenizer(const GgufFile& file) {
+  const std::string& path = file.path();
+  std::vector<std::string> pieces = file.get_string_array("tokenizer.ggml.tokens");
+  if (pieces.empty())
+    throw FileError(path, "metadata key 'tokenizer.ggml.tokens' is missing or empty");
+  if (pieces.size() >= static_cast<size_t>(INT32_MAX / 2))
+    throw FileError(path, fmt::format("vocabulary of {} tokens is too large", pieces.size()));
+  const size_t n = pieces.size();
+
+  std::vector<TokenType> types(n, TokenType::Normal);
+  if (file.find("tokenizer.ggml.token_type") != nullptr) {
+    const std::vector<int32_t> raw = file.get_i32_array("tokenizer.ggml.token_type");
+    if (raw.size() != n)
+      throw FileError(path, fmt::format("tokenizer.ggml.token_type has {} entries, expected {} "
+                                        "(one per token)", raw.size(), n));
+    for (size_t id = 0; id < n; ++id) {
+      if (raw[id] < 0 || raw[id] > static_cast<int32_t>(TokenType::Byte))
+        throw FileError(path, fmt::format("tokenizer.ggml.token_type[{}] = {} is not a token type "
+                                          "(0..6)", id, raw[id]));
+      types[id] = static_cast<TokenType>(raw[id]);
+    }
+  }
+
+  if (file.find("tokenizer.ggml.merges") == nullptr)
+    throw FileError(path, "metadata key 'tokenizer.ggml.merges' is missing (a gpt2 vocabulary "
+                          "needs its BPE merges)");
+  std::vector<BpeModel::Merge> merges;
+  {
+    const std::vector<std::string> raw = file.get_string_array("tokenizer.ggml.merges");
+    merges.reserve(raw.size());
+    for (const std::string& m : raw) {
+      // "left right": the separator is the first space after the first byte, as llama.cpp
+      // splits it. A merge that does not split, or whose sides are not byte-level text, can
+      // never apply; it keeps its rank slot so the other ranks stay as in the file.
+      const size_t sep = m.find(' ', 1);
+      std::optional<std::string> left, right;
+      if (sep != std::string::npos) {
+        left = byte_level_to_bytes(std::string_view(m).substr(0, sep));
+        right = byte_level_to_bytes(std::string_view(m).substr(sep + 1));
+      }
+      merges.push_back(left && right ? BpeModel::Merge{*left, *right} : BpeModel::Merge{});
+    }
+  }
+
+  PreTokenizer pre;
+  const std::string pre_name = file.get_string_or("tokenizer.ggml.pre", "default");
+  try {
+    pre = pre_tokenizer_from_name(pre_name);
+  } catch (const Error& e) {
+    throw FileError(path, e.what(), FileError::kNoOffset,
+                    "this vocabulary's pre-tokenizer is not implemented in llmctl");
+  }
+
+  std::vector<std::optional<std::string>> token_bytes(n);
+  for (size_t id = 0; id < n; ++id) {
+    // Control tokens stay out of BPE, so their text in the input is always plain text.
+    if (types[id] != TokenType::Control) token_bytes[id] = byte_level_to_bytes(pieces[id]);
+  }
+  BpeModel bpe(token_bytes, merges, /*ignore_merges=*/pre == PreTokenizer::Llama3);
+
+  const int32_t bos = special_id(file, "tokenizer.ggml.bos_token_id", kLlamaCppDefaultSpecialId, n);
+  const int32_t eos = special_id(file, "tokenizer.ggml.eos_token_id", kLlamaCppDefaultSpecialId, n);
+  const bool add_bos = file.get_bool_or("tokenizer.ggml.add_bos_token", pre == PreTokenizer::Llama3);
+
+  auto impl = std::make_unique<Gpt2Tokenizer>(std::move(pieces), std::move(types), std::move(bpe),
+                                              pre, bos, eos, add_bos);
+  impl->kind = "gpt2";
+  impl->source = path;
+  return impl;
+}
+
 }  // namespace llmctl

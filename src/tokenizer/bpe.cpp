@@ -1,0 +1,199 @@
+#include "tokenizer/bpe.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "core/error.h"
+#include "tokenizer/unicode.h"
+
+namespace llmctl {
+
+// ---------------------------------------------------------------------------
+// GPT-2 byte-level map
+// ---------------------------------------------------------------------------
+
+namespace {
+
+bool is_printable_latin1(uint32_t b) {
+  return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+}
+
+struct ByteMap {
+  std::array<char32_t, 256> to_unicode{};
+  std::array<int16_t, 324> to_byte{};  // every mapped code point is < 256 + 68
+
+  ByteMap() {
+    to_byte.fill(-1);
+    char32_t next = 256;
+    for (uint32_t b = 0; b < 256; ++b) {
+      to_unicode[b] = is_printable_latin1(b) ? char32_t{b} : next++;
+      to_byte[to_unicode[b]] = static_cast<int16_t>(b);
+    }
+  }
+};
+
+const ByteMap& byte_map() {
+  static const ByteMap map;
+  return map;
+}
+
+}  // namespace
+
+char32_t byte_to_unicode(uint8_t byte) { return byte_map().to_unicode[byte]; }
+
+int unicode_to_byte(char32_t cp) {
+  const ByteMap& m = byte_map();
+  return cp < m.to_byte.size() ? m.to_byte[cp] : -1;
+}
+
+std::string bytes_to_byte_level(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (char c : bytes) append_utf8(out, byte_to_unicode(static_cast<uint8_t>(c)));
+  return out;
+}
+
+std::optional<std::string> byte_level_to_bytes(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t pos = 0; pos < text.size();) {
+    const Utf8Unit u = decode_utf8(text, pos);
+    const int b = u.valid ? unicode_to_byte(u.cp) : -1;
+    if (b < 0) return std::nullopt;
+    out.push_back(static_cast<char>(static_cast<uint8_t>(b)));
+    pos += u.size;
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// BpeModel
+// ---------------------------------------------------------------------------
+
+BpeModel::BpeModel(const std::vector<std::optional<std::string>>& token_bytes,
+                   const std::vector<Merge>& merges, bool ignore_merges)
+    : ignore_merges_(ignore_merges) {
+  if (token_bytes.size() >= static_cast<size_t>(std::numeric_limits<int32_t>::max() / 2))
+    throw Error(fmt::format("vocabulary of {} tokens is too large", token_bytes.size()));
+  n_vocab_ = static_cast<int32_t>(token_bytes.size());
+  ids_.reserve(token_bytes.size() + merges.size() / 8);
+  for (size_t id = 0; id < token_bytes.size(); ++id)
+    if (token_bytes[id]) ids_[*token_bytes[id]] = static_cast<int32_t>(id);
+  for (uint32_t b = 0; b < 256; ++b) byte_ids_[b] = intern(std::string(1, static_cast<char>(b)));
+
+  merges_.reserve(merges.size());
+  for (size_t rank = 0; rank < merges.size(); ++rank) {
+    const Merge& m = merges[rank];
+    if (m.left.empty() || m.right.empty()) continue;  // cannot apply to any pair of symbols
+    const int32_t left = intern(m.left);
+    const int32_t right = intern(m.right);
+    const int32_t merged = intern(m.left + m.right);
+    merges_.emplace(pair_key(left, right), MergeResult{static_cast<int32_t>(rank), merged});
+  }
+}
+
+int32_t BpeModel::intern(const std::string& bytes) {
+  const auto it = ids_.find(bytes);
+  if (it != ids_.end()) return it->second;
+  const size_t id = static_cast<size_t>(n_vocab_) + internal_.size();
+  if (id >= static_cast<size_t>(std::numeric_limits<int32_t>::max()))
+    throw Error("too many BPE merges");
+  internal_.push_back(bytes);
+  ids_.emplace(bytes, static_cast<int32_t>(id));
+  return static_cast<int32_t>(id);
+}
+
+void BpeModel::emit(int32_t id, std::vector<int32_t>& out) const {
+  if (id < n_vocab_) {
+    out.push_back(id);
+    return;
+  }
+  for (char c : internal_[static_cast<size_t>(id - n_vocab_)]) {
+    const int32_t byte_id = byte_ids_[static_cast<uint8_t>(c)];
+    if (byte_id < n_vocab_) out.push_back(byte_id);
+  }
+}
+
+namespace {
+// std heap order: the top is the lowest rank, then the leftmost pair. A function object, not
+// a function pointer, so the heap operations inline it (they dominate long pieces).
+struct LowerPriority {
+  bool operator()(const BpeModel::Scratch::Candidate& a,
+                  const BpeModel::Scratch::Candidate& b) const {
+    return a.order > b.order;
+  }
+};
+constexpr LowerPriority lower_priority{};
+}  // namespace
+
+bool BpeModel::add_candidate(Scratch& scratch, int32_t left) const {
+  if (left < 0) return false;
+  const Scratch::Symbol& l = scratch.symbols[static_cast<size_t>(left)];
+  if (l.next < 0) return false;
+  const Scratch::Symbol& r = scratch.symbols[static_cast<size_t>(l.next)];
+  const auto it = merges_.find(pair_key(l.id, r.id));
+  if (it == merges_.end()) return false;
+  const uint64_t order = (static_cast<uint64_t>(it->second.rank) << 32) | static_cast<uint32_t>(left);
+  scratch.heap.push_back({order, l.next, l.id, r.id, it->second.merged_id});
+  return true;
+}
+
+void BpeModel::push_candidate(Scratch& scratch, int32_t left) const {
+  if (add_candidate(scratch, left))
+    std::push_heap(scratch.heap.begin(), scratch.heap.end(), lower_priority);
+}
+
+void BpeModel::encode(std::string_view piece, std::vector<int32_t>& out, Scratch& scratch) const {
+  if (piece.empty()) return;
+  if (piece.size() == 1) {
+    emit(byte_ids_[static_cast<uint8_t>(piece[0])], out);
+    return;
+  }
+  if (ignore_merges_) {
+    const auto it = ids_.find(std::string(piece));
+    if (it != ids_.end() && it->second < n_vocab_) {
+      out.push_back(it->second);
+      return;
+    }
+  }
+  if (piece.size() >= static_cast<size_t>(std::numeric_limits<int32_t>::max()))
+    throw Error("text piece too long to encode");
+
+  // One symbol per byte, linked in order.
+  auto& symbols = scratch.symbols;
+  const auto n = static_cast<int32_t>(piece.size());
+  symbols.resize(piece.size());
+  for (int32_t i = 0; i < n; ++i) {
+    symbols[static_cast<size_t>(i)] = {byte_ids_[static_cast<uint8_t>(piece[static_cast<size_t>(i)])],
+                                       i - 1, i + 1 < n ? i + 1 : -1};
+  }
+  scratch.heap.clear();
+  for (int32_t i = 0; i + 1 < n; ++i) add_candidate(scratch, i);
+  std::make_heap(scratch.heap.begin(), scratch.heap.end(), lower_priority);  // O(n)
+
+  // Merge the best pair until none is left. Candidates are never removed from the heap when
+  // a neighbour changes; a popped one is applied only if its two symbols are still adjacent
+  // and unchanged. Symbol ids at a fixed start index only ever grow longer, so equal ids
+  // mean an unchanged symbol.
+  while (!scratch.heap.empty()) {
+    std::pop_heap(scratch.heap.begin(), scratch.heap.end(), lower_priority);
+    const Scratch::Candidate c = scratch.heap.back();
+    scratch.heap.pop_back();
+    const auto left = static_cast<int32_t>(c.order & 0xFFFFFFFFu);
+    Scratch::Symbol& l = symbols[static_cast<size_t>(left)];
+    if (l.id != c.left_id || l.next != c.right) continue;
+    Scratch::Symbol& r = symbols[static_cast<size_t>(c.right)];
+    if (r.id != c.right_id) continue;
+    l.id = c.merged_id;
+    l.next = r.next;
+    if (r.next >= 0) symbols[static_cast<size_t>(r.next)].prev = left;
+    r.id = -1;
+    push_candidate(scratch, l.prev);
+    push_candidate(scratch, left);
+  }
+
+  for (int32_t i = 0; i >= 0; i = symbols[static_cast<size_t>(i)].next)
+    emit(symbols[static_cast<size_t>(i)].id, out);
+}
+
+}  // namespace llmctl
