@@ -55,8 +55,8 @@ TEST_CASE("code points count multi-byte characters once and bad bytes one each",
 TEST_CASE("inflation counts equal the reference tokenizations", "[cpu][golden]") {
   const std::string spm = test::require_test_file("vocab/ggml-vocab-llama-spm.gguf");
   const std::string gpt2 = test::require_test_file("vocab/ggml-vocab-gpt-2.gguf");
-  const auto spm_cases = test::load_vocab_cases(spm);
-  const auto gpt2_cases = test::load_vocab_cases(gpt2);
+  const auto spm_cases = test::load_vocab_cases("vocab/ggml-vocab-llama-spm.gguf");
+  const auto gpt2_cases = test::load_vocab_cases("vocab/ggml-vocab-gpt-2.gguf");
   REQUIRE(spm_cases.size() == gpt2_cases.size());
   const Tokenizer a = Tokenizer::from_file(spm);
   const Tokenizer b = Tokenizer::from_file(gpt2);
