@@ -231,6 +231,7 @@ TEST_CASE("from_file tells files apart by content and names the path in errors",
   };
   expect_file_error(llmctl::test::temp_dir() + "/does-not-exist.model", "cannot open");
   expect_file_error(write_temp("empty.model", ""), "empty file");
+  expect_file_error(llmctl::test::temp_dir(), "is a directory");
   expect_file_error(write_temp("text.model", "hello world\n"), "not a GGUF file or a sentencepiece");
   // A .model cut short is rejected by the parser, not accepted half-read.
   const std::string model = llmctl::test::read_file(require_test_file(kLlamaModel));

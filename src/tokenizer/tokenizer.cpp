@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "core/error.h"
@@ -19,6 +20,8 @@ namespace {
 
 // The first bytes of a file, up to n; throws FileError when it cannot be opened.
 std::string read_head(const std::string& path, size_t n) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw FileError(path, "is a directory, not a tokenizer file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw FileError(path, fmt::format("cannot open: {}", std::strerror(errno)));
   std::string head(n, '\0');
