@@ -21,8 +21,6 @@ constexpr Unbuilt kUnbuilt[] = {
      "the inference engine (issue 3)"},
     {"quantize", "Convert GGUF or Hugging Face weights to a quantized GGUF, measuring the loss",
      "quantize and eval (issue 7)"},
-    {"kvplan", "Plan GPU memory: weights, KV cache, workspace, what fits, roofline speed",
-     "kvplan (issue 5)"},
     {"rope-probe", "Test that positional encoding works (shift, ablation, distance, sweep)",
      "the diagnostics (issue 6)"},
     {"svd-embed", "Singular-value spectrum and norm statistics of the embedding matrix",
