@@ -3,6 +3,7 @@
 // bad field; nothing may crash, hang, read out of bounds or allocate by a number in the file.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <limits>
 
 #include "gguf_bytes.h"
@@ -184,6 +185,14 @@ TEST_CASE("duplicate keys and tensor names", "[cpu]") {
   const size_t t_at = t.size();
   t.tensor("w", {8}, kF32, 32).pad_to(32).zeros(64);
   expect_error(t, "duplicate tensor name 'w'", t_at);
+
+  // Names from the file are shown with control bytes escaped and long ones cut.
+  Bytes esc;
+  esc.header(1, 0).tensor("a\x1b[31m", {8}, 99, 0);
+  expect_error(esc, "tensor 'a\\x1b[31m': unknown ggml type 99", 24 + 8 + 6 + 4 + 8);
+  Bytes long_key;
+  long_key.header(0, 1).str(std::string(200, 'k')).u32(77);
+  expect_error(long_key, "key '" + std::string(80, 'k') + "...': unknown value type 77", 24 + 208);
 }
 
 TEST_CASE("general.alignment of the wrong type, zero or not a power of two", "[cpu]") {
@@ -276,4 +285,38 @@ TEST_CASE("the writer refuses what the reader would reject", "[cpu]") {
   GgufBuilder bad_align;
   bad_align.set("general.alignment", v::u32(24));
   CHECK_THROWS_AS(bad_align.build(), Error);
+}
+
+// Writes the fuzzer's seed corpus (tests/fuzz/corpus/gguf) when LLMCTL_WRITE_FUZZ_CORPUS names
+// a directory:  LLMCTL_WRITE_FUZZ_CORPUS=tests/fuzz/corpus/gguf build/tests/test_gguf_bad_input "write*"
+TEST_CASE("write the fuzz seed corpus on request", "[cpu]") {
+  const char* dir = std::getenv("LLMCTL_WRITE_FUZZ_CORPUS");
+  if (dir == nullptr || *dir == '\0') return;
+  namespace v = gguf_value;
+  auto save = [&](const std::string& name, const std::vector<uint8_t>& b) {
+    REQUIRE(b.size() < 10000);
+    llmctl::test::write_file(std::string(dir) + "/" + name, std::string(b.begin(), b.end()));
+  };
+  const auto valid = small_valid_file();
+  save("valid_all_types", valid);
+  save("truncated", std::vector<uint8_t>(valid.begin(), valid.begin() + 200));
+  GgufBuilder vocab;
+  vocab.set("general.architecture", v::string("llama"))
+      .set("tokenizer.ggml.tokens", v::string_array({"<unk>", "<s>", "</s>", "\xE2\x96\x81the", "a"}))
+      .set("tokenizer.ggml.scores", v::f32_array({0.f, 0.f, 0.f, -1.5f, -2.f}))
+      .set("tokenizer.ggml.token_type", v::i32_array({2, 3, 3, 1, 1}));
+  save("vocab_only", vocab.build());
+  GgufBuilder aligned;
+  aligned.set("general.alignment", v::u32(64))
+      .set("deep", v::array(GgufValueType::ARRAY, {v::array(GgufValueType::ARRAY, {v::i32_array({1})})}));
+  aligned.add_tensor("q8", GgmlType::Q8_0, {32}, std::vector<uint8_t>(34, 1));
+  aligned.add_tensor("q41", GgmlType::Q4_1, {32, 2}, std::vector<uint8_t>(40, 2));
+  aligned.add_tensor("k", GgmlType::Q6_K, {256}, std::vector<uint8_t>(210, 3));
+  save("aligned64_quant", aligned.build());
+  Bytes v2;
+  v2.header(1, 1, 2).kv_string("general.name", "v2").tensor("w", {2, 2}, kF32, 0).pad_to(32).zeros(16);
+  save("v2", v2.b);
+  Bytes bad;
+  bad.header(1, 0).tensor("w", {33}, kQ4_0, 0).pad_to(32).zeros(64);
+  save("bad_row", bad.b);
 }

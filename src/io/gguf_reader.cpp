@@ -43,6 +43,19 @@ uint64_t min_encoded_size(uint32_t t) {
   return 0;
 }
 
+// A key or tensor name from the file as it appears in an error message: control bytes
+// escaped (no terminal escapes from a hostile file), cut after 80 bytes.
+std::string shown(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size() && i < 80; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", c);
+    else out += static_cast<char>(c);
+  }
+  if (s.size() > 80) out += "...";
+  return out;
+}
+
 class Cursor {
  public:
   Cursor(const std::string& path, const uint8_t* data, uint64_t size)
@@ -160,11 +173,11 @@ class Parser {
       GgufKV kv;
       kv.key = cur_.read_string("metadata key", kGgufMaxKeyLength);
       if (kv.key.empty()) cur_.fail("empty metadata key", at);
-      if (!seen.insert(kv.key).second) cur_.fail(fmt::format("duplicate metadata key '{}'", kv.key), at);
+      if (!seen.insert(kv.key).second) cur_.fail(fmt::format("duplicate metadata key '{}'", shown(kv.key)), at);
       const uint64_t type_at = cur_.pos();
       const uint32_t type = cur_.read<uint32_t>("value type");
       if (min_encoded_size(type) == 0)
-        cur_.fail(fmt::format("key '{}': unknown value type {}", kv.key, type), type_at);
+        cur_.fail(fmt::format("key '{}': unknown value type {}", shown(kv.key), type), type_at);
       kv.value = value(static_cast<GgufValueType>(type), kv.key, 0);
       out_.kv_.push_back(std::move(kv));
     }
@@ -191,20 +204,20 @@ class Parser {
       const uint64_t at = cur_.pos();
       GgufTensorInfo t;
       t.name = cur_.read_string("tensor name");
-      if (!seen.insert(t.name).second) cur_.fail(fmt::format("duplicate tensor name '{}'", t.name), at);
+      if (!seen.insert(t.name).second) cur_.fail(fmt::format("duplicate tensor name '{}'", shown(t.name)), at);
       const uint64_t dims_at = cur_.pos();
       const uint32_t n_dims = cur_.read<uint32_t>("tensor n_dims");
       if (n_dims == 0 || n_dims > kGgufMaxDims)
-        cur_.fail(fmt::format("tensor '{}': n_dims is {}, expected 1..{}", t.name, n_dims, kGgufMaxDims),
+        cur_.fail(fmt::format("tensor '{}': n_dims is {}, expected 1..{}", shown(t.name), n_dims, kGgufMaxDims),
                   dims_at);
       int64_t n = 1;
       for (uint32_t d = 0; d < n_dims; ++d) {
         const uint64_t dim_at = cur_.pos();
         const int64_t ne = cur_.read<int64_t>("tensor dimension");
         if (ne <= 0)
-          cur_.fail(fmt::format("tensor '{}': dimension {} is {}, expected > 0", t.name, d, ne), dim_at);
+          cur_.fail(fmt::format("tensor '{}': dimension {} is {}, expected > 0", shown(t.name), d, ne), dim_at);
         if (n > std::numeric_limits<int64_t>::max() / ne)
-          cur_.fail(fmt::format("tensor '{}': element count overflows int64 at dimension {}", t.name, d),
+          cur_.fail(fmt::format("tensor '{}': element count overflows int64 at dimension {}", shown(t.name), d),
                     dim_at);
         n *= ne;
         t.shape.push_back(ne);
@@ -214,24 +227,24 @@ class Parser {
       const auto traits = ggml_type_traits(type);
       if (!traits) {
         const bool removed = type == 4 || type == 5 || (type >= 31 && type <= 33) || (type >= 36 && type <= 38);
-        cur_.fail(fmt::format("tensor '{}': unknown ggml type {}{}", t.name, type,
+        cur_.fail(fmt::format("tensor '{}': unknown ggml type {}{}", shown(t.name), type,
                               removed ? " (removed from ggml)" : ""),
                   type_at);
       }
       t.type = static_cast<GgmlType>(type);
       if (t.shape[0] % traits->block_size != 0)
         cur_.fail(fmt::format("tensor '{}': row length {} is not a multiple of the {} block size {}",
-                              t.name, t.shape[0], traits->name, traits->block_size),
+                              shown(t.name), t.shape[0], traits->name, traits->block_size),
                   dims_at + 4);
       const uint64_t n_blocks = static_cast<uint64_t>(n) / traits->block_size;
       if (n_blocks > UINT64_MAX / traits->type_size)
-        cur_.fail(fmt::format("tensor '{}': byte size overflows 64 bits", t.name), dims_at);
+        cur_.fail(fmt::format("tensor '{}': byte size overflows 64 bits", shown(t.name)), dims_at);
       t.n_bytes = n_blocks * traits->type_size;
       const uint64_t off_at = cur_.pos();
       t.offset = cur_.read<uint64_t>("tensor offset");
       if (t.offset % out_.alignment_ != 0)
         cur_.fail(fmt::format("tensor '{}': data offset {} is not a multiple of the alignment {}",
-                              t.name, t.offset, out_.alignment_),
+                              shown(t.name), t.offset, out_.alignment_),
                   off_at);
       offset_pos_.push_back(off_at);
       out_.tensors_.push_back(std::move(t));
@@ -257,7 +270,7 @@ class Parser {
       GgufTensorInfo& t = ts[i];
       if (t.offset > data_size || t.n_bytes > data_size - t.offset)
         cur_.fail(fmt::format("tensor '{}': data [{}, +{}) runs past the end of the {}-byte data section",
-                              t.name, t.offset, t.n_bytes, data_size),
+                              shown(t.name), t.offset, t.n_bytes, data_size),
                   offset_pos_[i]);
       t.data = data + out_.data_offset_ + t.offset;
     }
@@ -268,8 +281,8 @@ class Parser {
       const GgufTensorInfo& prev = ts[order[k - 1]];
       const GgufTensorInfo& cur = ts[order[k]];
       if (prev.offset + prev.n_bytes > cur.offset)
-        cur_.fail(fmt::format("tensor '{}': data [{}, +{}) overlaps tensor '{}' [{}, +{})", cur.name,
-                              cur.offset, cur.n_bytes, prev.name, prev.offset, prev.n_bytes),
+        cur_.fail(fmt::format("tensor '{}': data [{}, +{}) overlaps tensor '{}' [{}, +{})", shown(cur.name),
+                              cur.offset, cur.n_bytes, shown(prev.name), prev.offset, prev.n_bytes),
                   offset_pos_[order[k]]);
     }
   }
@@ -292,7 +305,7 @@ class Parser {
       case GgufValueType::FLOAT64: v.f = cur_.read<double>("f64 value"); break;
       case GgufValueType::BOOL: {
         const uint8_t b = cur_.read<uint8_t>("bool value");
-        if (b > 1) cur_.fail(fmt::format("key '{}': bool value is {}, expected 0 or 1", key, b), at);
+        if (b > 1) cur_.fail(fmt::format("key '{}': bool value is {}, expected 0 or 1", shown(key), b), at);
         v.u = b;
         break;
       }
@@ -305,20 +318,20 @@ class Parser {
   void array(GgufValue& v, const std::string& key, uint32_t depth) {
     const uint64_t at = cur_.pos();
     if (depth > kGgufMaxArrayDepth)
-      cur_.fail(fmt::format("key '{}': arrays nested deeper than {} levels", key, kGgufMaxArrayDepth), at);
+      cur_.fail(fmt::format("key '{}': arrays nested deeper than {} levels", shown(key), kGgufMaxArrayDepth), at);
     const uint32_t elem = cur_.read<uint32_t>("array element type");
     const uint64_t min_size = min_encoded_size(elem);
-    if (min_size == 0) cur_.fail(fmt::format("key '{}': unknown array element type {}", key, elem), at);
+    if (min_size == 0) cur_.fail(fmt::format("key '{}': unknown array element type {}", shown(key), elem), at);
     v.elem_type = static_cast<GgufValueType>(elem);
     const uint64_t count_at = cur_.pos();
     const uint64_t count = cur_.read<uint64_t>("array length");
     if (count > cur_.left() / min_size)
-      cur_.fail(fmt::format("key '{}': array of {} {} elements cannot fit in the {} bytes left", key,
+      cur_.fail(fmt::format("key '{}': array of {} {} elements cannot fit in the {} bytes left", shown(key),
                             count, gguf_value_type_name(v.elem_type), cur_.left()),
                 count_at);
     if (count > kGgufMaxMetadataElements - n_elements_)
       cur_.fail(fmt::format("key '{}': metadata holds more than {} array elements in total (llmctl's limit)",
-                            key, kGgufMaxMetadataElements),
+                            shown(key), kGgufMaxMetadataElements),
                 count_at);
     n_elements_ += count;
     v.arr.reserve(static_cast<size_t>(count));
