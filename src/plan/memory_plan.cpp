@@ -1,0 +1,267 @@
+// Memory plan arithmetic (rules in memory_plan.h and docs/kvplan.md).
+#include "plan/memory_plan.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+
+namespace llmctl::plan {
+
+Engine parse_engine(const std::string& name) {
+  const std::string n = lowercase(name);
+  if (n == "llmctl") return Engine::Llmctl;
+  if (n == "vllm") return Engine::Vllm;
+  if (n == "llamacpp" || n == "llama.cpp" || n == "llama-cpp") return Engine::Llamacpp;
+  throw Error(fmt::format("unknown engine '{}'", name), "use llmctl, vllm or llamacpp");
+}
+
+const char* engine_name(Engine e) {
+  switch (e) {
+    case Engine::Vllm: return "vllm";
+    case Engine::Llamacpp: return "llamacpp";
+    case Engine::Llmctl: break;
+  }
+  return "llmctl";
+}
+
+std::string check_tensor_parallel(const ModelConfig& m, int64_t tp) {
+  if (tp < 1) return "the tensor-parallel size must be at least 1";
+  if (m.n_heads % tp != 0)
+    return fmt::format("tensor parallelism {} does not divide the {} attention heads", tp, m.n_heads);
+  if (!m.is_mla() && m.n_kv_heads % tp != 0 && tp % m.n_kv_heads != 0)
+    return fmt::format("tensor parallelism {} neither divides the {} KV heads nor is a multiple of them",
+                       tp, m.n_kv_heads);
+  return "";
+}
+
+KvFormula kv_formula(const ModelConfig& m, const KvFormat& kv, int64_t tp) {
+  KvFormula f;
+  f.mla = m.is_mla();
+  f.n_layers = m.n_layers;
+  uint64_t layer_bytes = 0, layer_bytes_pg = 0;
+  if (f.mla) {
+    // One latent vector (kv_lora_rank) plus the shared RoPE key (qk_rope_dim) per token and
+    // layer; every TP rank holds all of it (the latent is not split across heads).
+    f.kv_heads = f.kv_heads_per_gpu = 1;
+    f.k_dim = m.kv_lora_rank;
+    f.v_dim = m.qk_rope_dim;
+    f.elems_per_token_layer = m.kv_lora_rank + m.qk_rope_dim;
+    layer_bytes = layer_bytes_pg = kv.bytes(f.elems_per_token_layer);
+    f.replicated = tp > 1;
+  } else {
+    f.kv_heads = m.n_kv_heads;
+    f.replicated = tp > m.n_kv_heads;
+    f.kv_heads_per_gpu = f.replicated ? 1 : m.n_kv_heads / tp;
+    f.k_dim = m.head_dim;
+    f.v_dim = m.v_dim();
+    f.elems_per_token_layer = m.n_kv_heads * (f.k_dim + f.v_dim);
+    layer_bytes = kv.bytes(m.n_kv_heads * f.k_dim) + kv.bytes(m.n_kv_heads * f.v_dim);
+    layer_bytes_pg = kv.bytes(f.kv_heads_per_gpu * f.k_dim) + kv.bytes(f.kv_heads_per_gpu * f.v_dim);
+  }
+  f.bytes_per_token = layer_bytes * static_cast<uint64_t>(m.n_layers);
+  f.bytes_per_token_per_gpu = layer_bytes_pg * static_cast<uint64_t>(m.n_layers);
+  f.layer_bytes_per_gpu.assign(static_cast<size_t>(m.n_layers), layer_bytes_pg);
+  return f;
+}
+
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t pad_to(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+uint64_t to_bytes(double x) { return x <= 0 ? 0 : static_cast<uint64_t>(std::llround(x)); }
+
+}  // namespace
+
+uint64_t kv_bytes_for_context(const PlanInputs& in, const KvFormula& f, int64_t ctx) {
+  if (in.engine == Engine::Llamacpp)  // every layer holds every cell (windows not applied)
+    return static_cast<uint64_t>(pad_to(ctx, kLlamacppPad)) * f.bytes_per_token_per_gpu;
+  uint64_t total = 0;
+  for (int64_t l = 0; l < f.n_layers; ++l) {
+    const int64_t w = in.model.layer_window(l);
+    const int64_t tokens = w > 0 ? std::min(ctx, w) : ctx;
+    total += static_cast<uint64_t>(pad_to(tokens, in.block_size)) * f.layer_bytes_per_gpu[static_cast<size_t>(l)];
+  }
+  return total;
+}
+
+uint64_t weights_bytes_per_gpu(const ModelConfig& m, const WeightFormat& w, int64_t tp) {
+  if (w.from_file) {
+    if (m.file_weight_bytes == 0)
+      throw Error("--weight-type gguf needs a GGUF model file", "give a weight type such as bf16 or q4_0");
+    return m.file_weight_bytes / static_cast<uint64_t>(tp);
+  }
+  const ParamCounts p = count_params(m);
+  const auto L = static_cast<double>(m.n_layers), d = static_cast<double>(m.n_embd);
+  // Replicated on every rank: MLA's down-projections (q_a, kv_a), and K/V projections when TP
+  // exceeds the KV heads (each rank keeps whole heads).
+  double replicated = 0, kv_proj_total = 0, kv_proj_pg = 0;
+  if (m.is_mla()) {
+    replicated = L * d * static_cast<double>(m.kv_lora_rank + m.qk_rope_dim + m.q_lora_rank);
+  } else {
+    const auto hd = static_cast<double>(m.head_dim + m.v_dim());
+    kv_proj_total = L * d * static_cast<double>(m.n_kv_heads) * hd;
+    const int64_t heads_pg = tp > m.n_kv_heads ? 1 : m.n_kv_heads / tp;
+    kv_proj_pg = L * d * static_cast<double>(heads_pg) * hd;
+  }
+  const auto t = static_cast<double>(tp);
+  const double linear_pg = (static_cast<double>(p.linear) - replicated - kv_proj_total) / t + replicated + kv_proj_pg;
+  const double emb_b = w.embeddings_16bit ? 2.0 : w.bytes_per_param;
+  const double small_b = w.bytes_per_param >= 4 ? 4.0 : 2.0;
+  return to_bytes(linear_pg * w.bytes_per_param + static_cast<double>(p.embedding + p.lm_head) / t * emb_b +
+                  static_cast<double>(p.small) * small_b);
+}
+
+uint64_t weights_bytes_total(const ModelConfig& m, const WeightFormat& w) {
+  return weights_bytes_per_gpu(m, w, 1);
+}
+
+uint64_t activation_estimate(const PlanInputs& in) {
+  const ModelConfig& m = in.model;
+  int64_t ff = m.n_dense_layers > 0 || !m.is_moe() ? m.n_ff : 0;
+  if (m.is_moe()) ff = std::max(ff, (m.n_experts_used + m.n_shared_experts) * m.n_ff_expert);
+  const auto d = static_cast<double>(m.n_embd), t = static_cast<double>(in.tp);
+  const auto ffd = static_cast<double>(ff), vocab = static_cast<double>(m.n_vocab);
+  if (in.engine == Engine::Llamacpp) {
+    // Compute buffer: one micro-batch of 512 tokens in f32: logits, MLP and hidden states, and
+    // one layer's attention scores over all cells (no flash attention).
+    const double ub = 512;
+    const auto cells = static_cast<double>(pad_to(in.ctx * std::max<int64_t>(1, in.batch), kLlamacppPad));
+    return to_bytes(ub * (vocab + 3 * ffd + 4 * d) * 4 + ub * cells * static_cast<double>(m.n_heads) * 4);
+  }
+  // vLLM's profile run pushes max_num_batched_tokens dummy tokens through the model. Its peak
+  // is the MLP intermediate (gate/up and activation: ~3 x ff, split by TP) plus a few hidden-
+  // size buffers, in 16-bit, plus f32 logits and their softmax for max_num_seqs sequences.
+  // Calibrated on vLLM's logs (docs/kvplan.md): Llama-3.1-8B, 8192 tokens, 1024 seqs -> 1.89 GiB.
+  const double act_b = in.weight.bytes_per_param >= 4 ? 4.0 : 2.0;
+  const auto tokens = static_cast<double>(in.max_batched_tokens), seqs = static_cast<double>(in.max_num_seqs);
+  return to_bytes(tokens * (4 * d + 3 * ffd / t) * act_b + seqs * vocab / t * 8);
+}
+
+uint64_t default_overhead(const PlanInputs& in) {
+  // vLLM v1 logs ~0.25 GiB of non-torch memory (cuBLAS workspace, NCCL, allocator slack) for
+  // one GPU; its CUDA context sits in the (1 - gpu_util) margin. llama.cpp: CUDA context and
+  // cuBLAS workspace, ~0.3 GiB.
+  return to_bytes((in.engine == Engine::Llamacpp ? 0.30 : 0.25) * kGiB);
+}
+
+namespace {
+
+// Largest context whose KV for `seqs` sequences fits in `pool` bytes (binary search; sliding
+// windows make the per-sequence cost flatten out).
+int64_t max_context_for(const PlanInputs& in, const KvFormula& f, int64_t seqs, uint64_t pool) {
+  constexpr int64_t kCap = int64_t{1} << 26;
+  auto fits = [&](int64_t ctx) { return static_cast<uint64_t>(seqs) * kv_bytes_for_context(in, f, ctx) <= pool; };
+  if (!fits(1)) return 0;
+  int64_t lo = 1, hi = kCap;
+  if (fits(hi)) return hi;
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+}  // namespace
+
+MemoryPlan plan_memory(const PlanInputs& in, bool with_levers) {
+  LLMCTL_ASSERT(in.tp >= 1 && in.n_gpus >= in.tp && in.ctx >= 1 && in.batch >= 1 && in.block_size >= 1);
+  MemoryPlan p;
+  p.params = count_params(in.model);
+  p.kv = kv_formula(in.model, in.kv, in.tp);
+  p.replicas = in.n_gpus / in.tp;
+  p.batch_per_replica = ceil_div(in.batch, p.replicas);
+  const bool lcpp = in.engine == Engine::Llamacpp;
+  p.block_size = lcpp ? kLlamacppPad : in.block_size;
+  p.usable_bytes = in.gpu.usable_bytes;
+  p.requested_bytes = lcpp ? p.usable_bytes : to_bytes(in.gpu_util * static_cast<double>(p.usable_bytes));
+  p.weights_bytes = weights_bytes_total(in.model, in.weight);
+  p.weights_bytes_per_gpu = weights_bytes_per_gpu(in.model, in.weight, in.tp);
+  p.activation_bytes = in.activation ? *in.activation : activation_estimate(in);
+  p.overhead_bytes = in.overhead ? *in.overhead : default_overhead(in);
+  if (in.kv_budget) {
+    p.kv_budget_given = true;
+    p.kv_budget_bytes = static_cast<int64_t>(*in.kv_budget);
+  } else {
+    p.kv_budget_bytes = static_cast<int64_t>(p.requested_bytes) - static_cast<int64_t>(p.weights_bytes_per_gpu) -
+                        static_cast<int64_t>(p.activation_bytes) - static_cast<int64_t>(p.overhead_bytes);
+  }
+  const uint64_t block_bytes = static_cast<uint64_t>(p.block_size) * p.kv.bytes_per_token_per_gpu;
+  p.kv_blocks = p.kv_budget_bytes > 0 ? static_cast<int64_t>(static_cast<uint64_t>(p.kv_budget_bytes) / block_bytes) : 0;
+  p.kv_tokens = p.kv_blocks * p.block_size;
+  const uint64_t pool = static_cast<uint64_t>(p.kv_blocks) * block_bytes;
+  const auto bpr = static_cast<uint64_t>(p.batch_per_replica);
+  p.kv_bytes_per_seq = kv_bytes_for_context(in, p.kv, in.ctx);
+  bool any_window = false;
+  for (int64_t l = 0; l < in.model.n_layers; ++l) any_window = any_window || in.model.layer_window(l) > 0;
+  if (lcpp) {
+    // One unified cache of ctx * sequences cells, padded to 256; each sequence gets n_ctx / n_seq.
+    const int64_t cells = pad_to(in.ctx * p.batch_per_replica, kLlamacppPad);
+    p.kv_bytes_needed = static_cast<uint64_t>(cells) * p.kv.bytes_per_token_per_gpu;
+    p.max_concurrency = p.kv_tokens / in.ctx * p.replicas;
+    p.concurrency_ratio = static_cast<double>(p.kv_tokens) / static_cast<double>(in.ctx);
+    p.max_context = p.kv_tokens / p.batch_per_replica;
+    p.fits = p.kv_budget_bytes >= 0 && cells <= p.kv_tokens;
+  } else {
+    p.kv_bytes_needed = bpr * p.kv_bytes_per_seq;
+    p.max_concurrency = static_cast<int64_t>(pool / p.kv_bytes_per_seq) * p.replicas;
+    // vLLM logs tokens / max_model_len for full attention.
+    p.concurrency_ratio = any_window ? static_cast<double>(pool) / static_cast<double>(p.kv_bytes_per_seq)
+                                     : static_cast<double>(p.kv_tokens) / static_cast<double>(in.ctx);
+    p.max_context = any_window ? max_context_for(in, p.kv, p.batch_per_replica, pool)
+                               : p.kv_blocks / p.batch_per_replica * p.block_size;
+    p.fits = p.kv_budget_bytes >= 0 && p.kv_bytes_needed <= pool;
+  }
+  p.needed_bytes = p.weights_bytes_per_gpu + p.activation_bytes + p.overhead_bytes + p.kv_bytes_needed;
+  if (!p.fits) p.shortfall_bytes = std::max(1.0, static_cast<double>(p.kv_bytes_needed) - static_cast<double>(p.kv_budget_bytes));
+  if (p.fits || !with_levers) return p;
+
+  // Levers: what each alternative saves per GPU, and whether it alone makes the plan fit.
+  auto try_lever = [&](const std::string& what, PlanInputs alt) {
+    const MemoryPlan q = plan_memory(alt, false);
+    const double saves = static_cast<double>(p.needed_bytes) - static_cast<double>(q.needed_bytes);
+    if (saves > 0) p.levers.push_back({what, saves, q.fits});
+  };
+  if (in.kv.bytes_per_elem() > 1) {
+    PlanInputs alt = in;
+    alt.kv = parse_kv_format("fp8");
+    try_lever("--kv-type fp8 (halves the KV cache of 16-bit KV)", alt);
+  }
+  if (!in.weight.from_file && in.weight.bytes_per_param > 1.1 && !in.kv_budget) {
+    PlanInputs alt = in;
+    alt.weight = parse_weight_format(in.gpu.tflops_8 > 0 ? "fp8" : "int8");
+    try_lever(fmt::format("--weight-type {}", alt.weight.name), alt);
+  }
+  if (!in.weight.from_file && in.weight.bytes_per_param > 0.6 && !in.kv_budget) {
+    PlanInputs alt = in;
+    alt.weight = parse_weight_format("awq", 128);
+    try_lever("--weight-type awq (int4, group 128)", alt);
+  }
+  for (int64_t tp = in.tp * 2; tp <= 64; tp *= 2) {
+    if (!check_tensor_parallel(in.model, tp).empty() || in.kv_budget) continue;
+    PlanInputs alt = in;
+    alt.tp = tp;
+    alt.n_gpus = tp * p.replicas;
+    const MemoryPlan q = plan_memory(alt, false);
+    if (q.fits) {
+      p.levers.push_back({fmt::format("--gpus {} --tp {}", alt.n_gpus, tp),
+                          static_cast<double>(p.needed_bytes) - static_cast<double>(q.needed_bytes), true});
+      break;
+    }
+  }
+  if (p.max_concurrency >= 1 && p.max_concurrency < in.batch) {
+    PlanInputs alt = in;
+    alt.batch = p.max_concurrency;
+    try_lever(fmt::format("--batch {} (most sequences at this context)", p.max_concurrency), alt);
+  }
+  if (p.max_context >= 1 && p.max_context < in.ctx) {
+    PlanInputs alt = in;
+    alt.ctx = p.max_context;
+    try_lever(fmt::format("--ctx {} (longest context at this batch)", p.max_context), alt);
+  }
+  std::stable_sort(p.levers.begin(), p.levers.end(),
+                   [](const Lever& a, const Lever& b) { return a.saves_bytes > b.saves_bytes; });
+  return p;
+}
+
+}  // namespace llmctl::plan
