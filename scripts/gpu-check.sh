@@ -112,8 +112,10 @@ banner "configure ($build_dir, CUDA architectures $arch)"
 generator=()
 command -v ninja >/dev/null && [ ! -f "$build_dir/Makefile" ] && generator=(-G Ninja)
 t=$(date +%s)
+# No LLMCTL_WERROR here: the GPU image's host compiler may be newer than CI's and warn about
+# code CI accepts; warnings as errors are CI's gate, this script checks the GPU.
 if cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DLLMCTL_CUDA=ON \
-     -DLLMCTL_CUDA_ARCHITECTURES="$arch" -DLLMCTL_WERROR=ON "${cmake_extra[@]}"; then
+     -DLLMCTL_CUDA_ARCHITECTURES="$arch" "${cmake_extra[@]}"; then
   record configure ok $(($(date +%s) - t))
 else
   record configure FAIL $(($(date +%s) - t)); finish
