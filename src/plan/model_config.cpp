@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -86,7 +87,12 @@ std::vector<std::string> closest_names(const std::string& query, const std::vect
                                        size_t n) {
   const std::string q = lowercase(query);
   std::vector<std::pair<size_t, std::string>> scored;
-  for (const std::string& name : names) scored.emplace_back(edit_distance(q, lowercase(name)), name);
+  // A typed prefix counts almost as a match ("h10" -> "h100-sxm").
+  for (const std::string& name : names) {
+    const std::string l = lowercase(name);
+    const size_t prefix = l.size() > q.size() ? edit_distance(q, l.substr(0, q.size())) + 1 : SIZE_MAX;
+    scored.emplace_back(std::min(edit_distance(q, l), prefix), name);
+  }
   std::stable_sort(scored.begin(), scored.end(),
                    [](const auto& x, const auto& y) { return x.first < y.first; });
   std::vector<std::string> out;
