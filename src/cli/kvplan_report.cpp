@@ -57,7 +57,11 @@ std::vector<SweepCell> run_sweep(const plan::PlanInputs& in) {
 }
 
 std::string verdict(const plan::MemoryPlan& p) {
-  if (p.fits) return "fits";
+  if (p.fits)
+    return fmt::format("fits: {:.2f} of {:.2f} GiB per GPU; room for {} sequences at this context", gib(p.needed_bytes),
+                       gib(p.kv_budget_given ? p.needed_bytes - p.kv_bytes_needed + static_cast<uint64_t>(p.kv_budget_bytes)
+                                             : p.requested_bytes),
+                       p.max_concurrency);
   std::string s = fmt::format("does not fit by {:.2f} GiB per GPU", gib(p.shortfall_bytes));
   if (!p.levers.empty())
     s += fmt::format("; largest lever: {} (saves {:.2f} GiB per GPU{})", p.levers.front().what,
@@ -80,6 +84,9 @@ void print_kvplan_text(const plan::PlanInputs& in, const plan::MemoryPlan& p, co
   fmt::print("memory per GPU                       GiB\n");
   fmt::print("  usable (cudaMemGetInfo)       {:>9.2f}\n", gib(p.usable_bytes));
   if (!p.kv_budget_given) fmt::print("  {:<30}{:>9.2f}\n", in.engine == plan::Engine::Llamacpp ? "budget (all of it)" : "budget (gpu-util x usable)", gib(p.requested_bytes));
+  if (!p.kv_budget_given && in.engine != plan::Engine::Llamacpp)
+    fmt::print("  reserve (1 - gpu-util)        {:>9.2f}   (CUDA context, fragmentation)\n",
+               gib(p.usable_bytes - p.requested_bytes));
   fmt::print("  weights                       {:>9.2f}   (whole model {:.2f} GiB)\n", gib(p.weights_bytes_per_gpu),
              gib(p.weights_bytes));
   fmt::print("  activation / workspace        {:>9.2f}   (estimate)\n", gib(p.activation_bytes));
@@ -105,6 +112,8 @@ void print_kvplan_text(const plan::PlanInputs& in, const plan::MemoryPlan& p, co
   fmt::print("prefill          {:.3f} s for {} tokens (roofline at {:g} TFLOPS x {})\n", r.prefill_s, in.ctx,
              r.tflops_used, in.tp);
   fmt::print("verdict          {}\n", verdict(p));
+  if (m.max_ctx > 0 && in.ctx > m.max_ctx)
+    fmt::print("note             --ctx {} is beyond the model's configured context of {}\n", in.ctx, m.max_ctx);
   for (size_t i = 1; i < p.levers.size(); ++i)
     fmt::print("                 or {} (saves {:.2f} GiB{})\n", p.levers[i].what, gib(p.levers[i].saves_bytes),
                p.levers[i].fits_after ? ", then fits" : "");
