@@ -21,8 +21,8 @@ namespace {
 struct KvplanOptions {
   std::string model, gpu, weight_type, kv_type = "f16", engine = "llmctl", svg;
   std::optional<double> gpu_mem, bandwidth, tflops, kv_budget, activation, non_torch;
-  int64_t gpus = 1, ctx = 0, batch = 1, block_size = 16, group_size = 128;
-  std::optional<int64_t> tp;
+  int64_t ctx = 0, batch = 1, block_size = 16, group_size = 128;
+  std::optional<int64_t> tp, gpus;
   int64_t max_batched_tokens = 8192, max_num_seqs = 1024;
   double gpu_util = 0.9;
   bool json = false, explain = false, no_sweep = false, measure = false, list_models = false, list_gpus = false;
@@ -48,8 +48,9 @@ plan::PlanInputs build_inputs(const KvplanOptions& o) {
   }
   if (!(o.gpu_util > 0 && o.gpu_util <= 1))
     throw CLI::ValidationError("--gpu-util", fmt::format("--gpu-util must be in (0, 1], got {}", o.gpu_util));
-  in.n_gpus = o.gpus;
-  in.tp = o.tp ? *o.tp : o.gpus;
+  // --tp alone means that many GPUs; --gpus alone means TP over all of them.
+  in.n_gpus = o.gpus ? *o.gpus : (o.tp ? *o.tp : 1);
+  in.tp = o.tp ? *o.tp : in.n_gpus;
   if (in.tp < 1 || in.n_gpus % in.tp != 0)
     throw CLI::ValidationError("--tp", fmt::format("--tp {} must divide --gpus {}", in.tp, in.n_gpus));
   if (const std::string why = plan::check_tensor_parallel(in.model, in.tp); !why.empty())
