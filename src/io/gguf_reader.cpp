@@ -20,6 +20,11 @@
 #include "core/error.h"
 #include "io/gguf_parser.h"
 
+// GGUF is little-endian and fields are read with memcpy in host order.
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the GGUF reader assumes a little-endian host"
+#endif
+
 namespace llmctl {
 
 namespace {
@@ -178,6 +183,7 @@ class Parser {
       const uint32_t type = cur_.read<uint32_t>("value type");
       if (min_encoded_size(type) == 0)
         cur_.fail(fmt::format("key '{}': unknown value type {}", shown(kv.key), type), type_at);
+      if (kv.key == "general.alignment") alignment_at_ = type_at;
       kv.value = value(static_cast<GgufValueType>(type), kv.key, 0);
       out_.kv_.push_back(std::move(kv));
     }
@@ -188,11 +194,10 @@ class Parser {
     const GgufValue* v = out_.find("general.alignment");
     if (v == nullptr) return;
     if (v->type != GgufValueType::UINT32)
-      throw FileError(out_.path_, fmt::format("general.alignment has type {}, expected u32",
-                                              gguf_value_type_name(v->type)));
+      cur_.fail(fmt::format("general.alignment has type {}, expected u32", gguf_value_type_name(v->type)),
+                alignment_at_);
     if (v->u == 0 || (v->u & (v->u - 1)) != 0)
-      throw FileError(out_.path_,
-                      fmt::format("general.alignment is {}, expected a power of two", v->u));
+      cur_.fail(fmt::format("general.alignment is {}, expected a power of two", v->u), alignment_at_ + 4);
     out_.alignment_ = v->u;
   }
 
@@ -350,6 +355,7 @@ class Parser {
   Parsed& out_;
   Cursor& cur_;
   std::vector<uint64_t> offset_pos_;  // where each tensor's offset field is, for errors
+  uint64_t alignment_at_ = 0;         // where general.alignment's type field is
   uint64_t n_elements_ = 0;
 };
 
