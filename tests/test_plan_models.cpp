@@ -8,6 +8,7 @@
 #include "io/gguf.h"
 #include "io/gguf_format.h"
 #include "io/gguf_writer.h"
+#include "plan/gpu_catalog.h"
 #include "plan/model_config.h"
 #include "support/test_data.h"
 
@@ -211,5 +212,30 @@ TEST_CASE("GGUF: MoE and MLA keys", "[cpu][plan]") {
     FAIL("no error");
   } catch (const FileError& e) {
     CHECK(std::string(e.what()).find("llama.embedding_length") != std::string::npos);
+  }
+}
+
+TEST_CASE("GPU catalog: the issue's 15+ GPUs with usable, not marketed, memory", "[cpu][plan]") {
+  CHECK(gpu_catalog().size() >= 15);
+  for (const char* n : {"t4", "v100-16g", "v100-32g", "a10", "a10g", "l4", "l40s", "a100-40g-pcie", "a100-40g-sxm",
+                        "a100-80g-pcie", "a100-80g-sxm", "h100-pcie", "h100-sxm", "h200", "b200", "rtx-3090",
+                        "rtx-4090", "rtx-5090"}) {
+    INFO(n);
+    const GpuSpec g = find_gpu(n);
+    CHECK(g.bandwidth_gbs > 0);
+    CHECK(g.tflops_16 > 0);
+    CHECK(!g.source.empty());
+    // CUDA never offers the whole marketed size.
+    CHECK(static_cast<double>(g.usable_bytes) < g.marketed_gb * 1024.0 * 1024 * 1024);
+  }
+  // vLLM logs: an H100 80GB reports 79.19 GiB total.
+  CHECK(static_cast<double>(find_gpu("H100").usable_bytes) / (1024.0 * 1024 * 1024) == Approx(79.19).margin(0.005));
+  CHECK(find_gpu("h100-sxm").tflops_8 > 0);
+  CHECK(find_gpu("a100-80g-sxm").tflops_8 == 0);  // Ampere has no FP8
+  try {
+    find_gpu("h10");
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("h100-sxm") != std::string::npos);
   }
 }

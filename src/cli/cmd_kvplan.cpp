@@ -60,6 +60,10 @@ plan::PlanInputs build_inputs(const KvplanOptions& o) {
   in.kv = plan::parse_kv_format(o.kv_type);
   in.engine = plan::parse_engine(o.engine);
   in.ctx = o.ctx > 0 ? o.ctx : (in.model.max_ctx > 0 ? std::min<int64_t>(in.model.max_ctx, 8192) : 4096);
+  // Keep byte counts far from overflow: 2^31 tokens x 2^20 sequences x MB per token < 2^63 is
+  // not guaranteed, so cap each to a range no deployment reaches.
+  if (in.ctx > (int64_t{1} << 31)) throw CLI::ValidationError("--ctx", "--ctx must be at most 2^31 tokens");
+  if (o.batch > (int64_t{1} << 20)) throw CLI::ValidationError("--batch", "--batch must be at most 2^20");
   in.batch = o.batch;
   in.block_size = o.block_size;
   in.gpu_util = o.gpu_util;
