@@ -63,8 +63,9 @@ std::vector<GpuSpec> build() {
                   "vLLM log total_gpu_memory 79.19GiB; H100 datasheet (PCIe)"));
   g.push_back(gpu("h100-sxm", "H100 SXM 80GB", 80, 79.19, 3350, 989, 1979,
                   "vLLM log total_gpu_memory 79.19GiB; H100 datasheet (SXM)"));
-  g.push_back(gpu("h200", "H200 SXM 141GB", 141, 139.81, 4800, 989, 1979,
-                  "cudaMemGetInfo total 150,118,776,832 B; H200 datasheet"));
+  // vLLM PR #21429 log on H200: "requested GPU memory: 69.86 GiB" at gpu_memory_utilization 0.5.
+  g.push_back(gpu("h200", "H200 SXM 141GB", 141, 139.72, 4800, 989, 1979,
+                  "vLLM log: 69.86 GiB requested at utilization 0.5; H200 datasheet"));
   // Blackwell
   g.push_back(gpu("b200", "B200 180GB", 180, 178.35, 8000, 2250, 4500,
                   "nvidia-smi 183359 MiB less ~0.7 GiB; HGX B200 datasheet (per GPU)"));
