@@ -77,6 +77,14 @@ TEST_CASE("vLLM log: Meta-Llama-3-8B on one H100 at 0.90", "[cpu][plan][golden]"
   CHECK(static_cast<double>(p.kv_budget_bytes) / GiB == Approx(53.29).margin(0.015));
 }
 
+// The same log with -tp 2 (vllm-project/vllm#10511): "model weights take 7.48GiB" per GPU.
+TEST_CASE("vLLM log: Meta-Llama-3-8B weights per GPU at TP 2", "[cpu][plan][golden]") {
+  PlanInputs in = inputs("llama-3-8b");
+  in.engine = Engine::Vllm;
+  in.n_gpus = in.tp = 2;
+  CHECK(static_cast<double>(plan_memory(in).weights_bytes_per_gpu) / GiB == Approx(7.48).epsilon(0.01));
+}
+
 // llama.cpp logs: "KV self size = 256.00 MiB" (Mistral-7B, n_ctx 2048, f16) and 1024.00 MiB
 // (Llama-2-7B, n_ctx 2048).
 TEST_CASE("llama.cpp log: KV size at context 2048 with f16 K and V", "[cpu][plan][golden]") {
