@@ -85,6 +85,20 @@ TEST_CASE("vLLM log: Meta-Llama-3-8B weights per GPU at TP 2", "[cpu][plan][gold
   CHECK(static_cast<double>(plan_memory(in).weights_bytes_per_gpu) / GiB == Approx(7.48).epsilon(0.01));
 }
 
+// vLLM log for Qwen3-235B-A22B-FP8 on H200s, TP 4, gpu_memory_utilization 0.5
+// (vllm-project/vllm#21429): requested 69.86 GiB, weights memory 55.13 GiB per rank.
+TEST_CASE("vLLM log: Qwen3-235B-A22B FP8 weights per GPU at TP 4", "[cpu][plan][golden]") {
+  PlanInputs in = inputs("qwen3-235b-a22b", "h200");
+  in.engine = Engine::Vllm;
+  in.weight = parse_weight_format("fp8");
+  in.n_gpus = in.tp = 4;
+  in.gpu_util = 0.5;
+  const MemoryPlan p = plan_memory(in);
+  CHECK(static_cast<double>(p.requested_bytes) / GiB == Approx(69.86).margin(0.01));
+  CHECK(static_cast<double>(p.weights_bytes_per_gpu) / GiB == Approx(55.13).epsilon(0.01));
+  CHECK(p.kv.bytes_per_token_per_gpu == 94 * 2 * 1 * 128 * 2);  // 4 KV heads over 4 ranks
+}
+
 // llama.cpp logs: "KV self size = 256.00 MiB" (Mistral-7B, n_ctx 2048, f16) and 1024.00 MiB
 // (Llama-2-7B, n_ctx 2048).
 TEST_CASE("llama.cpp log: KV size at context 2048 with f16 K and V", "[cpu][plan][golden]") {

@@ -133,16 +133,21 @@ uint64_t activation_estimate(const PlanInputs& in) {
   // is the MLP intermediate (gate/up and activation: ~3 x ff, split by TP) plus a few hidden-
   // size buffers, in 16-bit, plus f32 logits and their softmax for max_num_seqs sequences.
   // Calibrated on vLLM's logs (docs/kvplan.md): Llama-3.1-8B, 8192 tokens, 1024 seqs -> 1.89 GiB.
+  // MoE: fused_moe also keeps every (token, expert) pair's hidden-size output before the
+  // weighted sum (intermediate_cache3: tokens x top_k x hidden).
   const double act_b = in.weight.bytes_per_param >= 4 ? 4.0 : 2.0;
   const auto tokens = static_cast<double>(in.max_batched_tokens), seqs = static_cast<double>(in.max_num_seqs);
-  return to_bytes(tokens * (4 * d + 3 * ffd / t) * act_b + seqs * vocab / t * 8);
+  const double moe_out = m.is_moe() ? static_cast<double>(m.n_experts_used) * d : 0.0;
+  return to_bytes(tokens * (4 * d + 3 * ffd / t + moe_out) * act_b + seqs * vocab / t * 8);
 }
 
 uint64_t default_overhead(const PlanInputs& in) {
-  // vLLM v1 logs ~0.25 GiB of non-torch memory (cuBLAS workspace, NCCL, allocator slack) for
-  // one GPU; its CUDA context sits in the (1 - gpu_util) margin. llama.cpp: CUDA context and
-  // cuBLAS workspace, ~0.3 GiB.
-  return to_bytes((in.engine == Engine::Llamacpp ? 0.30 : 0.25) * kGiB);
+  // vLLM v1 logs ~0.25 GiB of non-torch memory (cuBLAS workspace, allocator slack) on one GPU;
+  // its CUDA context sits in the (1 - gpu_util) margin. With TP, NCCL and custom all-reduce
+  // buffers add ~1.8 GiB (vLLM logs: 1.79 -> 3.58 GiB going to TP 2, vllm#10511; 2.04 GiB at
+  // TP 4, vllm#21429). llama.cpp: CUDA context and cuBLAS workspace, ~0.3 GiB.
+  if (in.engine == Engine::Llamacpp) return to_bytes(0.30 * kGiB);
+  return to_bytes((in.tp > 1 ? 2.05 : 0.25) * kGiB);
 }
 
 namespace {
