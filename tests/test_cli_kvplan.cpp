@@ -120,6 +120,9 @@ TEST_CASE("kvplan errors: unknown names exit 1 with close names, bad numbers exi
   CHECK(run_llmctl({"kvplan", "--gpu", "h100"}).code == 2);  // no model
   CHECK(run_llmctl({"kvplan", "--model", "llama-3.1-8b", "--gpu-mem", "80"}).code == 2);
   CHECK(run_llmctl({"kvplan", "--model", "llama-3.1-8b", "--kv-type", "q9"}).code == 1);
+  r = run_llmctl({"kvplan", "--model", "/nonexistent/model.gguf"});
+  CHECK(r.code == 1);
+  CHECK(has(r.err, "no such file"));
   const std::string cfg = llmctl::test::temp_dir() + "/config.json";
   llmctl::test::write_file(cfg, R"({"hidden_size": 4096, "num_hidden_layers": 32, "vocab_size": 32000})");
   r = run_llmctl({"kvplan", "--model", cfg});

@@ -270,6 +270,13 @@ ModelConfig load_model(const std::string& name_or_file) {
       return model_from_config_json(name_or_file);
     return model_from_gguf(GgufFile::open(name_or_file));
   }
+  const std::string lower = lowercase(name_or_file);
+  for (const char* ext : {".gguf", ".json"}) {
+    const std::string e = ext;
+    if (lower.size() > e.size() && lower.compare(lower.size() - e.size(), e.size(), e) == 0)
+      throw FileError(name_or_file, "no such file", FileError::kNoOffset,
+                      "give an existing .gguf or config.json, or a catalog name (--list-models)");
+  }
   return find_model(name_or_file);
 }
 
