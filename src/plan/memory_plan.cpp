@@ -210,9 +210,11 @@ MemoryPlan plan_memory(const PlanInputs& in, bool with_levers) {
   } else {
     p.kv_bytes_needed = bpr * p.kv_bytes_per_seq;
     p.max_concurrency = static_cast<int64_t>(pool / p.kv_bytes_per_seq) * p.replicas;
-    // vLLM logs tokens / max_model_len for full attention.
+    // vLLM logs blocks / blocks per request (= tokens / max_model_len when it is a whole number
+    // of blocks); with windows, pool bytes / bytes per request.
     p.concurrency_ratio = any_window ? static_cast<double>(pool) / static_cast<double>(p.kv_bytes_per_seq)
-                                     : static_cast<double>(p.kv_tokens) / static_cast<double>(in.ctx);
+                                     : static_cast<double>(p.kv_blocks) /
+                                           static_cast<double>(ceil_div(in.ctx, p.block_size));
     p.max_context = any_window ? max_context_for(in, p.kv, p.batch_per_replica, pool)
                                : p.kv_blocks / p.batch_per_replica * p.block_size;
     p.fits = p.kv_budget_bytes >= 0 && p.kv_bytes_needed <= pool;
