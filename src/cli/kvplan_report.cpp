@@ -73,8 +73,10 @@ std::string verdict(const plan::MemoryPlan& p) {
 
 void print_kvplan_text(const plan::PlanInputs& in, const plan::MemoryPlan& p, const plan::Roofline& r, bool sweep) {
   const plan::ModelConfig& m = in.model;
-  fmt::print("model   {}  ({:.2f} B params, {} layers, {} heads / {} KV heads, head_dim {}{}{})\n", m.label,
-             static_cast<double>(p.params.total()) / 1e9, m.n_layers, m.n_heads, m.n_kv_heads, m.head_dim,
+  const auto n_params = static_cast<double>(p.params.total());
+  fmt::print("model   {}  ({} params, {} layers, {} heads / {} KV heads, head_dim {}{}{})\n", m.label,
+             n_params >= 1e9 ? fmt::format("{:.2f} B", n_params / 1e9) : fmt::format("{:.2f} M", n_params / 1e6),
+             m.n_layers, m.n_heads, m.n_kv_heads, m.head_dim,
              m.is_mla() ? ", MLA" : "", m.is_moe() ? fmt::format(", MoE {}x top-{}", m.n_experts, m.n_experts_used) : "");
   fmt::print("gpu     {} x {}  ({:.2f} GiB usable, {:g} GB/s, {:g} TFLOPS), TP {}, {} replica(s)\n", in.n_gpus,
              in.gpu.label, gib(p.usable_bytes), in.gpu.bandwidth_gbs, in.gpu.tflops_16, in.tp, p.replicas);

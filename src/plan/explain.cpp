@@ -69,18 +69,23 @@ std::vector<std::string> explain_plan(const PlanInputs& in, const MemoryPlan& p,
 
   out.push_back("Weights:");
   const ParamCounts& pc = p.params;
-  out.push_back(fmt::format("  {:.3f} B parameters (embedding {:.3f} B, lm_head {:.3f} B{}, layers {:.3f} B, norms/biases {:.4f} B)",
-                            d(static_cast<uint64_t>(pc.total())) / 1e9, static_cast<double>(pc.embedding) / 1e9,
-                            static_cast<double>(pc.lm_head) / 1e9, m.tied_embeddings ? ", tied" : "",
-                            static_cast<double>(pc.linear) / 1e9, static_cast<double>(pc.small) / 1e9));
+  out.push_back(fmt::format("  {} parameters (embedding {}, lm_head {}{}, layers {}, norms/biases {})",
+                            num(static_cast<double>(pc.total())), num(static_cast<double>(pc.embedding)),
+                            num(static_cast<double>(pc.lm_head)), m.tied_embeddings ? ", tied" : "",
+                            num(static_cast<double>(pc.linear)), num(static_cast<double>(pc.small))));
   if (m.is_moe())
     out.push_back(fmt::format("  MoE: all {} experts of every layer are resident; {:.2f} B parameters are active per token "
                               "(top-{}{}), which sets the FLOPs",
                               m.n_experts, static_cast<double>(pc.active_matmul) / 1e9, m.n_experts_used,
                               m.n_shared_experts > 0 ? fmt::format(" + {} shared", m.n_shared_experts) : ""));
-  out.push_back(fmt::format("  as {} ({:g} bytes per layer weight{}) = {}; per GPU (TP {}) {}", in.weight.name,
-                            in.weight.bytes_per_param, in.weight.embeddings_16bit ? ", embeddings 16-bit" : "",
-                            gib_gb(d(p.weights_bytes)), in.tp, gib_gb(d(p.weights_bytes_per_gpu))));
+  if (in.weight.from_file)
+    out.push_back(fmt::format("  as stored in the GGUF file: {} B of tensors = {}; per GPU (TP {}) {}",
+                              num(d(p.weights_bytes)), gib_gb(d(p.weights_bytes)), in.tp,
+                              gib_gb(d(p.weights_bytes_per_gpu))));
+  else
+    out.push_back(fmt::format("  as {} ({:g} bytes per layer weight{}) = {}; per GPU (TP {}) {}", in.weight.name,
+                              in.weight.bytes_per_param, in.weight.embeddings_16bit ? ", embeddings 16-bit" : "",
+                              gib_gb(d(p.weights_bytes)), in.tp, gib_gb(d(p.weights_bytes_per_gpu))));
 
   out.push_back(fmt::format("Budget per GPU ({} rule):", engine_name(in.engine)));
   out.push_back(fmt::format("  {} usable memory: {} as cudaMemGetInfo reports it; the box says {:g} GB, which is "
