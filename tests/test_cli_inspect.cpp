@@ -66,6 +66,7 @@ TEST_CASE("inspect of a vocab-only file says it has no tensors", "[cli]") {
   const auto r = run_llmctl({"inspect", require_test_file("vocab/ggml-vocab-gpt-2.gguf")});
   REQUIRE(r.code == 0);
   CHECK(has(r.out, "[string x 50000] \"\xC4\xA0 t\", \"\xC4\xA0 a\", \"h e\", ..."));
+  CHECK(has(r.out, "GGUF v3, 16 metadata keys, 0 tensors, alignment 32, 1766807 bytes\n"));
   CHECK(has(r.out, "\nno tensors\n"));
 }
 

@@ -42,9 +42,11 @@ void print_text(const GgufFile& f, const InspectOptions& opt) {
   GgufFormatOptions fo;
   fo.max_array = opt.max_array;
   fmt::print("file: {}\n", f.path());
-  fmt::print("GGUF v{}, {} metadata keys, {} tensors, alignment {}, data section at byte {}, {} bytes\n",
-             f.version(), f.metadata().size(), f.tensors().size(), f.alignment(), f.data_offset(),
-             f.file_size());
+  // A file without tensors need not have a data section (gguf-py ends it after the metadata).
+  const std::string data =
+      f.tensors().empty() ? std::string() : fmt::format(", data section at byte {}", f.data_offset());
+  fmt::print("GGUF v{}, {} metadata keys, {} tensors, alignment {}{}, {} bytes\n", f.version(),
+             f.metadata().size(), f.tensors().size(), f.alignment(), data, f.file_size());
 
   fmt::print("\nmetadata:\n");
   size_t key_w = 0;
