@@ -3,9 +3,8 @@
 // tools/gen_pretokenizer_fixture.py), plus the name mapping and invalid UTF-8.
 
 #include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
@@ -37,10 +36,14 @@ std::string show(const std::vector<std::string>& pieces) {
   for (const std::string& p : pieces) {
     out += out.size() > 1 ? ", \"" : "\"";
     for (char c : p) {
-      if (c == '\n') out += "\\n";
-      else if (c == '\r') out += "\\r";
-      else if (c == '\t') out += "\\t";
-      else out += c;
+      if (c == '\n')
+        out += "\\n";
+      else if (c == '\r')
+        out += "\\r";
+      else if (c == '\t')
+        out += "\\t";
+      else
+        out += c;
     }
     out += '"';
   }
@@ -48,8 +51,8 @@ std::string show(const std::vector<std::string>& pieces) {
 }
 
 nlohmann::json load_fixture() {
-  return nlohmann::json::parse(llmctl::test::read_file(
-      llmctl::test::fixture_path("pretokenizer_cases.json")));
+  return nlohmann::json::parse(
+      llmctl::test::read_file(llmctl::test::fixture_path("pretokenizer_cases.json")));
 }
 
 void check_fixture(PreTokenizer kind, const char* key) {

@@ -1,9 +1,8 @@
 // Byte-level BPE (tokenizer.ggml.model = gpt2): the GPT-2 byte map, the merge loop on small
 // hand-made vocabularies, llama.cpp's gpt-2 test vectors, and the GGUF metadata handling.
 
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <ctime>
 #include <functional>
 #include <memory>
@@ -49,14 +48,14 @@ int32_t byte_id(char c) { return static_cast<int32_t>(static_cast<uint8_t>(c)); 
 
 // A GGUF image with a tiny byte-level vocabulary, for the metadata rules.
 std::shared_ptr<const std::vector<uint8_t>> tiny_gguf(
-    const std::function<void(llmctl::GgufBuilder&)>& edit) {
+    const std::function<void(llmctl::GgufBuilder&)>& edit, bool with_merges = true) {
   namespace v = llmctl::gguf_value;
   std::vector<std::string> tokens;
   for (int b = 0; b < 256; ++b)
     tokens.push_back(llmctl::bytes_to_byte_level(std::string(1, static_cast<char>(b))));
-  tokens.push_back("he");           // 256
-  tokens.push_back("hel");          // 257
-  tokens.push_back("<|end|>");      // 258
+  tokens.push_back("he");       // 256
+  tokens.push_back("hel");      // 257
+  tokens.push_back("<|end|>");  // 258
   llmctl::GgufBuilder b;
   b.set("general.architecture", v::string("gpt2"));
   b.set("tokenizer.ggml.model", v::string("gpt2"));
@@ -64,14 +63,15 @@ std::shared_ptr<const std::vector<uint8_t>> tiny_gguf(
   std::vector<int32_t> types(tokens.size(), 1);
   types.back() = 3;
   b.set("tokenizer.ggml.token_type", v::i32_array(types));
-  b.set("tokenizer.ggml.merges", v::string_array({"h e", "he l"}));
+  if (with_merges) b.set("tokenizer.ggml.merges", v::string_array({"h e", "he l"}));
   edit(b);
   return std::make_shared<const std::vector<uint8_t>>(b.build());
 }
 
 std::unique_ptr<llmctl::TokenizerImpl> tiny_tokenizer(
     const std::function<void(llmctl::GgufBuilder&)>& edit) {
-  return llmctl::make_gpt2_gguf_tokenizer(llmctl::GgufFile::from_memory(tiny_gguf(edit), "tiny.gguf"));
+  return llmctl::make_gpt2_gguf_tokenizer(
+      llmctl::GgufFile::from_memory(tiny_gguf(edit), "tiny.gguf"));
 }
 
 }  // namespace
@@ -206,9 +206,9 @@ TEST_CASE("gpt-2 vocabulary metadata and special tokens", "[cpu][tokenizer]") {
 TEST_CASE("gpt-2 vocabulary keeps invalid UTF-8 bytes", "[cpu][tokenizer]") {
   const std::string path = llmctl::test::require_test_file(kGpt2Vocab);
   const auto impl = llmctl::make_gpt2_gguf_tokenizer(llmctl::GgufFile::open(path));
-  for (const std::string& text : {std::string("ab\x80\x80 cd"), std::string("\xFF"),
-                                 std::string(" \xE4\xB8"), std::string("\xC3\xA9\xC3"),
-                                 std::string("x\xED\xA0\x80y"), std::string("\0\x01", 2)}) {
+  for (const std::string& text :
+       {std::string("ab\x80\x80 cd"), std::string("\xFF"), std::string(" \xE4\xB8"),
+        std::string("\xC3\xA9\xC3"), std::string("x\xED\xA0\x80y"), std::string("\0\x01", 2)}) {
     INFO("input: \"" << llmctl::test::escape_for_message(text) << "\"");
     const auto ids = impl->encode(text, false);
     std::string bytes;
@@ -226,8 +226,9 @@ TEST_CASE("gpt-2 encoding of 1 MB takes well under a second", "[cpu][tokenizer]"
   const auto cases = llmctl::test::load_vocab_cases(kGpt2Vocab);
   std::string text;
   // Mixed prose, code-like runs, long words and multilingual text.
-  const std::string extra = " supercalifragilisticexpialidocious_identifier_name(42); "
-                            "0123456789012345678901234567890 \t\t\n";
+  const std::string extra =
+      " supercalifragilisticexpialidocious_identifier_name(42); "
+      "0123456789012345678901234567890 \t\t\n";
   while (text.size() < (1u << 20)) {
     for (const auto& c : cases) text += c.text;
     text += extra;
@@ -272,8 +273,7 @@ TEST_CASE("gpt2 GGUF metadata: defaults as llama.cpp has them", "[cpu][tokenizer
     CHECK(t->bos_id() == 11);  // llama.cpp's default for gpt2 vocabularies
     CHECK(t->eos_id() == 11);
     CHECK_FALSE(t->add_bos_default());
-    CHECK(t->encode("hello", false) ==
-          std::vector<int32_t>{257, byte_id('l'), byte_id('o')});
+    CHECK(t->encode("hello", false) == std::vector<int32_t>{257, byte_id('l'), byte_id('o')});
     CHECK(t->encode("hello", true).front() == 11);
   }
   SECTION("the Llama 3 pre-tokenizer adds BOS unless told otherwise") {
@@ -312,16 +312,21 @@ TEST_CASE("gpt2 GGUF metadata: bad values are clear errors", "[cpu][tokenizer]")
       [](llmctl::GgufBuilder& b) { b.set("tokenizer.ggml.pre", v::string("deepseek-coder")); });
   CHECK_THAT(pre, Catch::Contains("tiny.gguf") && Catch::Contains("'deepseek-coder'") &&
                       Catch::Contains("gpt-2") && Catch::Contains("llama-bpe"));
-  CHECK_THAT(message([](llmctl::GgufBuilder& b) {
-               b.set("tokenizer.ggml.bos_token_id", v::u32(259));
-             }),
-             Catch::Contains("bos_token_id") && Catch::Contains("259"));
+  CHECK_THAT(
+      message([](llmctl::GgufBuilder& b) { b.set("tokenizer.ggml.bos_token_id", v::u32(259)); }),
+      Catch::Contains("bos_token_id") && Catch::Contains("259"));
   CHECK_THAT(message([](llmctl::GgufBuilder& b) {
                b.set("tokenizer.ggml.token_type", v::i32_array({1, 1}));
              }),
              Catch::Contains("token_type"));
-  CHECK_THAT(message([](llmctl::GgufBuilder& b) {
-               b.set("tokenizer.ggml.tokens", v::string_array({}));
-             }),
-             Catch::Contains("tokenizer.ggml.tokens"));
+  CHECK_THAT(
+      message([](llmctl::GgufBuilder& b) { b.set("tokenizer.ggml.tokens", v::string_array({})); }),
+      Catch::Contains("tokenizer.ggml.tokens"));
+  try {
+    llmctl::make_gpt2_gguf_tokenizer(llmctl::GgufFile::from_memory(
+        tiny_gguf([](llmctl::GgufBuilder&) {}, /*with_merges=*/false), "tiny.gguf"));
+    FAIL("no error for a gpt2 vocabulary without merges");
+  } catch (const llmctl::FileError& e) {
+    CHECK_THAT(std::string(e.what()), Catch::Contains("tokenizer.ggml.merges"));
+  }
 }

@@ -1,7 +1,6 @@
 // UTF-8 decoding with invalid-byte handling, and the generated code point class tables.
 
 #include <catch2/catch.hpp>
-
 #include <string>
 
 #include "tokenizer/unicode.h"
@@ -67,7 +66,9 @@ TEST_CASE("decode_utf8 turns each invalid byte into one U+FFFD unit", "[cpu][tok
     CHECK(first.cp == llmctl::kReplacementChar);
   }
   // The bytes after a bad one are decoded afresh: "\xE4" then "AB".
-  const auto units = decode_all("\xE4" "AB");
+  const auto units = decode_all(
+      "\xE4"
+      "AB");
   REQUIRE(units.size() == 3);
   CHECK(units[1].cp == U'A');
   CHECK(units[1].valid);
@@ -90,23 +91,22 @@ TEST_CASE("append_utf8 inverts decode_utf8", "[cpu][tokenizer]") {
 
 TEST_CASE("Code point classes follow Unicode general categories", "[cpu][tokenizer]") {
   // Letters: L* of any script, including modifier letters (Lm) and other letters (Lo).
-  for (char32_t cp : {U'A', U'z', U'\u00E9', U'\u00AA', U'\u02B0', U'\u0416', U'\u05D0',
-                      U'\u0627', U'\u4E2D', U'\u3042', U'\uAC00', U'\U00020000'})
+  for (char32_t cp : {U'A', U'z', U'\u00E9', U'\u00AA', U'\u02B0', U'\u0416', U'\u05D0', U'\u0627',
+                      U'\u4E2D', U'\u3042', U'\uAC00', U'\U00020000'})
     CHECK(llmctl::classify(cp) == CodePointClass::Letter);
   // Numbers: Nd, Nl and No.
-  for (char32_t cp : {U'0', U'9', U'\u0663', U'\u00BD', U'\u00B2', U'\u216B', U'\u2460',
-                      U'\U0001D7CE'})
+  for (char32_t cp :
+       {U'0', U'9', U'\u0663', U'\u00BD', U'\u00B2', U'\u216B', U'\u2460', U'\U0001D7CE'})
     CHECK(llmctl::classify(cp) == CodePointClass::Number);
   // White_Space, including NEL, NBSP, the line/paragraph separators and ideographic space.
   for (char32_t cp : {U' ', U'\t', U'\n', U'\v', U'\f', U'\r', U'\u0085', U'\u00A0', U'\u1680',
-                      U'\u2000', U'\u200A', U'\u2028', U'\u2029', U'\u202F', U'\u205F',
-                      U'\u3000'})
+                      U'\u2000', U'\u200A', U'\u2028', U'\u2029', U'\u202F', U'\u205F', U'\u3000'})
     CHECK(llmctl::classify(cp) == CodePointClass::Space);
   // Everything else: punctuation, symbols, marks, controls that are not White_Space,
   // zero-width characters, emoji, unassigned and private-use code points.
-  for (char32_t cp : {U'!', U'\'', U'~', U'\u0000', U'\u001C', U'\u001F', U'\u0301', U'\u0E48',
-                      U'\u200B', U'\u200D', U'\uFE0F', U'\uFFFD', U'\U0001F999', U'\uE000',
-                      U'\U0010FFFF', char32_t{0x0378}})
+  for (char32_t cp :
+       {U'!', U'\'', U'~', U'\u0000', U'\u001C', U'\u001F', U'\u0301', U'\u0E48', U'\u200B',
+        U'\u200D', U'\uFE0F', U'\uFFFD', U'\U0001F999', U'\uE000', U'\U0010FFFF', char32_t{0x0378}})
     CHECK(llmctl::classify(cp) == CodePointClass::Other);
 }
 

@@ -133,7 +133,8 @@ bool BpeModel::add_candidate(Scratch& scratch, int32_t left) const {
   const Scratch::Symbol& r = scratch.symbols[static_cast<size_t>(l.next)];
   const auto it = merges_.find(pair_key(l.id, r.id));
   if (it == merges_.end()) return false;
-  const uint64_t order = (static_cast<uint64_t>(it->second.rank) << 32) | static_cast<uint32_t>(left);
+  const uint64_t order =
+      (static_cast<uint64_t>(it->second.rank) << 32) | static_cast<uint32_t>(left);
   scratch.heap.push_back({order, l.next, l.id, r.id, it->second.merged_id});
   return true;
 }
@@ -164,8 +165,9 @@ void BpeModel::encode(std::string_view piece, std::vector<int32_t>& out, Scratch
   const auto n = static_cast<int32_t>(piece.size());
   symbols.resize(piece.size());
   for (int32_t i = 0; i < n; ++i) {
-    symbols[static_cast<size_t>(i)] = {byte_ids_[static_cast<uint8_t>(piece[static_cast<size_t>(i)])],
-                                       i - 1, i + 1 < n ? i + 1 : -1};
+    symbols[static_cast<size_t>(i)] = {
+        byte_ids_[static_cast<uint8_t>(piece[static_cast<size_t>(i)])], i - 1,
+        i + 1 < n ? i + 1 : -1};
   }
   scratch.heap.clear();
   for (int32_t i = 0; i + 1 < n; ++i) add_candidate(scratch, i);

@@ -52,8 +52,8 @@ class BpeModel {
       int32_t next;  // index of the next live symbol, -1 at the end
     };
     struct Candidate {
-      uint64_t order;  // rank << 32 | left symbol index: lower ranks first, then leftmost
-      int32_t right;   // right symbol index
+      uint64_t order;   // rank << 32 | left symbol index: lower ranks first, then leftmost
+      int32_t right;    // right symbol index
       int32_t left_id;  // the ids when queued: a stale candidate no longer matches them
       int32_t right_id;
       int32_t merged_id;
@@ -76,7 +76,8 @@ class BpeModel {
     int32_t merged_id;
   };
   static uint64_t pair_key(int32_t left, int32_t right) {
-    return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
+    return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) |
+           static_cast<uint32_t>(right);
   }
   int32_t intern(const std::string& bytes);
   void emit(int32_t id, std::vector<int32_t>& out) const;
@@ -88,8 +89,8 @@ class BpeModel {
   int32_t n_vocab_ = 0;
   bool ignore_merges_ = false;
   std::unordered_map<std::string, int32_t> ids_;  // raw bytes -> id (tokens and internal)
-  std::vector<std::string> internal_;              // bytes of internal id n_vocab_ + i
-  std::array<int32_t, 256> byte_ids_{};            // the symbol each byte starts as
+  std::vector<std::string> internal_;             // bytes of internal id n_vocab_ + i
+  std::array<int32_t, 256> byte_ids_{};           // the symbol each byte starts as
   std::unordered_map<uint64_t, MergeResult> merges_;
 };
 

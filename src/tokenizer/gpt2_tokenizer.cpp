@@ -50,16 +50,27 @@ class Gpt2Tokenizer final : public TokenizerImpl {
  public:
   Gpt2Tokenizer(std::vector<std::string> pieces, std::vector<TokenType> types, BpeModel bpe,
                 PreTokenizer pre, int32_t bos, int32_t eos, bool add_bos)
-      : pieces_(std::move(pieces)), types_(std::move(types)), bpe_(std::move(bpe)), pre_(pre),
-        bos_(bos), eos_(eos), add_bos_(add_bos) {
+      : pieces_(std::move(pieces)),
+        types_(std::move(types)),
+        bpe_(std::move(bpe)),
+        pre_(pre),
+        bos_(bos),
+        eos_(eos),
+        add_bos_(add_bos) {
     bytes_.reserve(pieces_.size());
     for (size_t id = 0; id < pieces_.size(); ++id) {
       // As llama.cpp renders tokens without special handling: Normal tokens map back to
       // bytes, UserDefined ones are literal text, all other kinds (control...) print nothing.
       switch (types_[id]) {
-        case TokenType::Normal: bytes_.push_back(byte_level_decode(pieces_[id])); break;
-        case TokenType::UserDefined: bytes_.push_back(pieces_[id]); break;
-        default: bytes_.emplace_back(); break;
+        case TokenType::Normal:
+          bytes_.push_back(byte_level_decode(pieces_[id]));
+          break;
+        case TokenType::UserDefined:
+          bytes_.push_back(pieces_[id]);
+          break;
+        default:
+          bytes_.emplace_back();
+          break;
       }
     }
   }
@@ -91,8 +102,8 @@ class Gpt2Tokenizer final : public TokenizerImpl {
  private:
   size_t index(int32_t id) const {
     if (id < 0 || static_cast<size_t>(id) >= pieces_.size())
-      throw Error(fmt::format("token id {} is out of range (vocabulary of {} tokens)", id,
-                              pieces_.size()));
+      throw Error(
+          fmt::format("token id {} is out of range (vocabulary of {} tokens)", id, pieces_.size()));
     return static_cast<size_t>(id);
   }
 
@@ -113,7 +124,8 @@ int32_t special_id(const GgufFile& file, const char* key, int32_t fallback, size
   if (!v) return static_cast<size_t>(fallback) < n_vocab ? fallback : -1;
   if (*v < 0 || static_cast<uint64_t>(*v) >= n_vocab)
     throw FileError(file.path(), fmt::format("metadata key '{}' = {} is not a token id (vocabulary "
-                                             "of {} tokens)", key, *v, n_vocab));
+                                             "of {} tokens)",
+                                             key, *v, n_vocab));
   return static_cast<int32_t>(*v);
 }
 
@@ -133,18 +145,21 @@ std::unique_ptr<TokenizerImpl> make_gpt2_gguf_tokenizer(const GgufFile& file) {
     const std::vector<int32_t> raw = file.get_i32_array("tokenizer.ggml.token_type");
     if (raw.size() != n)
       throw FileError(path, fmt::format("tokenizer.ggml.token_type has {} entries, expected {} "
-                                        "(one per token)", raw.size(), n));
+                                        "(one per token)",
+                                        raw.size(), n));
     for (size_t id = 0; id < n; ++id) {
       if (raw[id] < 0 || raw[id] > static_cast<int32_t>(TokenType::Byte))
         throw FileError(path, fmt::format("tokenizer.ggml.token_type[{}] = {} is not a token type "
-                                          "(0..6)", id, raw[id]));
+                                          "(0..6)",
+                                          id, raw[id]));
       types[id] = static_cast<TokenType>(raw[id]);
     }
   }
 
   if (file.find("tokenizer.ggml.merges") == nullptr)
-    throw FileError(path, "metadata key 'tokenizer.ggml.merges' is missing (a gpt2 vocabulary "
-                          "needs its BPE merges)");
+    throw FileError(path,
+                    "metadata key 'tokenizer.ggml.merges' is missing (a gpt2 vocabulary "
+                    "needs its BPE merges)");
   std::vector<BpeModel::Merge> merges;
   {
     const std::vector<std::string> raw = file.get_string_array("tokenizer.ggml.merges");
@@ -181,7 +196,8 @@ std::unique_ptr<TokenizerImpl> make_gpt2_gguf_tokenizer(const GgufFile& file) {
 
   const int32_t bos = special_id(file, "tokenizer.ggml.bos_token_id", kLlamaCppDefaultSpecialId, n);
   const int32_t eos = special_id(file, "tokenizer.ggml.eos_token_id", kLlamaCppDefaultSpecialId, n);
-  const bool add_bos = file.get_bool_or("tokenizer.ggml.add_bos_token", pre == PreTokenizer::Llama3);
+  const bool add_bos =
+      file.get_bool_or("tokenizer.ggml.add_bos_token", pre == PreTokenizer::Llama3);
 
   auto impl = std::make_unique<Gpt2Tokenizer>(std::move(pieces), std::move(types), std::move(bpe),
                                               pre, bos, eos, add_bos);

@@ -50,7 +50,9 @@ Utf8Unit decode_utf8(std::string_view text, size_t pos) {
 
 void append_utf8(std::string& out, char32_t cp) {
   if (cp > kMaxCodePoint || (cp >= 0xD800 && cp <= 0xDFFF)) cp = kReplacementChar;
-  auto put = [&out](char32_t byte) { out.push_back(static_cast<char>(static_cast<uint8_t>(byte))); };
+  auto put = [&out](char32_t byte) {
+    out.push_back(static_cast<char>(static_cast<uint8_t>(byte)));
+  };
   if (cp < 0x80) {
     put(cp);
   } else if (cp < 0x800) {
@@ -80,8 +82,7 @@ bool is_number(char32_t cp) {
 
 bool is_white_space(char32_t cp) {
   if (cp < 0x80) return cp == ' ' || (cp >= 0x09 && cp <= 0x0D);
-  return in_ranges(unicode_tables::kWhiteSpaceRanges, unicode_tables::kWhiteSpaceRangeCount,
-                   cp);
+  return in_ranges(unicode_tables::kWhiteSpaceRanges, unicode_tables::kWhiteSpaceRangeCount, cp);
 }
 
 CodePointClass classify(char32_t cp) {

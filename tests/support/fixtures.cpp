@@ -1,7 +1,6 @@
 #include "support/fixtures.h"
 
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 
 namespace fs = std::filesystem;
