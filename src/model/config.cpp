@@ -1,0 +1,114 @@
+// ModelConfig from GGUF metadata (config.h). Every value is range-checked before use, so the
+// weight binder and the forward pass can trust it.
+#include "model/config.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "core/error.h"
+#include "io/gguf.h"
+
+namespace llmctl {
+
+namespace {
+
+// Upper bounds far above any real model, so that products of these values (buffer sizes)
+// cannot overflow int64.
+constexpr int64_t kMaxDim = int64_t{1} << 24;
+
+int64_t require_int(const GgufFile& f, const std::string& key, int64_t lo, int64_t hi) {
+  const std::optional<int64_t> v = f.get_int(key);
+  if (!v) throw FileError(f.path(), fmt::format("missing metadata key '{}'", key));
+  if (*v < lo || *v > hi)
+    throw FileError(f.path(), fmt::format("metadata '{}' = {} is outside [{}, {}]", key, *v, lo, hi));
+  return *v;
+}
+
+int64_t optional_int(const GgufFile& f, const std::string& key, int64_t fallback, int64_t lo,
+                     int64_t hi) {
+  if (!f.find(key)) return fallback;
+  return require_int(f, key, lo, hi);
+}
+
+}  // namespace
+
+ModelConfig config_from_gguf(const GgufFile& f) {
+  ModelConfig c;
+  c.arch = f.get_string_or("general.architecture", "");
+  if (c.arch == "llama") {
+    c.rope_type = RopeType::Normal;
+  } else if (c.arch == "qwen2") {
+    c.rope_type = RopeType::Neox;
+    c.has_qkv_bias = true;
+  } else {
+    throw FileError(f.path(), fmt::format("architecture '{}' is not supported (supported: llama, "
+                                          "qwen2)",
+                                          c.arch));
+  }
+  const std::string a = c.arch + ".";
+
+  c.n_embd = require_int(f, a + "embedding_length", 1, kMaxDim);
+  c.n_layers = require_int(f, a + "block_count", 1, 4096);
+  c.n_heads = require_int(f, a + "attention.head_count", 1, 4096);
+  c.n_kv_heads = optional_int(f, a + "attention.head_count_kv", c.n_heads, 1, 4096);
+  c.n_ff = require_int(f, a + "feed_forward_length", 1, kMaxDim);
+  c.n_ctx_train = require_int(f, a + "context_length", 1, int64_t{1} << 30);
+
+  if (c.n_heads % c.n_kv_heads != 0)
+    throw FileError(f.path(), fmt::format("{}attention.head_count_kv = {} does not divide "
+                                          "head_count = {}",
+                                          a, c.n_kv_heads, c.n_heads));
+  if (f.find(a + "attention.key_length")) {
+    c.head_dim = require_int(f, a + "attention.key_length", 1, 65536);
+    const int64_t v_len = optional_int(f, a + "attention.value_length", c.head_dim, 1, 65536);
+    if (v_len != c.head_dim)
+      throw FileError(f.path(), fmt::format("{}attention.value_length = {} differs from "
+                                            "key_length = {} (not supported)",
+                                            a, v_len, c.head_dim));
+  } else {
+    if (c.n_embd % c.n_heads != 0)
+      throw FileError(f.path(), fmt::format("{}attention.head_count = {} does not divide "
+                                            "embedding_length = {}",
+                                            a, c.n_heads, c.n_embd));
+    c.head_dim = c.n_embd / c.n_heads;
+  }
+  c.n_rot = optional_int(f, a + "rope.dimension_count", c.head_dim, 1, c.head_dim);
+  if (c.n_rot % 2 != 0)
+    throw FileError(f.path(), fmt::format("{}rope.dimension_count = {} is odd", a, c.n_rot));
+
+  const double eps = f.get_float_or(a + "attention.layer_norm_rms_epsilon", 1e-5);
+  if (!(eps > 0.0 && eps < 1.0))
+    throw FileError(f.path(), fmt::format("{}attention.layer_norm_rms_epsilon = {} is outside "
+                                          "(0, 1)",
+                                          a, eps));
+  c.rms_eps = static_cast<float>(eps);
+
+  c.rope_freq_base = f.get_float_or(a + "rope.freq_base", 10000.0);
+  if (!(c.rope_freq_base > 1.0 && std::isfinite(c.rope_freq_base)))
+    throw FileError(f.path(), fmt::format("{}rope.freq_base = {} must be a finite number above 1",
+                                          a, c.rope_freq_base));
+
+  c.rope_scaling_type = f.get_string_or(a + "rope.scaling.type", "");
+  if (c.rope_scaling_type == "none") c.rope_scaling_type.clear();
+  c.rope_scaling_factor = f.get_float_or(a + "rope.scaling.factor", 1.0);
+  if (!c.rope_scaling_type.empty()) {
+    if (c.rope_scaling_type != "linear")
+      throw FileError(f.path(), fmt::format("{}rope.scaling.type '{}' is not supported "
+                                            "(supported: none, linear)",
+                                            a, c.rope_scaling_type));
+    if (!(c.rope_scaling_factor >= 1.0 && std::isfinite(c.rope_scaling_factor)))
+      throw FileError(f.path(), fmt::format("{}rope.scaling.factor = {} must be at least 1", a,
+                                            c.rope_scaling_factor));
+    c.rope_freq_scale = 1.0 / c.rope_scaling_factor;
+  }
+
+  const GgufTensorInfo* embd = f.find_tensor("token_embd.weight");
+  if (embd == nullptr) throw FileError(f.path(), "missing tensor 'token_embd.weight'");
+  if (embd->shape.size() != 2 || embd->shape[1] < 1 || embd->shape[1] > kMaxDim)
+    throw FileError(f.path(), "tensor 'token_embd.weight': expected 2 dimensions [n_embd, n_vocab]");
+  c.n_vocab = embd->shape[1];
+  return c;
+}
+
+}  // namespace llmctl

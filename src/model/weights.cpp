@@ -1,0 +1,95 @@
+// Weight binding (weights.h): find each tensor, check its dtype and shape against the config,
+// keep a view into the mapping.
+#include "model/weights.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "io/gguf.h"
+
+namespace llmctl {
+
+namespace {
+
+enum class Kind { Matrix, Vector };  // Matrix: any supported weight type; Vector: F32 only
+
+std::string shape_str(const std::vector<int64_t>& shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
+
+// The view of tensor `name`, checked to have ggml shape `expected`. Returns an absent view
+// when the tensor is missing and `optional`.
+WeightView bind(const GgufFile& f, const std::string& name, Kind kind,
+                const std::vector<int64_t>& expected, bool optional = false) {
+  const GgufTensorInfo* t = f.find_tensor(name);
+  if (t == nullptr) {
+    if (optional) return WeightView{name, GgmlType::F32, 0, 0, nullptr};
+    throw FileError(f.path(), fmt::format("missing tensor '{}' (expected {})", name,
+                                          shape_str(expected)));
+  }
+  // A trailing dimension of 1 is the same tensor (some writers store vectors as [n, 1]).
+  std::vector<int64_t> shape = t->shape;
+  while (shape.size() > expected.size() && shape.back() == 1) shape.pop_back();
+  if (shape != expected)
+    throw FileError(f.path(), fmt::format("tensor '{}': expected {}, got {}", name,
+                                          shape_str(expected), shape_str(t->shape)));
+  if (kind == Kind::Vector && t->type != GgmlType::F32)
+    throw FileError(f.path(), fmt::format("tensor '{}': expected F32 {}, got {} {}", name,
+                                          shape_str(expected), ggml_type_name(t->type),
+                                          shape_str(t->shape)));
+  if (kind == Kind::Matrix) {
+    if (!backend_supports_weight_type(t->type))
+      throw FileError(f.path(), fmt::format("tensor '{}': type {} is not supported (supported: "
+                                            "F32, F16, BF16, Q8_0, Q4_0, Q4_1)",
+                                            name, ggml_type_name(t->type)));
+    const uint32_t block = ggml_traits(t->type).block_size;
+    if (expected[0] % block != 0)
+      throw FileError(f.path(), fmt::format("tensor '{}': rows of {} elements are not whole {} "
+                                            "blocks of {}",
+                                            name, expected[0], ggml_type_name(t->type), block));
+  }
+  if (t->data == nullptr) throw FileError(f.path(), fmt::format("tensor '{}' has no data", name));
+  WeightView v;
+  v.name = name;
+  v.type = t->type;
+  v.n_cols = expected[0];
+  v.n_rows = expected.size() > 1 ? expected[1] : 1;
+  v.data = t->data;
+  return v;
+}
+
+}  // namespace
+
+ModelWeights bind_weights(const GgufFile& f, const ModelConfig& c) {
+  const int64_t n_embd = c.n_embd;
+  ModelWeights w;
+  w.token_embd = bind(f, "token_embd.weight", Kind::Matrix, {n_embd, c.n_vocab});
+  w.output_norm = bind(f, "output_norm.weight", Kind::Vector, {n_embd});
+  w.output = bind(f, "output.weight", Kind::Matrix, {n_embd, c.n_vocab}, /*optional=*/true);
+  if (!w.output.present()) {  // tied embeddings: the output projection reuses token_embd
+    w.output = w.token_embd;
+    w.output_tied = true;
+  }
+  w.layers.resize(static_cast<size_t>(c.n_layers));
+  for (int64_t il = 0; il < c.n_layers; ++il) {
+    LayerWeights& l = w.layers[static_cast<size_t>(il)];
+    const auto name = [il](const char* suffix) { return fmt::format("blk.{}.{}", il, suffix); };
+    l.attn_norm = bind(f, name("attn_norm.weight"), Kind::Vector, {n_embd});
+    l.wq = bind(f, name("attn_q.weight"), Kind::Matrix, {n_embd, c.q_dim()});
+    l.wk = bind(f, name("attn_k.weight"), Kind::Matrix, {n_embd, c.kv_dim()});
+    l.wv = bind(f, name("attn_v.weight"), Kind::Matrix, {n_embd, c.kv_dim()});
+    l.wo = bind(f, name("attn_output.weight"), Kind::Matrix, {c.q_dim(), n_embd});
+    if (c.has_qkv_bias) {
+      l.bq = bind(f, name("attn_q.bias"), Kind::Vector, {c.q_dim()});
+      l.bk = bind(f, name("attn_k.bias"), Kind::Vector, {c.kv_dim()});
+      l.bv = bind(f, name("attn_v.bias"), Kind::Vector, {c.kv_dim()});
+    }
+    l.ffn_norm = bind(f, name("ffn_norm.weight"), Kind::Vector, {n_embd});
+    l.w_gate = bind(f, name("ffn_gate.weight"), Kind::Matrix, {n_embd, c.n_ff});
+    l.w_up = bind(f, name("ffn_up.weight"), Kind::Matrix, {n_embd, c.n_ff});
+    l.w_down = bind(f, name("ffn_down.weight"), Kind::Matrix, {c.n_ff, n_embd});
+  }
+  return w;
+}
+
+}  // namespace llmctl

@@ -1,0 +1,47 @@
+#pragma once
+// ModelWeights: views of every weight tensor in place in the mapped GGUF file (no copies, no
+// dequantization at load). Data only; bind_weights() fills and checks it.
+//
+// Shapes are written in ggml order [n_cols, n_rows] (shape[0] = row length), as GGUF stores
+// them; a matmul computes W (n_rows, n_cols) @ x (n_cols,). The GgufFile must outlive the
+// views.
+
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/config.h"
+
+namespace llmctl {
+
+class GgufFile;
+
+struct LayerWeights {
+  WeightView attn_norm;  // (n_embd,)                        F32
+  WeightView wq;         // (n_embd, n_heads * head_dim)      ggml order
+  WeightView wk;         // (n_embd, n_kv_heads * head_dim)
+  WeightView wv;         // (n_embd, n_kv_heads * head_dim)
+  WeightView wo;         // (n_heads * head_dim, n_embd)
+  WeightView bq;         // (n_heads * head_dim,)    F32, qwen2 only (absent: !present())
+  WeightView bk;         // (n_kv_heads * head_dim,) F32, qwen2 only
+  WeightView bv;         // (n_kv_heads * head_dim,) F32, qwen2 only
+  WeightView ffn_norm;   // (n_embd,)                        F32
+  WeightView w_gate;     // (n_embd, n_ff)
+  WeightView w_up;       // (n_embd, n_ff)
+  WeightView w_down;     // (n_ff, n_embd)
+};
+
+struct ModelWeights {
+  WeightView token_embd;   // (n_embd, n_vocab)   rows are token embeddings
+  WeightView output_norm;  // (n_embd,)           F32
+  WeightView output;       // (n_embd, n_vocab)   = token_embd when output_tied
+  bool output_tied = false;
+  std::vector<LayerWeights> layers;  // n_layers
+};
+
+// Binds every tensor the config calls for. Matrices may be F32, F16, BF16, Q8_0, Q4_0 or Q4_1
+// (rows whole blocks); norms and biases must be F32. Throws FileError naming the tensor with
+// expected vs actual shape or type, e.g.
+//   "tensor 'blk.3.attn_q.weight': expected [64, 64], got [64, 32]".
+ModelWeights bind_weights(const GgufFile& file, const ModelConfig& config);
+
+}  // namespace llmctl
