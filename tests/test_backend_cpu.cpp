@@ -1,0 +1,261 @@
+// The scalar CPU backend op by op against direct double-precision formulas, and the shared
+// checks of the backend seam (backend.cpp). A future backend can run the same cases.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "core/error.h"
+#include "core/fp16.h"
+#include "core/rope_math.h"
+#include "core/softmax.h"
+#include "quant/dequant.h"
+
+using namespace llmctl;
+
+namespace {
+
+Buffer make(Backend& b, const std::vector<float>& v) {
+  Buffer buf = b.alloc(static_cast<int64_t>(v.size()));
+  b.upload(buf, v.data(), static_cast<int64_t>(v.size()));
+  return buf;
+}
+
+std::vector<float> read(Backend& b, const Buffer& buf) {
+  std::vector<float> v(static_cast<size_t>(buf.size()));
+  b.download(buf, v.data(), buf.size());
+  return v;
+}
+
+std::vector<float> random_floats(std::mt19937& rng, size_t n) {
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+WeightView f32_view(const std::string& name, const std::vector<float>& v, int64_t n_cols) {
+  return WeightView{name, GgmlType::F32, n_cols, static_cast<int64_t>(v.size()) / n_cols,
+                    v.data()};
+}
+
+// Q8_0 blocks of `x` (a multiple of 32 long): d = amax / 127, q = round(x / d).
+std::vector<uint8_t> quantize_q8_0(const std::vector<float>& x) {
+  std::vector<uint8_t> out;
+  for (size_t b = 0; b < x.size(); b += 32) {
+    float amax = 0.0f;
+    for (size_t j = 0; j < 32; ++j) amax = std::max(amax, std::abs(x[b + j]));
+    const float d = amax / 127.0f;
+    const uint16_t dh = f32_to_fp16(d);
+    out.push_back(static_cast<uint8_t>(dh & 0xff));
+    out.push_back(static_cast<uint8_t>(dh >> 8));
+    for (size_t j = 0; j < 32; ++j) {
+      const float q = d == 0.0f ? 0.0f : std::round(x[b + j] / d);
+      out.push_back(static_cast<uint8_t>(static_cast<int8_t>(q)));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("softmax: stable for large inputs, masked -inf gives 0", "[cpu]") {
+  std::vector<float> x = {1000.0f, 1001.0f, 999.0f, -std::numeric_limits<float>::infinity()};
+  softmax_inplace(x.data(), 4);
+  const double e = std::exp(1.0);
+  const double z = 1.0 + e + 1.0 / e;
+  CHECK(x[0] == Approx(1.0 / z).epsilon(1e-6));
+  CHECK(x[1] == Approx(e / z).epsilon(1e-6));
+  CHECK(x[2] == Approx(1.0 / e / z).epsilon(1e-6));
+  CHECK(x[3] == 0.0f);
+  std::vector<float> one = {-5.0f};
+  softmax_inplace(one.data(), 1);
+  CHECK(one[0] == 1.0f);
+}
+
+TEST_CASE("rope: angles, normal and neox pairing, partial rotary, linear scaling", "[cpu]") {
+  // theta = p * freq_scale * base^(-2i / n_rot)
+  CHECK(rope_theta(0, 3, 8, 10000.0, 1.0) == 0.0);
+  CHECK(rope_theta(7, 0, 8, 10000.0, 1.0) == 7.0);
+  CHECK(rope_theta(5, 1, 8, 10000.0, 1.0) == Approx(5.0 * std::pow(10000.0, -0.25)));
+  CHECK(rope_theta(8, 1, 8, 10000.0, 0.25) == Approx(2.0 * std::pow(10000.0, -0.25)));
+
+  cpu::CpuBackend be;
+  std::mt19937 rng(7);
+  const int64_t n_heads = 2, head_dim = 8;
+  const std::vector<float> x0 = random_floats(rng, 16);
+  for (RopeType type : {RopeType::Normal, RopeType::Neox}) {
+    for (int64_t n_rot : {int64_t{8}, int64_t{4}}) {
+      RopeParams p{type, head_dim, n_rot, 10000.0, 0.5};
+      Buffer x = make(be, x0);
+      const int64_t pos = 37;
+      be.rope(x, n_heads, pos, p);
+      const std::vector<float> got = read(be, x);
+      for (int64_t h = 0; h < n_heads; ++h) {
+        std::vector<double> want(x0.begin() + h * head_dim, x0.begin() + (h + 1) * head_dim);
+        for (int64_t i = 0; i < n_rot / 2; ++i) {
+          const int64_t a = type == RopeType::Normal ? 2 * i : i;
+          const int64_t b = type == RopeType::Normal ? 2 * i + 1 : i + n_rot / 2;
+          const double th = static_cast<double>(pos) * 0.5 *
+                            std::pow(10000.0, -2.0 * static_cast<double>(i) /
+                                                  static_cast<double>(n_rot));
+          const double xa = want[static_cast<size_t>(a)], xb = want[static_cast<size_t>(b)];
+          want[static_cast<size_t>(a)] = xa * std::cos(th) - xb * std::sin(th);
+          want[static_cast<size_t>(b)] = xa * std::sin(th) + xb * std::cos(th);
+        }
+        for (int64_t j = 0; j < head_dim; ++j)
+          CHECK(got[static_cast<size_t>(h * head_dim + j)] ==
+                Approx(want[static_cast<size_t>(j)]).margin(1e-6));
+      }
+    }
+  }
+}
+
+TEST_CASE("attention: causal GQA against a direct double formula", "[cpu]") {
+  cpu::CpuBackend be;
+  std::mt19937 rng(3);
+  const AttentionShape s{4, 2, 8};  // 4 query heads share 2 kv heads
+  const int64_t n_ctx = 6, n_kv = 5, kv_dim = 16;
+  const std::vector<float> q = random_floats(rng, 32);
+  const std::vector<float> k = random_floats(rng, static_cast<size_t>(n_ctx * kv_dim));
+  const std::vector<float> v = random_floats(rng, static_cast<size_t>(n_ctx * kv_dim));
+  Buffer qb = make(be, q), kb = make(be, k), vb = make(be, v), out = be.alloc(32);
+  be.attention(qb, kb, vb, n_kv, s, out);
+  const std::vector<float> got = read(be, out);
+  for (int64_t h = 0; h < 4; ++h) {
+    const int64_t g = h / 2;
+    std::vector<double> sc(static_cast<size_t>(n_kv));
+    double mx = -1e300, sum = 0.0;
+    for (int64_t t = 0; t < n_kv; ++t) {
+      double dot = 0.0;
+      for (int64_t i = 0; i < 8; ++i)
+        dot += static_cast<double>(q[static_cast<size_t>(h * 8 + i)]) *
+               static_cast<double>(k[static_cast<size_t>(t * kv_dim + g * 8 + i)]);
+      sc[static_cast<size_t>(t)] = dot / std::sqrt(8.0);
+      mx = std::max(mx, sc[static_cast<size_t>(t)]);
+    }
+    for (double& x : sc) sum += (x = std::exp(x - mx));
+    for (int64_t i = 0; i < 8; ++i) {
+      double o = 0.0;
+      for (int64_t t = 0; t < n_kv; ++t)
+        o += sc[static_cast<size_t>(t)] / sum *
+             static_cast<double>(v[static_cast<size_t>(t * kv_dim + g * 8 + i)]);
+      CHECK(got[static_cast<size_t>(h * 8 + i)] == Approx(o).margin(1e-5));
+    }
+  }
+  // One visible position: the output is that value row, whatever the scores.
+  be.attention(qb, kb, vb, 1, s, out);
+  const std::vector<float> first = read(be, out);
+  CHECK(first[8] == Approx(v[0]).margin(1e-6));   // head 1 -> kv head 0
+  CHECK(first[16] == Approx(v[8]).margin(1e-6));  // head 2 -> kv head 1
+}
+
+TEST_CASE("matmul, get_rows: quantized weights equal their dequantized F32 rows", "[cpu]") {
+  cpu::CpuBackend be;
+  std::mt19937 rng(11);
+  const int64_t n = 64, d = 5;
+  const std::vector<float> w = random_floats(rng, static_cast<size_t>(n * d));
+  const std::vector<float> xv = random_floats(rng, static_cast<size_t>(n));
+  Buffer x = make(be, xv), out = be.alloc(d);
+
+  // F32: against a double dot product.
+  be.matmul(f32_view("w", w, n), x, out);
+  std::vector<float> got = read(be, out);
+  for (int64_t r = 0; r < d; ++r) {
+    double dot = 0.0;
+    for (int64_t i = 0; i < n; ++i)
+      dot += static_cast<double>(w[static_cast<size_t>(r * n + i)]) *
+             static_cast<double>(xv[static_cast<size_t>(i)]);
+    CHECK(got[static_cast<size_t>(r)] == Approx(dot).margin(1e-5));
+  }
+
+  // Q8_0 and F16: exactly the F32 matmul of the dequantized weight (same order of sums).
+  const std::vector<uint8_t> q8 = quantize_q8_0(w);
+  std::vector<uint8_t> f16(w.size() * 2);
+  for (size_t i = 0; i < w.size(); ++i) {
+    const uint16_t h = f32_to_fp16(w[i]);
+    std::memcpy(f16.data() + 2 * i, &h, 2);
+  }
+  const std::pair<GgmlType, const std::vector<uint8_t>*> cases[] = {{GgmlType::Q8_0, &q8},
+                                                                    {GgmlType::F16, &f16}};
+  for (const auto& [type, bytes] : cases) {
+    INFO(ggml_type_name(type));
+    std::vector<float> deq(w.size());
+    dequantize_row(type, bytes->data(), deq.data(), n * d);
+    Buffer ref_out = be.alloc(d);
+    be.matmul(f32_view("deq", deq, n), x, ref_out);
+    be.matmul(WeightView{"q", type, n, d, bytes->data()}, x, out);
+    CHECK(read(be, out) == read(be, ref_out));
+
+    Buffer row = be.alloc(n);
+    be.get_rows(WeightView{"q", type, n, d, bytes->data()}, 3, row);
+    CHECK(read(be, row) == std::vector<float>(deq.begin() + 3 * n, deq.begin() + 4 * n));
+  }
+}
+
+TEST_CASE("rmsnorm, silu_mul, add, add_bias, set_row", "[cpu]") {
+  cpu::CpuBackend be;
+  const std::vector<float> xv = {1.0f, -2.0f, 3.0f, 0.5f};
+  const std::vector<float> wv = {1.0f, 0.5f, 2.0f, -1.0f};
+  Buffer x = make(be, xv), out = be.alloc(4);
+  be.rmsnorm(x, f32_view("norm", wv, 4), 1e-5f, out);
+  const double ms = (1.0 + 4.0 + 9.0 + 0.25) / 4.0;
+  const std::vector<float> got = read(be, out);
+  for (size_t i = 0; i < 4; ++i)
+    CHECK(got[i] == Approx(static_cast<double>(xv[i] * wv[i]) / std::sqrt(ms + 1e-5)).epsilon(1e-6));
+
+  Buffer g = make(be, {0.0f, 1.0f, -3.0f}), u = make(be, {5.0f, 2.0f, 1.0f}), o = be.alloc(3);
+  be.silu_mul(g, u, o);
+  const std::vector<float> s = read(be, o);
+  CHECK(s[0] == 0.0f);
+  CHECK(s[1] == Approx(2.0 / (1.0 + std::exp(-1.0))).epsilon(1e-6));
+  CHECK(s[2] == Approx(-3.0 / (1.0 + std::exp(3.0))).epsilon(1e-6));
+
+  be.add(g, u);
+  CHECK(read(be, g) == std::vector<float>{5.0f, 3.0f, -2.0f});
+  const std::vector<float> bias = {1.0f, 1.0f, 1.0f};
+  be.add_bias(g, f32_view("bias", bias, 3));
+  CHECK(read(be, g) == std::vector<float>{6.0f, 4.0f, -1.0f});
+
+  Buffer cache = be.alloc(9);
+  be.set_row(g, cache, 2);
+  CHECK(read(be, cache) == std::vector<float>{0, 0, 0, 0, 0, 0, 6.0f, 4.0f, -1.0f});
+}
+
+TEST_CASE("backend checks: shapes, ids and dtypes are refused with what was expected", "[cpu]") {
+  cpu::CpuBackend be;
+  const std::vector<float> w(12, 1.0f);
+  Buffer x3 = be.alloc(3), x4 = be.alloc(4), out3 = be.alloc(3);
+  const WeightView w43 = f32_view("blk.0.attn_q.weight", w, 4);  // (3 rows, 4 cols)
+  CHECK_THROWS_WITH(be.matmul(w43, x3, out3),
+                    "backend matmul: x has 3 elements, expected 4");
+  CHECK_THROWS_WITH(be.matmul(w43, x4, x4), "backend matmul: out has 4 elements, expected 3");
+  CHECK_THROWS_WITH(be.get_rows(w43, 3, x4),
+                    "backend get_rows: id 3 is outside 'blk.0.attn_q.weight' rows [0, 3)");
+  CHECK_THROWS_WITH(be.get_rows(w43, -1, x4),
+                    "backend get_rows: id -1 is outside 'blk.0.attn_q.weight' rows [0, 3)");
+  WeightView q5{"t", GgmlType::Q5_0, 32, 1, w.data()};
+  CHECK_THROWS_WITH(be.matmul(q5, x4, out3),
+                    "backend matmul: weight 't' has type Q5_0, expected one of F32, F16, BF16, "
+                    "Q8_0, Q4_0, Q4_1");
+  WeightView q8{"t", GgmlType::Q8_0, 4, 3, w.data()};
+  CHECK_THROWS_WITH(be.matmul(q8, x4, out3),
+                    "backend matmul: weight 't' rows of 4 elements are not whole Q8_0 blocks of 32");
+  CHECK_THROWS_WITH(be.rmsnorm(x3, w43, 1e-5f, out3),
+                    "backend rmsnorm: weight 'blk.0.attn_q.weight' has shape [4, 3], expected [3]");
+  CHECK_THROWS_WITH(be.rope(x4, 1, 0, RopeParams{RopeType::Normal, 4, 3, 10000.0, 1.0}),
+                    "backend rope: n_rot 3 must be even and in (0, head_dim 4]");
+  Buffer cache = be.alloc(8);
+  CHECK_THROWS_WITH(be.set_row(x4, cache, 2), "backend set_row: row 2 is outside [0, 2)");
+  CHECK_THROWS_WITH(be.attention(x4, cache, cache, 3, AttentionShape{1, 1, 4}, x4),
+                    "backend attention: n_kv 3 is outside [1, 2]");
+  CHECK_THROWS_WITH(be.attention(x4, cache, cache, 1, AttentionShape{2, 3, 2}, x4),
+                    Catch::Contains("n_kv_heads dividing n_heads"));
+  CHECK_THROWS_WITH(be.alloc(0), "backend alloc: 0 elements, expected at least 1");
+  CHECK_THROWS_WITH(be.add(x3, x4), "backend add: y has 4 elements, expected 3");
+}
