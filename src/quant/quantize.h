@@ -1,0 +1,60 @@
+#pragma once
+// Reference round-to-nearest quantization into ggml's block layouts (see quant/dequant.h for
+// the layouts). The output is byte-identical to ggml's reference C functions
+// (quantize_row_{q8_0,q4_0,q4_1}_ref and its fp32 -> fp16 / bf16 conversions), so files we
+// write load in llama.cpp and produce the same bytes it would. Written for clarity, one block
+// at a time; checked against gguf-py in tests/test_quantize.cpp.
+//
+// Rounding rules, per 32-element block x[0..32), all arithmetic in float32 with one rounding
+// per operation (no fused multiply-add; see quantize.cpp):
+//
+//   F16, BF16  each value rounded to nearest, ties to even (core/fp16.h). Values beyond fp16's
+//              range become +-inf, as in ggml.
+//   Q8_0       d = max|x| / 127, id = 1/d (0 when d == 0), q = round(x * id) with ties AWAY
+//              from zero (C roundf). So x*id = 2.5 gives 3 and -2.5 gives -3.
+//   Q4_0       max = the element of largest magnitude, WITH its sign (the first one when several
+//              share that magnitude); d = max / -8, id = 1/d (0 when d == 0);
+//              q = min(15, trunc(x * id + 8.5)). Adding 8.5 then truncating rounds ties UP
+//              (toward +inf in units of -d): x*id = -0.5 gives 8, 0.5 gives 9. The max element
+//              itself maps to q = 0, i.e. exactly -8 * d = max; q = 16 (x*id near +8) is clamped
+//              to 15. An all-zero block leaves max = +0, so d = +0 / -8 = -0 (stored 0x8000).
+//   Q4_1       min, max over the block; d = (max - min) / 15, id = 1/d (0 when d == 0);
+//              q = min(15, trunc((x - min) * id + 0.5)): ties round UP. m = min stored as fp16
+//              (an all-equal block gives d = 0, q = 0, m = fp16(x)); min starts the search at
+//              FLT_MAX and takes the first of equal values, so a block of +0 and -0 whose first
+//              element is -0 gets m = -0.
+//   d (and m) are computed in float and then rounded to fp16 (nearest, ties even); q is
+//   computed from the float d, not the rounded one. A d beyond 65504 is stored as +-inf (what
+//   ggml writes; the block then dequantizes to inf/NaN). When 1/d overflows float (block max
+//   below about 2.4e-38 for Q4_0; d then rounds to fp16 zero anyway) or (x - min) overflows,
+//   x * id is not finite; ggml's C converts it to int8 with undefined behaviour, and on x86 that
+//   gives 0. We define q = 0 there, which is the x86 result.
+//
+// Errors: every function throws llmctl::Error for a type it cannot write, a row length that
+// is not a whole number of blocks, or a NaN / Inf input value.
+
+#include <cstdint>
+#include <string>
+
+#include "core/ggml_type.h"
+
+namespace llmctl {
+
+// Whether quantize_row() writes `type` (F32, F16, BF16, Q8_0, Q4_0, Q4_1).
+bool can_quantize(GgmlType type);
+
+// Bytes that n elements of `type` occupy (n a whole number of blocks; throws otherwise).
+size_t quantized_size(GgmlType type, int64_t n);
+
+// Encodes src[0..n) as `type` into dst (quantized_size(type, n) bytes, no alignment needed).
+// Throws Error for an unsupported type, an n that is negative or not a multiple of the block
+// size, or a NaN / Inf in src (naming its index).
+void quantize_row(GgmlType type, const float* src, void* dst, int64_t n);
+
+// Encodes a row-major [n_rows, row_len] tensor, row by row (row_len must be a whole number of
+// blocks). A NaN or Inf throws an Error that names the tensor and the (row, column) of the
+// first bad value, before anything is written to dst.
+void quantize_tensor(GgmlType type, const std::string& name, const float* src, void* dst,
+                     int64_t n_rows, int64_t row_len);
+
+}  // namespace llmctl
