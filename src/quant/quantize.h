@@ -25,11 +25,18 @@
 //              element is -0 gets m = -0.
 //   d (and m) are computed in float and then rounded to fp16 (nearest, ties even); q is
 //   computed from the float d, not the rounded one. A d beyond 65504 is stored as +-inf (what
-//   ggml writes; the block then dequantizes to inf/NaN). When 1/d overflows float (block max
-//   below about 2.4e-38 for Q4_0; d then rounds to fp16 zero anyway) or (x - min) overflows,
-//   x * id is not finite; ggml's C converts it to int8 with undefined behaviour, and on x86 that
-//   gives 0. We define q = 0 there, which is the x86 result.
+//   ggml writes; the block then dequantizes to inf/NaN). When 1/d overflows float (|d| below
+//   2^-128: Q8_0 amax under ~3.7e-37, Q4_0 |max| under ~2.4e-38; d then rounds to fp16 zero
+//   anyway) or (x - min) overflows, x * id is not finite; ggml's C converts it to int8 with
+//   undefined behaviour, and on x86 that gives 0. We define q = 0 there, the x86 result.
 //
+// Where the independent implementations differ (see tools/gen_quant_fixture.py), we follow
+// ggml's C: gguf-py picks Q4_0's max with numpy argmax, which returns the first element even
+// when every |x| is 0, so a block starting with -0 gets d = +0 where C gets d = -0; and
+// numpy's min may return +0 where C's first-wins search returns -0 (Q4_1's m). BF16 follows
+// today's ggml reference (subnormals kept); ggml of early 2024, and CPUs converting with
+// AVX512-BF16 instructions, flush float subnormals to zero instead.
+
 // Errors: every function throws llmctl::Error for a type it cannot write, a row length that
 // is not a whole number of blocks, or a NaN / Inf input value.
 
