@@ -43,9 +43,11 @@ fi
 
 [ "$do_build" = 1 ] || exit 0
 jobs=$(nproc 2>/dev/null || echo 2)
+mkdir -p "$build_dir"
+log="$build_dir/configure.log"
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DLLMCTL_CUDA="$cuda" \
-      -DLLMCTL_WERROR="$werror" -DLLMCTL_SANITIZE="$sanitize" >"$build_dir.configure.log" 2>&1 \
-  || { cat "$build_dir.configure.log" >&2; exit 1; }
-grep -E "llmctl: CUDA backend" "$build_dir.configure.log" || true
+      -DLLMCTL_WERROR="$werror" -DLLMCTL_SANITIZE="$sanitize" >"$log" 2>&1 \
+  || { cat "$log" >&2; exit 1; }
+grep -E "llmctl: CUDA backend" "$log" || true
 cmake --build "$build_dir" -j "$jobs"
 echo "setup: built $build_dir/llmctl"
