@@ -114,7 +114,7 @@ TEST_CASE("quantize_row matches the golden bytes for every case and type", "[cpu
     ++per_type[o.type];
   }
   CHECK(g.inputs.size() >= 40);
-  for (const char* t : {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1"}) CHECK(per_type[t] == 42);
+  for (const char* t : {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1"}) CHECK(per_type[t] == 44);
 }
 
 TEST_CASE("quantize rounding rules on hand-checked blocks", "[cpu]") {
@@ -137,6 +137,12 @@ TEST_CASE("quantize rounding rules on hand-checked blocks", "[cpu]") {
   CHECK((q[4] & 15) == 9);   // 0.5 -> 1
   CHECK((q[5] & 15) == 15);  // 7.5 -> 16, clamped to 15
   CHECK((q[2] >> 4) == 15);  // 7.9 -> 16, clamped
+  // x * id is rounded to float before 8.5 is added (no fused multiply-add): with max = -7,
+  // x = -3.9375 gives x*id = -4.5 after rounding, so q = trunc(4.0) = 4; fused it would be 3.
+  x.assign(32, 0.0f);
+  x[0] = -7.0f, x[1] = -3.9375f;
+  q = quantize(GgmlType::Q4_0, x);
+  CHECK((q[3] & 15) == 4);
   // An all-zero block: max stays +0, d = +0 / -8 = -0.
   x.assign(32, 0.0f);
   q = quantize(GgmlType::Q4_0, x);

@@ -4,7 +4,7 @@
 The expected bytes come from an independent implementation, gguf-py's `gguf.quants`
 (numpy), applied to a deterministic set of float32 blocks with edge cases: all zero,
 all -0.0, one large outlier of either sign, values exactly on rounding boundaries, all
-equal, tiny (float subnormal) values, values near and beyond fp16's max, and random
+equal, blocks where fused multiply-add would change q, tiny (float subnormal) values, values near and beyond fp16's max, and random
 normal blocks at several scales.
 
 Every quantized block is also computed by `c_ref_*` below, a scalar transcription of the
@@ -74,6 +74,11 @@ def cases():
     # Q4_1: min 0, max 15 -> d = 1: (x - min)*id + 0.5 lands on integers for x = k + 0.5.
     q41 = [0.0, 15.0] + [k + 0.5 for k in range(0, 15)] + [float(k) for k in range(1, 15)]
     out.append(("q4_1_half", block(q41 + [7.25])))
+    # Blocks where a fused multiply-add (one rounding of x*id + 8.5, or (x-min)*id + 0.5) gives a
+    # different q than ggml's reference arithmetic (x*id rounded to float first): with max -7,
+    # x = -3.9375 has x*id just above -4.5 exactly, rounded to -4.5, so q = 4 (FMA: 3).
+    out.append(("q4_0_fma_sensitive", block([-7.0, -3.9375, -0.4375002086162567, 0.4374995529651642])))
+    out.append(("q4_1_fma_sensitive", block([0.0, 5.3, 0.17666666209697723])))
     out.append(("all_equal_pos", np.full(32, 0.7, dtype=f32)))
     out.append(("all_equal_neg", np.full(32, -3.25, dtype=f32)))
     # Tiny values: fp16 subnormal range, float32 subnormals (1/d overflows to inf).
