@@ -1,7 +1,6 @@
 // The scalar CPU backend op by op against direct double-precision formulas, and the shared
 // checks of the backend seam (backend.cpp). A future backend can run the same cases.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -40,8 +39,7 @@ std::vector<float> random_floats(std::mt19937& rng, size_t n) {
 }
 
 WeightView f32_view(const std::string& name, const std::vector<float>& v, int64_t n_cols) {
-  return WeightView{name, GgmlType::F32, n_cols, static_cast<int64_t>(v.size()) / n_cols,
-                    v.data()};
+  return WeightView{name, GgmlType::F32, n_cols, static_cast<int64_t>(v.size()) / n_cols, v.data()};
 }
 
 // Q8_0 blocks of `x` (a multiple of 32 long): d = amax / 127, q = round(x / d).
@@ -101,9 +99,9 @@ TEST_CASE("rope: angles, normal and neox pairing, partial rotary, linear scaling
         for (int64_t i = 0; i < n_rot / 2; ++i) {
           const int64_t a = type == RopeType::Normal ? 2 * i : i;
           const int64_t b = type == RopeType::Normal ? 2 * i + 1 : i + n_rot / 2;
-          const double th = static_cast<double>(pos) * 0.5 *
-                            std::pow(10000.0, -2.0 * static_cast<double>(i) /
-                                                  static_cast<double>(n_rot));
+          const double th =
+              static_cast<double>(pos) * 0.5 *
+              std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(n_rot));
           const double xa = want[static_cast<size_t>(a)], xb = want[static_cast<size_t>(b)];
           want[static_cast<size_t>(a)] = xa * std::cos(th) - xb * std::sin(th);
           want[static_cast<size_t>(b)] = xa * std::sin(th) + xb * std::cos(th);
@@ -207,7 +205,8 @@ TEST_CASE("rmsnorm, silu_mul, add, add_bias, set_row", "[cpu]") {
   const double ms = (1.0 + 4.0 + 9.0 + 0.25) / 4.0;
   const std::vector<float> got = read(be, out);
   for (size_t i = 0; i < 4; ++i)
-    CHECK(got[i] == Approx(static_cast<double>(xv[i] * wv[i]) / std::sqrt(ms + 1e-5)).epsilon(1e-6));
+    CHECK(got[i] ==
+          Approx(static_cast<double>(xv[i] * wv[i]) / std::sqrt(ms + 1e-5)).epsilon(1e-6));
 
   Buffer g = make(be, {0.0f, 1.0f, -3.0f}), u = make(be, {5.0f, 2.0f, 1.0f}), o = be.alloc(3);
   be.silu_mul(g, u, o);
@@ -232,8 +231,7 @@ TEST_CASE("backend checks: shapes, ids and dtypes are refused with what was expe
   const std::vector<float> w(12, 1.0f);
   Buffer x3 = be.alloc(3), x4 = be.alloc(4), out3 = be.alloc(3);
   const WeightView w43 = f32_view("blk.0.attn_q.weight", w, 4);  // (3 rows, 4 cols)
-  CHECK_THROWS_WITH(be.matmul(w43, x3, out3),
-                    "backend matmul: x has 3 elements, expected 4");
+  CHECK_THROWS_WITH(be.matmul(w43, x3, out3), "backend matmul: x has 3 elements, expected 4");
   CHECK_THROWS_WITH(be.matmul(w43, x4, x4), "backend matmul: out has 4 elements, expected 3");
   CHECK_THROWS_WITH(be.get_rows(w43, 3, x4),
                     "backend get_rows: id 3 is outside 'blk.0.attn_q.weight' rows [0, 3)");
@@ -244,8 +242,9 @@ TEST_CASE("backend checks: shapes, ids and dtypes are refused with what was expe
                     "backend matmul: weight 't' has type Q5_0, expected one of F32, F16, BF16, "
                     "Q8_0, Q4_0, Q4_1");
   WeightView q8{"t", GgmlType::Q8_0, 4, 3, w.data()};
-  CHECK_THROWS_WITH(be.matmul(q8, x4, out3),
-                    "backend matmul: weight 't' rows of 4 elements are not whole Q8_0 blocks of 32");
+  CHECK_THROWS_WITH(
+      be.matmul(q8, x4, out3),
+      "backend matmul: weight 't' rows of 4 elements are not whole Q8_0 blocks of 32");
   CHECK_THROWS_WITH(be.rmsnorm(x3, w43, 1e-5f, out3),
                     "backend rmsnorm: weight 'blk.0.attn_q.weight' has shape [4, 3], expected [3]");
   CHECK_THROWS_WITH(be.rope(x4, 1, 0, RopeParams{RopeType::Normal, 4, 3, 10000.0, 1.0}),

@@ -2,7 +2,6 @@
 // and the error text for broken metadata and tensors. Also checks the qwen2 path (neox rope,
 // q/k/v biases) against the llama path by an exact equivalence, see the last test.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -116,7 +115,7 @@ TEST_CASE("config: values and defaults from a synthetic llama", "[cpu]") {
   ModelConfig c = config_from_gguf(open_built(b));
   CHECK(c.n_vocab == 16);
   CHECK(c.head_dim == 8);
-  CHECK(c.n_rot == 8);                  // default: head_dim
+  CHECK(c.n_rot == 8);                 // default: head_dim
   CHECK(c.rope_freq_base == 10000.0);  // default
   CHECK(c.rope_freq_scale == 1.0);
 
@@ -139,8 +138,9 @@ TEST_CASE("config: missing and invalid metadata are FileErrors naming the key", 
   {
     GgufBuilder b;
     b.set("general.architecture", gv::string("gpt2"));
-    CHECK(config_error(b) == "tiny.gguf: architecture 'gpt2' is not supported (supported: llama, "
-                             "qwen2)");
+    CHECK(config_error(b) ==
+          "tiny.gguf: architecture 'gpt2' is not supported (supported: llama, "
+          "qwen2)");
   }
   {
     GgufBuilder b = tiny_llama();
@@ -152,15 +152,17 @@ TEST_CASE("config: missing and invalid metadata are FileErrors naming the key", 
   {
     GgufBuilder b = tiny_llama();
     b.set("llama.attention.head_count_kv", gv::u32(3));
-    CHECK(config_error(b) == "tiny.gguf: llama.attention.head_count_kv = 3 does not divide "
-                             "head_count = 4");
+    CHECK(config_error(b) ==
+          "tiny.gguf: llama.attention.head_count_kv = 3 does not divide "
+          "head_count = 4");
   }
   {
     GgufBuilder b = tiny_llama();
     b.set("llama.attention.head_count", gv::u32(5));
     b.set("llama.attention.head_count_kv", gv::u32(5));
-    CHECK(config_error(b) == "tiny.gguf: llama.attention.head_count = 5 does not divide "
-                             "embedding_length = 32");
+    CHECK(config_error(b) ==
+          "tiny.gguf: llama.attention.head_count = 5 does not divide "
+          "embedding_length = 32");
   }
   {
     GgufBuilder b = tiny_llama();
@@ -171,8 +173,16 @@ TEST_CASE("config: missing and invalid metadata are FileErrors naming the key", 
   {
     GgufBuilder b = tiny_llama();
     b.set("llama.rope.scaling.type", gv::string("yarn"));
-    CHECK(config_error(b) == "tiny.gguf: llama.rope.scaling.type 'yarn' is not supported "
-                             "(supported: none, linear)");
+    CHECK(config_error(b) ==
+          "tiny.gguf: llama.rope.scaling.type 'yarn' is not supported "
+          "(supported: none, linear)");
+  }
+  {
+    GgufBuilder b = tiny_llama();
+    b.add_tensor("rope_freqs.weight", GgmlType::F32, {4}, std::vector<uint8_t>(16, 0));
+    CHECK(config_error(b) ==
+          "tiny.gguf: tensor 'rope_freqs.weight' (per-dimension rope frequency "
+          "factors, Llama 3.1 rope scaling) is not supported yet");
   }
   {
     GgufBuilder b = tiny_llama();
@@ -275,10 +285,10 @@ TEST_CASE("qwen2 (neox rope, biases) equals llama with permuted Q/K", "[cpu]") {
   for (const GgufBuilder::Tensor& tensor : llama.tensors()) {
     const bool is_qk = tensor.name.find("attn_q.weight") != std::string::npos ||
                        tensor.name.find("attn_k.weight") != std::string::npos;
-    qwen.add_tensor(tensor.name, tensor.type, tensor.shape,
-                    is_qk ? interleaved_to_halves(tensor.bytes, tensor.shape[0], tensor.shape[1],
-                                                  t.head_dim())
-                          : tensor.bytes);
+    qwen.add_tensor(
+        tensor.name, tensor.type, tensor.shape,
+        is_qk ? interleaved_to_halves(tensor.bytes, tensor.shape[0], tensor.shape[1], t.head_dim())
+              : tensor.bytes);
     if (tensor.name.find("attn_q.weight") != std::string::npos ||
         tensor.name.find("attn_k.weight") != std::string::npos ||
         tensor.name.find("attn_v.weight") != std::string::npos) {

@@ -5,12 +5,10 @@
 //       python3 tools/reference_forward.py ../shared/models/stories260K.gguf
 //           --tokens 1 403 407 261 378 --out tests/fixtures/stories260K_logits.json
 //     (one command line; from the repository root, with pip install numpy gguf)
-#include <catch2/catch.hpp>
-
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>

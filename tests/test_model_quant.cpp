@@ -2,9 +2,8 @@
 // Q8_0 and Q4_0 (GgufBuilder), compared with the F32 original. Quantization changes the
 // function, so the bounds are loose and per type; they catch a wrong block layout or row
 // stride (which gives garbage, |dlogit| of several units), not rounding.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -12,12 +11,12 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "core/fp16.h"
-#include "quant/dequant.h"
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
 #include "model/config.h"
 #include "model/forward.h"
 #include "model/weights.h"
+#include "quant/dequant.h"
 #include "support/test_data.h"
 
 using namespace llmctl;
@@ -55,8 +54,7 @@ void quantize_block_q4_0(const float* x, std::vector<uint8_t>& out) {
   const auto q = [&](float v) {
     return static_cast<uint8_t>(std::min(15, static_cast<int>(v * id + 8.5f)));
   };
-  for (int j = 0; j < 16; ++j)
-    out.push_back(static_cast<uint8_t>(q(x[j]) | (q(x[j + 16]) << 4)));
+  for (int j = 0; j < 16; ++j) out.push_back(static_cast<uint8_t>(q(x[j]) | (q(x[j + 16]) << 4)));
 }
 
 std::vector<uint8_t> convert(const std::vector<float>& x, GgmlType type) {
@@ -148,8 +146,8 @@ TEST_CASE("stories260K with F16/BF16/Q8_0/Q4_0 matrices: exact path, bounded dri
   // Measured drift (scalar CPU, these quantizers; logits up to ~19): F16 0.011, BF16 0.067,
   // Q8_0 0.21, Q4_0 4.5 (a 260K-parameter model has little redundancy). Bounds are ~2.5x:
   // they say "close", the exact check below says "right".
-  const Case cases[] = {{GgmlType::F16, 0.03}, {GgmlType::BF16, 0.2}, {GgmlType::Q8_0, 0.5},
-                        {GgmlType::Q4_0, 10.0}};
+  const Case cases[] = {
+      {GgmlType::F16, 0.03}, {GgmlType::BF16, 0.2}, {GgmlType::Q8_0, 0.5}, {GgmlType::Q4_0, 10.0}};
   for (const Case& cs : cases) {
     INFO(ggml_type_name(cs.type));
     const GgufFile q = open_built(requantize(f32, cs.type));

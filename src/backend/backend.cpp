@@ -14,32 +14,33 @@ namespace llmctl {
 namespace {
 
 void check_size(const char* op, const char* what, const Buffer& b, int64_t expected) {
-  if (b.data() == nullptr)
-    throw Error(fmt::format("backend {}: {} is an empty buffer", op, what));
+  if (b.data() == nullptr) throw Error(fmt::format("backend {}: {} is an empty buffer", op, what));
   if (b.size() != expected)
-    throw Error(fmt::format("backend {}: {} has {} elements, expected {}", op, what, b.size(),
-                            expected));
+    throw Error(
+        fmt::format("backend {}: {} has {} elements, expected {}", op, what, b.size(), expected));
 }
 
 void check_weight_data(const char* op, const WeightView& w) {
   if (w.data == nullptr)
     throw Error(fmt::format("backend {}: weight '{}' has no data", op, w.name));
   if (w.n_cols <= 0 || w.n_rows <= 0)
-    throw Error(fmt::format("backend {}: weight '{}' has shape [{}, {}]", op, w.name, w.n_cols,
-                            w.n_rows));
+    throw Error(
+        fmt::format("backend {}: weight '{}' has shape [{}, {}]", op, w.name, w.n_cols, w.n_rows));
 }
 
 void check_quantizable_weight(const char* op, const WeightView& w) {
   check_weight_data(op, w);
   if (!backend_supports_weight_type(w.type))
-    throw Error(fmt::format("backend {}: weight '{}' has type {}, expected one of F32, F16, "
-                            "BF16, Q8_0, Q4_0, Q4_1",
-                            op, w.name, ggml_type_name(w.type)));
+    throw Error(
+        fmt::format("backend {}: weight '{}' has type {}, expected one of F32, F16, "
+                    "BF16, Q8_0, Q4_0, Q4_1",
+                    op, w.name, ggml_type_name(w.type)));
   const uint32_t block = ggml_traits(w.type).block_size;
   if (w.n_cols % block != 0)
-    throw Error(fmt::format("backend {}: weight '{}' rows of {} elements are not whole {} blocks "
-                            "of {}",
-                            op, w.name, w.n_cols, ggml_type_name(w.type), block));
+    throw Error(
+        fmt::format("backend {}: weight '{}' rows of {} elements are not whole {} blocks "
+                    "of {}",
+                    op, w.name, w.n_cols, ggml_type_name(w.type), block));
 }
 
 void check_f32_vector(const char* op, const WeightView& w, int64_t n) {
@@ -48,16 +49,20 @@ void check_f32_vector(const char* op, const WeightView& w, int64_t n) {
     throw Error(fmt::format("backend {}: weight '{}' has type {}, expected F32", op, w.name,
                             ggml_type_name(w.type)));
   if (w.n_cols != n || w.n_rows != 1)
-    throw Error(fmt::format("backend {}: weight '{}' has shape [{}, {}], expected [{}]", op,
-                            w.name, w.n_cols, w.n_rows, n));
+    throw Error(fmt::format("backend {}: weight '{}' has shape [{}, {}], expected [{}]", op, w.name,
+                            w.n_cols, w.n_rows, n));
 }
 
 }  // namespace
 
 bool backend_supports_weight_type(GgmlType type) {
   switch (type) {
-    case GgmlType::F32: case GgmlType::F16: case GgmlType::BF16:
-    case GgmlType::Q8_0: case GgmlType::Q4_0: case GgmlType::Q4_1:
+    case GgmlType::F32:
+    case GgmlType::F16:
+    case GgmlType::BF16:
+    case GgmlType::Q8_0:
+    case GgmlType::Q4_0:
+    case GgmlType::Q4_1:
       return true;
     default:
       return false;
@@ -80,8 +85,8 @@ Buffer Backend::alloc(int64_t n) {
 
 void Backend::upload(Buffer& dst, const float* src, int64_t n, int64_t offset) {
   if (n < 0 || offset < 0 || offset > dst.size() || n > dst.size() - offset)
-    throw Error(fmt::format("backend upload: {} elements at offset {} do not fit a buffer of {}",
-                            n, offset, dst.size()));
+    throw Error(fmt::format("backend upload: {} elements at offset {} do not fit a buffer of {}", n,
+                            offset, dst.size()));
   if (n > 0) upload_impl(dst, src, n, offset);
 }
 
@@ -103,8 +108,8 @@ WeightView Backend::bind_weight(const WeightView& host) {
 void Backend::get_rows(const WeightView& table, int32_t id, Buffer& out) {
   check_quantizable_weight("get_rows", table);
   if (id < 0 || id >= table.n_rows)
-    throw Error(fmt::format("backend get_rows: id {} is outside '{}' rows [0, {})", id,
-                            table.name, table.n_rows));
+    throw Error(fmt::format("backend get_rows: id {} is outside '{}' rows [0, {})", id, table.name,
+                            table.n_rows));
   check_size("get_rows", "out", out, table.n_cols);
   get_rows_impl(table, id, out);
 }
@@ -152,19 +157,21 @@ void Backend::set_row(const Buffer& src, Buffer& dst, int64_t row) {
   set_row_impl(src, dst, row);
 }
 
-void Backend::attention(const Buffer& q, const Buffer& k_cache, const Buffer& v_cache,
-                        int64_t n_kv, const AttentionShape& s, Buffer& out) {
+void Backend::attention(const Buffer& q, const Buffer& k_cache, const Buffer& v_cache, int64_t n_kv,
+                        const AttentionShape& s, Buffer& out) {
   if (s.n_heads <= 0 || s.n_kv_heads <= 0 || s.head_dim <= 0 || s.n_heads % s.n_kv_heads != 0)
-    throw Error(fmt::format("backend attention: n_heads {}, n_kv_heads {}, head_dim {}: expected "
-                            "positive values with n_kv_heads dividing n_heads",
-                            s.n_heads, s.n_kv_heads, s.head_dim));
+    throw Error(
+        fmt::format("backend attention: n_heads {}, n_kv_heads {}, head_dim {}: expected "
+                    "positive values with n_kv_heads dividing n_heads",
+                    s.n_heads, s.n_kv_heads, s.head_dim));
   check_size("attention", "q", q, s.n_heads * s.head_dim);
   check_size("attention", "out", out, s.n_heads * s.head_dim);
   const int64_t kv_dim = s.n_kv_heads * s.head_dim;
   if (k_cache.size() != v_cache.size() || k_cache.size() % kv_dim != 0)
-    throw Error(fmt::format("backend attention: caches of {} and {} elements, expected equal "
-                            "whole rows of {}",
-                            k_cache.size(), v_cache.size(), kv_dim));
+    throw Error(
+        fmt::format("backend attention: caches of {} and {} elements, expected equal "
+                    "whole rows of {}",
+                    k_cache.size(), v_cache.size(), kv_dim));
   const int64_t n_ctx = k_cache.size() / kv_dim;
   if (n_kv < 1 || n_kv > n_ctx)
     throw Error(fmt::format("backend attention: n_kv {} is outside [1, {}]", n_kv, n_ctx));

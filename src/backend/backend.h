@@ -91,14 +91,14 @@ size_t weight_row_bytes(GgmlType type, int64_t n_cols);
 struct RopeParams {
   RopeType type = RopeType::Normal;
   int64_t head_dim = 0;
-  int64_t n_rot = 0;          // rotated dims per head (<= head_dim, even)
+  int64_t n_rot = 0;  // rotated dims per head (<= head_dim, even)
   double freq_base = 10000.0;
-  double freq_scale = 1.0;    // 1 / linear scaling factor
+  double freq_scale = 1.0;  // 1 / linear scaling factor
 };
 
 struct AttentionShape {
   int64_t n_heads = 0;
-  int64_t n_kv_heads = 0;     // divides n_heads (GQA: n_heads / n_kv_heads query heads per kv head)
+  int64_t n_kv_heads = 0;  // divides n_heads (GQA: n_heads / n_kv_heads query heads per kv head)
   int64_t head_dim = 0;
 };
 

@@ -28,8 +28,7 @@ inline double rope_theta(int64_t pos, int64_t pair, int64_t n_rot, double freq_b
 }
 
 // Indices (within a head) of the two elements of pair i.
-inline void rope_pair_index(RopeType type, int64_t pair, int64_t n_rot, int64_t* i0,
-                            int64_t* i1) {
+inline void rope_pair_index(RopeType type, int64_t pair, int64_t n_rot, int64_t* i0, int64_t* i1) {
   if (type == RopeType::Normal) {
     *i0 = 2 * pair;
     *i1 = 2 * pair + 1;

@@ -21,7 +21,8 @@ int64_t require_int(const GgufFile& f, const std::string& key, int64_t lo, int64
   const std::optional<int64_t> v = f.get_int(key);
   if (!v) throw FileError(f.path(), fmt::format("missing metadata key '{}'", key));
   if (*v < lo || *v > hi)
-    throw FileError(f.path(), fmt::format("metadata '{}' = {} is outside [{}, {}]", key, *v, lo, hi));
+    throw FileError(f.path(),
+                    fmt::format("metadata '{}' = {} is outside [{}, {}]", key, *v, lo, hi));
   return *v;
 }
 
@@ -103,10 +104,18 @@ ModelConfig config_from_gguf(const GgufFile& f) {
     c.rope_freq_scale = 1.0 / c.rope_scaling_factor;
   }
 
+  // Llama 3.1-style rope scaling stores per-pair frequency factors as a tensor, with no
+  // scaling key: running without them would be silently (if slightly) wrong.
+  if (f.find_tensor("rope_freqs.weight") != nullptr)
+    throw FileError(f.path(),
+                    "tensor 'rope_freqs.weight' (per-dimension rope frequency factors, "
+                    "Llama 3.1 rope scaling) is not supported yet");
+
   const GgufTensorInfo* embd = f.find_tensor("token_embd.weight");
   if (embd == nullptr) throw FileError(f.path(), "missing tensor 'token_embd.weight'");
   if (embd->shape.size() != 2 || embd->shape[1] < 1 || embd->shape[1] > kMaxDim)
-    throw FileError(f.path(), "tensor 'token_embd.weight': expected 2 dimensions [n_embd, n_vocab]");
+    throw FileError(f.path(),
+                    "tensor 'token_embd.weight': expected 2 dimensions [n_embd, n_vocab]");
   c.n_vocab = embd->shape[1];
   return c;
 }

@@ -70,8 +70,8 @@ const std::vector<float>& Forward::step(int32_t token) {
   const ModelConfig& c = config_;
   Backend& b = backend_;
   if (token < 0 || token >= c.n_vocab)
-    throw Error(fmt::format("forward: token id {} is outside the vocabulary [0, {})", token,
-                            c.n_vocab));
+    throw Error(
+        fmt::format("forward: token id {} is outside the vocabulary [0, {})", token, c.n_vocab));
   if (cache_.n_past() >= cache_.n_ctx())
     throw Error(fmt::format("forward: context full ({} positions)", cache_.n_ctx()),
                 "use a larger context size");
@@ -98,9 +98,9 @@ const std::vector<float>& Forward::step(int32_t token) {
 
     // ---- feed-forward block (SwiGLU) ---------------------------------------------------
     b.rmsnorm(x_, l.ffn_norm, c.rms_eps, h_);
-    b.matmul(l.w_gate, h_, gate_);  // (n_ff,)
-    b.matmul(l.w_up, h_, up_);      // (n_ff,)
-    b.silu_mul(gate_, up_, gate_);  // elementwise, in place is fine
+    b.matmul(l.w_gate, h_, gate_);    // (n_ff,)
+    b.matmul(l.w_up, h_, up_);        // (n_ff,)
+    b.silu_mul(gate_, up_, gate_);    // elementwise, in place is fine
     b.matmul(l.w_down, gate_, ffn_);  // (n_embd,)
     b.add(x_, ffn_);
   }

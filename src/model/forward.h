@@ -29,8 +29,8 @@ class Forward {
   // (n_ctx >= 1; it may exceed the training context). `backend` must outlive this object.
   Forward(const ModelConfig& config, const ModelWeights& weights, Backend& backend, int64_t n_ctx);
 
-  // Runs `token` at position n_past() and returns its logits (n_vocab floats). Throws Error
-  // for a token outside [0, n_vocab) or a full cache.
+  // Runs `token` at position n_past() and returns its logits (n_vocab floats, valid until
+  // the next step). Throws Error for a token outside [0, n_vocab) or a full cache.
   const std::vector<float>& step(int32_t token);
 
   int64_t n_past() const { return cache_.n_past(); }

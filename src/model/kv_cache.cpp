@@ -9,8 +9,8 @@ namespace llmctl {
 KvCache::KvCache(Backend& backend, int64_t n_layers, int64_t n_ctx, int64_t kv_dim)
     : backend_(backend), n_ctx_(n_ctx) {
   if (n_layers < 1 || n_ctx < 1 || kv_dim < 1)
-    throw Error(fmt::format("kv cache: n_layers {}, n_ctx {}, kv_dim {} must be positive",
-                            n_layers, n_ctx, kv_dim));
+    throw Error(fmt::format("kv cache: n_layers {}, n_ctx {}, kv_dim {} must be positive", n_layers,
+                            n_ctx, kv_dim));
   for (int64_t il = 0; il < n_layers; ++il) {
     k_.push_back(backend.alloc(n_ctx * kv_dim));
     v_.push_back(backend.alloc(n_ctx * kv_dim));

@@ -24,8 +24,8 @@ WeightView bind(const GgufFile& f, const std::string& name, Kind kind,
   const GgufTensorInfo* t = f.find_tensor(name);
   if (t == nullptr) {
     if (optional) return WeightView{name, GgmlType::F32, 0, 0, nullptr};
-    throw FileError(f.path(), fmt::format("missing tensor '{}' (expected {})", name,
-                                          shape_str(expected)));
+    throw FileError(f.path(),
+                    fmt::format("missing tensor '{}' (expected {})", name, shape_str(expected)));
   }
   // A trailing dimension of 1 is the same tensor (some writers store vectors as [n, 1]).
   std::vector<int64_t> shape = t->shape;
@@ -34,9 +34,9 @@ WeightView bind(const GgufFile& f, const std::string& name, Kind kind,
     throw FileError(f.path(), fmt::format("tensor '{}': expected {}, got {}", name,
                                           shape_str(expected), shape_str(t->shape)));
   if (kind == Kind::Vector && t->type != GgmlType::F32)
-    throw FileError(f.path(), fmt::format("tensor '{}': expected F32 {}, got {} {}", name,
-                                          shape_str(expected), ggml_type_name(t->type),
-                                          shape_str(t->shape)));
+    throw FileError(
+        f.path(), fmt::format("tensor '{}': expected F32 {}, got {} {}", name, shape_str(expected),
+                              ggml_type_name(t->type), shape_str(t->shape)));
   if (kind == Kind::Matrix) {
     if (!backend_supports_weight_type(t->type))
       throw FileError(f.path(), fmt::format("tensor '{}': type {} is not supported (supported: "

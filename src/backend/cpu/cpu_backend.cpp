@@ -103,7 +103,8 @@ void CpuBackend::set_row_impl(const Buffer& src, Buffer& dst, int64_t row) {
 }
 
 // For each query head h (kv head g = h / group):
-//   s[t] = q[h] . k[t, g] / sqrt(head_dim),  t < n_kv;  a = softmax(s);  out[h] = sum_t a[t] v[t, g]
+//   s[t] = q[h] . k[t, g] / sqrt(head_dim),  t < n_kv;  a = softmax(s);  out[h] = sum_t a[t] v[t,
+//   g]
 void CpuBackend::attention_impl(const Buffer& q, const Buffer& k_cache, const Buffer& v_cache,
                                 int64_t n_kv, const AttentionShape& s, Buffer& out) {
   const int64_t group = s.n_heads / s.n_kv_heads;
