@@ -332,3 +332,19 @@ TEST_CASE("qwen2 (neox rope, biases) equals llama with permuted Q/K", "[cpu]") {
       no_bias.add_tensor(tensor.name, tensor.type, tensor.shape, tensor.bytes);
   CHECK(bind_error(no_bias) == "tiny.gguf: missing tensor 'blk.1.attn_v.bias' (expected [16])");
 }
+
+TEST_CASE("forward: bad token ids and a full context are errors, reset starts over", "[cpu]") {
+  const GgufFile f = open_built(tiny_llama());
+  const ModelConfig c = config_from_gguf(f);
+  const ModelWeights w = bind_weights(f, c);
+  cpu::CpuBackend backend;
+  Forward fwd(c, w, backend, 2);
+  CHECK_THROWS_WITH(fwd.step(16), "forward: token id 16 is outside the vocabulary [0, 16)");
+  CHECK_THROWS_WITH(fwd.step(-1), "forward: token id -1 is outside the vocabulary [0, 16)");
+  CHECK(fwd.n_past() == 0);  // a refused token leaves the cache as it was
+  const std::vector<float> first = fwd.step(4);
+  fwd.step(5);
+  CHECK_THROWS_WITH(fwd.step(6), "forward: context full (2 positions)");
+  fwd.reset();
+  CHECK(fwd.step(4) == first);
+}
