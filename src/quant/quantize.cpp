@@ -17,12 +17,17 @@ void store_u16_le(uint8_t* p, uint16_t v) {
   p[1] = static_cast<uint8_t>(v >> 8);
 }
 
-// a * b rounded once to float. The product of two floats is exact in double, so narrowing it
-// rounds exactly as a float multiply does, and no compiler can fuse it with the following add
-// into an FMA (which would skip this rounding and change some q values; ggml's reference
-// bytes are defined without FMA, see the note in gguf-py's quants.py).
+// a * b rounded to float, in a way no compiler may fuse with the add that follows. ggml's
+// reference bytes are defined by separately rounded multiply and add; an FMA (what GCC emits
+// for `x * id + 8.5f` with -ffp-contract=fast and -march=haswell or later, clang with
+// -ffp-contract=on, nvcc by default) skips one rounding and changes some nibbles (fixture case
+// q4_0_fma_sensitive). A cast through double is not enough: GCC folds it back to a float
+// multiply and then fuses it. A volatile float must hold the rounded value, so it is a real
+// barrier; it costs a store and a load per element, which a reference path can afford.
+// (A CUDA port would use __fmul_rn, which nvcc never contracts.)
 float mul_rounded(float a, float b) {
-  return static_cast<float>(static_cast<double>(a) * static_cast<double>(b));
+  volatile float p = a * b;
+  return p;
 }
 
 // (int8_t)v as ggml's C reference computes it: truncation toward zero. Non-finite or
