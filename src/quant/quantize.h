@@ -6,7 +6,9 @@
 // at a time; checked against gguf-py in tests/test_quantize.cpp.
 //
 // Rounding rules, per 32-element block x[0..32), all arithmetic in float32 with one rounding
-// per operation (no fused multiply-add; see quantize.cpp):
+// per operation (no fused multiply-add; see quantize.cpp). That is the C source read as ISO C
+// and what gguf-py computes; a llama.cpp binary built with FMA contraction (GNU C mode plus
+// -march=native on FMA hardware) can itself differ in rare Q4_0/Q4_1 nibbles.
 //
 //   F16, BF16  each value rounded to nearest, ties to even (core/fp16.h). Values beyond fp16's
 //              range become +-inf, as in ggml.
@@ -14,8 +16,8 @@
 //              from zero (C roundf). So x*id = 2.5 gives 3 and -2.5 gives -3.
 //   Q4_0       max = the element of largest magnitude, WITH its sign (the first one when several
 //              share that magnitude); d = max / -8, id = 1/d (0 when d == 0);
-//              q = min(15, trunc(x * id + 8.5)). Adding 8.5 then truncating rounds ties UP
-//              (toward +inf in units of -d): x*id = -0.5 gives 8, 0.5 gives 9. The max element
+//              q = min(15, trunc(x * id + 8.5)). Adding 8.5 then truncating sends ties in x*id
+//              toward +infinity: x*id = -0.5 gives 8 (value 0), 0.5 gives 9 (value 1). The max element
 //              itself maps to q = 0, i.e. exactly -8 * d = max; q = 16 (x*id near +8) is clamped
 //              to 15. An all-zero block leaves max = +0, so d = +0 / -8 = -0 (stored 0x8000).
 //   Q4_1       min, max over the block; d = (max - min) / 15, id = 1/d (0 when d == 0);
