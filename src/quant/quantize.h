@@ -17,9 +17,10 @@
 //   Q4_0       max = the element of largest magnitude, WITH its sign (the first one when several
 //              share that magnitude); d = max / -8, id = 1/d (0 when d == 0);
 //              q = min(15, trunc(x * id + 8.5)). Adding 8.5 then truncating sends ties in x*id
-//              toward +infinity: x*id = -0.5 gives 8 (value 0), 0.5 gives 9 (value 1). The max element
-//              itself maps to q = 0, i.e. exactly -8 * d = max; q = 16 (x*id near +8) is clamped
-//              to 15. An all-zero block leaves max = +0, so d = +0 / -8 = -0 (stored 0x8000).
+//              toward +infinity: x*id = -0.5 gives 8 (value 0), 0.5 gives 9 (value 1).
+//              The max element itself maps to q = 0, i.e. exactly -8 * d = max; q = 16
+//              (x*id near +8) is clamped to 15. An all-zero block leaves max = +0, so
+//              d = +0 / -8 = -0 (stored 0x8000).
 //   Q4_1       min, max over the block; d = (max - min) / 15, id = 1/d (0 when d == 0);
 //              q = min(15, trunc((x - min) * id + 0.5)): ties round UP. m = min stored as fp16
 //              (an all-equal block gives d = 0, q = 0, m = fp16(x)); min starts the search at
