@@ -10,63 +10,24 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
-#include "core/fp16.h"
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
 #include "model/config.h"
 #include "model/forward.h"
 #include "model/weights.h"
 #include "quant/dequant.h"
+#include "quant/quantize.h"
 #include "support/test_data.h"
 
 using namespace llmctl;
 
 namespace {
 
-void put_u16(std::vector<uint8_t>& out, uint16_t v) {
-  out.push_back(static_cast<uint8_t>(v & 0xff));
-  out.push_back(static_cast<uint8_t>(v >> 8));
-}
-
-// ggml's reference quantizers, written from the block formats in quant/dequant.h.
-// Q8_0: d = amax / 127, q = round(x / d).
-void quantize_block_q8_0(const float* x, std::vector<uint8_t>& out) {
-  float amax = 0.0f;
-  for (int j = 0; j < 32; ++j) amax = std::max(amax, std::abs(x[j]));
-  const float d = amax / 127.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  put_u16(out, f32_to_fp16(d));
-  for (int j = 0; j < 32; ++j)
-    out.push_back(static_cast<uint8_t>(static_cast<int8_t>(std::lround(x[j] * id))));
-}
-
-// Q4_0: the value of largest magnitude maps to -8: d = max / -8, q = clamp(x / d + 8.5, 0, 15).
-void quantize_block_q4_0(const float* x, std::vector<uint8_t>& out) {
-  float amax = 0.0f, max = 0.0f;
-  for (int j = 0; j < 32; ++j)
-    if (std::abs(x[j]) > amax) {
-      amax = std::abs(x[j]);
-      max = x[j];
-    }
-  const float d = max / -8.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  put_u16(out, f32_to_fp16(d));
-  const auto q = [&](float v) {
-    return static_cast<uint8_t>(std::min(15, static_cast<int>(v * id + 8.5f)));
-  };
-  for (int j = 0; j < 16; ++j) out.push_back(static_cast<uint8_t>(q(x[j]) | (q(x[j + 16]) << 4)));
-}
-
+// The library's reference quantizer (byte-identical to ggml's, tested in test_quantize.cpp).
 std::vector<uint8_t> convert(const std::vector<float>& x, GgmlType type) {
-  std::vector<uint8_t> out;
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (type == GgmlType::F16) put_u16(out, f32_to_fp16(x[i]));
-    if (type == GgmlType::BF16) put_u16(out, f32_to_bf16(x[i]));
-  }
-  for (size_t b = 0; b + 32 <= x.size(); b += 32) {
-    if (type == GgmlType::Q8_0) quantize_block_q8_0(x.data() + b, out);
-    if (type == GgmlType::Q4_0) quantize_block_q4_0(x.data() + b, out);
-  }
+  const auto n = static_cast<int64_t>(x.size());
+  std::vector<uint8_t> out(quantized_size(type, n));
+  quantize_row(type, x.data(), out.data(), n);
   return out;
 }
 
