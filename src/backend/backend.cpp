@@ -56,17 +56,7 @@ void check_f32_vector(const char* op, const WeightView& w, int64_t n) {
 }  // namespace
 
 bool backend_supports_weight_type(GgmlType type) {
-  switch (type) {
-    case GgmlType::F32:
-    case GgmlType::F16:
-    case GgmlType::BF16:
-    case GgmlType::Q8_0:
-    case GgmlType::Q4_0:
-    case GgmlType::Q4_1:
-      return true;
-    default:
-      return false;
-  }
+  return is_engine_type(type);
 }
 
 size_t weight_row_bytes(GgmlType type, int64_t n_cols) {

@@ -87,4 +87,18 @@ std::optional<GgmlType> ggml_type_from_name(std::string_view name) {
   return std::nullopt;
 }
 
+bool is_engine_type(GgmlType type) {
+  switch (type) {
+    case GgmlType::F32:
+    case GgmlType::F16:
+    case GgmlType::BF16:
+    case GgmlType::Q8_0:
+    case GgmlType::Q4_0:
+    case GgmlType::Q4_1:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace llmctl

@@ -150,17 +150,7 @@ void encode(GgmlType type, const GgmlTypeTraits& tr, const float* src, uint8_t* 
 }  // namespace
 
 bool can_quantize(GgmlType type) {
-  switch (type) {
-    case GgmlType::F32:
-    case GgmlType::F16:
-    case GgmlType::BF16:
-    case GgmlType::Q8_0:
-    case GgmlType::Q4_0:
-    case GgmlType::Q4_1:
-      return true;
-    default:
-      return false;
-  }
+  return is_engine_type(type);
 }
 
 size_t quantized_size(GgmlType type, int64_t n) {

@@ -28,17 +28,7 @@ void require_device_pointer(const void* p, const char* what) {
 }  // namespace
 
 bool get_rows_supports(GgmlType type) {
-  switch (type) {
-    case GgmlType::F32:
-    case GgmlType::F16:
-    case GgmlType::BF16:
-    case GgmlType::Q8_0:
-    case GgmlType::Q4_0:
-    case GgmlType::Q4_1:
-      return true;
-    default:
-      return false;
-  }
+  return is_engine_type(type);
 }
 
 size_t get_rows_row_bytes(GgmlType type, int64_t row_len) {
