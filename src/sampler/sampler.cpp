@@ -1,0 +1,238 @@
+// Sampler: the steps in the order sampler.h documents, one function per step.
+#include "sampler/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/error.h"
+
+namespace llmctl {
+
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// Descending logit, ties to the lower id: the one total order every step uses, so the result
+// never depends on what std::sort or std::nth_element do with equal keys.
+struct Before {
+  template <typename C>
+  bool operator()(const C& a, const C& b) const {
+    if (a.logit != b.logit) return a.logit > b.logit;
+    return a.id < b.id;
+  }
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Parameters
+// ---------------------------------------------------------------------------
+// Written as !(x >= lo) rather than x < lo so that NaN fails every check.
+void validate_sampler_params(const SamplerParams& p) {
+  if (!(p.temperature >= 0.0f) || std::isinf(p.temperature))
+    throw Error(fmt::format("sampler: temperature must be finite and >= 0 (0 = greedy), got {}",
+                            p.temperature));
+  if (p.top_k < 0)
+    throw Error(fmt::format("sampler: top_k must be >= 0 (0 = off), got {}", p.top_k));
+  if (!(p.top_p > 0.0f && p.top_p <= 1.0f))
+    throw Error(fmt::format("sampler: top_p must be in (0, 1] (1 = off), got {}", p.top_p));
+  if (!(p.min_p >= 0.0f && p.min_p <= 1.0f))
+    throw Error(fmt::format("sampler: min_p must be in [0, 1] (0 = off), got {}", p.min_p));
+  if (!(p.repeat_penalty > 0.0f) || std::isinf(p.repeat_penalty))
+    throw Error(fmt::format("sampler: repeat_penalty must be finite and > 0 (1 = off), got {}",
+                            p.repeat_penalty));
+  if (p.repeat_last_n < -1)
+    throw Error(fmt::format(
+        "sampler: repeat_last_n must be >= -1 (0 = penalties off, -1 = whole history), got {}",
+        p.repeat_last_n));
+  if (!std::isfinite(p.presence_penalty))
+    throw Error(
+        fmt::format("sampler: presence_penalty must be finite, got {}", p.presence_penalty));
+  if (!std::isfinite(p.frequency_penalty))
+    throw Error(
+        fmt::format("sampler: frequency_penalty must be finite, got {}", p.frequency_penalty));
+}
+
+Sampler::Sampler(const SamplerParams& params) : params_(params), rng_(params.seed) {
+  validate_sampler_params(params_);
+}
+
+void Sampler::accept(int32_t token) {
+  if (token < 0) throw Error(fmt::format("sampler: accepted token id {} is negative", token));
+  history_.push_back(token);
+}
+
+void Sampler::reset() {
+  history_.clear();
+  rng_.reseed(params_.seed);
+}
+
+// ---------------------------------------------------------------------------
+// 1. Penalties, on logits_ indexed by id
+// ---------------------------------------------------------------------------
+void Sampler::apply_penalties(int32_t n_vocab) {
+  const SamplerParams& p = params_;
+  if (p.repeat_last_n == 0 || history_.empty()) return;
+  if (p.repeat_penalty == 1.0f && p.presence_penalty == 0.0f && p.frequency_penalty == 0.0f) return;
+  const size_t n = p.repeat_last_n < 0
+                       ? history_.size()
+                       : std::min(history_.size(), static_cast<size_t>(p.repeat_last_n));
+  // Count each distinct id in the window by sorting a copy: the window is small (64 by
+  // default) and this needs no hash map whose iteration order could vary.
+  window_.assign(history_.end() - static_cast<std::ptrdiff_t>(n), history_.end());
+  std::sort(window_.begin(), window_.end());
+  for (size_t i = 0; i < window_.size();) {
+    const int32_t id = window_[i];
+    size_t j = i;
+    while (j < window_.size() && window_[j] == id) ++j;
+    const auto count = static_cast<float>(j - i);
+    i = j;
+    if (id >= n_vocab)
+      throw Error(fmt::format(
+          "sampler: token id {} in the penalty history is outside the vocabulary (n_vocab {})", id,
+          n_vocab));
+    float& l = logits_[static_cast<size_t>(id)];
+    l = l > 0.0f ? l / p.repeat_penalty : l * p.repeat_penalty;
+    l -= count * p.frequency_penalty + p.presence_penalty;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// 3. Candidates, cut to top-k (and sorted) where that is asked for or needed later
+// ---------------------------------------------------------------------------
+void Sampler::build_candidates(int32_t n_vocab) {
+  cand_.resize(static_cast<size_t>(n_vocab));
+  for (int32_t i = 0; i < n_vocab; ++i)
+    cand_[static_cast<size_t>(i)] = {i, logits_[static_cast<size_t>(i)], 0.0f};
+  sorted_ = false;
+  const int32_t k = params_.top_k;
+  if (k > 0 && k < n_vocab) {
+    // nth_element puts the k best first in O(n); only those k are then sorted.
+    const auto kth = cand_.begin() + k;
+    std::nth_element(cand_.begin(), kth - 1, cand_.end(), Before{});
+    cand_.resize(static_cast<size_t>(k));
+    std::sort(cand_.begin(), cand_.end(), Before{});
+    sorted_ = true;
+  } else if (params_.top_p < 1.0f) {
+    // top-p needs the descending order; without top-k that is a sort of the whole vocabulary.
+    std::sort(cand_.begin(), cand_.end(), Before{});
+    sorted_ = true;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// 4 + 5. Temperature and softmax: p_i = exp((l_i - l_max) / T) / sum
+// ---------------------------------------------------------------------------
+void Sampler::softmax_with_temperature() {
+  float l_max = kNegInf;
+  for (const Candidate& c : cand_) l_max = std::max(l_max, c.logit);
+  const float t = params_.temperature;
+  double sum = 0.0;  // many small terms over a large vocabulary: accumulate in double
+  for (Candidate& c : cand_) {
+    c.p = std::exp((c.logit - l_max) / t);
+    sum += static_cast<double>(c.p);
+  }
+  // The l_max term is exp(0) = 1, so sum >= 1.
+  const auto inv = static_cast<float>(1.0 / sum);
+  for (Candidate& c : cand_) c.p *= inv;
+}
+
+// ---------------------------------------------------------------------------
+// 6 + 7. top-p, then min-p
+// ---------------------------------------------------------------------------
+void Sampler::cut_top_p_min_p() {
+  if (params_.top_p < 1.0f) {
+    LLMCTL_ASSERT(sorted_);
+    const auto target = static_cast<double>(params_.top_p);
+    double cum = 0.0;
+    size_t keep = cand_.size();  // if rounding keeps cum below top_p, everything stays
+    for (size_t i = 0; i < cand_.size(); ++i) {
+      cum += static_cast<double>(cand_[i].p);
+      if (cum >= target) {
+        keep = i + 1;
+        break;
+      }
+    }
+    cand_.resize(keep);
+  }
+  if (params_.min_p > 0.0f) {
+    float p_max = 0.0f;
+    for (const Candidate& c : cand_) p_max = std::max(p_max, c.p);
+    const float threshold = params_.min_p * p_max;
+    // remove_if keeps the survivors' order (sorted or id order); the p_max token always stays.
+    cand_.erase(std::remove_if(cand_.begin(), cand_.end(),
+                               [threshold](const Candidate& c) { return c.p < threshold; }),
+                cand_.end());
+  }
+}
+
+// ---------------------------------------------------------------------------
+// prepare(): 0. check, 1. penalties, 2. greedy, 3-7 above
+// ---------------------------------------------------------------------------
+int32_t Sampler::prepare(const float* logits, int32_t n_vocab) {
+  if (n_vocab <= 0) throw Error(fmt::format("sampler: n_vocab must be > 0, got {}", n_vocab));
+  if (logits == nullptr) throw Error("sampler: logits is null");
+  logits_.assign(logits, logits + n_vocab);
+  for (int32_t i = 0; i < n_vocab; ++i) {
+    const float l = logits_[static_cast<size_t>(i)];
+    if (std::isnan(l)) throw Error(fmt::format("sampler: logits contain NaN at id {}", i));
+    if (l == std::numeric_limits<float>::infinity())
+      throw Error(fmt::format("sampler: logits contain +inf at id {}", i));
+  }
+
+  apply_penalties(n_vocab);
+
+  // Greedy argmax (also the check that something is finite): strict > keeps the lowest id.
+  int32_t best = 0;
+  for (int32_t i = 1; i < n_vocab; ++i)
+    if (logits_[static_cast<size_t>(i)] > logits_[static_cast<size_t>(best)]) best = i;
+  if (logits_[static_cast<size_t>(best)] == kNegInf)
+    throw Error(fmt::format("sampler: all {} logits are -inf (after penalties); nothing to sample",
+                            n_vocab));
+  if (params_.temperature == 0.0f) return best;
+
+  build_candidates(n_vocab);
+  softmax_with_temperature();
+  cut_top_p_min_p();
+  // A -inf logit, or one that underflowed, has p = 0: it can never be drawn, so drop it.
+  cand_.erase(
+      std::remove_if(cand_.begin(), cand_.end(), [](const Candidate& c) { return !(c.p > 0.0f); }),
+      cand_.end());
+  LLMCTL_ASSERT(!cand_.empty());  // the l_max token has p > 0 and survives every cut
+  return -1;
+}
+
+std::vector<Sampler::TokenProb> Sampler::probabilities(const float* logits, int32_t n_vocab) {
+  const int32_t greedy = prepare(logits, n_vocab);
+  if (greedy >= 0) return {{greedy, 1.0f}};
+  double total = 0.0;
+  for (const Candidate& c : cand_) total += static_cast<double>(c.p);
+  std::vector<TokenProb> out;
+  out.reserve(cand_.size());
+  for (const Candidate& c : cand_)
+    out.push_back({c.id, static_cast<float>(static_cast<double>(c.p) / total)});
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// sample(): prepare, then 8. draw
+// ---------------------------------------------------------------------------
+int32_t Sampler::sample(const float* logits, int32_t n_vocab) {
+  const int32_t greedy = prepare(logits, n_vocab);
+  if (greedy >= 0) return greedy;
+
+  // One RNG step, scaled by the kept mass (this is the renormalization after the cuts).
+  double total = 0.0;
+  for (const Candidate& c : cand_) total += static_cast<double>(c.p);
+  const double target = rng_.uniform_double() * total;
+  double cum = 0.0;
+  for (const Candidate& c : cand_) {
+    cum += static_cast<double>(c.p);
+    if (cum > target) return c.id;
+  }
+  // Only reached if rounding leaves cum <= target at the very end.
+  return cand_.back().id;
+}
+
+}  // namespace llmctl

@@ -1,0 +1,123 @@
+#pragma once
+// Token sampling: one fixed, documented order of steps, and our own seeded RNG (rng.h), so the
+// same seed, parameters and logits give the same tokens, bit for bit, on the same machine.
+//
+// The order (each step sees the output of the one before):
+//   0. check     The logits must be finite or -inf (a masked token). NaN or +inf is an Error
+//                naming the first bad id: a silent pick from a broken forward pass would hide
+//                the bug. All -inf is an Error too (nothing can be drawn).
+//   1. penalties Repetition, presence and frequency penalties on the raw logits, over the last
+//                `repeat_last_n` accepted tokens (see accept()). They come first because they
+//                change the ranking: a repeated token must lose its place before top-k picks
+//                the survivors, or it keeps a slot that a fresh token should have had.
+//   2. greedy    temperature == 0: the argmax of the penalized logits, ties to the lowest id.
+//                Steps 3-8 are skipped and the RNG is not advanced.
+//   3. top-k     Keep the k largest logits (ties to the lower id). Before temperature because
+//                dividing by T > 0 does not change the ranking, and cutting first means the
+//                rest of the steps touch k values, not the whole vocabulary.
+//   4. temperature + 5. softmax, as one step:
+//                p_i = exp((l_i - l_max) / T) / sum_j exp((l_j - l_max) / T)
+//                (equal to softmax(l / T); subtracting l_max before dividing keeps a tiny T from
+//                overflowing l / T to inf). Before top-p and min-p, so those cut the
+//                distribution that is actually drawn from: a higher temperature lets more
+//                tokens into the nucleus. This is the order of Hugging Face transformers'
+//                warpers; llama.cpp's default chain applies temperature after top-p and min-p
+//                instead, so with T != 1 and top_p < 1 (or min_p > 0) the two can keep
+//                different sets of tokens.
+//   6. top-p     Keep the smallest prefix of the candidates, in descending probability, whose
+//                cumulative probability is >= top_p (1 = off).
+//   7. min-p     Keep the tokens with p >= min_p * p_max (0 = off). After top-p, on the
+//                probabilities before top-p renormalizes them (the ratio p / p_max is the same
+//                either way). With both on, the two cuts are prefixes of one sorted list and
+//                the result is the shorter one; min-p alone needs no order and keeps id order.
+//                Candidates left with p == 0 (-inf or underflowed logits) are dropped here.
+//   8. draw      u = uniform_double() (exactly one RNG step per non-greedy sample, even when
+//                one candidate is left, so the stream of draws does not depend on the logits)
+//                times the kept mass; the first candidate whose running sum exceeds it wins.
+//
+// Penalties, as llama.cpp defines them. For each distinct id among the last `repeat_last_n`
+// accepted tokens, seen `c` times there:
+//   repetition  l = l > 0 ? l / repeat_penalty : l * repeat_penalty     (1 = off)
+//   presence    l -= presence_penalty                                   (0 = off)
+//   frequency   l -= c * frequency_penalty                              (0 = off)
+// repeat_last_n: 0 turns all three off, -1 uses the whole history.
+//
+// Cost: O(n_vocab) to copy and check the logits; top-k uses nth_element and sorts only the k
+// survivors. Without top-k, top-p needs the candidates in descending order and sorts the whole
+// vocabulary; with top_p == 1 nothing is sorted (min-p and the draw work in id order).
+
+#include <cstdint>
+#include <vector>
+
+#include "sampler/rng.h"
+
+namespace llmctl {
+
+struct SamplerParams {
+  float temperature = 0.8f;        // >= 0; 0 = greedy
+  int32_t top_k = 40;              // >= 0; 0 = off
+  float top_p = 0.95f;             // (0, 1]; 1 = off
+  float min_p = 0.05f;             // [0, 1]; 0 = off
+  float repeat_penalty = 1.0f;     // > 0; 1 = off
+  int32_t repeat_last_n = 64;      // >= -1; 0 = penalties off, -1 = whole history
+  float presence_penalty = 0.0f;   // finite; 0 = off
+  float frequency_penalty = 0.0f;  // finite; 0 = off
+  uint64_t seed = 0;
+};
+
+// Throws Error naming the first parameter out of range and its value.
+void validate_sampler_params(const SamplerParams& params);
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplerParams& params);  // validates
+
+  // Picks a token id in [0, n_vocab) from `logits` (not modified). Does not call accept().
+  int32_t sample(const float* logits, int32_t n_vocab);
+
+  // Steps 0-7 without the draw: the tokens a sample() would choose from and their
+  // probabilities, renormalized to sum to 1, in candidate order (descending when top-k or
+  // top-p sorted them, else id order). Greedy gives the argmax with p = 1. Does not advance
+  // the RNG.
+  struct TokenProb {
+    int32_t id;
+    float p;
+  };
+  std::vector<TokenProb> probabilities(const float* logits, int32_t n_vocab);
+
+  // Records a token the generator emitted (prompt tokens included, if they should count
+  // toward the penalties). Negative ids are an Error; ids >= n_vocab are an Error at the next
+  // sample() that applies penalties.
+  void accept(int32_t token);
+
+  // Forgets the history and restarts the RNG from the seed.
+  void reset();
+
+  const SamplerParams& params() const { return params_; }
+  const std::vector<int32_t>& history() const { return history_; }
+
+ private:
+  struct Candidate {
+    int32_t id;
+    float logit;
+    float p;
+  };
+
+  // Steps 0-7 into cand_; returns the greedy argmax, or -1 when a draw is needed.
+  int32_t prepare(const float* logits, int32_t n_vocab);
+  void apply_penalties(int32_t n_vocab);
+  void build_candidates(int32_t n_vocab);
+  void softmax_with_temperature();
+  void cut_top_p_min_p();
+
+  SamplerParams params_;
+  Rng rng_;
+  std::vector<int32_t> history_;
+  // Scratch reused across calls: a 128k vocabulary is not reallocated per token.
+  std::vector<float> logits_;
+  std::vector<Candidate> cand_;
+  std::vector<int32_t> window_;
+  bool sorted_ = false;  // cand_ is in descending logit order
+};
+
+}  // namespace llmctl
