@@ -447,3 +447,33 @@ TEST_CASE("a 128k vocabulary with top-k, top-p and min-p", "[cpu]") {
     CHECK(kept);
   }
 }
+
+TEST_CASE("top-p without top-k: a nucleus larger than the first sorted prefix", "[cpu]") {
+  // 1000 tokens spread over a 128k vocabulary share logit 10, the rest have 0. Each of the
+  // 1000 has p = e^10 / (1000 e^10 + 127256) = 0.00099426, so top_p = 0.5 needs 503 of them
+  // (502.88 rounded up) and top_p = 0.99 needs 996 (995.7): more than the first prefix of
+  // 256 that the sampler sorts. They tie, so the kept ones are the lowest ids.
+  const int32_t n = 128256;
+  std::vector<float> l(static_cast<size_t>(n), 0.0f);
+  std::vector<int32_t> big;
+  for (int32_t i = 0; i < 1000; ++i) big.push_back(i * 128 + 5);
+  for (const int32_t id : big) l[static_cast<size_t>(id)] = 10.0f;
+  for (const auto& [top_p, want] : {std::pair<float, size_t>{0.5f, 503}, {0.99f, 996}}) {
+    SamplerParams p = plain(1.0f);
+    p.top_p = top_p;
+    Sampler s(p);
+    const auto got = s.probabilities(l.data(), n);
+    REQUIRE(got.size() == want);
+    for (size_t i = 0; i < want; ++i) {
+      CHECK(got[i].id == big[i]);
+      CHECK(static_cast<double>(got[i].p) == Approx(1.0 / static_cast<double>(want)));
+    }
+    // The same nucleus as top-k = n - 1, which sorts all its survivors (it drops one token
+    // with logit 0: 4.5e-8 of the mass, far from moving the cut).
+    p.top_k = n - 1;
+    Sampler sk(p);
+    const auto gk = sk.probabilities(l.data(), n);
+    REQUIRE(gk.size() == want);
+    for (size_t i = 0; i < want; ++i) CHECK(gk[i].id == got[i].id);
+  }
+}

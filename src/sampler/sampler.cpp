@@ -99,7 +99,7 @@ void Sampler::apply_penalties(int32_t n_vocab) {
 }
 
 // ---------------------------------------------------------------------------
-// 3. Candidates, cut to top-k (and sorted) where that is asked for or needed later
+// 3. Candidates, cut to top-k (and sorted) when top-k is on
 // ---------------------------------------------------------------------------
 void Sampler::build_candidates(int32_t n_vocab) {
   cand_.resize(static_cast<size_t>(n_vocab));
@@ -112,10 +112,6 @@ void Sampler::build_candidates(int32_t n_vocab) {
     const auto kth = cand_.begin() + k;
     std::nth_element(cand_.begin(), kth - 1, cand_.end(), Before{});
     cand_.resize(static_cast<size_t>(k));
-    std::sort(cand_.begin(), cand_.end(), Before{});
-    sorted_ = true;
-  } else if (params_.top_p < 1.0f) {
-    // top-p needs the descending order; without top-k that is a sort of the whole vocabulary.
     std::sort(cand_.begin(), cand_.end(), Before{});
     sorted_ = true;
   }
@@ -143,18 +139,28 @@ void Sampler::softmax_with_temperature() {
 // ---------------------------------------------------------------------------
 void Sampler::cut_top_p_min_p() {
   if (params_.top_p < 1.0f) {
-    LLMCTL_ASSERT(sorted_);
     const auto target = static_cast<double>(params_.top_p);
-    double cum = 0.0;
-    size_t keep = cand_.size();  // if rounding keeps cum below top_p, everything stays
-    for (size_t i = 0; i < cand_.size(); ++i) {
-      cum += static_cast<double>(cand_[i].p);
-      if (cum >= target) {
-        keep = i + 1;
-        break;
+    // Without top-k the candidates are unsorted. The nucleus is usually a small part of the
+    // vocabulary, so sort only a growing prefix (256, 1024, ... candidates) until its mass
+    // reaches top_p, instead of sorting all 128k. The order is total (ties go to the lower id),
+    // so every prefix length gives the same candidates in the same order.
+    size_t sorted_n = sorted_ ? cand_.size() : 0;
+    size_t keep = 0;
+    for (size_t m = 256;; m *= 4) {
+      if (sorted_n < cand_.size()) {
+        sorted_n = std::min(m, cand_.size());
+        std::partial_sort(cand_.begin(), cand_.begin() + static_cast<std::ptrdiff_t>(sorted_n),
+                          cand_.end(), Before{});
       }
+      double cum = 0.0;
+      keep = 0;
+      while (keep < sorted_n && cum < target) cum += static_cast<double>(cand_[keep++].p);
+      // Stop once the prefix reaches top_p, or when everything is sorted (rounding can keep the
+      // total just below top_p; then every candidate stays).
+      if (cum >= target || sorted_n == cand_.size()) break;
     }
     cand_.resize(keep);
+    sorted_ = true;
   }
   if (params_.min_p > 0.0f) {
     float p_max = 0.0f;

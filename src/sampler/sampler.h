@@ -43,8 +43,9 @@
 // repeat_last_n: 0 turns all three off, -1 uses the whole history.
 //
 // Cost: O(n_vocab) to copy and check the logits; top-k uses nth_element and sorts only the k
-// survivors. Without top-k, top-p needs the candidates in descending order and sorts the whole
-// vocabulary; with top_p == 1 nothing is sorted (min-p and the draw work in id order).
+// survivors. Without top-k, top-p partially sorts a growing prefix (256, 1024, ... candidates)
+// until it holds top_p of the mass, so a full sort happens only when the nucleus is most of
+// the vocabulary; with top_p == 1 nothing is sorted (min-p and the draw work in id order).
 
 #include <cstdint>
 #include <vector>
