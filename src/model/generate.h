@@ -1,0 +1,80 @@
+#pragma once
+// The generation loop: prefill a prompt, then pick and feed tokens one at a time until EOS,
+// n_predict or a full context. It knows ids and logits only (no tokenizer, no printing):
+// the caller streams text from on_token and renders the result.
+//
+// The loop takes the model as a StepFn (token -> logits at the next position), so a
+// Forward drives it in the CLI and a scripted fake drives it in tests, and the token choice
+// as a TokenPicker, so the sampler (src/sampler/) plugs in without changing the loop.
+//
+// Sequence rule: the whole sequence (prompt + generated tokens) fits in n_ctx positions.
+// A token is only generated if its own position exists, so a 5-token prompt with n_ctx 8
+// generates at most 3 tokens and finishes with "length".
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "model/config.h"
+
+namespace llmctl {
+
+// Runs `token` at the next position and returns its logits (n_vocab floats, valid until the
+// next call). Forward::step has this shape.
+using StepFn = std::function<const std::vector<float>&(int32_t token)>;
+// Chooses the next token from one row of logits.
+using TokenPicker = std::function<int32_t(const float* logits, int32_t n_vocab)>;
+
+// argmax; the lowest id wins a tie (as llama.cpp's greedy sampler and numpy's argmax).
+int32_t pick_greedy(const float* logits, int32_t n_vocab);
+
+enum class FinishReason { Eos, Length, NPredict };
+// "eos", "length", "n_predict": the names in --json and the summary line.
+const char* finish_reason_name(FinishReason r);
+
+struct GenerateOptions {
+  int64_t n_ctx = 0;        // positions the model's cache holds (>= 1)
+  int64_t n_predict = 128;  // tokens to generate at most; < 0: until EOS or a full context
+  int32_t eos_id = -1;      // -1: the vocabulary has none
+  bool ignore_eos = false;  // keep going past EOS (the EOS id is then generated like any other)
+  TokenPicker pick;         // empty: pick_greedy
+  // Called with the logits of every prompt position, in order (BOS included); may be empty.
+  std::function<void(int64_t pos, const std::vector<float>& logits)> on_prompt_logits;
+  // Called with each generated token as soon as it is picked (not for a stopping EOS).
+  std::function<void(int32_t id)> on_token;
+};
+
+struct GenerateResult {
+  std::vector<int32_t> generated_ids;  // without the EOS that stopped generation
+  FinishReason finish = FinishReason::NPredict;
+  int64_t n_prompt = 0;
+  double prefill_ms = 0;  // all prompt steps
+  double ttft_ms = 0;     // start of prefill to the first generated token picked (0 if none)
+  // Per generated token after the first: its forward step plus the pick (callbacks excluded).
+  std::vector<double> decode_ms;
+  uint64_t last_logits_hash = 0;  // fnv1a_64 of the last logits the model returned
+};
+
+// Throws Error for an empty prompt (no position to predict from) or one longer than n_ctx.
+// Errors from `step` pass through.
+GenerateResult generate(const StepFn& step, const std::vector<int32_t>& prompt,
+                        const GenerateOptions& opt);
+
+// ---------------------------------------------------------------------------
+// Statistics and accounting for the summary line
+// ---------------------------------------------------------------------------
+
+// FNV-1a 64-bit over the bytes of the floats (their in-memory, i.e. little-endian on every
+// supported host, representation): equal logits give equal hashes across runs and builds.
+uint64_t fnv1a_64(const float* data, size_t n);
+
+// Nearest-rank percentile (p in [0, 100]) of `values`; 0 for an empty vector.
+double percentile(std::vector<double> values, double p);
+
+// Bytes of Forward's KV cache for n_ctx positions: K and V, f32, every layer.
+uint64_t kv_cache_bytes(const ModelConfig& c, int64_t n_ctx);
+// Bytes of Forward's per-token activations (mirrors the buffers its constructor allocates,
+// plus the host copy of the logits).
+uint64_t forward_scratch_bytes(const ModelConfig& c);
+
+}  // namespace llmctl
