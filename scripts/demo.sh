@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Sets up, then shows llmctl on the default model (stories260K): until generation exists,
-# `inspect` and `tokenize` on it.
+# Sets up, then shows llmctl on the default model (stories260K): `inspect`, `tokenize` and
+# greedy generation with `run`.
 #
 #   scripts/demo.sh [MODEL.gguf]
 set -euo pipefail
@@ -25,3 +25,5 @@ run inspect "$model"
 run tokenize -m "$model" "Once upon a time"
 run tokenize -m "$model" --format pieces "Once upon a time, there was a little girl named Lily."
 run tokenize -m "$model" --decode "1 403 407 261 378"
+run run -m "$model" -p "Once upon a time" -n 48 --temp 0
+echo

@@ -31,6 +31,7 @@ int run_app(int argc, char** argv) {
   Action action;
   add_inspect_command(app, action);
   add_tokenize_command(app, action);
+  add_run_command(app, action);
   add_kvplan_command(app, action);
   add_unbuilt_commands(app, action);
 

@@ -17,6 +17,7 @@ using Action = std::function<int()>;
 // Each add_*_command registers a subcommand on `app` and sets `action` when it is chosen.
 void add_inspect_command(CLI::App& app, Action& action);
 void add_tokenize_command(CLI::App& app, Action& action);
+void add_run_command(CLI::App& app, Action& action);
 void add_kvplan_command(CLI::App& app, Action& action);
 void add_unbuilt_commands(CLI::App& app, Action& action);
 void print_version();

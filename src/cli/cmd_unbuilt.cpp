@@ -17,8 +17,6 @@ struct Unbuilt {
 };
 
 constexpr Unbuilt kUnbuilt[] = {
-    {"run", "Generate text (streaming, chat, batch JSONL) with timings and diagnostics",
-     "the inference engine (issue 3)"},
     {"quantize", "Convert GGUF or Hugging Face weights to a quantized GGUF, measuring the loss",
      "quantize and eval (issue 7)"},
     {"rope-probe", "Test that positional encoding works (shift, ablation, distance, sweep)",
