@@ -142,22 +142,27 @@ void Sampler::cut_top_p_min_p() {
     const auto target = static_cast<double>(params_.top_p);
     // Without top-k the candidates are unsorted. The nucleus is usually a small part of the
     // vocabulary, so sort only a growing prefix (256, 1024, ... candidates) until its mass
-    // reaches top_p, instead of sorting all 128k. The order is total (ties go to the lower id),
-    // so every prefix length gives the same candidates in the same order.
-    size_t sorted_n = sorted_ ? cand_.size() : 0;
+    // reaches top_p, instead of sorting all 128k. Each round sorts only the new part: the
+    // prefix already sorted holds the best candidates, so the next ones come from the rest.
+    // The order is total (ties go to the lower id), so the result equals a full sort's.
+    const size_t n = cand_.size();
+    size_t sorted_n = sorted_ ? n : 0;
     size_t keep = 0;
+    double cum = 0.0;
     for (size_t m = 256;; m *= 4) {
-      if (sorted_n < cand_.size()) {
-        sorted_n = std::min(m, cand_.size());
-        std::partial_sort(cand_.begin(), cand_.begin() + static_cast<std::ptrdiff_t>(sorted_n),
-                          cand_.end(), Before{});
+      if (sorted_n < n) {
+        // nth_element + sort rather than partial_sort: partial_sort is a heap, several times
+        // slower than introsort once the prefix is thousands long.
+        const auto first = cand_.begin() + static_cast<std::ptrdiff_t>(sorted_n);
+        const auto last = cand_.begin() + static_cast<std::ptrdiff_t>(std::min(m, n));
+        std::nth_element(first, last - 1, cand_.end(), Before{});
+        std::sort(first, last, Before{});
+        sorted_n = std::min(m, n);
       }
-      double cum = 0.0;
-      keep = 0;
       while (keep < sorted_n && cum < target) cum += static_cast<double>(cand_[keep++].p);
       // Stop once the prefix reaches top_p, or when everything is sorted (rounding can keep the
       // total just below top_p; then every candidate stays).
-      if (cum >= target || sorted_n == cand_.size()) break;
+      if (cum >= target || sorted_n == n) break;
     }
     cand_.resize(keep);
     sorted_ = true;
