@@ -10,7 +10,7 @@ bin=build/llmctl
 
 model="${1:-}"
 if [ -z "$model" ]; then
-  for dir in "${LLMCTL_TEST_DATA:-}" ../shared data; do
+  for dir in "${LLMCTL_TEST_DATA:-}" ../shared .; do
     if [ -n "$dir" ] && [ -f "$dir/models/stories260K.gguf" ]; then model="$dir/models/stories260K.gguf"; break; fi
   done
 fi

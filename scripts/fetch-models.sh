@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Downloads the public test files by URL and checks their sha256, for machines that have a
-# network but no ../shared. Files land in DIR/models and DIR/vocab (default: data/ in the
-# checkout, which the tests also look in when LLMCTL_TEST_DATA is unset and ../shared is absent).
+# network but no ../shared. Files land in DIR/models and DIR/vocab (default: the checkout itself,
+# so models/stories260K.gguf is where `llmctl run` looks by default, and the tests look there
+# when LLMCTL_TEST_DATA is unset and ../shared is absent; both folders are git-ignored).
 #
 #   scripts/fetch-models.sh [DIR]
 #
@@ -9,7 +10,7 @@
 # travels with ../shared only, and the golden tests are skipped without it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-dest="${1:-data}"
+dest="${1:-.}"
 
 # path under DEST | sha256 | URL
 files=(
@@ -47,4 +48,4 @@ for entry in "${files[@]}"; do
   fi
 done
 [ "$failed" = 0 ] || exit 1
-echo "fetch-models: done; run the tests with LLMCTL_TEST_DATA=$dest scripts/test.sh"
+echo "fetch-models: done; run the tests with LLMCTL_TEST_DATA=$(cd "$dest" && pwd) scripts/test.sh"

@@ -121,7 +121,7 @@ int run_run(const RunOptions& opt) {
   if (!std::filesystem::exists(opt.model))
     throw Error(
         fmt::format("{}: no such model file", opt.model),
-        fmt::format("fetch the default model with scripts/fetch-models.sh . (it writes {}), "
+        fmt::format("fetch the default model with scripts/fetch-models.sh (it writes {}), "
                     "or pass -m MODEL.gguf",
                     kDefaultModel));
   const std::string text = prompt_text(opt);

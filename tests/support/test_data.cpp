@@ -16,10 +16,13 @@ namespace llmctl::test {
 std::string test_data_dir() {
   if (const char* env = std::getenv("LLMCTL_TEST_DATA"); env != nullptr && *env != '\0')
     return fs::is_directory(env) ? std::string(env) : std::string();
-  // ../shared beside the checkout (development and CI), else data/ filled by fetch-models.sh.
-  for (const fs::path& dir : {fs::path(LLMCTL_SOURCE_DIR) / ".." / "shared",
-                              fs::path(LLMCTL_SOURCE_DIR) / "data"})
-    if (fs::is_directory(dir)) return fs::weakly_canonical(dir).string();
+  // ../shared beside the checkout (development and CI), else the checkout itself once
+  // scripts/fetch-models.sh has filled its models/ and vocab/.
+  const fs::path shared = fs::path(LLMCTL_SOURCE_DIR) / ".." / "shared";
+  if (fs::is_directory(shared)) return fs::weakly_canonical(shared).string();
+  const fs::path checkout = fs::path(LLMCTL_SOURCE_DIR);
+  if (fs::is_directory(checkout / "vocab") || fs::exists(checkout / "models" / "stories260K.gguf"))
+    return checkout.string();
   return std::string();
 }
 

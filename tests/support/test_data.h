@@ -1,7 +1,7 @@
 #pragma once
 // Test data (models/, vocab/, golden/) lives outside the repository, under the directory
-// named by LLMCTL_TEST_DATA (default: ../shared beside the checkout, else data/ in the
-// checkout as filled by scripts/fetch-models.sh).
+// named by LLMCTL_TEST_DATA (default: ../shared beside the checkout, else the checkout itself
+// once scripts/fetch-models.sh has filled its models/ and vocab/).
 //
 // When a file is missing, require_test_file() ends the test process with exit code 77,
 // which CTest reports as skipped. With LLMCTL_REQUIRE_TEST_DATA=1 (CI) it fails instead.
