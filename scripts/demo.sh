@@ -26,4 +26,5 @@ run tokenize -m "$model" "Once upon a time"
 run tokenize -m "$model" --format pieces "Once upon a time, there was a little girl named Lily."
 run tokenize -m "$model" --decode "1 403 407 261 378"
 run run -m "$model" -p "Once upon a time" -n 48 --temp 0
+run run -m "$model" -p "Once upon a time" -n 48 --temp 0.8 --seed 42
 echo

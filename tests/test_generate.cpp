@@ -96,6 +96,19 @@ TEST_CASE("generate stops at EOS without emitting it, unless told to ignore it",
   CHECK(r.finish == FinishReason::NPredict);
 }
 
+TEST_CASE("a stop request ends generation after the token that caused it", "[cpu]") {
+  FakeModel m;
+  GenerateOptions o = opts(100, 50);
+  std::vector<int32_t> streamed;
+  o.on_token = [&](int32_t id) { streamed.push_back(id); };
+  o.stop_requested = [&] { return !streamed.empty() && streamed.back() == 4; };
+  const GenerateResult r = generate(m.fn(), {1}, o);
+  CHECK(r.generated_ids == std::vector<int32_t>{2, 3, 4});
+  CHECK(r.finish == FinishReason::Stop);
+  CHECK(std::string(finish_reason_name(r.finish)) == "stop");
+  CHECK(m.fed == std::vector<int32_t>{1, 2, 3});  // the stopping token is never run
+}
+
 TEST_CASE("generate keeps prompt plus output within n_ctx and finishes with length", "[cpu]") {
   FakeModel m;
   GenerateResult r = generate(m.fn(), {0, 1, 2, 3, 4}, opts(8, 100));

@@ -1,4 +1,5 @@
-// llmctl run: greedy generation on the CPU backend, streamed to stdout, timed on stderr.
+// llmctl run: generation on the CPU backend (sampler from src/sampler), streamed to stdout,
+// timed on stderr.
 //
 // Output contract (scripts rely on it):
 //   stdout  the generated text only (with --echo, the prompt first), flushed after every
@@ -7,7 +8,7 @@
 //   stderr  one memory line at load, notes, a human timing line, and last of all ONE summary
 //           line of space-separated key=value pairs:
 //     llmctl-run: load_ms=F prompt_tokens=N gen_tokens=N ttft_ms=F prefill_tok_s=F
-//                 decode_tok_s=F p50_ms=F p95_ms=F finish=eos|length|n_predict
+//                 decode_tok_s=F p50_ms=F p95_ms=F finish=eos|length|n_predict|stop seed=N
 //                 logits_hash=<16 hex digits, fnv1a-64 of the last logits' float32 bytes>
 //     p50/p95: nearest-rank percentiles of the per-token decode latency (forward step + pick).
 #include <fmt/format.h>
@@ -20,6 +21,7 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <optional>
+#include <random>
 
 #include "backend/cpu/cpu_backend.h"
 #include "cli/app.h"
@@ -30,6 +32,8 @@
 #include "model/forward.h"
 #include "model/generate.h"
 #include "model/weights.h"
+#include "sampler/sampler.h"
+#include "sampler/stop.h"
 #include "tokenizer/tokenizer.h"
 
 namespace llmctl::cli {
@@ -43,7 +47,9 @@ struct RunOptions {
   std::string prompt;
   std::string file;
   int64_t n_predict = 128;
-  double temp = 0.0;
+  SamplerParams sampling;              // seed filled in at run time
+  std::optional<uint64_t> seed;        // --seed; absent: a random seed, printed
+  std::vector<std::string> stops;      // --stop
   std::optional<int64_t> ctx_size;
   int threads = 1;
   bool ignore_eos = false;
@@ -76,9 +82,13 @@ std::string prompt_text(const RunOptions& opt) {
 }
 
 void check_options(const RunOptions& opt) {
-  if (opt.temp != 0.0)
-    throw CLI::ValidationError(
-        "--temp", fmt::format("{}: sampling arrives with the sampler; use --temp 0", opt.temp));
+  try {
+    validate_sampler_params(opt.sampling);
+  } catch (const Error& e) {
+    throw CLI::ValidationError("sampling", e.what());
+  }
+  for (const std::string& s : opt.stops)
+    if (s.empty()) throw CLI::ValidationError("--stop", "a stop string cannot be empty");
   if (opt.ctx_size && *opt.ctx_size < 1)
     throw CLI::ValidationError("-c", fmt::format("--ctx-size {} must be >= 1", *opt.ctx_size));
   if (opt.threads < 1) throw CLI::ValidationError("-t", "--threads must be >= 1");
@@ -163,28 +173,38 @@ int run_run(const RunOptions& opt) {
     for (const int32_t id : prompt_ids) write_out(stream.push(id));
   }
 
+  SamplerParams sp = opt.sampling;
+  sp.seed = opt.seed ? *opt.seed : (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  Sampler sampler(sp);
+  for (const int32_t id : prompt_ids) sampler.accept(id);  // penalties see the prompt, as llama.cpp's
+  StopMatcher stop(opt.stops);
+  auto emit = [&](const std::string& s) {
+    if (opt.json)
+      generated_text += s;
+    else
+      write_out(s);
+  };
+
   GenerateOptions g;
   g.n_ctx = n_ctx;
   g.n_predict = opt.n_predict;
   g.eos_id = tok.eos_id();
   g.ignore_eos = opt.ignore_eos;
-  g.pick = pick_greedy;
+  g.pick = [&sampler](const float* logits, int32_t n_vocab) {
+    const int32_t id = sampler.sample(logits, n_vocab);
+    sampler.accept(id);
+    return id;
+  };
   if (logits_out)
     g.on_prompt_logits = [&](int64_t, const std::vector<float>& row) { logits_out->write(row); };
-  g.on_token = [&](int32_t id) {
-    const std::string piece = stream.push(id);
-    if (opt.json)
-      generated_text += piece;
-    else
-      write_out(piece);
-  };
+  g.on_token = [&](int32_t id) { emit(stop.push(stream.push(id)).text); };
+  g.stop_requested = [&stop] { return stop.stopped(); };
   const GenerateResult r = generate(
       [&fwd](int32_t id) -> const std::vector<float>& { return fwd.step(id); }, prompt_ids, g);
-  const std::string tail = stream.flush();
-  if (opt.json)
-    generated_text += tail;
-  else
-    write_out(tail);
+  if (!stop.stopped()) {
+    emit(stop.push(stream.flush()).text);
+    emit(stop.flush());
+  }
   if (logits_out) logits_out->close();
 
   // ---- report ----------------------------------------------------------------------------
@@ -206,6 +226,7 @@ int run_run(const RunOptions& opt) {
                            {"text", generated_text},
                            {"finish_reason", finish},
                            {"n_ctx", n_ctx},
+                           {"seed", sp.seed},
                            {"timings",
                             {{"load_ms", load_ms},
                              {"prefill_ms", r.prefill_ms},
@@ -230,9 +251,9 @@ int run_run(const RunOptions& opt) {
   fmt::print(stderr,
              "llmctl-run: load_ms={:.3f} prompt_tokens={} gen_tokens={} ttft_ms={:.3f} "
              "prefill_tok_s={:.1f} decode_tok_s={:.1f} p50_ms={:.3f} p95_ms={:.3f} finish={} "
-             "logits_hash={}\n",
+             "seed={} logits_hash={}\n",
              load_ms, r.n_prompt, n_gen, r.ttft_ms, prefill_tok_s, decode_tok_s, p50, p95, finish,
-             hash);
+             sp.seed, hash);
   return kExitOk;
 }
 
@@ -241,7 +262,7 @@ int run_run(const RunOptions& opt) {
 void add_run_command(CLI::App& app, Action& action) {
   static RunOptions opt;
   CLI::App* sub = app.add_subcommand(
-      "run", "Generate text from a prompt (greedy, streaming) with timings and a summary line");
+      "run", "Generate text from a prompt (sampling or greedy, streaming) with timings and a summary line");
   sub->footer(
       "Examples:\n"
       "  llmctl run -m stories260K.gguf -p \"Once upon a time\" -n 48 --temp 0\n"
@@ -251,10 +272,13 @@ void add_run_command(CLI::App& app, Action& action) {
       "stdout carries only the generated text (--json: one JSON object). stderr ends with one\n"
       "summary line of key=value pairs:\n"
       "  llmctl-run: load_ms= prompt_tokens= gen_tokens= ttft_ms= prefill_tok_s= decode_tok_s=\n"
-      "              p50_ms= p95_ms= finish=eos|length|n_predict logits_hash=<fnv1a-64 hex>\n"
+      "              p50_ms= p95_ms= finish=eos|length|n_predict|stop seed= logits_hash=<fnv1a-64 hex>\n"
       "p50/p95 are per-token decode latencies; logits_hash covers the last logits computed.\n"
       "The prompt plus the generated tokens fit in -c positions; a full context stops with\n"
-      "finish=length. This slice is greedy only and runs on one CPU thread.\n"
+      "finish=length. Sampling order: penalties, top-k, temperature + softmax, top-p, min-p,\n"
+      "draw (--temp 0: greedy argmax). The same --seed gives the same output on the same machine;\n"
+      "without --seed a random one is used and printed (seed= in the summary, \"seed\" in --json).\n"
+      "--stop ends generation before the stop string, which is never printed. One CPU thread.\n"
       "Exit codes: 0 ok, 1 bad input file or error, 2 usage error.");
   sub->add_option("-m,--model", opt.model, "GGUF model")->capture_default_str();
   sub->add_option("-p,--prompt", opt.prompt, "Prompt text");
@@ -263,8 +287,23 @@ void add_run_command(CLI::App& app, Action& action) {
                   "Tokens to generate at most (-1: until EOS or a full context)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{-1}, INT64_MAX));
-  sub->add_option("--temp", opt.temp, "Temperature; only 0 (greedy) until the sampler lands")
+  SamplerParams& s = opt.sampling;
+  sub->add_option("--temp", s.temperature, "Temperature; 0 = greedy")->capture_default_str();
+  sub->add_option("--top-k", s.top_k, "Keep the k most likely tokens (0 = off)")->capture_default_str();
+  sub->add_option("--top-p", s.top_p, "Nucleus: smallest set with probability >= p (1 = off)")
       ->capture_default_str();
+  sub->add_option("--min-p", s.min_p, "Drop tokens below min-p x the top probability (0 = off)")
+      ->capture_default_str();
+  sub->add_option("--repeat-penalty", s.repeat_penalty, "Repetition penalty (1 = off)")
+      ->capture_default_str();
+  sub->add_option("--repeat-last-n", s.repeat_last_n, "Tokens the penalties look back on (-1 = all)")
+      ->capture_default_str();
+  sub->add_option("--presence-penalty", s.presence_penalty, "Presence penalty (0 = off)")
+      ->capture_default_str();
+  sub->add_option("--frequency-penalty", s.frequency_penalty, "Frequency penalty (0 = off)")
+      ->capture_default_str();
+  sub->add_option("--seed", opt.seed, "Random seed (default: random, printed in the summary)");
+  sub->add_option("--stop", opt.stops, "Stop before this string (repeatable)")->allow_extra_args(false);
   sub->add_option("-c,--ctx-size", opt.ctx_size,
                   "Context positions (default: the model's context length)");
   sub->add_flag("--ignore-eos", opt.ignore_eos, "Keep generating past the end-of-sequence token");

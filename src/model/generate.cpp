@@ -39,6 +39,8 @@ const char* finish_reason_name(FinishReason r) {
       return "length";
     case FinishReason::NPredict:
       return "n_predict";
+    case FinishReason::Stop:
+      return "stop";
   }
   return "unknown";
 }
@@ -98,6 +100,10 @@ GenerateResult generate(const StepFn& step, const std::vector<int32_t>& prompt,
     r.generated_ids.push_back(id);
     ++n_seq;
     if (opt.on_token) opt.on_token(id);
+    if (opt.stop_requested && opt.stop_requested()) {
+      r.finish = FinishReason::Stop;
+      break;
+    }
   }
   r.last_logits_hash = fnv1a_64(logits->data(), logits->size());
   return r;

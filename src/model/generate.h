@@ -28,8 +28,8 @@ using TokenPicker = std::function<int32_t(const float* logits, int32_t n_vocab)>
 // argmax; the lowest id wins a tie (as llama.cpp's greedy sampler and numpy's argmax).
 int32_t pick_greedy(const float* logits, int32_t n_vocab);
 
-enum class FinishReason { Eos, Length, NPredict };
-// "eos", "length", "n_predict": the names in --json and the summary line.
+enum class FinishReason { Eos, Length, NPredict, Stop };
+// "eos", "length", "n_predict", "stop": the names in --json and the summary line.
 const char* finish_reason_name(FinishReason r);
 
 struct GenerateOptions {
@@ -42,6 +42,9 @@ struct GenerateOptions {
   std::function<void(int64_t pos, const std::vector<float>& logits)> on_prompt_logits;
   // Called with each generated token as soon as it is picked (not for a stopping EOS).
   std::function<void(int32_t id)> on_token;
+  // Asked after on_token; true ends generation with FinishReason::Stop (a stop string was
+  // printed up to its start). May be empty.
+  std::function<bool()> stop_requested;
 };
 
 struct GenerateResult {
