@@ -35,6 +35,11 @@ struct ModelWeights {
   WeightView output_norm;  // (n_embd,)           F32
   WeightView output;       // (n_embd, n_vocab)   = token_embd when output_tied
   bool output_tied = false;
+  // (n_rot / 2,) F32 per-pair frequency divisors (Llama 3.1-style rope scaling):
+  //   theta_i = pos * freq_scale * base^(-2i / n_rot) / rope_freqs[i].
+  // GGUF: tensor 'rope_freqs.weight'; Hugging Face: computed from config.json rope_scaling
+  // (rope_type "llama3"). Absent (!present()) when the model has none.
+  WeightView rope_freqs;
   std::vector<LayerWeights> layers;  // n_layers
 };
 
