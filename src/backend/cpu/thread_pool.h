@@ -1,0 +1,79 @@
+#pragma once
+// ThreadPool: a persistent set of worker threads for the CPU fast paths (matmul_fast.h).
+//
+// Threads are created once, in the constructor; parallel_for() hands them a job and the
+// calling thread takes part as thread index 0. Workers spin briefly after each job (the next
+// op of a decode step usually follows within microseconds) and then block on a condition
+// variable, so an idle pool does not burn CPU.
+//
+// Partition (deterministic): parallel_for(n_tasks, fn) with size() == p gives thread i the
+// task range [i * c, min(n_tasks, (i + 1) * c)), c = ceil(n_tasks / p). Task 0 always goes to
+// thread 0, and for a given (n_tasks, p) task i always goes to the same thread. fn is called
+// only for non-empty ranges.
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+namespace llmctl::cpu {
+
+class ThreadPool {
+ public:
+  // n_threads >= 1 (throws Error otherwise); 1 runs every job inline on the caller.
+  explicit ThreadPool(int n_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return n_threads_; }
+
+  // Calls fn(begin, end, thread_index) for each thread's non-empty range of [0, n_tasks) and
+  // returns when all calls have returned. An exception thrown by fn is rethrown here (the
+  // first one; the other threads finish their ranges). Not reentrant: fn must not call
+  // parallel_for on the same pool, and one caller thread at a time.
+  template <class F>
+  void parallel_for(int64_t n_tasks, F&& fn) {
+    if (n_tasks <= 0) return;
+    if (n_threads_ == 1) {
+      fn(int64_t{0}, n_tasks, 0);
+      return;
+    }
+    using Fn = std::remove_reference_t<F>;
+    run(n_tasks, const_cast<void*>(static_cast<const void*>(&fn)),
+        [](void* ctx, int64_t b, int64_t e, int t) { (*static_cast<Fn*>(ctx))(b, e, t); });
+  }
+
+  // Thread i's range of [0, n_tasks) (see the partition above); begin == end when empty.
+  static void task_range(int64_t n_tasks, int n_threads, int i, int64_t* begin, int64_t* end);
+
+ private:
+  using Call = void (*)(void* ctx, int64_t begin, int64_t end, int thread_index);
+
+  void run(int64_t n_tasks, void* ctx, Call call);
+  void run_range(int thread_index);
+  void worker_main(int thread_index);
+
+  int n_threads_;
+  std::vector<std::thread> workers_;  // thread indices 1 .. n_threads_ - 1
+
+  // The current job, published by incrementing generation_ (release) and read by workers
+  // after they observe the new generation (acquire).
+  int64_t job_tasks_ = 0;
+  void* job_ctx_ = nullptr;
+  Call job_call_ = nullptr;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> n_done_{0};  // workers finished with the current generation
+  std::atomic<int> n_sleeping_{0};
+  std::atomic<bool> stop_{false};
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::mutex error_mutex_;
+  std::exception_ptr error_;
+};
+
+}  // namespace llmctl::cpu
