@@ -1,0 +1,168 @@
+// matmul_fast (matmul_fast.h): checks, kernel choice, activation quantization, and the walk
+// of rows (across threads) and tokens (in L2-sized chunks) over the dtype's tile kernel.
+#include "backend/cpu/matmul_fast.h"
+
+#include <algorithm>
+
+#include "backend/cpu/matmul_kernels.h"
+#include "backend/cpu/quantize_activations.h"
+#include "core/cpu_features.h"
+#include "core/error.h"
+
+namespace llmctl::cpu {
+
+namespace {
+
+// Rows per thread task: a multiple of every tile height (1..4 -> 12), small enough that
+// 2 or 3 threads get balanced shares of a 512-row weight.
+constexpr int64_t kRowsPerTask = 12;
+// Activation bytes of one prefill token chunk: stays in L2 (512 KiB per core here) while
+// the thread's rows stream past it.
+constexpr int64_t kChunkBytes = 192 * 1024;
+
+bool cpu_has_avx2() {
+  const CpuFeatures& f = cpu_features();
+  return f.avx2 && f.fma && f.f16c;
+}
+
+MatmulKernel kernel_for(GgmlType type, bool avx2) {
+  switch (type) {
+    case GgmlType::F32:
+      return matmul_kernel_f32(avx2);
+    case GgmlType::F16:
+      return matmul_kernel_f16(avx2);
+    case GgmlType::BF16:
+      return matmul_kernel_bf16(avx2);
+    case GgmlType::Q8_0:
+      return matmul_kernel_q8_0(avx2);
+    case GgmlType::Q4_0:
+      return matmul_kernel_q4_0(avx2);
+    case GgmlType::Q4_1:
+      return matmul_kernel_q4_1(avx2);
+    default:
+      return MatmulKernel{};
+  }
+}
+
+void check_args(const WeightView& w, const float* x, int64_t n_tokens, const float* out) {
+  if (!is_engine_type(w.type) || kernel_for(w.type, false).tile == nullptr)
+    throw Error(
+        fmt::format("matmul '{}': expected weight dtype F32, F16, BF16, Q8_0, Q4_0 or "
+                    "Q4_1, got {}",
+                    w.name, ggml_type_name(w.type)));
+  const int64_t block = ggml_traits(w.type).block_size;
+  if (w.n_cols < 1 || w.n_cols % block != 0 || w.n_rows < 1)
+    throw Error(
+        fmt::format("matmul '{}': expected {} rows of a positive multiple of {} "
+                    "elements, got [{}, {}]",
+                    w.name, ggml_type_name(w.type), block, w.n_rows, w.n_cols));
+  if (n_tokens < 1)
+    throw Error(fmt::format("matmul '{}': expected n_tokens >= 1, got {}", w.name, n_tokens));
+  if (w.data == nullptr || x == nullptr || out == nullptr)
+    throw Error(fmt::format("matmul '{}': null weight, input or output pointer", w.name));
+}
+
+void quantize_tokens(bool avx2, const float* x, int64_t n, int64_t t0, int64_t t1,
+                     MatmulScratch& s) {
+  const int64_t nb = n / 32;
+  for (int64_t t = t0; t < t1; ++t) {
+    const size_t q = static_cast<size_t>(t * n), b = static_cast<size_t>(t * nb);
+    if (avx2)
+      quantize_activations_avx2(x + t * n, n, s.qs.data() + q, s.d.data() + b, s.s.data() + b);
+    else
+      quantize_activations_scalar(x + t * n, n, s.qs.data() + q, s.d.data() + b, s.s.data() + b);
+  }
+}
+
+// Rows [r0, r1) of the output for every token, tile by tile.
+void run_rows(const MatmulKernel& k, const TileArgs& base, int64_t n_tokens, int64_t r0,
+              int64_t r1) {
+  const int64_t n = base.n, nb = n / 32;
+  auto tile = [&](int64_t r, int64_t t, int64_t n_r, int64_t n_t) {
+    TileArgs a = base;
+    a.w = base.w + static_cast<size_t>(r) * base.w_stride;
+    if (k.quantized) {
+      a.qs = base.qs + t * n;
+      a.qd = base.qd + t * nb;
+      a.qsum = base.qsum + t * nb;
+    } else {
+      a.x = base.x + t * n;
+    }
+    a.out = base.out + t * base.out_stride + r;
+    k.tile(a, static_cast<int>(n_r), static_cast<int>(n_t));
+  };
+  if (n_tokens == 1) {
+    for (int64_t r = r0; r < r1; r += k.rows_decode)
+      tile(r, 0, std::min<int64_t>(k.rows_decode, r1 - r), 1);
+    return;
+  }
+  const int64_t token_bytes = k.quantized ? n + 8 * nb : 4 * n;
+  const int64_t chunk = std::max<int64_t>(k.tokens_prefill, kChunkBytes / token_bytes);
+  for (int64_t c0 = 0; c0 < n_tokens; c0 += chunk) {
+    const int64_t c1 = std::min(n_tokens, c0 + chunk);
+    for (int64_t r = r0; r < r1; r += k.rows_prefill) {
+      const int64_t n_r = std::min<int64_t>(k.rows_prefill, r1 - r);
+      for (int64_t t = c0; t < c1; t += k.tokens_prefill)
+        tile(r, t, n_r, std::min<int64_t>(k.tokens_prefill, c1 - t));
+    }
+  }
+}
+
+}  // namespace
+
+bool matmul_fast_has_avx2() {
+#if defined(LLMCTL_HAVE_X86)
+  return cpu_has_avx2();
+#else
+  return false;
+#endif
+}
+
+const char* matmul_fast_kernel_name(GgmlType type) {
+  return kernel_for(type, matmul_fast_has_avx2()).name;
+}
+
+void matmul_fast_isa(MatmulIsa isa, const WeightView& w, const float* x, int64_t n_tokens,
+                     float* out, ThreadPool& pool, MatmulScratch& scratch) {
+  check_args(w, x, n_tokens, out);
+  if (isa == MatmulIsa::Avx2 && !matmul_fast_has_avx2())
+    throw Error("matmul: the AVX2 kernels need a CPU with AVX2, FMA and F16C");
+  const bool avx2 = isa == MatmulIsa::Avx2 || (isa == MatmulIsa::Auto && matmul_fast_has_avx2());
+  const MatmulKernel k = kernel_for(w.type, avx2);
+  const int64_t n = w.n_cols;
+
+  TileArgs base{};
+  base.w = static_cast<const uint8_t*>(w.data);
+  base.w_stride = weight_row_bytes(w.type, n);
+  base.n = n;
+  base.x = x;
+  base.out = out;
+  base.out_stride = w.n_rows;
+  if (k.quantized) {
+    const size_t n_q = static_cast<size_t>(n_tokens * n), n_b = n_q / 32;
+    if (scratch.qs.size() < n_q) scratch.qs.resize(n_q);
+    if (scratch.d.size() < n_b) scratch.d.resize(n_b);
+    if (scratch.s.size() < n_b) scratch.s.resize(n_b);
+    // One token (decode) is quantized on the caller: waking the pool costs more than it.
+    if (n_tokens == 1 || pool.size() == 1)
+      quantize_tokens(avx2, x, n, 0, n_tokens, scratch);
+    else
+      pool.parallel_for(n_tokens, [&](int64_t t0, int64_t t1, int) {
+        quantize_tokens(avx2, x, n, t0, t1, scratch);
+      });
+    base.qs = scratch.qs.data();
+    base.qd = scratch.d.data();
+    base.qsum = scratch.s.data();
+  }
+  const int64_t n_tasks = (w.n_rows + kRowsPerTask - 1) / kRowsPerTask;
+  pool.parallel_for(n_tasks, [&](int64_t b, int64_t e, int) {
+    run_rows(k, base, n_tokens, b * kRowsPerTask, std::min(w.n_rows, e * kRowsPerTask));
+  });
+}
+
+void matmul_fast(const WeightView& w, const float* x, int64_t n_tokens, float* out,
+                 ThreadPool& pool, MatmulScratch& scratch) {
+  matmul_fast_isa(MatmulIsa::Auto, w, x, n_tokens, out, pool, scratch);
+}
+
+}  // namespace llmctl::cpu

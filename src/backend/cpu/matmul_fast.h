@@ -1,0 +1,62 @@
+#pragma once
+// The CPU fast path for matrix products: every linear layer of the engine.
+//
+//   out (n_tokens, d) = x (n_tokens, n) @ W^T      W (d, n) = w.n_rows rows of w.n_cols
+//
+// W is read in place (ggml layout: F32, F16, BF16, Q8_0, Q4_0, Q4_1). Float weights are
+// multiplied with the f32 activations directly; quantized weights are multiplied with the
+// activations quantized to int8 per 32-element block (quantize_activations.h), as ggml does
+// (vec_dot_q4_0_q8_0): integer dot products per block, one float multiply-add per block.
+//
+// Threads take contiguous row ranges (ThreadPool's static partition). Within a range, a tile
+// of R rows x T tokens keeps R*T accumulators in registers so each weight block loaded from
+// memory serves T tokens; for prefill the tokens are walked in chunks whose activations stay
+// in L2 while the thread's rows stream past.
+//
+// INVARIANT (batch and thread invariance): out[t][r] is bit-identical whatever n_tokens is,
+// wherever token t sits in the batch, and whatever the thread count. Every (row, token) pair
+// owns one 8-lane accumulator that sees the same instruction sequence in every tile shape:
+// lane k accumulates, block after block in order, fma(a_k, b_k, acc_k); the lanes are then
+// summed in one fixed order (((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7))). The engine relies on this
+// for "batched generation gives the same tokens as separate runs" and for prefix sharing.
+// The portable scalar kernels follow the same lane structure with std::fma, so they give the
+// same bits as the AVX2 kernels (tested), on any CPU.
+
+#include <cstdint>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/cpu/thread_pool.h"
+
+namespace llmctl::cpu {
+
+// Reusable buffers: after the first call with the largest shape, no allocation per call.
+struct MatmulScratch {
+  std::vector<int8_t> qs;  // (n_tokens, n) int8 activations
+  std::vector<float> d;    // (n_tokens, n / 32) block scales
+  std::vector<float> s;    // (n_tokens, n / 32) d * sum(qs) per block (Q4_1's min term)
+};
+
+// Which instruction set the kernels use. Auto picks AVX2 when cpu_features() has AVX2, FMA
+// and F16C, else Scalar.
+enum class MatmulIsa { Auto, Scalar, Avx2 };
+
+// x row-major (n_tokens, w.n_cols), out row-major (n_tokens, w.n_rows); n_tokens >= 1.
+// Throws Error for an unsupported dtype, a row length that is not a whole number of blocks,
+// or n_tokens < 1. out must not alias x.
+void matmul_fast(const WeightView& w, const float* x, int64_t n_tokens, float* out,
+                 ThreadPool& pool, MatmulScratch& scratch);
+
+// The same with the instruction set chosen by the caller (tests, benchmarks). Throws Error
+// when Avx2 is asked for on a CPU without AVX2+FMA+F16C.
+void matmul_fast_isa(MatmulIsa isa, const WeightView& w, const float* x, int64_t n_tokens,
+                     float* out, ThreadPool& pool, MatmulScratch& scratch);
+
+// The kernel matmul_fast runs for `type` on this CPU, e.g. "q4_0 avx2" or "f16 scalar";
+// "unsupported" for a dtype it cannot multiply.
+const char* matmul_fast_kernel_name(GgmlType type);
+
+// Whether this CPU runs the AVX2 kernels (AVX2, FMA and F16C).
+bool matmul_fast_has_avx2();
+
+}  // namespace llmctl::cpu

@@ -1,0 +1,135 @@
+#pragma once
+// Internal to the matmul fast path (matmul_fast.h): the tile kernel interface each dtype file
+// implements, and the lane arithmetic the AVX2 and scalar kernels share.
+//
+// A tile kernel computes out[t][r] for R rows x T tokens (1 <= R, T <= kMaxTile). Each pair
+// (r, t) owns 8 float lanes; lane k accumulates in order over the row:
+//   float weights:     acc_k = fma(w[i + k], x[i + k], acc_k)         for i = 0, 8, 16, ...
+//                      (past the end of the row w = x = 0)
+//   quantized weights: acc_k = fma(float(isum_k), d_w * d_x, acc_k)   for each 32-block, where
+//                      isum_k = sum of q_w[j] * q_x[j], j = 4k .. 4k+3 (exact in int32)
+// then out = hsum8(acc) (+ for Q4_1 the min term, a scalar fma chain over blocks).
+
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define LLMCTL_HAVE_X86 1
+#define LLMCTL_AVX2 __attribute__((target("avx2,fma,f16c")))
+#endif
+
+#include "core/ggml_type.h"
+
+namespace llmctl::cpu {
+
+constexpr int kMaxTile = 4;
+
+struct TileArgs {
+  const uint8_t* w;  // first row of the tile
+  size_t w_stride;   // bytes from one row to the next
+  int64_t n;         // row length in elements
+  // Activations of the tile's first token; the next token is one stride further.
+  const float* x;      // f32 (float kernels), stride n
+  const int8_t* qs;    // int8 (quantized kernels), stride n
+  const float* qd;     // block scales, stride n / 32
+  const float* qsum;   // d * sum(qs) per block, stride n / 32
+  float* out;          // out[t * out_stride + r]
+  int64_t out_stride;  // d (the weight's row count)
+};
+
+using TileFn = void (*)(const TileArgs& a, int n_rows, int n_tokens);
+
+// One dtype's kernel and the tile shapes it is fast with.
+struct MatmulKernel {
+  const char* name = "unsupported";  // "q4_0 avx2"
+  TileFn tile = nullptr;
+  bool quantized = false;  // reads qs/qd (and qsum) instead of x
+  int rows_decode = 4;     // R for n_tokens == 1
+  int rows_prefill = 2;    // R x T for n_tokens > 1
+  int tokens_prefill = 4;
+};
+
+// Per-dtype kernels (matmul_f32.cpp, matmul_f16.cpp, matmul_q8_0.cpp, matmul_q4_0.cpp,
+// matmul_q4_1.cpp). avx2 == false gives the portable scalar kernel.
+MatmulKernel matmul_kernel_f32(bool avx2);
+MatmulKernel matmul_kernel_f16(bool avx2);
+MatmulKernel matmul_kernel_bf16(bool avx2);
+MatmulKernel matmul_kernel_q8_0(bool avx2);
+MatmulKernel matmul_kernel_q4_0(bool avx2);
+MatmulKernel matmul_kernel_q4_1(bool avx2);
+
+// ---------------------------------------------------------------------------
+// Tile tables: K::tile<R, T>(args) for every 1 <= R, T <= kMaxTile behind one TileFn
+// ---------------------------------------------------------------------------
+template <class K, int R, int T>
+void tile_entry(const TileArgs& a) {
+  K::template tile<R, T>(a);
+}
+
+template <class K, size_t... I>
+constexpr std::array<void (*)(const TileArgs&), sizeof...(I)> make_tile_table(
+    std::index_sequence<I...>) {
+  return {
+      &tile_entry<K, static_cast<int>(I) / kMaxTile + 1, static_cast<int>(I) % kMaxTile + 1>...};
+}
+
+template <class K>
+void dispatch_tile(const TileArgs& a, int n_rows, int n_tokens) {
+  static constexpr auto table =
+      make_tile_table<K>(std::make_index_sequence<size_t{kMaxTile} * kMaxTile>());
+  table[static_cast<size_t>((n_rows - 1) * kMaxTile + (n_tokens - 1))](a);
+}
+
+// ---------------------------------------------------------------------------
+// Scalar lane arithmetic (the portable kernels; same results as the AVX2 lanes)
+// ---------------------------------------------------------------------------
+// ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)): the order of hsum8_avx2.
+inline float hsum8_scalar(const float* l) {
+  const float v0 = l[0] + l[4], v1 = l[1] + l[5], v2 = l[2] + l[6], v3 = l[3] + l[7];
+  return (v0 + v2) + (v1 + v3);
+}
+
+// Quantized pair (r, t) over one block: lane k += float(sum q_w[4k..4k+3] * q_x[..]) * dd.
+inline void lanes_block_scalar(const int* qw, const int8_t* qx, float dd, float* lanes) {
+  for (int k = 0; k < 8; ++k) {
+    int isum = 0;
+    for (int j = 4 * k; j < 4 * k + 4; ++j) isum += qw[j] * qx[j];
+    lanes[k] = std::fma(static_cast<float>(isum), dd, lanes[k]);
+  }
+}
+
+#if defined(LLMCTL_HAVE_X86)
+// ---------------------------------------------------------------------------
+// AVX2 helpers
+// ---------------------------------------------------------------------------
+LLMCTL_AVX2 inline float hsum8_avx2(__m256 a) {
+  const __m128 v = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  const __m128 u = _mm_add_ps(v, _mm_movehl_ps(v, v));  // u0 = v0 + v2, u1 = v1 + v3
+  return _mm_cvtss_f32(_mm_add_ss(u, _mm_movehdup_ps(u)));
+}
+
+LLMCTL_AVX2 inline float fp16_to_f32_f16c(const uint8_t* p) {
+  const int bits = p[0] | (p[1] << 8);
+  return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(bits)));
+}
+
+// 16 bytes of nibbles -> 32 bytes: low nibbles (elements 0..15), then high (16..31).
+LLMCTL_AVX2 inline __m256i unpack_nibbles_avx2(const uint8_t* qs) {
+  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m256i both = _mm256_set_m128i(_mm_srli_epi16(q, 4), q);
+  return _mm256_and_si256(both, _mm256_set1_epi8(0x0f));
+}
+
+// 8 int32 lanes: lane k = sum of u[j] * s[j], j = 4k .. 4k+3 (u unsigned bytes, s signed;
+// pairs of products stay below 2^15, so maddubs never saturates for |u| <= 128, |s| <= 127).
+LLMCTL_AVX2 inline __m256 dot_lanes_avx2(__m256i u, __m256i s) {
+  const __m256i p16 = _mm256_maddubs_epi16(u, s);
+  return _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
+}
+#endif
+
+}  // namespace llmctl::cpu

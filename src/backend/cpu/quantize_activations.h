@@ -1,0 +1,24 @@
+#pragma once
+// Activations quantized to int8 for the quantized-weight matmul kernels (matmul_fast.h), as
+// ggml quantizes them for vec_dot_q4_0_q8_0 / q4_1_q8_1, with float scales:
+//
+//   per 32-element block of x:  amax = max |x[j]|,  d = amax / 127,
+//                               id = 127 / amax (0 when amax == 0),
+//                               q[j] = round_half_even(x[j] * id)      (in -127 .. 127)
+//                               s = d * float(sum q[j])                 (for Q4_1's min term)
+//
+// Ties go to even (the AVX2 rounding instruction's mode and std::nearbyint's default), unlike
+// the Q8_0 weight quantizer (quant/quantize.h), which rounds ties away from zero. The AVX2 and
+// the scalar versions give the same bytes and floats; activations with NaN or Inf give
+// unspecified (but not undefined) results.
+
+#include <cstdint>
+
+namespace llmctl::cpu {
+
+// x (n,) -> qs (n,), d (n / 32,), s (n / 32,); n a multiple of 32.
+void quantize_activations_scalar(const float* x, int64_t n, int8_t* qs, float* d, float* s);
+// The same with AVX2; only on a CPU with AVX2 (matmul_fast_has_avx2()).
+void quantize_activations_avx2(const float* x, int64_t n, int8_t* qs, float* d, float* s);
+
+}  // namespace llmctl::cpu

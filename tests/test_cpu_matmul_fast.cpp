@@ -1,0 +1,339 @@
+// The CPU matmul fast path (src/backend/cpu/matmul_fast.h) and its thread pool:
+//   * every dtype against a double-precision reference built from dequantize_row, with a
+//     tolerance derived per dtype (see tolerance() below);
+//   * the int8 activation path against the test's own reading of the documented quantization
+//     rule (tight: float rounding only);
+//   * batch and thread invariance, bitwise: a token alone, in a batch, at another position,
+//     on 1, 2 or 3 threads gives the same bits; the scalar kernel gives the AVX2 kernel's bits.
+#include <algorithm>
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include "backend/cpu/matmul_fast.h"
+#include "backend/cpu/quantize_activations.h"
+#include "backend/cpu/thread_pool.h"
+#include "core/error.h"
+#include "quant/dequant.h"
+#include "quant/quantize.h"
+
+using namespace llmctl;
+using namespace llmctl::cpu;
+
+namespace {
+
+const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16,
+                           GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1};
+
+bool is_quantized(GgmlType t) { return ggml_traits(t).block_size == 32; }
+
+std::vector<MatmulIsa> isas() {
+  std::vector<MatmulIsa> v{MatmulIsa::Scalar};
+  if (matmul_fast_has_avx2()) v.push_back(MatmulIsa::Avx2);
+  return v;
+}
+
+// A weight (d, n) of `type`: normal values (plus an offset for Q4_1 so its min matters), a row
+// of zeros, and for Q8_0 some q = -128 (valid in a file, never written by the quantizer).
+struct Weight {
+  GgmlType type;
+  int64_t d, n;
+  std::vector<uint8_t> bytes;
+  WeightView view() const { return WeightView{"w", type, n, d, bytes.data()}; }
+  std::vector<float> row(int64_t r) const {  // dequantized
+    std::vector<float> v(static_cast<size_t>(n));
+    dequantize_row(type, bytes.data() + static_cast<size_t>(r) * row_bytes(), v.data(), n);
+    return v;
+  }
+  size_t row_bytes() const { return quantized_size(type, n); }
+};
+
+Weight make_weight(GgmlType type, int64_t d, int64_t n, std::mt19937& rng) {
+  Weight w{type, d, n, {}};
+  w.bytes.resize(w.row_bytes() * static_cast<size_t>(d));
+  std::normal_distribution<float> dist(type == GgmlType::Q4_1 ? 0.5f : 0.0f, 1.0f);
+  std::vector<float> row(static_cast<size_t>(n));
+  for (int64_t r = 0; r < d; ++r) {
+    for (float& v : row) v = r == 2 ? 0.0f : dist(rng);
+    quantize_row(type, row.data(), w.bytes.data() + static_cast<size_t>(r) * w.row_bytes(), n);
+  }
+  if (type == GgmlType::Q8_0)
+    for (size_t i = 2; i < w.bytes.size(); i += 34 * 3 + 5)
+      if (i % 34 >= 2) w.bytes[i] = 0x80;
+  return w;
+}
+
+// Activations (n_tokens, n): normal values, with one all-zero 32-block in token 0.
+std::vector<float> make_x(int64_t n_tokens, int64_t n, std::mt19937& rng) {
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(n_tokens * n));
+  for (float& v : x) v = dist(rng);
+  if (n >= 64)
+    for (int64_t j = 32; j < 64; ++j) x[static_cast<size_t>(j)] = 0.0f;
+  return x;
+}
+
+std::vector<float> run(MatmulIsa isa, const Weight& w, const std::vector<float>& x,
+                       int64_t n_tokens, int n_threads) {
+  ThreadPool pool(n_threads);
+  MatmulScratch scratch;
+  std::vector<float> out(static_cast<size_t>(n_tokens * w.d), -1.0f);
+  matmul_fast_isa(isa, w.view(), x.data(), n_tokens, out.data(), pool, scratch);
+  return out;
+}
+
+// The test's reading of quantize_activations.h: d = amax / 127, q = round_half_even(x * 127 /
+// amax). Returns x with each value replaced by d * q (what the int8 kernels multiply with).
+std::vector<double> quantized_x(const float* x, int64_t n) {
+  std::vector<double> xq(static_cast<size_t>(n));
+  for (int64_t b = 0; b < n; b += 32) {
+    float amax = 0.0f;
+    for (int64_t j = b; j < b + 32; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float d = amax / 127.0f, id = amax == 0.0f ? 0.0f : 127.0f / amax;
+    for (int64_t j = b; j < b + 32; ++j)
+      xq[static_cast<size_t>(j)] = static_cast<double>(d) * double{std::nearbyint(x[j] * id)};
+  }
+  return xq;
+}
+
+// Tolerance for one output element, u = 2^-24 (float unit roundoff):
+//  * Float rounding. Each of the 8 lanes is a chain of fma over n/8 (or n/32 blocks for the
+//    quantized kernels) terms, then 3 adds; the standard bound for recursive summation is
+//    (chain length) * u * sum|terms|. For quantized kernels a term also rounds d_w * d_x and
+//    Q4_1's min term runs its own chain, so both parts are bounded by their absolute sums:
+//    float_tol = (m + 5) * u * P, m = n / 8 (float) or n / 32 (quantized),
+//    P = sum_j (|w_j| + 2 |m_w|) * (|x_j| + amax_b / 254)  (|d_w q_j| <= |w_j| + |m_w|;
+//    |d_x q_x| <= |x_j| + amax_b / 254).
+//  * Activation quantization (quantized kernels only, against the f32 x): round-to-nearest
+//    leaves |x_j - d_x q_j| <= d_x / 2 = amax_b / 254 (times 1 + a few u for the rounding of
+//    d and x * id), so act_tol = sum_j |w_j| * amax_b / 254 * (1 + 1e-5).
+double tolerance(GgmlType type, const std::vector<float>& w, float m_w_max, const float* x,
+                 int64_t n, bool with_activation_error) {
+  const double u = std::ldexp(1.0, -24);
+  const bool q = is_quantized(type);
+  double p = 0.0, act = 0.0;
+  for (int64_t b = 0; b < n; b += (q ? 32 : n)) {
+    const int64_t e = q ? b + 32 : n;
+    double amax = 0.0;
+    for (int64_t j = b; j < e && q; ++j) amax = std::max(amax, std::fabs(double{x[j]}));
+    for (int64_t j = b; j < e; ++j) {
+      const double wj = std::fabs(double{w[static_cast<size_t>(j)]});
+      p += (wj + 2.0 * double{m_w_max}) * (std::fabs(double{x[j]}) + amax / 254.0);
+      act += wj * amax / 254.0;
+    }
+  }
+  const double m = q ? static_cast<double>(n) / 32.0 : static_cast<double>(n) / 8.0;
+  return (m + 5.0) * u * p + (with_activation_error ? act * (1.0 + 1e-5) : 0.0) + 1e-30;
+}
+
+// |m_w| of a Q4_1 row (0 for other types): the largest block min.
+float max_min(const Weight& w, int64_t r) {
+  if (w.type != GgmlType::Q4_1) return 0.0f;
+  float m = 0.0f;
+  const uint8_t* row = w.bytes.data() + static_cast<size_t>(r) * w.row_bytes();
+  for (int64_t b = 0; b < w.n / 32; ++b)
+    m = std::max(m, std::fabs(fp16_to_f32(load_u16_le(row + 20 * b + 2))));
+  return m;
+}
+
+void check_against_reference(const Weight& w, const std::vector<float>& x, int64_t n_tokens,
+                             const std::vector<float>& out) {
+  for (int64_t r = 0; r < w.d; ++r) {
+    const std::vector<float> wr = w.row(r);
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      const float* xt = x.data() + t * w.n;
+      const bool q = is_quantized(w.type);
+      const std::vector<double> xq = q ? quantized_x(xt, w.n) : std::vector<double>(xt, xt + w.n);
+      double exact = 0.0, exact_q = 0.0;
+      for (int64_t j = 0; j < w.n; ++j) {
+        exact += double{wr[static_cast<size_t>(j)]} * double{xt[j]};
+        exact_q += double{wr[static_cast<size_t>(j)]} * xq[static_cast<size_t>(j)];
+      }
+      const double got = out[static_cast<size_t>(t * w.d + r)];
+      INFO(ggml_type_name(w.type) << " d=" << w.d << " n=" << w.n << " row " << r << " token " << t
+                                  << " got " << got << " exact " << exact);
+      CHECK(std::fabs(got - exact) <= tolerance(w.type, wr, max_min(w, r), xt, w.n, q));
+      // Quantized kernels against the int8 activations: float rounding only.
+      if (q)
+        CHECK(std::fabs(got - exact_q) <= tolerance(w.type, wr, max_min(w, r), xt, w.n, false));
+    }
+  }
+}
+
+bool same_bits(const float* a, const float* b, int64_t count) {
+  return std::memcmp(a, b, static_cast<size_t>(count) * sizeof(float)) == 0;
+}
+
+int64_t n_for(GgmlType type, int i) {  // row lengths: not multiples of 256 (nor 8 for floats)
+  static const int64_t quant[] = {32, 96, 288, 1056};
+  static const int64_t flt[] = {1, 13, 100, 1059};
+  return is_quantized(type) ? quant[i] : flt[i];
+}
+
+}  // namespace
+
+TEST_CASE("thread pool: every task once, static partition, caller is thread 0", "[cpu]") {
+  for (int n_threads : {1, 2, 3, 4}) {
+    ThreadPool pool(n_threads);
+    REQUIRE(pool.size() == n_threads);
+    for (int64_t n_tasks : {0, 1, 2, 3, 7, 64, 1000}) {
+      for (int rep = 0; rep < 50; ++rep) {
+        std::vector<std::atomic<int>> owner(static_cast<size_t>(n_tasks) + 1);
+        for (auto& o : owner) o = -1;
+        pool.parallel_for(n_tasks, [&](int64_t b, int64_t e, int t) {
+          for (int64_t i = b; i < e; ++i) owner[static_cast<size_t>(i)] = t;
+        });
+        for (int64_t i = 0; i < n_tasks; ++i) {
+          int expect = -1;
+          for (int t = 0; t < n_threads; ++t) {
+            int64_t b = 0, e = 0;
+            ThreadPool::task_range(n_tasks, n_threads, t, &b, &e);
+            if (i >= b && i < e) expect = t;
+          }
+          REQUIRE(owner[static_cast<size_t>(i)] == expect);
+          REQUIRE(expect >= 0);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("thread pool: many short jobs, exceptions reach the caller, bad size", "[cpu]") {
+  ThreadPool pool(3);
+  std::atomic<int64_t> sum{0};
+  for (int rep = 0; rep < 20000; ++rep)
+    pool.parallel_for(3, [&](int64_t b, int64_t e, int) { sum += e - b; });
+  CHECK(sum == 60000);
+  CHECK_THROWS_AS(pool.parallel_for(3,
+                                    [](int64_t b, int64_t, int) {
+                                      if (b == 2) throw std::runtime_error("task 2");
+                                    }),
+                  std::runtime_error);
+  pool.parallel_for(3, [&](int64_t b, int64_t e, int) { sum += e - b; });  // still usable
+  CHECK(sum == 60003);
+  CHECK_THROWS_AS(ThreadPool(0), Error);
+}
+
+TEST_CASE("activation quantization: scalar and AVX2 follow the documented rule", "[cpu]") {
+  std::mt19937 rng(7);
+  const int64_t n = 256;
+  std::vector<float> x = make_x(1, n, rng);
+  // block 2 with amax 127 (id = 1): ties go to even
+  x[64] = 127.0f;
+  x[65] = 2.5f;
+  x[66] = -2.5f;
+  x[67] = 3.5f;
+  for (int64_t j = 68; j < 96; ++j) x[static_cast<size_t>(j)] = 1.0f;
+  std::vector<int8_t> qs(n);
+  std::vector<float> d(n / 32), s(n / 32);
+  for (MatmulIsa isa : isas()) {
+    if (isa == MatmulIsa::Avx2)
+      quantize_activations_avx2(x.data(), n, qs.data(), d.data(), s.data());
+    else
+      quantize_activations_scalar(x.data(), n, qs.data(), d.data(), s.data());
+    CHECK(qs[65] == 2);
+    CHECK(qs[66] == -2);
+    CHECK(qs[67] == 4);
+    const std::vector<double> xq = quantized_x(x.data(), n);
+    for (int64_t b = 0; b < n / 32; ++b) {
+      int sum = 0;
+      for (int64_t j = 32 * b; j < 32 * b + 32; ++j) {
+        CHECK(double{d[static_cast<size_t>(b)]} * qs[static_cast<size_t>(j)] ==
+              xq[static_cast<size_t>(j)]);
+        sum += qs[static_cast<size_t>(j)];
+      }
+      CHECK(s[static_cast<size_t>(b)] == d[static_cast<size_t>(b)] * static_cast<float>(sum));
+    }
+  }
+}
+
+TEST_CASE("matmul_fast: every dtype against a double-precision reference", "[cpu]") {
+  std::mt19937 rng(1234);
+  for (GgmlType type : kTypes) {
+    for (int ni = 0; ni < 4; ++ni) {
+      const int64_t n = n_for(type, ni);
+      for (int64_t d : {1, 5, 13, 37}) {
+        const Weight w = make_weight(type, d, n, rng);
+        for (int64_t n_tokens : {1, 2, 3, 5, 8, 17, 64}) {
+          if (n > 300 && n_tokens > 8) continue;  // keep the scalar reference runs short
+          const std::vector<float> x = make_x(n_tokens, n, rng);
+          for (MatmulIsa isa : isas())
+            for (int n_threads : {1, 2, 3})
+              check_against_reference(w, x, n_tokens, run(isa, w, x, n_tokens, n_threads));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("matmul_fast: batch and thread invariance, bit for bit", "[cpu]") {
+  std::mt19937 rng(99);
+  for (GgmlType type : kTypes) {
+    for (int ni = 0; ni < 4; ++ni) {
+      const int64_t n = n_for(type, ni), d = 37, n_tokens = 17;
+      const Weight w = make_weight(type, d, n, rng);
+      const std::vector<float> x = make_x(n_tokens + 1, n, rng);  // token n_tokens: a filler
+      for (MatmulIsa isa : isas()) {
+        INFO(ggml_type_name(type) << " n=" << n << " isa " << static_cast<int>(isa));
+        const std::vector<float> batch = run(isa, w, x, n_tokens, 1);
+        for (int n_threads : {1, 2, 3}) {
+          // the same batch on more threads
+          CHECK(same_bits(run(isa, w, x, n_tokens, n_threads).data(), batch.data(), d * n_tokens));
+          // each token alone
+          for (int64_t t = 0; t < n_tokens; ++t) {
+            const std::vector<float> one(x.begin() + t * n, x.begin() + (t + 1) * n);
+            CHECK(same_bits(run(isa, w, one, 1, n_threads).data(), batch.data() + t * d, d));
+          }
+          // shifted by one position (filler first): token t now sits at t + 1
+          std::vector<float> shifted(x.end() - n, x.end());
+          shifted.insert(shifted.end(), x.begin(), x.end() - n);
+          const std::vector<float> s = run(isa, w, shifted, n_tokens + 1, n_threads);
+          CHECK(same_bits(s.data() + d, batch.data(), d * n_tokens));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("matmul_fast: the scalar fallback gives the AVX2 kernel's bits", "[cpu]") {
+  if (!matmul_fast_has_avx2()) {
+    WARN("this CPU has no AVX2+FMA+F16C: nothing to compare the scalar kernel with");
+    return;
+  }
+  std::mt19937 rng(5);
+  for (GgmlType type : kTypes) {
+    for (int ni = 0; ni < 4; ++ni) {
+      const int64_t n = n_for(type, ni);
+      const Weight w = make_weight(type, 29, n, rng);
+      for (int64_t n_tokens : {1, 3, 8, 64}) {
+        const std::vector<float> x = make_x(n_tokens, n, rng);
+        INFO(ggml_type_name(type) << " n=" << n << " n_tokens=" << n_tokens);
+        CHECK(same_bits(run(MatmulIsa::Scalar, w, x, n_tokens, 1).data(),
+                        run(MatmulIsa::Avx2, w, x, n_tokens, 2).data(), 29 * n_tokens));
+      }
+    }
+  }
+}
+
+TEST_CASE("matmul_fast: kernel names, bad arguments", "[cpu]") {
+  for (GgmlType type : kTypes) CHECK(std::string(matmul_fast_kernel_name(type)) != "unsupported");
+  CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q5_0)) == "unsupported");
+  if (matmul_fast_has_avx2())
+    CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_0)) == "q4_0 avx2");
+  ThreadPool pool(1);
+  MatmulScratch scratch;
+  std::vector<uint8_t> bytes(4096);
+  std::vector<float> x(64), out(64);
+  auto call = [&](GgmlType t, int64_t n_cols, int64_t n_tokens) {
+    matmul_fast(WeightView{"blk.0.w", t, n_cols, 1, bytes.data()}, x.data(), n_tokens, out.data(),
+                pool, scratch);
+  };
+  CHECK_THROWS_WITH(call(GgmlType::Q5_0, 32, 1), Catch::Contains("got Q5_0"));
+  CHECK_THROWS_WITH(call(GgmlType::Q4_0, 48, 1), Catch::Contains("multiple of 32"));
+  CHECK_THROWS_WITH(call(GgmlType::F32, 8, 0), Catch::Contains("n_tokens >= 1"));
+  CHECK_NOTHROW(call(GgmlType::F32, 8, 1));
+}
