@@ -57,6 +57,17 @@ FastLogits run_forward(const GgufFile& f, const std::vector<int32_t>& tokens) {
   return out;
 }
 
+// max |a - b| over positions and ids, for two float64 runs.
+double max_abs_diff(const RefLogits& a, const RefLogits& b) {
+  REQUIRE(a.size() == b.size());
+  double m = 0.0;
+  for (size_t p = 0; p < a.size(); ++p) {
+    REQUIRE(a[p].size() == b[p].size());
+    for (size_t i = 0; i < a[p].size(); ++i) m = std::max(m, std::abs(a[p][i] - b[p][i]));
+  }
+  return m;
+}
+
 // Rounds reference logits to float, to compare two reference runs with compare().
 FastLogits to_float(const RefLogits& r) {
   FastLogits out;
@@ -156,12 +167,13 @@ struct TinySpec {
   bool biases;             // attn_{q,k,v}.bias
   bool tied;               // no output.weight
   double rope_base;
-  double linear_factor;  // rope.scaling.type linear with this factor when != 1
+  double linear_factor;           // rope.scaling.type linear with this factor when != 1
+  std::vector<float> rope_freqs;  // tensor 'rope_freqs.weight' (head_dim / 2,) when not empty
 };
 
 // A random model with the given shapes, F32 throughout. Weight scales keep activations of
 // order 1 and make attention peaked enough that a wrong rope or head mapping shows.
-std::string write_tiny_model(const TinySpec& s, uint32_t seed) {
+std::string write_tiny_model(const TinySpec& s, uint32_t seed, const std::string& file_stem) {
   std::mt19937 rng(seed);
   GgufBuilder b;
   auto add = [&](const std::string& name, std::vector<int64_t> shape, float lo, float hi) {
@@ -219,7 +231,13 @@ std::string write_tiny_model(const TinySpec& s, uint32_t seed) {
   }
   add("output_norm.weight", {s.n_embd}, 0.8f, 1.2f);
   if (!s.tied) add_matrix("output.weight", s.n_vocab, s.n_embd, 3.0f);
-  const std::string path = test::temp_dir() + "/tiny-" + s.arch + ".gguf";
+  if (!s.rope_freqs.empty()) {  // after the random tensors: the weights stay the same
+    std::vector<uint8_t> bytes(s.rope_freqs.size() * 4);
+    std::memcpy(bytes.data(), s.rope_freqs.data(), bytes.size());
+    b.add_tensor("rope_freqs.weight", GgmlType::F32, {static_cast<int64_t>(s.rope_freqs.size())},
+                 std::move(bytes));
+  }
+  const std::string path = test::temp_dir() + "/" + file_stem + ".gguf";
   b.write(path);
   return path;
 }
@@ -243,21 +261,14 @@ TEST_CASE("the float64 reference agrees with the numpy reference on stories260K"
       nlohmann::json::parse(test::read_file(test::fixture_path("stories260K_logits.json")));
   const auto tokens = fixture["tokens"].get<std::vector<int32_t>>();
   const auto expected = fixture["logits"].get<RefLogits>();
-  const RefLogits got = ReferenceModel::load(f).logits(tokens);
-  REQUIRE(got.size() == expected.size());
-  double max_abs = 0.0;
-  for (size_t p = 0; p < got.size(); ++p) {
-    REQUIRE(got[p].size() == expected[p].size());
-    for (size_t i = 0; i < got[p].size(); ++i)
-      max_abs = std::max(max_abs, std::abs(got[p][i] - expected[p][i]));
-  }
+  const double max_abs = max_abs_diff(ReferenceModel::load(f).logits(tokens), expected);
   // The fixture rounds each logit to 7 decimals (error <= 5e-8); two float64 passes over the
   // same F32 weights otherwise differ only by summation order (~1e-14).
   INFO("max |reference - numpy| = " << max_abs);
   CHECK(max_abs < 1e-7);
 }
 
-// 1e-4 on logits up to ~19: the engine computes in f32 with f32 dot products of at most 172
+// 1e-4 on logits up to ~22: the engine computes in f32 with f32 dot products of at most 172
 // terms; its accumulated rounding after 5 layers is ~1e-5 (measured 1.5e-5).
 // A real bug (rope pairing, GQA mapping, a causal mask off by one) moves logits by > 1e-1.
 TEST_CASE("stories260K F32 over 64 tokens: engine matches the float64 reference", "[cpu][golden]") {
@@ -286,8 +297,10 @@ TEST_CASE("stories260K F32 over 64 tokens: engine matches the float64 reference"
 // F32), and the errors reach the logits at ~0.7% of their rms of ~9.5: sigma ~0.07, and the
 // largest of 64 x 512 logit errors ~4 sigma ~0.28. The reference with
 // ReferenceOptions::int8_activations measures exactly this path: max |dlogit| 0.27 (Q8_0) and
-// 0.26 (Q4_0), max KL 4.6e-3 and 1.8e-3 (test case below). The bound is 0.6, ~2.2x that; a
-// wrong block layout costs tens of units (nibble-swap case below).
+// 0.26 (Q4_0), max KL 4.6e-3 and 1.8e-3 (test case below); matmul_fast's AVX2 kernels, wired
+// into the CPU backend for a trial, gave 0.26 and 0.26, KL 1.3e-3 and 1.8e-3. The bound is 0.6,
+// ~2.2x that; a wrong block layout costs tens of units (nibble-swap case below: 29, and 28 with
+// the AVX2 kernel's nibble unpacking swapped on purpose).
 //
 // KL(reference || fast) ~ Var_p(dlogit) / 2 ~ sigma^2 / 2 ~ 2.5e-3 with sigma ~0.07; the bound
 // is 2e-2. Argmax must agree wherever the reference's top two differ by more than 2 x 0.6
@@ -355,8 +368,8 @@ TEST_CASE("Q4_0 with swapped nibble order fails the reference tolerance", "[cpu]
 TEST_CASE(
     "tiny qwen2 with biases, GQA 4/2, head_dim 16, neox rope and tied output matches the reference",
     "[cpu]") {
-  const TinySpec s{"qwen2", 64, 2, 4, 2, 16, 96, 100, false, true, true, 10000.0, 1.0};
-  const GgufFile f = GgufFile::open(write_tiny_model(s, 7));
+  const TinySpec s{"qwen2", 64, 2, 4, 2, 16, 96, 100, false, true, true, 10000.0, 1.0, {}};
+  const GgufFile f = GgufFile::open(write_tiny_model(s, 7, "tiny-qwen2"));
   const ReferenceModel ref = ReferenceModel::load(f);
   REQUIRE(ref.hparams().neox);
   const std::vector<int32_t> prompt = random_prompt(48, s.n_vocab, 11);
@@ -368,8 +381,8 @@ TEST_CASE(
 
 TEST_CASE("tiny llama with MQA, head_dim 16 of n_embd 48 and linear rope x4 matches the reference",
           "[cpu]") {
-  const TinySpec s{"llama", 48, 2, 4, 1, 16, 64, 80, true, false, false, 10000.0, 4.0};
-  const GgufFile f = GgufFile::open(write_tiny_model(s, 5));
+  const TinySpec s{"llama", 48, 2, 4, 1, 16, 64, 80, true, false, false, 10000.0, 4.0, {}};
+  const GgufFile f = GgufFile::open(write_tiny_model(s, 5, "tiny-llama"));
   const ReferenceModel ref = ReferenceModel::load(f);
   REQUIRE(ref.hparams().rope_freq_scale == 0.25);
   REQUIRE(ref.hparams().head_dim == 16);
@@ -378,4 +391,31 @@ TEST_CASE("tiny llama with MQA, head_dim 16 of n_embd 48 and linear rope x4 matc
   INFO("max |dlogit| = " << a.max_abs << ", max KL = " << a.max_kl);
   CHECK(a.max_abs < 1e-4);
   CHECK(a.argmax_mismatch == 0);
+}
+
+// The reference's rope_freqs (Llama 3.1-style per-pair divisors), checked against what it
+// must equal: divisors of 1 change nothing, divisors all equal to 4 are linear scaling x4,
+// and unequal divisors give a third function. (The engine refuses rope_freqs.weight today;
+// see config_from_gguf.)
+TEST_CASE("reference rope_freqs: all 1 is no scaling and all 4 is linear scaling x4", "[cpu]") {
+  TinySpec s{"llama", 48, 2, 4, 1, 16, 64, 80, true, false, false, 10000.0, 1.0, {}};
+  const std::vector<int32_t> prompt = random_prompt(48, s.n_vocab, 17);
+  auto logits_of = [&](const std::string& name) {
+    return ReferenceModel::load(GgufFile::open(write_tiny_model(s, 5, name))).logits(prompt);
+  };
+  const RefLogits plain = logits_of("plain");
+  s.rope_freqs.assign(8, 1.0f);
+  CHECK(max_abs_diff(logits_of("freqs-1"), plain) == 0.0);
+  s.rope_freqs.assign(8, 4.0f);
+  const RefLogits freqs4 = logits_of("freqs-4");
+  s.rope_freqs.clear();
+  s.linear_factor = 4.0;
+  const RefLogits linear4 = logits_of("linear-4");
+  CHECK(max_abs_diff(freqs4, linear4) < 1e-12);  // p * base^e / 4 vs p * 0.25 * base^e
+  CHECK(max_abs_diff(freqs4, plain) > 1e-2);
+  s.linear_factor = 1.0;
+  s.rope_freqs = {1.0f, 1.0f, 1.5f, 2.0f, 4.0f, 8.0f, 8.0f, 8.0f};
+  const RefLogits mixed = logits_of("freqs-mixed");
+  CHECK(max_abs_diff(mixed, plain) > 1e-2);
+  CHECK(max_abs_diff(mixed, freqs4) > 1e-2);
 }
