@@ -17,8 +17,6 @@ struct Unbuilt {
 };
 
 constexpr Unbuilt kUnbuilt[] = {
-    {"quantize", "Convert GGUF or Hugging Face weights to a quantized GGUF, measuring the loss",
-     "quantize and eval (issue 7)"},
     {"rope-probe", "Test that positional encoding works (shift, ablation, distance, sweep)",
      "the diagnostics (issue 6)"},
     {"svd-embed", "Singular-value spectrum and norm statistics of the embedding matrix",

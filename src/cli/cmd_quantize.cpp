@@ -1,0 +1,214 @@
+// llmctl quantize IN OUT --type T [--tensor-type REGEX=T]... [--keep-embedding T]
+//                 [--keep-output T] [--dry-run] [--json] [--report N] [--force]
+//
+// Plans the output type of every tensor (quant/quant_plan.h), then writes OUT through
+// quant/quantize_gguf.h (OUT.tmp renamed when complete) and prints the size by type and the
+// tensors that lost the most (SNR). Warnings and progress go to stderr; the report (or the
+// JSON document with --json) to stdout.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/app.h"
+#include "cli/quantize_report.h"
+#include "core/error.h"
+#include "io/gguf.h"
+#include "quant/quant_plan.h"
+#include "quant/quantize_gguf.h"
+
+namespace llmctl::cli {
+
+namespace {
+
+struct QuantizeCliOptions {
+  std::string input;
+  std::string output;
+  std::string type;
+  std::vector<std::string> tensor_types;
+  std::string keep_embedding;
+  std::string keep_output;
+  bool dry_run = false;
+  bool json = false;
+  bool force = false;
+  size_t report = 10;
+};
+
+volatile std::sig_atomic_t g_interrupted = 0;
+extern "C" void on_interrupt(int) { g_interrupted = 1; }
+
+// Installs the Ctrl-C handler for the lifetime of the object: the writer then stops at the
+// next chunk and removes OUT.tmp instead of leaving it behind.
+class InterruptGuard {
+ public:
+  InterruptGuard() {
+    g_interrupted = 0;
+    old_int_ = std::signal(SIGINT, on_interrupt);
+    old_term_ = std::signal(SIGTERM, on_interrupt);
+  }
+  ~InterruptGuard() {
+    std::signal(SIGINT, old_int_);
+    std::signal(SIGTERM, old_term_);
+  }
+  InterruptGuard(const InterruptGuard&) = delete;
+  InterruptGuard& operator=(const InterruptGuard&) = delete;
+
+ private:
+  void (*old_int_)(int) = SIG_DFL;
+  void (*old_term_)(int) = SIG_DFL;
+};
+
+// Turns a parse error of an option value into a usage error (exit 2).
+template <class F>
+auto as_usage(const std::string& option, F&& parse) {
+  try {
+    return parse();
+  } catch (const Error& e) {
+    throw CLI::ValidationError(option, e.what());
+  }
+}
+
+QuantOptions parse_options(const QuantizeCliOptions& o) {
+  QuantOptions q;
+  q.type = as_usage("--type", [&] { return parse_quant_type(o.type, "--type"); });
+  for (const auto& a : o.tensor_types)
+    q.overrides.push_back(as_usage("--tensor-type", [&] { return parse_tensor_type_override(a); }));
+  if (!o.keep_embedding.empty())
+    q.keep_embedding = as_usage(
+        "--keep-embedding", [&] { return parse_quant_type(o.keep_embedding, "--keep-embedding"); });
+  if (!o.keep_output.empty())
+    q.keep_output =
+        as_usage("--keep-output", [&] { return parse_quant_type(o.keep_output, "--keep-output"); });
+  return q;
+}
+
+// Refuses inputs we cannot read yet and outputs that would destroy something.
+void check_paths(const QuantizeCliOptions& o) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(o.input, ec))
+    throw Error(fmt::format("{}: Hugging Face directories are not supported yet (arrives with "
+                            "the Hugging Face loader)",
+                            o.input),
+                "convert it to GGUF first, e.g. with llama.cpp's convert_hf_to_gguf.py");
+  if (!fs::exists(o.input, ec)) throw FileError(o.input, "no such file");
+  if (o.dry_run) return;
+  if (fs::exists(o.output, ec)) {
+    if (fs::equivalent(o.input, o.output, ec))
+      throw Error(fmt::format("output {} is the input file; refusing to overwrite it", o.output),
+                  "choose another output path");
+    if (!o.force)
+      throw Error(fmt::format("output {} exists", o.output), "pass --force to overwrite it");
+    if (fs::is_directory(o.output, ec))
+      throw Error(fmt::format("output {} is a directory", o.output));
+  }
+}
+
+// Progress on stderr: a redrawn bar with ETA on a terminal, one line per tensor otherwise.
+class ProgressPrinter {
+ public:
+  explicit ProgressPrinter(const QuantPlan& plan)
+      : plan_(plan), tty_(isatty(STDERR_FILENO) != 0), start_(Clock::now()) {}
+  ~ProgressPrinter() {
+    if (tty_ && drawn_) fmt::print(stderr, "\n");
+  }
+  ProgressPrinter(const ProgressPrinter&) = delete;
+  ProgressPrinter& operator=(const ProgressPrinter&) = delete;
+
+  void operator()(const QuantizeProgress& p) {
+    if (g_interrupted) throw Error("interrupted; the output file was not written");
+    const TensorPlan& t = plan_.tensors[p.tensor];
+    if (!tty_) {
+      if (p.tensor_start)
+        fmt::print(stderr, "[{}/{}] {} {} -> {}\n", p.tensor + 1, p.n_tensors, t.name,
+                   ggml_type_name(t.src_type), ggml_type_name(t.chosen));
+      return;
+    }
+    const double frac = p.elements_total > 0 ? static_cast<double>(p.elements_done) /
+                                                   static_cast<double>(p.elements_total)
+                                             : 1.0;
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
+    const std::string eta =
+        frac > 0.01 ? fmt::format("{:.0f}s", elapsed / frac - elapsed) : std::string("?");
+    constexpr int kWidth = 30;
+    const int filled = static_cast<int>(frac * kWidth);
+    fmt::print(stderr, "\r[{:=<{}}{: <{}}] {:3.0f}% {}/{} ETA {:>5} {:<32.32}", "", filled, "",
+               kWidth - filled, 100.0 * frac, p.tensor + 1, p.n_tensors, eta, t.name);
+    std::fflush(stderr);
+    drawn_ = true;
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  const QuantPlan& plan_;
+  bool tty_;
+  Clock::time_point start_;
+  bool drawn_ = false;
+};
+
+int run_quantize(const QuantizeCliOptions& o) {
+  const QuantOptions qopt = parse_options(o);
+  check_paths(o);
+  const GgufFile in = GgufFile::open(o.input);
+  const QuantPlan plan = plan_quantization(in.tensors(), qopt);
+  for (const std::string& w : plan.warnings) fmt::print(stderr, "llmctl: warning: {}\n", w);
+
+  if (o.dry_run) {
+    if (o.json)
+      fmt::print("{}\n", quantize_json(plan, nullptr, o.input, o.output, o.report).dump(2));
+    else
+      print_size_by_type(plan);
+    return kExitOk;
+  }
+
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<TensorError> errors;
+  {
+    InterruptGuard guard;
+    ProgressPrinter progress(plan);
+    errors =
+        quantize_gguf(in, plan, o.output, [&progress](const QuantizeProgress& p) { progress(p); });
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (o.json) {
+    fmt::print("{}\n", quantize_json(plan, &errors, o.input, o.output, o.report).dump(2));
+  } else {
+    fmt::print("wrote {} ({} tensors)\n", o.output, plan.tensors.size());
+    print_size_by_type(plan);
+    print_worst_tensors(plan, errors, o.report);
+  }
+  fmt::print(stderr, "quantize: type={} tensors={} out_bytes={} seconds={:.3f}\n",
+             ggml_type_name(plan.type), plan.tensors.size(), plan.out_tensor_bytes, seconds);
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_quantize_command(CLI::App& app, Action& action) {
+  auto opt = std::make_shared<QuantizeCliOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "quantize",
+      "Convert a GGUF model to another weight format, measuring what each tensor loses");
+  sub->add_option("input", opt->input, "Input GGUF file")->required();
+  sub->add_option("output", opt->output, "Output GGUF file")->required();
+  sub->add_option("--type", opt->type, "Output type: f32 f16 bf16 q8_0 q4_0 q4_1")->required();
+  sub->add_option("--tensor-type", opt->tensor_types,
+                  "REGEX=TYPE for tensors whose name matches REGEX (repeatable; first match wins)")
+      ->allow_extra_args(false);
+  sub->add_option("--keep-embedding", opt->keep_embedding, "Type for token_embd.weight");
+  sub->add_option("--keep-output", opt->keep_output, "Type for output.weight");
+  sub->add_flag("--dry-run", opt->dry_run, "Write nothing; print the resulting size by type");
+  sub->add_flag("--json", opt->json, "Print the plan and the error report as JSON on stdout");
+  sub->add_option("--report", opt->report, "How many worst tensors (by SNR) to list")
+      ->capture_default_str();
+  sub->add_flag("--force", opt->force, "Overwrite an existing output file");
+  sub->callback([&action, opt] { action = [opt] { return run_quantize(*opt); }; });
+}
+
+}  // namespace llmctl::cli

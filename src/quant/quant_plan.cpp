@@ -1,0 +1,162 @@
+#include "quant/quant_plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <regex>
+
+#include "core/error.h"
+#include "quant/dequant.h"
+#include "quant/quantize.h"
+
+namespace llmctl {
+
+namespace {
+
+constexpr const char* kAccepted = "f32, f16, bf16, q8_0, q4_0, q4_1";
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::regex compile_regex(const std::string& pattern) {
+  try {
+    return std::regex(pattern, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    throw Error(
+        fmt::format("--tensor-type: invalid regular expression '{}': {}", pattern, e.what()),
+        "the part before '=' is an ECMAScript regex searched in the tensor name, e.g. "
+        "'attn_v=q8_0' or '^output\\.weight$=f16'");
+  }
+}
+
+bool fits(GgmlType type, int64_t row_len) {
+  return row_len % static_cast<int64_t>(ggml_traits(type).block_size) == 0;
+}
+
+}  // namespace
+
+GgmlType parse_quant_type(const std::string& name, const std::string& what) {
+  const std::string n = lower(name);
+  const std::optional<GgmlType> t = ggml_type_from_name(n);
+  if (t && can_quantize(*t)) return *t;
+  if (t)
+    throw Error(
+        fmt::format("{}: type '{}' is not supported yet (llmctl writes {})", what, name, kAccepted),
+        "quantize to q4_0, q4_1 or q8_0 today; q5_0, q5_1 and the k-quants are planned");
+  throw Error(fmt::format("{}: unknown type '{}' (expected one of {})", what, name, kAccepted));
+}
+
+uint32_t llama_file_type(GgmlType type) {
+  switch (type) {
+    case GgmlType::F32:
+      return 0;
+    case GgmlType::F16:
+      return 1;
+    case GgmlType::Q4_0:
+      return 2;
+    case GgmlType::Q4_1:
+      return 3;
+    case GgmlType::Q8_0:
+      return 7;
+    case GgmlType::BF16:
+      return 32;
+    default:
+      throw Error(fmt::format("no llama file type for {}", ggml_type_name(type)));
+  }
+}
+
+std::vector<GgmlType> fallback_chain(GgmlType wanted) {
+  // Block size 1 types always fit. For the 32-element block types the closest type that fits
+  // any row is F16: 16 bits per weight, against 8.5 (Q8_0) and 4.5 to 5 (Q4_0, Q4_1).
+  if (ggml_traits(wanted).block_size == 1) return {wanted};
+  return {wanted, GgmlType::F16};
+}
+
+TensorTypeOverride parse_tensor_type_override(const std::string& arg) {
+  const size_t eq = arg.rfind('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size())
+    throw Error(fmt::format("--tensor-type '{}': expected REGEX=TYPE, e.g. 'ffn_down=q8_0'", arg));
+  TensorTypeOverride o;
+  o.pattern = arg.substr(0, eq);
+  compile_regex(o.pattern);  // validate now, so a bad regex is reported before any work
+  o.type = parse_quant_type(arg.substr(eq + 1), fmt::format("--tensor-type '{}'", arg));
+  return o;
+}
+
+QuantPlan plan_quantization(const std::vector<GgufTensorInfo>& tensors, const QuantOptions& opt) {
+  std::vector<std::regex> regexes;
+  regexes.reserve(opt.overrides.size());
+  for (const auto& o : opt.overrides) regexes.push_back(compile_regex(o.pattern));
+
+  QuantPlan plan;
+  plan.type = opt.type;
+  plan.file_type = llama_file_type(opt.type);
+  for (const GgufTensorInfo& t : tensors) {
+    TensorPlan p;
+    p.name = t.name;
+    p.shape = t.shape;
+    p.src_type = t.type;
+    p.src_bytes = t.n_bytes;
+    p.n_elements = t.n_elements();
+
+    if (t.shape.size() <= 1) {
+      p.wanted = GgmlType::F32;
+      p.rule = "1-D";
+    } else {
+      p.wanted = opt.type;
+      p.rule = "--type";
+      bool matched = false;
+      for (size_t i = 0; i < regexes.size() && !matched; ++i) {
+        if (std::regex_search(t.name, regexes[i])) {
+          p.wanted = opt.overrides[i].type;
+          p.rule = fmt::format("--tensor-type {}", opt.overrides[i].pattern);
+          matched = true;
+        }
+      }
+      if (!matched && t.name == "token_embd.weight" && opt.keep_embedding) {
+        p.wanted = *opt.keep_embedding;
+        p.rule = "--keep-embedding";
+      } else if (!matched && t.name == "output.weight" && opt.keep_output) {
+        p.wanted = *opt.keep_output;
+        p.rule = "--keep-output";
+      }
+    }
+    LLMCTL_ASSERT(can_quantize(p.wanted));
+
+    p.chosen = p.wanted;
+    if (p.wanted != p.src_type && !can_dequantize(p.src_type)) {
+      p.chosen = p.src_type;
+      p.rule = "copied";
+      plan.warnings.push_back(
+          fmt::format("tensor '{}': source type {} cannot be decoded; copied "
+                      "unchanged instead of {}",
+                      t.name, ggml_type_name(p.src_type), ggml_type_name(p.wanted)));
+    } else {
+      const int64_t row_len = t.shape.empty() ? 1 : t.shape[0];
+      const std::vector<GgmlType> chain = fallback_chain(p.wanted);
+      const auto it =
+          std::find_if(chain.begin(), chain.end(), [&](GgmlType c) { return fits(c, row_len); });
+      LLMCTL_ASSERT(it != chain.end());
+      p.chosen = *it;
+      if (p.chosen != p.wanted)
+        plan.warnings.push_back(fmt::format(
+            "tensor '{}': row length {} is not a multiple of the {} block size {}; writing {} "
+            "instead",
+            t.name, row_len, ggml_type_name(p.wanted), ggml_traits(p.wanted).block_size,
+            ggml_type_name(p.chosen)));
+    }
+    p.copy = p.chosen == p.src_type;
+    const GgmlTypeTraits tr = ggml_traits(p.chosen);
+    p.out_bytes =
+        p.copy ? t.n_bytes : static_cast<uint64_t>(p.n_elements) / tr.block_size * tr.type_size;
+    plan.src_tensor_bytes += p.src_bytes;
+    plan.out_tensor_bytes += p.out_bytes;
+    plan.tensors.push_back(std::move(p));
+  }
+  return plan;
+}
+
+}  // namespace llmctl

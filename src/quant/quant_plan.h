@@ -1,0 +1,87 @@
+#pragma once
+// Which tensor gets which format: the pure decision `llmctl quantize` makes before it touches
+// any tensor data. No I/O here beyond reading tensor names, types and shapes.
+//
+// Rules, in order, for each tensor of the input:
+//   1. One-dimensional tensors (norms, biases, rope_freqs) become F32: they are tiny, and the
+//      engine (like llama.cpp) expects them in F32.
+//   2. A tensor whose source type we cannot decode (K-quants, IQ*, integers ...) is copied
+//      unchanged, with a warning.
+//   3. The first --tensor-type REGEX=TYPE whose regex is found in the GGUF tensor name
+//      (std::regex_search, ECMAScript, as llama.cpp's --tensor-type: "attn_v" matches
+//      "blk.0.attn_v.weight"; anchor with ^...$ for an exact name), else --keep-embedding for
+//      token_embd.weight, --keep-output for output.weight, else --type.
+//   4. Row length (shape[0]) not a multiple of the wanted type's block size: fall back along
+//      fallback_chain(wanted) to the first type that fits, with a warning naming the tensor,
+//      the wanted and the chosen type. Today every block type (Q8_0, Q4_0, Q4_1, block 32)
+//      falls back to F16, the smallest type with block size 1 that loses little (llama.cpp's
+//      quantizer stops with an error instead). F16, BF16 and F32 always fit.
+// A tensor whose chosen type equals its source type is copied byte for byte (never decoded
+// and re-encoded), so quantizing a Q4_0 file to Q4_0 keeps its bytes.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/ggml_type.h"
+#include "io/gguf.h"
+
+namespace llmctl {
+
+// Parses a --type style name (case-insensitive): f32 f16 bf16 q8_0 q4_0 q4_1. Types ggml has
+// but llmctl cannot write yet (q5_0 q5_1 q4_k q5_k q6_k ...) and unknown names throw Error
+// with the list of accepted names; `what` names the option in the message.
+GgmlType parse_quant_type(const std::string& name, const std::string& what);
+
+// ggml's llama_ftype number for general.file_type (llama.h): ALL_F32 = 0, MOSTLY_F16 = 1,
+// MOSTLY_Q4_0 = 2, MOSTLY_Q4_1 = 3, MOSTLY_Q8_0 = 7, MOSTLY_BF16 = 32.
+uint32_t llama_file_type(GgmlType type);
+
+// Types tried, in order, when `wanted` does not fit a row length (wanted itself first).
+std::vector<GgmlType> fallback_chain(GgmlType wanted);
+
+struct TensorTypeOverride {
+  std::string pattern;  // as given, for messages and the JSON report
+  GgmlType type = GgmlType::F32;
+};
+
+struct QuantOptions {
+  GgmlType type = GgmlType::Q8_0;             // --type
+  std::vector<TensorTypeOverride> overrides;  // --tensor-type, first match wins
+  std::optional<GgmlType> keep_embedding;     // token_embd.weight
+  std::optional<GgmlType> keep_output;        // output.weight
+};
+
+// Parses "REGEX=TYPE" (the last '=' splits, so a regex may contain '='). Throws Error on a
+// missing '=', an empty regex, an invalid regex or type.
+TensorTypeOverride parse_tensor_type_override(const std::string& arg);
+
+struct TensorPlan {
+  std::string name;
+  std::vector<int64_t> shape;  // ggml order
+  GgmlType src_type = GgmlType::F32;
+  GgmlType wanted = GgmlType::F32;  // what the rules asked for
+  GgmlType chosen = GgmlType::F32;  // what will be written (differs after a fallback)
+  std::string rule;                 // "1-D", "--type", "--tensor-type REGEX", "copied" ...
+  uint64_t src_bytes = 0;
+  uint64_t out_bytes = 0;
+  int64_t n_elements = 0;
+  bool copy = false;  // bytes copied unchanged (chosen == src_type)
+};
+
+struct QuantPlan {
+  std::vector<TensorPlan> tensors;  // input order
+  std::vector<std::string> warnings;
+  GgmlType type = GgmlType::F32;  // options.type
+  uint32_t file_type = 0;         // llama_file_type(options.type)
+  uint64_t src_tensor_bytes = 0;
+  uint64_t out_tensor_bytes = 0;  // sum of out_bytes (no alignment padding)
+};
+
+// Decides the output type of every tensor. Throws Error for an invalid regex (already checked
+// by parse_tensor_type_override) or an option type quantize_row cannot write.
+QuantPlan plan_quantization(const std::vector<GgufTensorInfo>& tensors, const QuantOptions& opt);
+
+}  // namespace llmctl

@@ -1,0 +1,215 @@
+// make_random_model: writes a random-weight Llama GGUF of a named shape, for benchmarks and
+// GPU checks where the weights' values do not matter but their sizes and layout do.
+//
+//   make_random_model --shape llama-3.2-1b|tinyllama-1.1b|llama-8b|tiny
+//                     --vocab-from FILE.gguf [--seed N] [--type f32|f16] OUT.gguf
+//
+// The vocabulary (every tokenizer.* key) is copied from --vocab-from, and n_vocab follows it.
+// Weights are deterministic in the seed: tensor i draws from its own xoshiro256** stream
+// (sampler/rng.h) seeded with splitmix64(seed, i), so the same seed gives the same bytes on
+// every machine. Matrices are normal-ish with std 0.02 (the usual Llama init: the sum of four
+// 16-bit uniforms, Irwin-Hall, rescaled); norm weights are 1. Activations stay finite, and
+// every matrix row (shape[0]) is a multiple of 32, so `llmctl quantize` can make Q8_0/Q4_0
+// variants. The file is streamed to disk (io/gguf_stream_writer.h), never held in memory.
+//
+// Shapes (context_length is kept small so a default `llmctl run` allocates a small KV cache;
+// no rope scaling tensor is written, the engine would refuse it):
+//   name            n_embd layers heads kv n_ff   rope base  tied   context  default type
+//   tiny                64      2     4  2   128      10000   no       512  f32
+//   llama-3.2-1b      2048     16    32  8  8192     500000   yes     8192  f16
+//   tinyllama-1.1b    2048     22    32  4  5632      10000   no      2048  f16
+//   llama-8b          4096     32    32  8 14336     500000   no      8192  f16
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/fp16.h"
+#include "io/gguf.h"
+#include "io/gguf_stream_writer.h"
+#include "io/gguf_writer.h"
+#include "sampler/rng.h"
+
+namespace llmctl {
+namespace {
+
+struct Shape {
+  const char* name;
+  int64_t n_embd, n_layers, n_heads, n_kv_heads, n_ff;
+  double rope_base;
+  bool tied;
+  int64_t n_ctx;
+  GgmlType default_type;
+};
+
+constexpr Shape kShapes[] = {
+    {"tiny", 64, 2, 4, 2, 128, 10000.0, false, 512, GgmlType::F32},
+    {"llama-3.2-1b", 2048, 16, 32, 8, 8192, 500000.0, true, 8192, GgmlType::F16},
+    {"tinyllama-1.1b", 2048, 22, 32, 4, 5632, 10000.0, false, 2048, GgmlType::F16},
+    {"llama-8b", 4096, 32, 32, 8, 14336, 500000.0, false, 8192, GgmlType::F16},
+};
+
+struct PlannedTensor {
+  GgufTensorDecl decl;
+  bool norm = false;  // all ones
+};
+
+std::vector<PlannedTensor> plan_tensors(const Shape& s, int64_t n_vocab, GgmlType type) {
+  const int64_t head_dim = s.n_embd / s.n_heads;
+  const int64_t kv_dim = s.n_kv_heads * head_dim;
+  std::vector<PlannedTensor> t;
+  auto add = [&](std::string name, std::vector<int64_t> shape) {
+    const bool norm = shape.size() == 1;
+    t.push_back({{std::move(name), norm ? GgmlType::F32 : type, std::move(shape)}, norm});
+  };
+  add("token_embd.weight", {s.n_embd, n_vocab});  // (n_embd, n_vocab)
+  add("output_norm.weight", {s.n_embd});
+  if (!s.tied) add("output.weight", {s.n_embd, n_vocab});
+  for (int64_t l = 0; l < s.n_layers; ++l) {
+    const std::string b = fmt::format("blk.{}.", l);
+    add(b + "attn_norm.weight", {s.n_embd});
+    add(b + "attn_q.weight", {s.n_embd, s.n_embd});  // (n_embd, n_heads * head_dim)
+    add(b + "attn_k.weight", {s.n_embd, kv_dim});
+    add(b + "attn_v.weight", {s.n_embd, kv_dim});
+    add(b + "attn_output.weight", {s.n_embd, s.n_embd});
+    add(b + "ffn_norm.weight", {s.n_embd});
+    add(b + "ffn_gate.weight", {s.n_embd, s.n_ff});
+    add(b + "ffn_up.weight", {s.n_embd, s.n_ff});
+    add(b + "ffn_down.weight", {s.n_ff, s.n_embd});
+  }
+  return t;
+}
+
+GgufBuilder model_metadata(const Shape& s, const GgufFile& vocab, int64_t n_vocab, GgmlType type,
+                           uint64_t seed) {
+  GgufBuilder m;
+  m.set("general.architecture", gguf_value::string("llama"));
+  m.set("general.name", gguf_value::string(fmt::format("random {} seed {}", s.name, seed)));
+  m.set("general.file_type", gguf_value::u32(type == GgmlType::F16 ? 1 : 0));
+  m.set("llama.context_length", gguf_value::u32(static_cast<uint32_t>(s.n_ctx)));
+  m.set("llama.embedding_length", gguf_value::u32(static_cast<uint32_t>(s.n_embd)));
+  m.set("llama.block_count", gguf_value::u32(static_cast<uint32_t>(s.n_layers)));
+  m.set("llama.feed_forward_length", gguf_value::u32(static_cast<uint32_t>(s.n_ff)));
+  m.set("llama.attention.head_count", gguf_value::u32(static_cast<uint32_t>(s.n_heads)));
+  m.set("llama.attention.head_count_kv", gguf_value::u32(static_cast<uint32_t>(s.n_kv_heads)));
+  m.set("llama.rope.dimension_count", gguf_value::u32(static_cast<uint32_t>(s.n_embd / s.n_heads)));
+  m.set("llama.rope.freq_base", gguf_value::f32(static_cast<float>(s.rope_base)));
+  m.set("llama.attention.layer_norm_rms_epsilon", gguf_value::f32(1e-5f));
+  m.set("llama.vocab_size", gguf_value::u32(static_cast<uint32_t>(n_vocab)));
+  for (const GgufKV& kv : vocab.metadata())
+    if (kv.key.rfind("tokenizer.", 0) == 0) m.set(kv.key, kv.value);
+  return m;
+}
+
+// Fills x[0..n) with normal-ish values of standard deviation `std`: the sum of four 16-bit
+// uniforms from one 64-bit draw (Irwin-Hall, n = 4: std of the sum = 65536 * sqrt(1/3)).
+void fill_normalish(Rng& rng, float* x, size_t n, float std) {
+  const float scale = std / (65536.0f * 0.57735027f);
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t r = rng.next_u64();
+    const int64_t sum = static_cast<int64_t>((r & 0xffff) + ((r >> 16) & 0xffff) +
+                                             ((r >> 32) & 0xffff) + (r >> 48));
+    x[i] = static_cast<float>(sum - 131070) * scale;  // 131070 = 4 * 65535 / 2, the mean
+  }
+}
+
+void write_tensor(GgufStreamWriter& out, const PlannedTensor& t, uint64_t seed, size_t index) {
+  uint64_t sm = seed ^ (0x9E3779B97F4A7C15ull * (index + 1));
+  Rng rng(splitmix64_next(sm));
+  int64_t n = 1;
+  for (const int64_t d : t.decl.shape) n *= d;
+  constexpr int64_t kChunk = int64_t{1} << 20;
+  std::vector<float> x(static_cast<size_t>(std::min(n, kChunk)));
+  std::vector<uint16_t> h(x.size());
+  for (int64_t done = 0; done < n; done += kChunk) {
+    const size_t m = static_cast<size_t>(std::min(kChunk, n - done));
+    if (t.norm)
+      std::fill(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(m), 1.0f);
+    else
+      fill_normalish(rng, x.data(), m, 0.02f);
+    if (t.decl.type == GgmlType::F32) {
+      out.write(x.data(), m * sizeof(float));
+    } else {
+      for (size_t i = 0; i < m; ++i) h[i] = f32_to_fp16(x[i]);  // GGUF is little-endian, as x86
+      out.write(h.data(), m * sizeof(uint16_t));
+    }
+  }
+  out.end_tensor();
+}
+
+const Shape& find_shape(const std::string& name) {
+  for (const Shape& s : kShapes)
+    if (name == s.name) return s;
+  throw Error(
+      fmt::format("unknown shape '{}' (expected tiny, llama-3.2-1b, tinyllama-1.1b or "
+                  "llama-8b)",
+                  name));
+}
+
+int run(const std::string& shape_name, const std::string& vocab_path, uint64_t seed,
+        const std::string& type_name, const std::string& out_path) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const Shape& s = find_shape(shape_name);
+  GgmlType type = s.default_type;
+  if (type_name == "f32")
+    type = GgmlType::F32;
+  else if (type_name == "f16")
+    type = GgmlType::F16;
+  else if (!type_name.empty())
+    throw Error(fmt::format("--type '{}': expected f32 or f16", type_name),
+                "make quantized variants with `llmctl quantize`");
+  const GgufFile vocab = GgufFile::open(vocab_path);
+  const auto tokens = vocab.find("tokenizer.ggml.tokens");
+  if (tokens == nullptr || tokens->type != GgufValueType::ARRAY || tokens->arr.empty())
+    throw FileError(vocab_path, "no tokenizer.ggml.tokens array (expected a vocabulary GGUF)");
+  const auto n_vocab = static_cast<int64_t>(tokens->arr.size());
+
+  const std::vector<PlannedTensor> tensors = plan_tensors(s, n_vocab, type);
+  std::vector<GgufTensorDecl> decls;
+  for (const auto& t : tensors) decls.push_back(t.decl);
+  GgufStreamWriter out(out_path, model_metadata(s, vocab, n_vocab, type, seed), std::move(decls));
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    write_tensor(out, tensors[i], seed, i);
+    bytes += out.tensor_bytes(i);
+  }
+  out.commit();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  fmt::print(stderr,
+             "make_random_model: shape={} n_vocab={} type={} tensors={} tensor_bytes={} "
+             "seconds={:.2f} out={}\n",
+             s.name, n_vocab, ggml_type_name(type), tensors.size(), bytes, secs, out_path);
+  return 0;
+}
+
+}  // namespace
+}  // namespace llmctl
+
+int main(int argc, char** argv) {
+  CLI::App app{"Write a random-weight Llama GGUF of a named shape (deterministic by seed)"};
+  std::string shape, vocab, type, out;
+  uint64_t seed = 0;
+  app.add_option("--shape", shape, "tiny, llama-3.2-1b, tinyllama-1.1b or llama-8b")->required();
+  app.add_option("--vocab-from", vocab, "GGUF whose tokenizer.* metadata is copied")->required();
+  app.add_option("--seed", seed, "Seed of the weights")->capture_default_str();
+  app.add_option("--type", type, "f32 or f16 (default: f32 for tiny, f16 otherwise)");
+  app.add_option("output", out, "Output GGUF")->required();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  try {
+    return llmctl::run(shape, vocab, seed, type, out);
+  } catch (const llmctl::Error& e) {
+    fmt::print(stderr, "make_random_model: error: {}\n", e.what());
+    if (!e.hint().empty()) fmt::print(stderr, "make_random_model: hint: {}\n", e.hint());
+    return 1;
+  }
+}
