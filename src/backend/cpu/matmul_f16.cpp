@@ -31,6 +31,7 @@ LLMCTL_AVX2 inline __m256 widen_bf16(__m128i h) {
 #endif
 
 struct LoadF16 {
+  static constexpr size_t kElemBytes = 2;
   static float load1(const uint8_t* row, int64_t i) { return fp16_to_f32(load_u16(row, i)); }
 #if defined(LLMCTL_HAVE_X86)
   LLMCTL_AVX2 static __m256 load8(const uint8_t* row, int64_t i) {
@@ -43,6 +44,7 @@ struct LoadF16 {
 };
 
 struct LoadBf16 {
+  static constexpr size_t kElemBytes = 2;
   static float load1(const uint8_t* row, int64_t i) { return bf16_to_f32(load_u16(row, i)); }
 #if defined(LLMCTL_HAVE_X86)
   LLMCTL_AVX2 static __m256 load8(const uint8_t* row, int64_t i) {

@@ -9,6 +9,7 @@ namespace {
 
 // memcpy loads: a GGUF tensor may sit at an address that is not float-aligned.
 struct LoadF32 {
+  static constexpr size_t kElemBytes = 4;
   static float load1(const uint8_t* row, int64_t i) {
     float v;
     std::memcpy(&v, row + static_cast<size_t>(i) * 4, sizeof v);

@@ -6,6 +6,7 @@
 //   Loader::load8(row, i)            (AVX2) weights i .. i+7 of a row as floats
 //   Loader::load_tail(row, i, m)     (AVX2) weights i .. i+m-1, zeros after (0 < m < 8)
 //   Loader::load1(row, i)            (scalar) weight i as a float
+//   Loader::kElemBytes               bytes per weight
 
 #include <cstring>
 
@@ -55,8 +56,16 @@ struct FloatTileAvx2 {
     const uint8_t* rows[kR];
     for (int r = 0; r < R; ++r) rows[r] = a.w + static_cast<size_t>(r) * a.w_stride;
     const int64_t n = a.n;
+    // Decode: prefetch the next tile (contiguous rows) at the pace this one is read; see
+    // QuantTileAvx2 (matmul_quant_tile.h).
+    const char* next_tile = reinterpret_cast<const char*>(a.w + kR * a.w_stride);
+    constexpr size_t kStepBytes = kR * 8 * Loader::kElemBytes;
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
+      if constexpr (T == 1) {
+        const char* p = next_tile + static_cast<size_t>(i / 8) * kStepBytes;
+        for (size_t off = 0; off < kStepBytes; off += 64) _mm_prefetch(p + off, _MM_HINT_T0);
+      }
       __m256 wv[kR];
       for (int r = 0; r < R; ++r) wv[r] = Loader::load8(rows[r], i);
       for (int t = 0; t < T; ++t) {

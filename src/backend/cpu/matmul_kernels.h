@@ -117,19 +117,15 @@ LLMCTL_AVX2 inline float fp16_to_f32_f16c(const uint8_t* p) {
   return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(bits)));
 }
 
-// 16 bytes of nibbles -> 32 bytes: low nibbles (elements 0..15), then high (16..31).
+// 16 bytes of nibbles -> 32 bytes: low nibbles (elements 0..15), then high (16..31). The
+// bytes are loaded into both halves at once; the upper half is shifted by 4.
 LLMCTL_AVX2 inline __m256i unpack_nibbles_avx2(const uint8_t* qs) {
-  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  const __m256i both = _mm256_set_m128i(_mm_srli_epi16(q, 4), q);
-  return _mm256_and_si256(both, _mm256_set1_epi8(0x0f));
+  const __m256i both =
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+  const __m256i shifted = _mm256_srlv_epi64(both, _mm256_setr_epi64x(0, 0, 4, 4));
+  return _mm256_and_si256(shifted, _mm256_set1_epi8(0x0f));
 }
 
-// 8 int32 lanes: lane k = sum of u[j] * s[j], j = 4k .. 4k+3 (u unsigned bytes, s signed;
-// pairs of products stay below 2^15, so maddubs never saturates for |u| <= 128, |s| <= 127).
-LLMCTL_AVX2 inline __m256 dot_lanes_avx2(__m256i u, __m256i s) {
-  const __m256i p16 = _mm256_maddubs_epi16(u, s);
-  return _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
-}
 #endif
 
 }  // namespace llmctl::cpu

@@ -9,7 +9,9 @@ namespace {
 
 struct BlockQ4_0 {
   static constexpr size_t kBytes = 18;
-  static constexpr bool kSigned = true;
+  static constexpr bool kSigned = false;
+  static constexpr bool kOffset8 = true;
+  static constexpr bool kHasMin = false;
   static void weights(const uint8_t* blk, int* q) {
     for (int j = 0; j < 16; ++j) {
       q[j] = (blk[2 + j] & 0x0f) - 8;
@@ -18,7 +20,7 @@ struct BlockQ4_0 {
   }
 #if defined(LLMCTL_HAVE_X86)
   LLMCTL_AVX2 static __m256i weights_avx2(const uint8_t* blk) {
-    return _mm256_sub_epi8(unpack_nibbles_avx2(blk + 2), _mm256_set1_epi8(8));
+    return unpack_nibbles_avx2(blk + 2);  // q = w + 8 (kOffset8)
   }
 #endif
 };

@@ -10,6 +10,8 @@ namespace {
 struct BlockQ4_1 {
   static constexpr size_t kBytes = 20;
   static constexpr bool kSigned = false;
+  static constexpr bool kOffset8 = false;
+  static constexpr bool kHasMin = true;
   static void weights(const uint8_t* blk, int* q) {
     for (int j = 0; j < 16; ++j) {
       q[j] = blk[4 + j] & 0x0f;

@@ -9,6 +9,8 @@ namespace {
 struct BlockQ8_0 {
   static constexpr size_t kBytes = 34;
   static constexpr bool kSigned = true;
+  static constexpr bool kOffset8 = false;
+  static constexpr bool kHasMin = false;
   static void weights(const uint8_t* blk, int* q) {
     for (int j = 0; j < 32; ++j) q[j] = static_cast<int8_t>(blk[2 + j]);
   }

@@ -3,14 +3,17 @@
 // Q4_1) against int8 activations (quantize_activations.h), written once over a block trait:
 //
 //   Block::kBytes                     bytes per 32-element block
-//   Block::kSigned                    weights are signed int8 (Q8_0, Q4_0: q - 8) or unsigned
-//                                     nibbles (Q4_1, whose min m adds m * d_x * sum(q_x))
+//   Block::kSigned                    weights() are signed bytes (Q8_0; Q4_0's q - 8 in the
+//                                     scalar kernel) ...
+//   Block::kOffset8                   ... or weights_avx2() gives q = w + 8 (Q4_0) ...
+//   Block::kHasMin                    ... or unsigned nibbles with a min m (Q4_1), which adds
+//                                     m * d_x * sum(q_x) per block
 //   (every block starts with fp16 d; Q4_1's fp16 m follows it at byte 2)
 //   Block::weights(blk, int q[32])    (scalar) the 32 integer weights
 //   Block::weights_avx2(blk)          (AVX2) the 32 integer weights as bytes
 //
 // Per pair (r, t) and block b (matmul_kernels.h): lane k += float(isum_k) * (d_w * d_x);
-// unsigned blocks also run min_acc = fma(m_w, qsum_x[b], min_acc); out = hsum8(lanes)
+// Q4_1 blocks also run min_acc = fma(m_w, qsum_x[b], min_acc); out = hsum8(lanes)
 // (+ min_acc). The integer sums are exact (|q_w| <= 128, |q_x| <= 127), so the AVX2 and the
 // scalar kernel agree bit for bit.
 
@@ -35,11 +38,11 @@ struct QuantTileScalar {
           Block::weights(blk, qw);
           const float dd = fp16_to_f32(load_u16_le(blk)) * a.qd[t * nb + b];
           lanes_block_scalar(qw, a.qs + t * a.n + 32 * b, dd, lanes);
-          if constexpr (!Block::kSigned)
+          if constexpr (Block::kHasMin)
             min_acc = std::fma(fp16_to_f32(load_u16_le(blk + 2)), a.qsum[t * nb + b], min_acc);
         }
         float v = hsum8_scalar(lanes);
-        if constexpr (!Block::kSigned) v += min_acc;
+        if constexpr (Block::kHasMin) v += min_acc;
         a.out[t * a.out_stride + r] = v;
       }
     }
@@ -47,57 +50,79 @@ struct QuantTileScalar {
 };
 
 #if defined(LLMCTL_HAVE_X86)
+// Per block and row: the weight bytes (Block::weights_avx2), d_w broadcast (F16C); per token:
+// the activation bytes and d_x broadcast; per pair: the lane sums, one multiply d_w * d_x and
+// one fma. The lane sums by weight encoding (all give the scalar kernel's exact isum_k):
+//   kSigned   (Q8_0)    maddubs(|w|, sign(x, w))            the sign trick, as ggml
+//   kOffset8  (Q4_0)    maddubs(q, x) - 8 * (lane sums of x) with q = w + 8 in 0..15: the
+//                       lane sums of x are shared by the tile's rows (cheaper than the sign trick)
+//   unsigned  (Q4_1)    maddubs(q, x)
 template <class Block>
 struct QuantTileAvx2 {
   template <int R, int T>
   LLMCTL_AVX2 static void tile(const TileArgs& a) {
     constexpr size_t kR = static_cast<size_t>(R), kT = static_cast<size_t>(T);
     const int64_t nb = a.n / 32;
+    const __m256i ones16 = _mm256_set1_epi16(1);
     __m256 acc[kR][kT];
     float min_acc[kR][kT];
-    for (int r = 0; r < R; ++r)
-      for (int t = 0; t < T; ++t) {
+    for (size_t r = 0; r < kR; ++r)
+      for (size_t t = 0; t < kT; ++t) {
         acc[r][t] = _mm256_setzero_ps();
         min_acc[r][t] = 0.0f;
       }
+    // Decode streams each weight byte once: the tile's R rows are one contiguous stretch of
+    // memory, and so is the next tile's. Prefetch the next tile at the pace this one is read
+    // (R * kBytes bytes per block, under two cache lines), so that a new tile does not start
+    // with R cold streams the hardware prefetcher has not learned yet.
+    const uint8_t* next_tile = a.w + kR * a.w_stride;
     for (int64_t b = 0; b < nb; ++b) {
-      __m256i wu[kR], ws[kR];  // |q_w| as unsigned bytes; q_w for the sign of x
-      float dw[kR], mw[kR];
-      for (int r = 0; r < R; ++r) {
-        const uint8_t* blk =
-            a.w + static_cast<size_t>(r) * a.w_stride + static_cast<size_t>(b) * Block::kBytes;
-        const __m256i q = Block::weights_avx2(blk);
-        dw[r] = fp16_to_f32_f16c(blk);
-        if constexpr (Block::kSigned) {
-          wu[r] = _mm256_sign_epi8(q, q);
-          ws[r] = q;
-        } else {
-          wu[r] = q;
-          mw[r] = fp16_to_f32_f16c(blk + 2);
-        }
+      if constexpr (T == 1) {
+        const char* p =
+            reinterpret_cast<const char*>(next_tile) + static_cast<size_t>(b) * kR * Block::kBytes;
+        _mm_prefetch(p, _MM_HINT_T0);
+        _mm_prefetch(p + 64, _MM_HINT_T0);
       }
-      for (int t = 0; t < T; ++t) {
-        const __m256i xq =
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs + t * a.n + 32 * b));
-        const float dx = a.qd[t * nb + b];
-        for (int r = 0; r < R; ++r) {
-          __m256 p;
+      __m256i wq[kR];
+      __m256 dw[kR];
+      for (size_t r = 0; r < kR; ++r) {
+        const uint8_t* blk = a.w + r * a.w_stride + static_cast<size_t>(b) * Block::kBytes;
+        wq[r] = Block::weights_avx2(blk);
+        dw[r] = _mm256_broadcastss_ps(
+            _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk))));
+      }
+      for (size_t t = 0; t < kT; ++t) {
+        const int64_t tb = static_cast<int64_t>(t) * nb + b;
+        const __m256i xq = _mm256_loadu_si256(
+            reinterpret_cast<const __m256i*>(a.qs + static_cast<int64_t>(t) * a.n + 32 * b));
+        const __m256 dx = _mm256_broadcast_ss(a.qd + tb);
+        __m256i x8 = _mm256_setzero_si256();
+        if constexpr (Block::kOffset8)
+          x8 = _mm256_slli_epi32(
+              _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), xq), ones16), 3);
+        for (size_t r = 0; r < kR; ++r) {
+          __m256i p;
           if constexpr (Block::kSigned)
-            p = dot_lanes_avx2(wu[r], _mm256_sign_epi8(xq, ws[r]));
+            p = _mm256_maddubs_epi16(_mm256_sign_epi8(wq[r], wq[r]), _mm256_sign_epi8(xq, wq[r]));
           else
-            p = dot_lanes_avx2(wu[r], xq);
-          acc[r][t] = _mm256_fmadd_ps(p, _mm256_set1_ps(dw[r] * dx), acc[r][t]);
-          if constexpr (!Block::kSigned)
+            p = _mm256_maddubs_epi16(wq[r], xq);
+          __m256i lanes = _mm256_madd_epi16(p, ones16);
+          if constexpr (Block::kOffset8) lanes = _mm256_sub_epi32(lanes, x8);
+          acc[r][t] =
+              _mm256_fmadd_ps(_mm256_cvtepi32_ps(lanes), _mm256_mul_ps(dw[r], dx), acc[r][t]);
+          if constexpr (Block::kHasMin)
             min_acc[r][t] = _mm_cvtss_f32(_mm_fmadd_ss(
-                _mm_set_ss(mw[r]), _mm_set_ss(a.qsum[t * nb + b]), _mm_set_ss(min_acc[r][t])));
+                _mm_set_ss(fp16_to_f32_f16c(a.w + r * a.w_stride +
+                                            static_cast<size_t>(b) * Block::kBytes + 2)),
+                _mm_set_ss(a.qsum[tb]), _mm_set_ss(min_acc[r][t])));
         }
       }
     }
-    for (int t = 0; t < T; ++t)
-      for (int r = 0; r < R; ++r) {
+    for (size_t t = 0; t < kT; ++t)
+      for (size_t r = 0; r < kR; ++r) {
         float v = hsum8_avx2(acc[r][t]);
-        if constexpr (!Block::kSigned) v += min_acc[r][t];
-        a.out[t * a.out_stride + r] = v;
+        if constexpr (Block::kHasMin) v += min_acc[r][t];
+        a.out[static_cast<int64_t>(t) * a.out_stride + static_cast<int64_t>(r)] = v;
       }
   }
 };

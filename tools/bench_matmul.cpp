@@ -1,0 +1,243 @@
+// bench_matmul: speed of the CPU matmul fast path (src/backend/cpu/matmul_fast.h) on the
+// Llama-3.2-1B shapes, against the scalar reference loop.
+//
+//   bench_matmul [--types q4_0,q8_0,...] [--threads 1,2] [--reps N] [--prefill N]
+//                [--vocab] [--no-ref] [--cpu-time]
+//
+// For each dtype, each weight shape W (d, n) of a layer (q/o 2048x2048, k/v 512x2048,
+// gate/up 8192x2048, down 2048x8192; with --vocab also the output 128256x2048):
+//   decode  (n_tokens = 1): median ms over reps; GB/s = weight bytes / median. Enough copies of
+//           the weight rotate so that they do not fit in the last-level cache: every byte comes
+//           from memory, as in a real model whose layers together are far bigger than L3.
+//   prefill (n_tokens = --prefill, 512): median ms; GFLOP/s = 2 * d * n * n_tokens / median.
+//   "best" is the same figure from the fastest repetition: on a shared machine it is closer
+//   to what the code does alone than the median is.
+//   ref     the scalar reference (cpu_backend.cpp's matmul: dequantize a row, f32 dot), one
+//           token, one thread; its prefill time is n_tokens times that (it has no batching).
+// Weights are random normal values quantized in memory. A benchmark, never a test.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <ctime>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/matmul_fast.h"
+#include "core/cpu_features.h"
+#include "core/error.h"
+#include "quant/dequant.h"
+#include "quant/quantize.h"
+
+using namespace llmctl;
+using namespace llmctl::cpu;
+
+namespace {
+
+struct Shape {
+  const char* name;
+  int64_t d, n;
+};
+
+struct Options {
+  std::vector<GgmlType> types{GgmlType::F32,  GgmlType::F16,  GgmlType::BF16,
+                              GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1};
+  std::vector<int> threads{1, 2};
+  int reps = 20;
+  int64_t prefill = 512;
+  bool vocab = false, ref = true;
+};
+
+bool g_cpu_time = false;  // --cpu-time
+
+// Wall-clock seconds, or with --cpu-time the calling thread's CPU seconds (clock_gettime's
+// CLOCK_THREAD_CPUTIME_ID): on a machine shared with other jobs, time spent descheduled is
+// not counted. Only meaningful with --threads 1 (the other threads' work is not counted).
+double now_s() {
+  if (g_cpu_time) {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// A weight and enough byte-identical copies (distinct addresses) to overflow the caches.
+struct Weights {
+  size_t bytes = 0;
+  std::vector<std::vector<uint8_t>> copies;
+};
+
+Weights make_weights(GgmlType type, const Shape& s, std::mt19937& rng) {
+  Weights w;
+  const size_t row_bytes = quantized_size(type, s.n);
+  w.bytes = row_bytes * static_cast<size_t>(s.d);
+  std::vector<uint8_t> first(w.bytes);
+  std::normal_distribution<float> dist(0.0f, 0.02f);
+  std::vector<float> row(static_cast<size_t>(s.n));
+  for (int64_t r = 0; r < s.d; ++r) {
+    for (float& v : row) v = dist(rng);
+    quantize_row(type, row.data(), first.data() + static_cast<size_t>(r) * row_bytes, s.n);
+  }
+  const size_t target = size_t{256} << 20;  // 8 x a 32 MiB L3
+  const size_t n_copies = std::clamp<size_t>(target / w.bytes, 1, 64);
+  w.copies.push_back(std::move(first));
+  for (size_t i = 1; i < n_copies; ++i) w.copies.push_back(w.copies[0]);
+  return w;
+}
+
+// The reference: dequantize each row, f32 dot product (cpu_backend.cpp), one token.
+void reference_matmul(GgmlType type, const uint8_t* w, const Shape& s, const float* x, float* out,
+                      std::vector<float>& row) {
+  const size_t row_bytes = quantized_size(type, s.n);
+  for (int64_t r = 0; r < s.d; ++r) {
+    dequantize_row(type, w + static_cast<size_t>(r) * row_bytes, row.data(), s.n);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < s.n; ++i) acc += row[static_cast<size_t>(i)] * x[i];
+    out[r] = acc;
+  }
+}
+
+void bench_shape(GgmlType type, const Shape& s, const Options& o, std::mt19937& rng,
+                 std::vector<ThreadPool*>& pools) {
+  const Weights w = make_weights(type, s, rng);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(o.prefill * s.n));
+  for (float& v : x) v = dist(rng);
+  std::vector<float> out(static_cast<size_t>(o.prefill * s.d));
+  MatmulScratch scratch;
+  const double gb = static_cast<double>(w.bytes) * 1e-9;
+  const double gflop = 2.0 * static_cast<double>(s.d * s.n * o.prefill) * 1e-9;
+
+  double ref_ms = 0.0;
+  if (o.ref) {
+    std::vector<float> row(static_cast<size_t>(s.n));
+    std::vector<double> t;
+    for (int i = 0; i < std::max(3, o.reps / 4); ++i) {
+      const double t0 = now_s();
+      reference_matmul(type, w.copies[static_cast<size_t>(i) % w.copies.size()].data(), s, x.data(),
+                       out.data(), row);
+      t.push_back(now_s() - t0);
+    }
+    ref_ms = median(t) * 1e3;
+  }
+  for (ThreadPool* pool : pools) {
+    auto call = [&](size_t copy, int64_t n_tokens) {
+      const WeightView v{"w", type, s.n, s.d, w.copies[copy % w.copies.size()].data()};
+      const double t0 = now_s();
+      matmul_fast(v, x.data(), n_tokens, out.data(), *pool, scratch);
+      return now_s() - t0;
+    };
+    std::vector<double> dec, pre;
+    for (size_t i = 0; i < w.copies.size(); ++i) call(i, 1);  // warm-up: page in every copy
+    for (int i = 0; i < o.reps; ++i) dec.push_back(call(static_cast<size_t>(i), 1));
+    const int pre_reps = std::max(3, o.reps / 4);
+    call(0, o.prefill);
+    for (int i = 0; i < pre_reps; ++i) pre.push_back(call(0, o.prefill));
+    const double dec_ms = median(dec) * 1e3, pre_ms = median(pre) * 1e3;
+    const double dec_min = *std::min_element(dec.begin(), dec.end()) * 1e3;
+    const double pre_min = *std::min_element(pre.begin(), pre.end()) * 1e3;
+    fmt::print(
+        "{:<5} {:<6} {:>6}x{:<5} {} thr | decode {:7.3f} ms {:5.1f} GB/s (best {:5.1f}) | "
+        "prefill{:>4} {:8.2f} ms {:6.1f} GFLOP/s (best {:6.1f})",
+        ggml_type_name(type), s.name, s.d, s.n, pool->size(), dec_ms, gb / (dec_ms * 1e-3),
+        gb / (dec_min * 1e-3), o.prefill, pre_ms, gflop / (pre_ms * 1e-3),
+        gflop / (pre_min * 1e-3));
+    if (o.ref)
+      fmt::print(" | ref {:8.2f} ms {:5.1f} GB/s x{:.0f} decode, x{:.0f} prefill", ref_ms,
+                 gb / (ref_ms * 1e-3), ref_ms / dec_ms,
+                 ref_ms * static_cast<double>(o.prefill) / pre_ms);
+    fmt::print("\n");
+    std::fflush(stdout);
+  }
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> parts;
+  size_t b = 0;
+  while (b <= s.size()) {
+    const size_t e = std::min(s.find(',', b), s.size());
+    parts.push_back(s.substr(b, e - b));
+    b = e + 1;
+  }
+  return parts;
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--vocab") {
+      o.vocab = true;
+      continue;
+    }
+    if (a == "--cpu-time") {
+      g_cpu_time = true;
+      continue;
+    }
+    if (a == "--no-ref") {
+      o.ref = false;
+      continue;
+    }
+    if (i + 1 >= argc) throw Error(fmt::format("bench_matmul: {} needs a value", a));
+    const std::string v = argv[++i];
+    if (a == "--types") {
+      o.types.clear();
+      for (const std::string& t : split(v)) {
+        const auto type = ggml_type_from_name(t);
+        if (!type) throw Error(fmt::format("bench_matmul: unknown type '{}'", t));
+        o.types.push_back(*type);
+      }
+    } else if (a == "--threads") {
+      o.threads.clear();
+      for (const std::string& t : split(v)) o.threads.push_back(std::stoi(t));
+    } else if (a == "--reps") {
+      o.reps = std::max(1, std::stoi(v));
+    } else if (a == "--prefill") {
+      o.prefill = std::max<int64_t>(2, std::stoll(v));
+    } else {
+      throw Error(fmt::format("bench_matmul: unknown option {}", a));
+    }
+  }
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const Options o = parse(argc, argv);
+    std::vector<Shape> shapes{{"attn_q", 2048, 2048},
+                              {"attn_k", 512, 2048},
+                              {"ffn_up", 8192, 2048},
+                              {"ffn_dn", 2048, 8192}};
+    if (o.vocab) shapes.push_back({"output", 128256, 2048});
+    std::vector<std::unique_ptr<ThreadPool>> owned;
+    std::vector<ThreadPool*> pools;
+    for (int t : o.threads) {
+      owned.push_back(std::make_unique<ThreadPool>(t));
+      pools.push_back(owned.back().get());
+    }
+    fmt::print("cpu: {}; features:", cpu_model_name());
+    for (const std::string& f : cpu_feature_names(cpu_features())) fmt::print(" {}", f);
+    fmt::print("\n");
+    std::mt19937 rng(42);
+    for (GgmlType type : o.types) {
+      fmt::print("# {}: kernel {}\n", ggml_type_name(type), matmul_fast_kernel_name(type));
+      for (const Shape& s : shapes) bench_shape(type, s, o, rng, pools);
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "bench_matmul: error: {}\n", e.what());
+    return 1;
+  }
+}
