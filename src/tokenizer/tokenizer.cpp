@@ -44,6 +44,10 @@ std::string hex_bytes(std::string_view s) {
   return out;
 }
 
+bool is_special_type(TokenType t) {
+  return t == TokenType::Control || t == TokenType::UserDefined || t == TokenType::Unknown;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -52,6 +56,12 @@ std::string hex_bytes(std::string_view s) {
 
 Tokenizer::Tokenizer(std::unique_ptr<TokenizerImpl> impl) : impl_(std::move(impl)) {
   LLMCTL_ASSERT(impl_ != nullptr);
+  // The tokens llama.cpp's cache_special_tokens holds: CONTROL, USER_DEFINED and UNKNOWN.
+  std::vector<std::pair<int32_t, std::string>> specials;
+  const int32_t n = impl_->n_vocab();
+  for (int32_t id = 0; id < n; ++id)
+    if (is_special_type(impl_->token_type(id))) specials.emplace_back(id, impl_->piece(id));
+  impl_->specials = SpecialTokenSplitter(std::move(specials));
 }
 Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
 Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
@@ -107,6 +117,29 @@ void check_id(int32_t id, int32_t n_vocab) {
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos) const {
   return impl_->encode(text, add_bos);
+}
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos,
+                                       bool parse_special) const {
+  if (!parse_special) return impl_->encode(text, add_bos);
+  // llama_tokenize_impl: BOS, then the fragments in order; every text fragment is encoded
+  // separately, so a sentencepiece vocabulary adds its dummy-prefix space to each of them
+  // (llama.cpp: "prefix with space if previous is special").
+  std::vector<int32_t> out;
+  if (add_bos && impl_->bos_id() >= 0) out.push_back(impl_->bos_id());
+  for (const TextFragment& f : impl_->specials.split(text)) {
+    if (f.id >= 0) {
+      out.push_back(f.id);
+    } else {
+      const std::vector<int32_t> ids = impl_->encode(f.text, false);
+      out.insert(out.end(), ids.begin(), ids.end());
+    }
+  }
+  return out;
+}
+
+int32_t Tokenizer::special_token_id(std::string_view piece) const {
+  return impl_->specials.find(piece);
 }
 
 std::string Tokenizer::decode(const std::vector<int32_t>& ids) const {

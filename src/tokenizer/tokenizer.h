@@ -37,6 +37,19 @@ class Tokenizer {
   // Text -> ids. With add_bos, the BOS id is prepended when the vocabulary has one.
   // Special/control token text in the input is NOT parsed as special (treated as plain text).
   std::vector<int32_t> encode(std::string_view text, bool add_bos) const;
+  // As above; with parse_special, the text of every CONTROL, USER_DEFINED and UNKNOWN token
+  // in the input becomes that token's id (llama.cpp's parse_special: longest token first, see
+  // special_tokens.h), and each run of text between them is encoded on its own as by
+  // encode(run, false). For sentencepiece kinds that means every run gets the dummy-prefix
+  // space again, as llama.cpp does after a special token (when the vocabulary adds the prefix
+  // at all): "<s>[INST]" -> [<s>, ▁[, INST, ]]. BOS from add_bos is not de-duplicated against
+  // a "<s>" in the text (llama.cpp neither). Without parse_special: the 2-argument encode(),
+  // unchanged (llama.cpp splits USER_DEFINED tokens out even then; for sentencepiece kinds
+  // libsentencepiece matches them itself, for gpt2 they stay BPE text).
+  std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special) const;
+  // The id whose piece is exactly `piece` among the special (CONTROL, USER_DEFINED, UNKNOWN)
+  // tokens, e.g. "<|eot_id|>"; -1 when there is none.
+  int32_t special_token_id(std::string_view piece) const;
   // Ids -> text, as the reference implementation decodes a whole sequence (for sentencepiece
   // kinds the leading space of the dummy prefix is removed). The result is valid UTF-8:
   // bytes that form no character decode to U+FFFD, one per byte. Throws Error naming the id

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tokenizer/special_tokens.h"
 #include "tokenizer/tokenizer.h"
 
 namespace llmctl {
@@ -27,6 +28,8 @@ class TokenizerImpl {
 
   std::string kind;
   std::string source;
+  // The special tokens for encode(..., parse_special); filled by the Tokenizer facade.
+  SpecialTokenSplitter specials;
 };
 
 // Factories, one per implementation file.
