@@ -1,0 +1,141 @@
+// libFuzzer target for Tokenizer::encode with parse_special on random bytes, over two small
+// vocabularies built in memory (no test data needed): a sentencepiece-style ("llama") one with
+// byte fallback and a byte-level BPE ("gpt2") one, each with CONTROL and USER_DEFINED tokens
+// whose texts overlap ("<|im_start|>", "<|im", "[INST]").
+//
+// Input: byte 0 = flags (bit 0: gpt2 vocabulary, bit 1: add_bos, bit 2: parse_special), the
+// rest is the text. Properties checked: encode never throws; every id is in range; decode of
+// the ids never throws and is valid UTF-8; for gpt2 without parse_special, decode(encode(x))
+// equals x with invalid bytes as U+FFFD (every byte has a token); a text without any special
+// token's text encodes the same with and without parse_special.
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "io/gguf.h"
+#include "io/gguf_writer.h"
+#include "tokenizer/bpe.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/utf8.h"
+
+namespace {
+
+namespace gv = llmctl::gguf_value;
+
+[[noreturn]] void finding(const char* what) {
+  std::fprintf(stderr, "fuzz_tokenizer: property violated: %s\n", what);
+  std::abort();
+}
+
+const std::vector<std::string> kSpecialTexts = {
+    "<|im_start|>", "<|im_end|>", "<|im", "[INST]", "<s>", "</s>", "<unk>", "<|endoftext|>"};
+
+llmctl::Tokenizer from_builder(const llmctl::GgufBuilder& b, const char* name) {
+  auto image = std::make_shared<const std::vector<uint8_t>>(b.build());
+  return llmctl::Tokenizer::from_gguf(llmctl::GgufFile::from_memory(image, name));
+}
+
+llmctl::Tokenizer make_spm() {
+  std::vector<std::string> tokens{"<unk>", "<s>", "</s>"};
+  std::vector<float> scores{0, 0, 0};
+  std::vector<int32_t> types{2, 3, 3};
+  for (int b = 0; b < 256; ++b) {
+    char piece[8];
+    std::snprintf(piece, sizeof piece, "<0x%02X>", b);
+    tokens.emplace_back(piece);
+    scores.push_back(0);
+    types.push_back(6);
+  }
+  const std::vector<std::pair<std::string, int32_t>> extra = {{"\xE2\x96\x81the", 1},
+                                                              {"\xE2\x96\x81", 1},
+                                                              {"he", 1},
+                                                              {"ll", 1},
+                                                              {"o", 1},
+                                                              {"\xE2\x96\x81H", 1},
+                                                              {"ello", 1},
+                                                              {"<|im_start|>", 3},
+                                                              {"<|im_end|>", 3},
+                                                              {"<|im", 4},
+                                                              {"[INST]", 4}};
+  float score = -1;
+  for (const auto& [piece, type] : extra) {
+    tokens.push_back(piece);
+    scores.push_back(score -= 1);
+    types.push_back(type);
+  }
+  llmctl::GgufBuilder g;
+  g.set("tokenizer.ggml.model", gv::string("llama"));
+  g.set("tokenizer.ggml.tokens", gv::string_array(tokens));
+  g.set("tokenizer.ggml.scores", gv::f32_array(scores));
+  g.set("tokenizer.ggml.token_type", gv::i32_array(types));
+  return from_builder(g, "fuzz-spm");
+}
+
+llmctl::Tokenizer make_gpt2() {
+  std::vector<std::string> tokens;
+  std::vector<int32_t> types;
+  for (int b = 0; b < 256; ++b) {
+    tokens.push_back(llmctl::bytes_to_byte_level(std::string(1, static_cast<char>(b))));
+    types.push_back(1);
+  }
+  const std::vector<std::string> merges = {"h e", "l l", "\xC4\xA0 t", "\xC4\xA0t he", "he ll"};
+  for (const char* t : {"he", "ll", "\xC4\xA0t", "\xC4\xA0the", "hell"}) {
+    tokens.emplace_back(t);
+    types.push_back(1);
+  }
+  for (const auto& [piece, type] : std::vector<std::pair<std::string, int32_t>>{
+           {"<|endoftext|>", 3}, {"<|im_start|>", 3}, {"<|im_end|>", 3}, {"<|im", 4}}) {
+    tokens.push_back(piece);
+    types.push_back(type);
+  }
+  llmctl::GgufBuilder g;
+  g.set("tokenizer.ggml.model", gv::string("gpt2"));
+  g.set("tokenizer.ggml.pre", gv::string("llama-bpe"));
+  g.set("tokenizer.ggml.tokens", gv::string_array(tokens));
+  g.set("tokenizer.ggml.token_type", gv::i32_array(types));
+  g.set("tokenizer.ggml.merges", gv::string_array(merges));
+  return from_builder(g, "fuzz-gpt2");
+}
+
+bool has_special_text(const std::string& text) {
+  for (const std::string& s : kSpecialTexts)
+    if (text.find(s) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static const llmctl::Tokenizer spm = make_spm();
+  static const llmctl::Tokenizer gpt2 = make_gpt2();
+  if (size == 0) return 0;
+  const bool use_gpt2 = (data[0] & 1) != 0;
+  const bool add_bos = (data[0] & 2) != 0;
+  const bool parse_special = (data[0] & 4) != 0;
+  const llmctl::Tokenizer& tok = use_gpt2 ? gpt2 : spm;
+  const std::string text(reinterpret_cast<const char*>(data) + 1, size - 1);
+
+  std::vector<int32_t> ids;
+  try {
+    ids = tok.encode(text, add_bos, parse_special);
+  } catch (const llmctl::Error& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    finding("encode threw");
+  }
+  for (const int32_t id : ids)
+    if (id < 0 || id >= tok.n_vocab()) finding("id out of range");
+  const std::string back = tok.decode(ids);
+  if (!llmctl::utf8_is_valid(back)) finding("decode gave invalid UTF-8");
+  if (use_gpt2 && !parse_special && !add_bos && back != llmctl::utf8_sanitize(text))
+    finding("gpt2 round trip");
+  if (parse_special && !has_special_text(text) && ids != tok.encode(text, add_bos, false)) {
+    // sentencepiece itself matches USER_DEFINED pieces, so only a text without any special
+    // text must encode identically.
+    finding("parse_special changed a text without special tokens");
+  }
+  return 0;
+}
