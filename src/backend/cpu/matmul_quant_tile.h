@@ -85,11 +85,13 @@ struct QuantTileAvx2 {
       }
       __m256i wq[kR];
       __m256 dw[kR];
+      float mw[kR] = {};  // Q4_1's min
       for (size_t r = 0; r < kR; ++r) {
         const uint8_t* blk = a.w + r * a.w_stride + static_cast<size_t>(b) * Block::kBytes;
         wq[r] = Block::weights_avx2(blk);
         dw[r] = _mm256_broadcastss_ps(
             _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk))));
+        if constexpr (Block::kHasMin) mw[r] = fp16_to_f32_f16c(blk + 2);
       }
       for (size_t t = 0; t < kT; ++t) {
         const int64_t tb = static_cast<int64_t>(t) * nb + b;
@@ -111,10 +113,8 @@ struct QuantTileAvx2 {
           acc[r][t] =
               _mm256_fmadd_ps(_mm256_cvtepi32_ps(lanes), _mm256_mul_ps(dw[r], dx), acc[r][t]);
           if constexpr (Block::kHasMin)
-            min_acc[r][t] = _mm_cvtss_f32(_mm_fmadd_ss(
-                _mm_set_ss(fp16_to_f32_f16c(a.w + r * a.w_stride +
-                                            static_cast<size_t>(b) * Block::kBytes + 2)),
-                _mm_set_ss(a.qsum[tb]), _mm_set_ss(min_acc[r][t])));
+            min_acc[r][t] = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(mw[r]), _mm_set_ss(a.qsum[tb]),
+                                                       _mm_set_ss(min_acc[r][t])));
         }
       }
     }
