@@ -1,5 +1,5 @@
 // llmctl quantize IN OUT --type T [--tensor-type REGEX=T]... [--keep-embedding T]
-//                 [--keep-output T] [--dry-run] [--json] [--report N] [--force]
+//                 [--keep-output T] [--dry-run] [--json] [--report N] [--force] [-t N]
 //
 // Plans the output type of every tensor (quant/quant_plan.h), then writes OUT through
 // quant/quantize_gguf.h (OUT.tmp renamed when complete) and prints the size by type and the
@@ -8,11 +8,13 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli/app.h"
@@ -37,6 +39,7 @@ struct QuantizeCliOptions {
   bool json = false;
   bool force = false;
   size_t report = 10;
+  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 };
 
 volatile std::sig_atomic_t g_interrupted = 0;
@@ -171,8 +174,9 @@ int run_quantize(const QuantizeCliOptions& o) {
   {
     InterruptGuard guard;
     ProgressPrinter progress(plan);
-    errors =
-        quantize_gguf(in, plan, o.output, [&progress](const QuantizeProgress& p) { progress(p); });
+    errors = quantize_gguf(
+        in, plan, o.output, [&progress](const QuantizeProgress& p) { progress(p); },
+        QuantizeRunOptions{o.threads});
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -183,8 +187,9 @@ int run_quantize(const QuantizeCliOptions& o) {
     print_size_by_type(plan);
     print_worst_tensors(plan, errors, o.report);
   }
-  fmt::print(stderr, "quantize: type={} tensors={} out_bytes={} seconds={:.3f}\n",
-             ggml_type_name(plan.type), plan.tensors.size(), plan.out_tensor_bytes, seconds);
+  fmt::print(stderr, "quantize: type={} tensors={} out_bytes={} threads={} seconds={:.3f}\n",
+             ggml_type_name(plan.type), plan.tensors.size(), plan.out_tensor_bytes, o.threads,
+             seconds);
   return kExitOk;
 }
 
@@ -208,6 +213,10 @@ void add_quantize_command(CLI::App& app, Action& action) {
   sub->add_option("--report", opt->report, "How many worst tensors (by SNR) to list")
       ->capture_default_str();
   sub->add_flag("--force", opt->force, "Overwrite an existing output file");
+  sub->add_option("-t,--threads", opt->threads,
+                  "Threads (the output does not depend on it; default: all cores)")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
   sub->callback([&action, opt] { action = [opt] { return run_quantize(*opt); }; });
 }
 

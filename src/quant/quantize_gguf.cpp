@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
+#include <functional>
 #include <limits>
+#include <thread>
 
 #include "core/error.h"
 #include "io/gguf_stream_writer.h"
@@ -15,8 +18,6 @@
 namespace llmctl {
 
 namespace {
-
-constexpr int64_t kChunkElements = int64_t{1} << 22;  // 16 MiB of floats per buffer
 
 // Bytes of `count` elements of `type` (count a whole number of blocks).
 size_t span_bytes(GgmlType type, int64_t count) {
@@ -49,29 +50,79 @@ void accumulate(TensorError& e, const float* x, const float* y, int64_t n) {
   e.n += n;
 }
 
-// Converts one tensor chunk by chunk: decode rows of the source, check, encode, write, and
-// decode the written bytes again for the error statistics.
+// One worker's buffers and the result of its current chunk.
+struct Chunk {
+  std::vector<float> x, back;
+  std::vector<uint8_t> bytes;
+  TensorError err;
+  size_t n_bytes = 0;
+  std::exception_ptr error;
+};
+
+// Rows [r0, r0 + rows) of a tensor: decode the source, check, encode, and decode the written
+// bytes again for the error statistics. Never throws (the error is kept in c.error).
+void convert_chunk(const GgufTensorInfo& src, const TensorPlan& p, int64_t r0, int64_t rows,
+                   Chunk& c) {
+  try {
+    const int64_t row_len = p.shape[0];
+    const int64_t count = rows * row_len;
+    c.err = TensorError{};
+    dequantize_row(src.type, src.data + span_bytes(src.type, r0 * row_len), c.x.data(), count);
+    check_finite(p, c.x.data(), r0, rows, row_len);
+    quantize_row(p.chosen, c.x.data(), c.bytes.data(), count);
+    dequantize_row(p.chosen, c.bytes.data(), c.back.data(), count);
+    accumulate(c.err, c.x.data(), c.back.data(), count);
+    c.n_bytes = span_bytes(p.chosen, count);
+  } catch (...) {
+    c.error = std::current_exception();
+  }
+}
+
+// Converts one tensor in chunks of rows, n_threads chunks at a time. Chunk boundaries do not
+// depend on the thread count and results are merged in chunk order, so the bytes and the
+// statistics are the same for any number of threads.
 TensorError convert_tensor(const GgufTensorInfo& src, const TensorPlan& p, GgufStreamWriter& out,
-                           QuantizeProgress& prog, const QuantizeProgressFn& progress) {
+                           QuantizeProgress& prog, const QuantizeProgressFn& progress,
+                           std::vector<Chunk>& workers, int64_t chunk_elements) {
   TensorError err;
   err.measured = true;
   const int64_t row_len = p.shape[0];
   const int64_t n_rows = p.n_elements / row_len;
-  const int64_t chunk_rows = std::max<int64_t>(1, kChunkElements / row_len);
-  std::vector<float> x(static_cast<size_t>(std::min(n_rows, chunk_rows) * row_len));
-  std::vector<float> back(x.size());
-  std::vector<uint8_t> bytes(span_bytes(p.chosen, static_cast<int64_t>(x.size())));
-  for (int64_t r0 = 0; r0 < n_rows; r0 += chunk_rows) {
+  const int64_t chunk_rows = std::max<int64_t>(1, chunk_elements / row_len);
+  const auto chunk_elems = static_cast<size_t>(std::min(n_rows, chunk_rows) * row_len);
+  for (Chunk& c : workers) {
+    const size_t need = span_bytes(p.chosen, static_cast<int64_t>(chunk_elems));
+    if (c.x.size() < chunk_elems) {
+      c.x.resize(chunk_elems);
+      c.back.resize(chunk_elems);
+    }
+    if (c.bytes.size() < need) c.bytes.resize(need);
+  }
+  const auto n_workers = static_cast<int64_t>(workers.size());
+  for (int64_t r0 = 0; r0 < n_rows; r0 += chunk_rows * n_workers) {
     if (r0 > 0 && progress) progress(prog);
-    const int64_t rows = std::min(chunk_rows, n_rows - r0);
-    const int64_t count = rows * row_len;
-    dequantize_row(src.type, src.data + span_bytes(src.type, r0 * row_len), x.data(), count);
-    check_finite(p, x.data(), r0, rows, row_len);
-    quantize_row(p.chosen, x.data(), bytes.data(), count);
-    dequantize_row(p.chosen, bytes.data(), back.data(), count);
-    accumulate(err, x.data(), back.data(), count);
-    out.write(bytes.data(), span_bytes(p.chosen, count));
-    prog.elements_done += count;
+    std::vector<std::thread> threads;
+    int64_t used = 0;
+    for (int64_t k = 0; k < n_workers && r0 + k * chunk_rows < n_rows; ++k, ++used) {
+      const int64_t first = r0 + k * chunk_rows;
+      const int64_t rows = std::min(chunk_rows, n_rows - first);
+      Chunk& c = workers[static_cast<size_t>(k)];
+      c.error = nullptr;
+      if (k == 0) continue;  // the calling thread takes chunk 0 below
+      threads.emplace_back(convert_chunk, std::cref(src), std::cref(p), first, rows, std::ref(c));
+    }
+    convert_chunk(src, p, r0, std::min(chunk_rows, n_rows - r0), workers[0]);
+    for (std::thread& t : threads) t.join();
+    for (int64_t k = 0; k < used; ++k) {
+      const Chunk& c = workers[static_cast<size_t>(k)];
+      if (c.error) std::rethrow_exception(c.error);  // the first bad chunk in row order
+      err.n += c.err.n;
+      err.sum_sq_x += c.err.sum_sq_x;
+      err.sum_sq_err += c.err.sum_sq_err;
+      err.max_abs = std::max(err.max_abs, c.err.max_abs);
+      out.write(c.bytes.data(), c.n_bytes);
+      prog.elements_done += c.err.n;
+    }
     prog.tensor_start = false;
   }
   return err;
@@ -98,8 +149,10 @@ GgufBuilder quantized_metadata(const GgufFile& in, const QuantPlan& plan) {
 
 std::vector<TensorError> quantize_gguf(const GgufFile& in, const QuantPlan& plan,
                                        const std::string& out_path,
-                                       const QuantizeProgressFn& progress) {
+                                       const QuantizeProgressFn& progress,
+                                       const QuantizeRunOptions& run) {
   LLMCTL_ASSERT(plan.tensors.size() == in.tensors().size());
+  std::vector<Chunk> workers(static_cast<size_t>(std::max(1, run.n_threads)));
   std::vector<GgufTensorDecl> decls;
   QuantizeProgress prog;
   prog.n_tensors = plan.tensors.size();
@@ -125,7 +178,7 @@ std::vector<TensorError> quantize_gguf(const GgufFile& in, const QuantPlan& plan
       errors.push_back(e);
       prog.elements_done += p.n_elements;
     } else {
-      errors.push_back(convert_tensor(src, p, out, prog, progress));
+      errors.push_back(convert_tensor(src, p, out, prog, progress, workers, run.chunk_elements));
     }
     out.end_tensor();
   }

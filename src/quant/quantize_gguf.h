@@ -7,8 +7,9 @@
 //   RMSE      sqrt(sum (x - x')^2 / n)
 //   max abs   max |x - x'|
 //   SNR (dB)  10 log10(sum x^2 / sum (x - x')^2); +inf when nothing was lost (copies, F32)
-// Sums are accumulated in double. Deterministic: one thread, a fixed order, no clocks in the
-// output, so the same input and plan always give the same bytes.
+// Sums are accumulated in double, per chunk of rows, and merged in chunk order. Deterministic:
+// chunk boundaries and merge order do not depend on the thread count and nothing in the file
+// depends on a clock, so the same input and plan always give the same bytes and statistics.
 
 #include <cstdint>
 #include <functional>
@@ -48,11 +49,17 @@ using QuantizeProgressFn = std::function<void(const QuantizeProgress&)>;
 // general.quantization_version (= 2, ggml's current block layouts) set.
 GgufBuilder quantized_metadata(const GgufFile& in, const QuantPlan& plan);
 
+struct QuantizeRunOptions {
+  int n_threads = 1;                          // chunks converted at once
+  int64_t chunk_elements = int64_t{1} << 22;  // ~16 MiB of floats per chunk (whole rows, >= 1)
+};
+
 // Writes the quantized file to out_path (atomically) and returns one TensorError per planned
-// tensor. Throws Error naming the tensor, row and column of a NaN or Inf weight, FileError on
-// an I/O failure.
+// tensor. Throws Error naming the
+// tensor, row and column of a NaN or Inf weight, FileError on an I/O failure.
 std::vector<TensorError> quantize_gguf(const GgufFile& in, const QuantPlan& plan,
                                        const std::string& out_path,
-                                       const QuantizeProgressFn& progress);
+                                       const QuantizeProgressFn& progress,
+                                       const QuantizeRunOptions& run = {});
 
 }  // namespace llmctl
