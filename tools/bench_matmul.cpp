@@ -230,6 +230,16 @@ int main(int argc, char** argv) {
     fmt::print("cpu: {}; features:", cpu_model_name());
     for (const std::string& f : cpu_feature_names(cpu_features())) fmt::print(" {}", f);
     fmt::print("\n");
+    for (ThreadPool* pool : pools) {  // the fixed cost of one parallel_for
+      std::vector<double> t;
+      for (int i = 0; i < 2000; ++i) {
+        const double t0 = now_s();
+        pool->parallel_for(pool->size(), [](int64_t, int64_t, int) {});
+        t.push_back(now_s() - t0);
+      }
+      fmt::print("thread pool: {} threads, empty parallel_for median {:.2f} us (best {:.2f})\n",
+                 pool->size(), median(t) * 1e6, *std::min_element(t.begin(), t.end()) * 1e6);
+    }
     std::mt19937 rng(42);
     for (GgmlType type : o.types) {
       fmt::print("# {}: kernel {}\n", ggml_type_name(type), matmul_fast_kernel_name(type));

@@ -11,10 +11,15 @@ namespace llmctl::cpu {
 
 namespace {
 
-// How long an idle worker (and the caller waiting for workers) spins before blocking. Long
+// How long an idle worker (and the caller waiting for workers) polls before blocking. Long
 // enough to bridge the small ops between two matmuls of a decode step, short enough that an
 // idle pool sleeps almost at once on a human time scale.
-constexpr auto kSpinTime = std::chrono::microseconds(100);
+constexpr auto kSpinTime = std::chrono::microseconds(200);
+// Polls with the pause instruction first (a round trip between two running threads takes
+// well under a microsecond), then with yield: when there are more runnable threads than
+// cores, the thread we wait for may be queued behind us on our own core, and pure spinning
+// would hold it off for a whole time slice.
+constexpr int kPauseSpins = 32;
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -22,14 +27,18 @@ inline void cpu_relax() {
 #endif
 }
 
-// Spins until pred() holds or kSpinTime has passed; returns pred().
+// Polls until pred() holds or kSpinTime has passed; returns pred().
 template <class Pred>
 bool spin_until(Pred pred) {
+  for (int i = 0; i < kPauseSpins; ++i) {
+    if (pred()) return true;
+    cpu_relax();
+  }
   const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
   for (int i = 0;; ++i) {
     if (pred()) return true;
-    cpu_relax();
-    if ((i & 255) == 255 && std::chrono::steady_clock::now() > deadline) return pred();
+    std::this_thread::yield();
+    if ((i & 7) == 7 && std::chrono::steady_clock::now() > deadline) return pred();
   }
 }
 
