@@ -125,6 +125,26 @@ TEST_CASE("quantizing the same input twice gives identical files", "[cli]") {
   CHECK(test::read_file(a) == test::read_file(b));
 }
 
+TEST_CASE("quantize a quantized file: same type copies the bytes, another type re-encodes",
+          "[cli]") {
+  const std::string in = require_test_file("models/stories260K.gguf");
+  const std::string q4 = quantize_to(in, "q4_0", "q4.gguf");
+  const GgufFile a = GgufFile::open(q4);
+  const GgufFile b = GgufFile::open(quantize_to(q4, "q4_0", "q4_again.gguf"));
+  const GgufFile c = GgufFile::open(quantize_to(q4, "q8_0", "q4_to_q8.gguf"));
+  for (size_t i = 0; i < a.tensors().size(); ++i) {
+    const GgufTensorInfo& t = a.tensors()[i];
+    INFO(t.name);
+    CHECK(b.tensors()[i].type == t.type);
+    CHECK(std::equal(t.data, t.data + t.n_bytes, b.tensors()[i].data));
+    if (t.type != GgmlType::Q4_0) continue;
+    CHECK(c.tensors()[i].type == GgmlType::Q8_0);
+    std::vector<uint8_t> want(quantized_size(GgmlType::Q8_0, t.n_elements()));
+    quantize_row(GgmlType::Q8_0, decode(t).data(), want.data(), t.n_elements());
+    CHECK(std::equal(want.begin(), want.end(), c.tensors()[i].data));
+  }
+}
+
 TEST_CASE("quantize --dry-run writes nothing and predicts the tensor bytes", "[cli]") {
   const std::string in = require_test_file("models/stories260K.gguf");
   const std::string out = test::temp_dir() + "/dry.gguf";

@@ -154,6 +154,11 @@ class ProgressPrinter {
   bool drawn_ = false;
 };
 
+// Tensor names and paths are bytes from the file system and the GGUF file, not always UTF-8.
+std::string dump_json(const nlohmann::ordered_json& j) {
+  return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
 int run_quantize(const QuantizeCliOptions& o) {
   const QuantOptions qopt = parse_options(o);
   check_paths(o);
@@ -163,7 +168,7 @@ int run_quantize(const QuantizeCliOptions& o) {
 
   if (o.dry_run) {
     if (o.json)
-      fmt::print("{}\n", quantize_json(plan, nullptr, o.input, o.output, o.report).dump(2));
+      fmt::print("{}\n", dump_json(quantize_json(plan, nullptr, o.input, o.output, o.report)));
     else
       print_size_by_type(plan);
     return kExitOk;
@@ -181,7 +186,7 @@ int run_quantize(const QuantizeCliOptions& o) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (o.json) {
-    fmt::print("{}\n", quantize_json(plan, &errors, o.input, o.output, o.report).dump(2));
+    fmt::print("{}\n", dump_json(quantize_json(plan, &errors, o.input, o.output, o.report)));
   } else {
     fmt::print("wrote {} ({} tensors)\n", o.output, plan.tensors.size());
     print_size_by_type(plan);
