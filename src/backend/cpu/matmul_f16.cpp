@@ -25,33 +25,35 @@ LLMCTL_AVX2 inline __m128i load_halves_tail(const uint8_t* row, int64_t i, int64
 LLMCTL_AVX2 inline __m128i load_halves(const uint8_t* row, int64_t i) {
   return _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + static_cast<size_t>(i) * 2));
 }
-LLMCTL_AVX2 inline __m256 widen_bf16(__m128i h) {
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
 #endif
 
-struct LoadF16 {
-  static constexpr size_t kElemBytes = 2;
-  static float load1(const uint8_t* row, int64_t i) { return fp16_to_f32(load_u16(row, i)); }
+// The two 16-bit formats: exact widening, scalar and 8 at a time.
+struct F16Bits {
+  static float to_f32(uint16_t h) { return fp16_to_f32(h); }
 #if defined(LLMCTL_HAVE_X86)
-  LLMCTL_AVX2 static __m256 load8(const uint8_t* row, int64_t i) {
-    return _mm256_cvtph_ps(load_halves(row, i));
-  }
-  LLMCTL_AVX2 static __m256 load_tail(const uint8_t* row, int64_t i, int64_t m) {
-    return _mm256_cvtph_ps(load_halves_tail(row, i, m));
+  LLMCTL_AVX2 static __m256 widen(__m128i h) { return _mm256_cvtph_ps(h); }
+#endif
+};
+
+struct Bf16Bits {
+  static float to_f32(uint16_t h) { return bf16_to_f32(h); }
+#if defined(LLMCTL_HAVE_X86)
+  LLMCTL_AVX2 static __m256 widen(__m128i h) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
   }
 #endif
 };
 
-struct LoadBf16 {
+template <class Bits>
+struct LoadHalf {
   static constexpr size_t kElemBytes = 2;
-  static float load1(const uint8_t* row, int64_t i) { return bf16_to_f32(load_u16(row, i)); }
+  static float load1(const uint8_t* row, int64_t i) { return Bits::to_f32(load_u16(row, i)); }
 #if defined(LLMCTL_HAVE_X86)
   LLMCTL_AVX2 static __m256 load8(const uint8_t* row, int64_t i) {
-    return widen_bf16(load_halves(row, i));
+    return Bits::widen(load_halves(row, i));
   }
   LLMCTL_AVX2 static __m256 load_tail(const uint8_t* row, int64_t i, int64_t m) {
-    return widen_bf16(load_halves_tail(row, i, m));
+    return Bits::widen(load_halves_tail(row, i, m));
   }
 #endif
 };
@@ -59,11 +61,11 @@ struct LoadBf16 {
 }  // namespace
 
 MatmulKernel matmul_kernel_f16(bool avx2) {
-  return make_float_kernel<LoadF16>(avx2, "f16 avx2", "f16 scalar");
+  return make_float_kernel<LoadHalf<F16Bits>>(avx2, "f16 avx2", "f16 scalar");
 }
 
 MatmulKernel matmul_kernel_bf16(bool avx2) {
-  return make_float_kernel<LoadBf16>(avx2, "bf16 avx2", "bf16 scalar");
+  return make_float_kernel<LoadHalf<Bf16Bits>>(avx2, "bf16 avx2", "bf16 scalar");
 }
 
 }  // namespace llmctl::cpu

@@ -1,16 +1,16 @@
 #pragma once
 // Internal to the matmul fast path: the tile kernel for block-quantized weights (Q8_0, Q4_0,
-// Q4_1) against int8 activations (quantize_activations.h), written once over a block trait:
+// Q4_1) against int8 activations (quantize_activations.h), written once over a block trait.
+// Every block starts with its fp16 scale d; Q4_1's fp16 min m follows at byte 2.
 //
-//   Block::kBytes                     bytes per 32-element block
-//   Block::kSigned                    weights() are signed bytes (Q8_0; Q4_0's q - 8 in the
-//                                     scalar kernel) ...
-//   Block::kOffset8                   ... or weights_avx2() gives q = w + 8 (Q4_0) ...
-//   Block::kHasMin                    ... or unsigned nibbles with a min m (Q4_1), which adds
-//                                     m * d_x * sum(q_x) per block
-//   (every block starts with fp16 d; Q4_1's fp16 m follows it at byte 2)
-//   Block::weights(blk, int q[32])    (scalar) the 32 integer weights
-//   Block::weights_avx2(blk)          (AVX2) the 32 integer weights as bytes
+//   Block::kBytes                   bytes per 32-element block
+//   Block::weights(blk, int q[32])  (scalar) the 32 integer weights w / d: Q8_0 q, Q4_0 q - 8,
+//                                   Q4_1 q (its min is added separately)
+//   Block::weights_avx2(blk)        (AVX2) 32 bytes: Q8_0 q (signed), Q4_0 and Q4_1 the
+//                                   nibbles q in 0..15 (unsigned)
+//   Block::kSigned                  weights_avx2 is signed (Q8_0)
+//   Block::kOffset8                 the weight is q - 8 (Q4_0)
+//   Block::kHasMin                  the weight is q * d + m (Q4_1): adds m * d_x * sum(q_x)
 //
 // Per pair (r, t) and block b (matmul_kernels.h): lane k += float(isum_k) * (d_w * d_x);
 // Q4_1 blocks also run min_acc = fma(m_w, qsum_x[b], min_acc); out = hsum8(lanes)
@@ -113,8 +113,8 @@ struct QuantTileAvx2 {
           acc[r][t] =
               _mm256_fmadd_ps(_mm256_cvtepi32_ps(lanes), _mm256_mul_ps(dw[r], dx), acc[r][t]);
           if constexpr (Block::kHasMin)
-            min_acc[r][t] = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(mw[r]), _mm_set_ss(a.qsum[tb]),
-                                                       _mm_set_ss(min_acc[r][t])));
+            min_acc[r][t] = _mm_cvtss_f32(
+                _mm_fmadd_ss(_mm_set_ss(mw[r]), _mm_set_ss(a.qsum[tb]), _mm_set_ss(min_acc[r][t])));
         }
       }
     }
