@@ -1,0 +1,259 @@
+// config.json -> ModelConfig (hf_config.h). Every value is type- and range-checked before use,
+// with the limits of config.cpp, so the weight binder and the forward pass can trust it.
+#include "model/hf_config.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/mapped_file.h"
+
+namespace llmctl {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr int64_t kMaxDim = int64_t{1} << 24;  // as config.cpp: products cannot overflow int64
+constexpr uint64_t kMaxConfigBytes = 16ull << 20;
+constexpr double kPi = 3.14159265358979323846;
+
+// One object's keys with the file's path, for typed, range-checked reads. A key present with
+// value null counts as absent (transformers writes e.g. "sliding_window": null).
+class Keys {
+ public:
+  Keys(const json& obj, std::string path, std::string prefix = {})
+      : obj_(obj), path_(std::move(path)), prefix_(std::move(prefix)) {}
+
+  const json* get(const char* key) const {
+    const auto it = obj_.find(key);
+    return it == obj_.end() || it->is_null() ? nullptr : &*it;
+  }
+  [[noreturn]] void fail(const char* key, const std::string& what) const {
+    throw FileError(path_, fmt::format("'{}{}' {}", prefix_, key, what));
+  }
+
+  int64_t require_int(const char* key, int64_t lo, int64_t hi) const {
+    const json* v = get(key);
+    if (v == nullptr) fail(key, "is missing");
+    if (!v->is_number_integer()) fail(key, fmt::format("is {}, expected an integer", dump(*v)));
+    const bool huge = v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi);
+    if (huge || v->get<int64_t>() < lo || v->get<int64_t>() > hi)
+      fail(key, fmt::format("= {} is outside [{}, {}]", dump(*v), lo, hi));
+    return v->get<int64_t>();
+  }
+  int64_t optional_int(const char* key, int64_t fallback, int64_t lo, int64_t hi) const {
+    return get(key) == nullptr ? fallback : require_int(key, lo, hi);
+  }
+  // A finite number in (lo, hi] (lo_open) or [lo, hi].
+  double number(const char* key, double fallback, double lo, double hi, bool lo_open) const {
+    const json* v = get(key);
+    if (v == nullptr) return fallback;
+    if (!v->is_number()) fail(key, fmt::format("is {}, expected a number", dump(*v)));
+    const double x = v->get<double>();
+    if (!std::isfinite(x) || (lo_open ? x <= lo : x < lo) || x > hi)
+      fail(key, fmt::format("= {} is outside {}{}, {}]", dump(*v), lo_open ? "(" : "[", lo, hi));
+    return x;
+  }
+  bool boolean(const char* key, bool fallback) const {
+    const json* v = get(key);
+    if (v == nullptr) return fallback;
+    if (!v->is_boolean()) fail(key, fmt::format("is {}, expected true or false", dump(*v)));
+    return v->get<bool>();
+  }
+  std::string string(const char* key, std::string fallback) const {
+    const json* v = get(key);
+    if (v == nullptr) return fallback;
+    if (!v->is_string()) fail(key, fmt::format("is {}, expected a string", dump(*v)));
+    return v->get<std::string>();
+  }
+  // A token id, or the first of a list of ids (Llama 3 lists several eos ids); -1 if absent.
+  int64_t token_id(const char* key) const {
+    const json* v = get(key);
+    if (v != nullptr && v->is_array()) {
+      if (v->empty() || !(*v)[0].is_number_integer() || (*v)[0].get<int64_t>() < 0)
+        fail(key, fmt::format("is {}, expected a token id or a list of them", dump(*v)));
+      return (*v)[0].get<int64_t>();
+    }
+    return optional_int(key, -1, 0, kMaxDim);
+  }
+
+ private:
+  static std::string dump(const json& v) {
+    const std::string s = v.dump();
+    return s.size() > 60 ? s.substr(0, 60) + "..." : s;
+  }
+  const json& obj_;
+  std::string path_;
+  std::string prefix_;
+};
+
+// The architectures: what each implies beyond the common keys.
+void apply_architecture(HfConfig& h, const Keys& k, const std::string& path) {
+  ModelConfig& c = h.config;
+  if (h.architecture == "LlamaForCausalLM" || h.architecture == "MistralForCausalLM") {
+    c.arch = "llama";  // llama.cpp converts Mistral as arch llama, too
+    if (k.boolean("attention_bias", false))
+      k.fail("attention_bias", "= true is not supported (q/k/v/o biases)");
+    if (k.boolean("mlp_bias", false)) k.fail("mlp_bias", "= true is not supported");
+    // Mistral's sliding-window attention equals full attention while the context is within
+    // the window, so the model runs exactly up to there: that becomes its training context.
+    const int64_t window = k.optional_int("sliding_window", 0, 1, int64_t{1} << 30);
+    if (window > 0 && window < c.n_ctx_train) c.n_ctx_train = window;
+  } else if (h.architecture == "Qwen2ForCausalLM") {
+    c.arch = "qwen2";
+    c.has_qkv_bias = true;  // Qwen2 always has q/k/v biases (and none on o_proj)
+    if (k.boolean("use_sliding_window", false))
+      k.fail("use_sliding_window", "= true is not supported (sliding-window attention)");
+  } else {
+    throw FileError(path, fmt::format("architecture '{}' is not supported (supported: {})",
+                                      h.architecture, kHfSupportedArchitectures));
+  }
+}
+
+// rope_theta and rope scaling, from rope_parameters (transformers v5) or rope_theta and
+// rope_scaling (v4).
+void apply_rope(HfConfig& h, const json& j, const Keys& top, const std::string& path) {
+  ModelConfig& c = h.config;
+  const char* section = j.contains("rope_parameters") ? "rope_parameters" : "rope_scaling";
+  const json* rope = top.get(section);
+  if (rope != nullptr && !rope->is_object()) top.fail(section, "is not a JSON object");
+  static const json empty = json::object();
+  const Keys r(rope != nullptr ? *rope : empty, path, std::string(section) + ".");
+
+  const double theta_top = top.number("rope_theta", 10000.0, 1.0, 1e12, true);
+  c.rope_freq_base = r.number("rope_theta", theta_top, 1.0, 1e12, true);
+  const double partial =
+      r.number("partial_rotary_factor", top.number("partial_rotary_factor", 1.0, 0.0, 1.0, true),
+               0.0, 1.0, true);
+  c.n_rot = static_cast<int64_t>(static_cast<double>(c.head_dim) * partial);
+  if (c.n_rot < 2 || c.n_rot % 2 != 0)
+    r.fail("partial_rotary_factor", fmt::format("gives {} rotary dims; expected an even number "
+                                                ">= 2",
+                                                c.n_rot));
+
+  std::string type = r.string("rope_type", r.string("type", "default"));
+  if (type == "default") type.clear();
+  h.rope_scaling_type = type;
+  if (type.empty()) return;
+  if (type == "linear") {
+    c.rope_scaling_type = "linear";
+    c.rope_scaling_factor = r.number("factor", 1.0, 1.0, 1e6, false);
+    c.rope_freq_scale = 1.0 / c.rope_scaling_factor;
+  } else if (type == "llama3") {
+    // Represented as per-pair divisors, like GGUF's rope_freqs.weight; no scaling type.
+    h.rope_llama3_factor = r.number("factor", 8.0, 1.0, 1e6, false);
+    h.rope_low_freq_factor = r.number("low_freq_factor", 1.0, 0.0, 1e6, true);
+    h.rope_high_freq_factor = r.number("high_freq_factor", 4.0, 0.0, 1e6, true);
+    if (h.rope_high_freq_factor <= h.rope_low_freq_factor)
+      r.fail("high_freq_factor", fmt::format("= {} must exceed low_freq_factor = {}",
+                                             h.rope_high_freq_factor, h.rope_low_freq_factor));
+    h.rope_original_ctx = r.optional_int(
+        "original_max_position_embeddings",
+        top.require_int("max_position_embeddings", 1, int64_t{1} << 30), 1, int64_t{1} << 30);
+    h.rope_freqs =
+        llama3_rope_divisors(c.n_rot, c.rope_freq_base, h.rope_llama3_factor,
+                             h.rope_low_freq_factor, h.rope_high_freq_factor, h.rope_original_ctx);
+  } else {
+    r.fail(r.get("rope_type") != nullptr ? "rope_type" : "type",
+           fmt::format("'{}' is not supported (supported: default, linear, llama3)", type));
+  }
+}
+
+}  // namespace
+
+std::vector<float> llama3_rope_divisors(int64_t n_rot, double freq_base, double factor,
+                                        double low_freq_factor, double high_freq_factor,
+                                        int64_t original_ctx) {
+  // transformers' _compute_llama3_parameters, per pair i:
+  //   inv_freq = base^(-2i / n_rot), wavelen = 2 pi / inv_freq
+  //   wavelen < ctx / high_freq_factor: inv_freq unchanged                 (divisor 1)
+  //   wavelen > ctx / low_freq_factor:  inv_freq / factor                  (divisor factor)
+  //   otherwise: smooth = (ctx / wavelen - low) / (high - low),
+  //              inv_freq * ((1 - smooth) / factor + smooth)    (divisor 1 / that)
+  // transformers computes in float32 and llama.cpp's converter in double; the divisors agree
+  // to float rounding.
+  const double ctx = static_cast<double>(original_ctx);
+  const double low_wavelen = ctx / low_freq_factor;
+  const double high_wavelen = ctx / high_freq_factor;
+  std::vector<float> out(static_cast<size_t>(n_rot / 2));
+  for (int64_t i = 0; i < n_rot / 2; ++i) {
+    const double inv_freq =
+        std::pow(freq_base, -2.0 * static_cast<double>(i) / static_cast<double>(n_rot));
+    const double wavelen = 2.0 * kPi / inv_freq;
+    double divisor = 1.0;
+    if (wavelen > low_wavelen) {
+      divisor = factor;
+    } else if (wavelen >= high_wavelen) {
+      const double smooth =
+          (ctx / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor);
+      divisor = 1.0 / ((1.0 - smooth) / factor + smooth);
+    }
+    out[static_cast<size_t>(i)] = static_cast<float>(divisor);
+  }
+  return out;
+}
+
+HfConfig hf_config_from_json(const std::string& text, const std::string& path) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw FileError(path, fmt::format("not valid JSON: {}", e.what()), e.byte > 0 ? e.byte - 1 : 0);
+  }
+  if (!j.is_object()) throw FileError(path, "expected a JSON object");
+  const Keys k(j, path);
+  HfConfig h;
+  const json* archs = k.get("architectures");
+  if (archs == nullptr || !archs->is_array() || archs->empty() || !(*archs)[0].is_string())
+    k.fail("architectures", fmt::format("is missing or not a list of names (supported: {})",
+                                        kHfSupportedArchitectures));
+  h.architecture = (*archs)[0].get<std::string>();
+
+  ModelConfig& c = h.config;
+  c.rope_type = RopeType::Neox;  // rotate_half: see hf_config.h
+  c.n_vocab = k.require_int("vocab_size", 1, kMaxDim);
+  c.n_embd = k.require_int("hidden_size", 1, kMaxDim);
+  c.n_layers = k.require_int("num_hidden_layers", 1, 4096);
+  c.n_heads = k.require_int("num_attention_heads", 1, 4096);
+  c.n_kv_heads = k.optional_int("num_key_value_heads", c.n_heads, 1, 4096);
+  c.n_ff = k.require_int("intermediate_size", 1, kMaxDim);
+  c.n_ctx_train = k.require_int("max_position_embeddings", 1, int64_t{1} << 30);
+  apply_architecture(h, k, path);
+
+  if (c.n_heads % c.n_kv_heads != 0)
+    k.fail("num_key_value_heads",
+           fmt::format("= {} does not divide num_attention_heads = {}", c.n_kv_heads, c.n_heads));
+  if (k.get("head_dim") != nullptr) {
+    c.head_dim = k.require_int("head_dim", 1, 65536);
+  } else {
+    if (c.n_embd % c.n_heads != 0)
+      k.fail("num_attention_heads",
+             fmt::format("= {} does not divide hidden_size = {}", c.n_heads, c.n_embd));
+    c.head_dim = c.n_embd / c.n_heads;
+  }
+  c.rms_eps = static_cast<float>(k.number("rms_norm_eps", 1e-6, 0.0, 1.0, true));
+  if (!(c.rms_eps > 0.0f)) k.fail("rms_norm_eps", "rounds to 0 as a float");
+  const std::string act = k.string("hidden_act", "silu");
+  if (act != "silu")
+    k.fail("hidden_act", fmt::format("'{}' is not supported (supported: silu)", act));
+  h.tie_word_embeddings = k.boolean("tie_word_embeddings", false);
+  apply_rope(h, j, k, path);
+
+  h.bos_token_id = k.token_id("bos_token_id");
+  h.eos_token_id = k.token_id("eos_token_id");
+  h.torch_dtype = k.string("torch_dtype", k.string("dtype", ""));
+  return h;
+}
+
+HfConfig read_hf_config(const std::string& path) {
+  const MappedFile m(path);
+  if (m.size() > kMaxConfigBytes)
+    throw FileError(path, fmt::format("{} bytes is more than a config.json may have ({})", m.size(),
+                                      kMaxConfigBytes));
+  return hf_config_from_json(std::string(reinterpret_cast<const char*>(m.data()), m.size()), path);
+}
+
+}  // namespace llmctl

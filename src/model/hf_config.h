@@ -1,0 +1,64 @@
+#pragma once
+// ModelConfig from a Hugging Face config.json (LlamaForCausalLM, MistralForCausalLM,
+// Qwen2ForCausalLM), range-checked with the same limits as config_from_gguf.
+//
+// RoPE pairing. Hugging Face's Llama, Mistral and Qwen2 rotate with "rotate_half": dims i and
+// i + head_dim / 2 of a head form a pair, which is llama.cpp's NEOX pairing. So a model read
+// from a HF directory gets rope_type = Neox and runs on its weights in place, whatever the
+// architecture. (A GGUF llama file is different: convert_hf_to_gguf permutes the rows of Q and
+// K so that the interleaved NORMAL pairing (2i, 2i + 1) computes the same thing; hf_to_gguf.h
+// does the same permutation when it writes one.)
+//
+// Keys read (transformers v4 and v5 spellings):
+//   architectures[0], vocab_size, hidden_size, num_hidden_layers, num_attention_heads,
+//   num_key_value_heads (default num_attention_heads), head_dim (default hidden / heads),
+//   intermediate_size, max_position_embeddings, rms_norm_eps, tie_word_embeddings,
+//   hidden_act (must be silu), rope_theta (top level, or in rope_parameters),
+//   rope_scaling (v4) or rope_parameters (v5): {"rope_type" or "type": "default" | "linear" |
+//   "llama3", "factor", "low_freq_factor", "high_freq_factor",
+//   "original_max_position_embeddings", "partial_rotary_factor"},
+//   sliding_window (mistral), use_sliding_window (qwen2), attention_bias / mlp_bias (llama),
+//   bos_token_id, eos_token_id (an id or a list, the first is kept), torch_dtype / dtype.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+
+namespace llmctl {
+
+struct HfConfig {
+  std::string architecture;  // architectures[0], e.g. "LlamaForCausalLM"
+  ModelConfig config;        // arch "llama" (Llama, Mistral) or "qwen2"; rope_type Neox
+  bool tie_word_embeddings = false;
+  std::string rope_scaling_type;  // "" (none), "linear" or "llama3"
+  // (n_rot / 2,) per-pair frequency divisors for rope_type "llama3" (see ModelWeights::
+  // rope_freqs), computed like transformers' _compute_llama3_parameters: the divisor is
+  // inv_freq / inv_freq_llama. Empty for other rope types.
+  std::vector<float> rope_freqs;
+  // Raw llama3 parameters, kept for writing the GGUF and for reports.
+  double rope_llama3_factor = 1.0, rope_low_freq_factor = 1.0, rope_high_freq_factor = 4.0;
+  int64_t rope_original_ctx = 0;
+  int64_t bos_token_id = -1;  // -1: absent
+  int64_t eos_token_id = -1;
+  std::string torch_dtype;  // "float32", "bfloat16", ... ("" when absent)
+};
+
+// Architectures load_model() accepts, for error messages.
+constexpr const char* kHfSupportedArchitectures =
+    "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM";
+
+// Parses config.json text; `path` names the file in errors. Throws FileError naming the key
+// for an unsupported architecture, a missing, mistyped or out-of-range value, inconsistent
+// head counts or an unsupported rope scaling.
+HfConfig hf_config_from_json(const std::string& text, const std::string& path);
+// Reads and parses the file at `path`.
+HfConfig read_hf_config(const std::string& path);
+
+// The llama3 divisors alone: n_rot / 2 values for pairs i = 0 .. n_rot / 2 - 1.
+std::vector<float> llama3_rope_divisors(int64_t n_rot, double freq_base, double factor,
+                                        double low_freq_factor, double high_freq_factor,
+                                        int64_t original_ctx);
+
+}  // namespace llmctl

@@ -1,0 +1,191 @@
+// hf_to_gguf (hf_to_gguf.h): metadata, then every weight re-encoded (and, for Q/K on arch
+// llama, row-permuted) into a GgufBuilder.
+#include "model/hf_to_gguf.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "core/error.h"
+#include "core/fp16.h"
+
+namespace llmctl {
+
+namespace {
+
+namespace gv = gguf_value;
+
+float read_elem(const WeightView& v, size_t i) {
+  const auto* p = static_cast<const uint8_t*>(v.data);
+  if (v.type == GgmlType::F32) {
+    float f;
+    std::memcpy(&f, p + 4 * i, 4);
+    return f;
+  }
+  uint16_t h;
+  std::memcpy(&h, p + 2 * i, 2);
+  return v.type == GgmlType::F16 ? fp16_to_f32(h) : bf16_to_f32(h);
+}
+
+void write_elem(std::vector<uint8_t>& out, size_t i, GgmlType type, float f) {
+  if (type == GgmlType::F32) {
+    std::memcpy(out.data() + 4 * i, &f, 4);
+    return;
+  }
+  const uint16_t h = type == GgmlType::F16 ? f32_to_fp16(f) : f32_to_bf16(f);
+  std::memcpy(out.data() + 2 * i, &h, 2);
+}
+
+// Row r of the result is row source_row(r) of `v`: identity, or the NEOX -> NORMAL
+// permutation within heads of `head_dim` rows (hf_to_gguf.h).
+int64_t source_row(int64_t r, int64_t head_dim) {
+  if (head_dim == 0) return r;
+  const int64_t head = r / head_dim, i = r % head_dim;
+  const int64_t j = i / 2, half = i % 2;
+  return head * head_dim + half * (head_dim / 2) + j;
+}
+
+class Writer {
+ public:
+  Writer(GgufBuilder& b, GgmlType matrix_type) : b_(b), matrix_type_(matrix_type) {}
+
+  // Adds `v` as `name`, matrices in the output type, vectors in F32; rows permuted per head
+  // when permute_head_dim > 0. ggml shape [n_cols, n_rows] (or [n_cols] for a vector).
+  void add(const std::string& name, const WeightView& v, bool vector,
+           int64_t permute_head_dim = 0) {
+    const GgmlType type = vector ? GgmlType::F32 : matrix_type_;
+    const size_t esize = type == GgmlType::F32 ? 4 : 2;
+    const auto n_cols = static_cast<size_t>(v.n_cols);
+    std::vector<uint8_t> bytes(static_cast<size_t>(v.n_rows) * n_cols * esize);
+    for (int64_t r = 0; r < v.n_rows; ++r) {
+      const auto src = static_cast<size_t>(source_row(r, permute_head_dim)) * n_cols;
+      const size_t dst = static_cast<size_t>(r) * n_cols;
+      for (size_t c = 0; c < n_cols; ++c) write_elem(bytes, dst + c, type, read_elem(v, src + c));
+    }
+    std::vector<int64_t> shape{v.n_cols};
+    if (!vector) shape.push_back(v.n_rows);
+    b_.add_tensor(name, type, std::move(shape), std::move(bytes));
+  }
+
+ private:
+  GgufBuilder& b_;
+  GgmlType matrix_type_;
+};
+
+uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }  // config values are range-checked
+
+void add_vocab(GgufBuilder& b, const GgufVocab& vocab, const LoadedModel& m) {
+  const size_t n = static_cast<size_t>(m.config.n_vocab);
+  if (vocab.tokens.size() > n || vocab.scores.size() != vocab.tokens.size() ||
+      vocab.types.size() != vocab.tokens.size())
+    throw Error(
+        fmt::format("hf_to_gguf: vocabulary of {} tokens ({} scores, {} types) does not "
+                    "fit the model's {} ids",
+                    vocab.tokens.size(), vocab.scores.size(), vocab.types.size(), n));
+  std::vector<std::string> tokens = vocab.tokens;
+  std::vector<float> scores = vocab.scores;
+  std::vector<int32_t> types = vocab.types;
+  for (size_t i = tokens.size(); i < n; ++i) {  // as convert_hf_to_gguf pads a vocabulary
+    tokens.push_back(fmt::format("[PAD{}]", i));
+    scores.push_back(-1000.0f);
+    types.push_back(5);  // UNUSED
+  }
+  b.set("tokenizer.ggml.model", gv::string("llama"));
+  b.set("tokenizer.ggml.tokens", gv::string_array(tokens));
+  b.set("tokenizer.ggml.scores", gv::f32_array(scores));
+  b.set("tokenizer.ggml.token_type", gv::i32_array(types));
+  if (m.hf.bos_token_id >= 0 && static_cast<size_t>(m.hf.bos_token_id) < n)
+    b.set("tokenizer.ggml.bos_token_id", gv::u32(u32(m.hf.bos_token_id)));
+  if (m.hf.eos_token_id >= 0 && static_cast<size_t>(m.hf.eos_token_id) < n)
+    b.set("tokenizer.ggml.eos_token_id", gv::u32(u32(m.hf.eos_token_id)));
+  for (size_t i = 0; i < n; ++i)
+    if (types[i] == 2) {  // UNKNOWN
+      b.set("tokenizer.ggml.unknown_token_id", gv::u32(static_cast<uint32_t>(i)));
+      break;
+    }
+  b.set("tokenizer.ggml.add_space_prefix", gv::boolean(vocab.add_space_prefix));
+  b.set("tokenizer.ggml.remove_extra_whitespaces", gv::boolean(vocab.remove_extra_whitespaces));
+}
+
+}  // namespace
+
+GgufBuilder hf_to_gguf(const LoadedModel& m, const HfToGgufOptions& opt) {
+  const ModelConfig& c = m.config;
+  if (m.format != "hf")
+    throw Error(
+        fmt::format("hf_to_gguf: '{}' is a {} model, expected one loaded from a Hugging "
+                    "Face directory",
+                    m.path, m.format));
+  if (opt.type != GgmlType::F32 && opt.type != GgmlType::F16 && opt.type != GgmlType::BF16)
+    throw Error(
+        fmt::format("hf_to_gguf: output type {} is not supported (supported: F32, F16, "
+                    "BF16; quantize the GGUF afterwards)",
+                    ggml_type_name(opt.type)));
+  const bool permute = c.arch == "llama";
+  if (permute && c.n_rot != c.head_dim)
+    throw Error(
+        fmt::format("hf_to_gguf: arch llama with {} rotary dims of {} (partial rotary) "
+                    "cannot be written with the NORMAL rope pairing",
+                    c.n_rot, c.head_dim));
+
+  GgufBuilder b;
+  const std::string a = c.arch + ".";
+  const std::filesystem::path dir = std::filesystem::path(m.path).lexically_normal();
+  const std::string name = !opt.name.empty()        ? opt.name
+                           : dir.filename().empty() ? dir.parent_path().filename().string()
+                                                    : dir.filename().string();
+  b.set("general.architecture", gv::string(c.arch));
+  b.set("general.name", gv::string(name));
+  b.set("general.file_type", gv::u32(opt.type == GgmlType::F32   ? 0u      // ALL_F32
+                                     : opt.type == GgmlType::F16 ? 1u      // MOSTLY_F16
+                                                                 : 32u));  // MOSTLY_BF16
+  b.set(a + "vocab_size", gv::u32(u32(c.n_vocab)));
+  b.set(a + "context_length", gv::u32(u32(c.n_ctx_train)));
+  b.set(a + "embedding_length", gv::u32(u32(c.n_embd)));
+  b.set(a + "block_count", gv::u32(u32(c.n_layers)));
+  b.set(a + "feed_forward_length", gv::u32(u32(c.n_ff)));
+  b.set(a + "attention.head_count", gv::u32(u32(c.n_heads)));
+  b.set(a + "attention.head_count_kv", gv::u32(u32(c.n_kv_heads)));
+  if (c.head_dim * c.n_heads != c.n_embd) {  // an explicit head_dim (as the converter does)
+    b.set(a + "attention.key_length", gv::u32(u32(c.head_dim)));
+    b.set(a + "attention.value_length", gv::u32(u32(c.head_dim)));
+  }
+  b.set(a + "rope.dimension_count", gv::u32(u32(c.n_rot)));
+  b.set(a + "rope.freq_base", gv::f32(static_cast<float>(c.rope_freq_base)));
+  b.set(a + "attention.layer_norm_rms_epsilon", gv::f32(c.rms_eps));
+  if (c.rope_scaling_type == "linear") {
+    b.set(a + "rope.scaling.type", gv::string("linear"));
+    b.set(a + "rope.scaling.factor", gv::f32(static_cast<float>(c.rope_scaling_factor)));
+  }
+  if (opt.vocab != nullptr) add_vocab(b, *opt.vocab, m);
+
+  const ModelWeights& w = m.weights;
+  Writer out(b, opt.type);
+  out.add("token_embd.weight", w.token_embd, false);
+  if (w.rope_freqs.present()) out.add("rope_freqs.weight", w.rope_freqs, true);
+  out.add("output_norm.weight", w.output_norm, true);
+  if (!w.output_tied) out.add("output.weight", w.output, false);
+  for (size_t il = 0; il < w.layers.size(); ++il) {
+    const LayerWeights& l = w.layers[il];
+    const auto t = [il](const char* suffix) { return fmt::format("blk.{}.{}", il, suffix); };
+    const int64_t qk_perm = permute ? c.head_dim : 0;
+    out.add(t("attn_norm.weight"), l.attn_norm, true);
+    out.add(t("attn_q.weight"), l.wq, false, qk_perm);
+    out.add(t("attn_k.weight"), l.wk, false, qk_perm);
+    out.add(t("attn_v.weight"), l.wv, false);
+    out.add(t("attn_output.weight"), l.wo, false);
+    if (l.bq.present()) {  // qwen2 only: NEOX in GGUF too, so no permutation
+      out.add(t("attn_q.bias"), l.bq, true);
+      out.add(t("attn_k.bias"), l.bk, true);
+      out.add(t("attn_v.bias"), l.bv, true);
+    }
+    out.add(t("ffn_norm.weight"), l.ffn_norm, true);
+    out.add(t("ffn_gate.weight"), l.w_gate, false);
+    out.add(t("ffn_up.weight"), l.w_up, false);
+    out.add(t("ffn_down.weight"), l.w_down, false);
+  }
+  return b;
+}
+
+}  // namespace llmctl

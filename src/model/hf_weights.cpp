@@ -1,0 +1,121 @@
+// Weight binding for Hugging Face checkpoints (hf_weights.h): find each tensor, check its
+// dtype and shape against config.json, view it in place or make the F32 copy the engine needs.
+#include "model/hf_weights.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "core/error.h"
+#include "core/fp16.h"
+
+namespace llmctl {
+
+namespace {
+
+enum class Kind { Matrix, Vector };  // Matrix: F32/F16/BF16 in place; Vector: F32 for the engine
+
+std::string shape_str(const std::vector<int64_t>& shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
+
+size_t elem_size(GgmlType t) { return t == GgmlType::F32 ? 4 : 2; }
+
+// The tensor's elements widened to float.
+std::vector<float> to_f32(const SafetensorsTensor& t) {
+  std::vector<float> out(static_cast<size_t>(t.n_elements()));
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (t.type == GgmlType::F32) {
+      std::memcpy(&out[i], t.data + 4 * i, 4);
+    } else {
+      uint16_t h;
+      std::memcpy(&h, t.data + 2 * i, 2);
+      out[i] = t.type == GgmlType::F16 ? fp16_to_f32(h) : bf16_to_f32(h);
+    }
+  }
+  return out;
+}
+
+class Binder {
+ public:
+  Binder(const SafetensorsCheckpoint& ckpt, OwnedArrays& owned) : ckpt_(ckpt), owned_(owned) {}
+
+  // The view of tensor `name`, checked to have file shape `expected` ((out, in) or (n,)).
+  // An absent view when the tensor is missing and `optional`.
+  WeightView bind(const std::string& name, Kind kind, const std::vector<int64_t>& expected,
+                  bool optional = false) {
+    const std::string& path = ckpt_.path_of(name);
+    const SafetensorsTensor* t = ckpt_.find(name);
+    if (t == nullptr) {
+      if (optional) return WeightView{name, GgmlType::F32, 0, 0, nullptr};
+      throw FileError(path,
+                      fmt::format("missing tensor '{}' (expected {})", name, shape_str(expected)));
+    }
+    if (t->shape != expected)
+      throw FileError(path, fmt::format("tensor '{}': expected {}, got {}", name,
+                                        shape_str(expected), shape_str(t->shape)));
+    WeightView v;
+    v.name = name;
+    v.type = t->type;
+    v.n_cols = expected.back();                             // ggml shape[0]: the row length
+    v.n_rows = expected.size() > 1 ? expected.front() : 1;  // ggml shape[1]
+    v.data = t->data;
+    const bool aligned = reinterpret_cast<uintptr_t>(t->data) % elem_size(t->type) == 0;
+    if ((kind == Kind::Vector && t->type != GgmlType::F32) || !aligned) {
+      v.type = GgmlType::F32;
+      v.data = owned_.add(to_f32(*t));
+    }
+    return v;
+  }
+
+ private:
+  const SafetensorsCheckpoint& ckpt_;
+  OwnedArrays& owned_;
+};
+
+}  // namespace
+
+ModelWeights bind_hf_weights(const SafetensorsCheckpoint& ckpt, const HfConfig& hf,
+                             OwnedArrays& owned) {
+  const ModelConfig& c = hf.config;
+  const int64_t n_embd = c.n_embd;
+  Binder b(ckpt, owned);
+  ModelWeights w;
+  w.token_embd = b.bind("model.embed_tokens.weight", Kind::Matrix, {c.n_vocab, n_embd});
+  w.output_norm = b.bind("model.norm.weight", Kind::Vector, {n_embd});
+  if (hf.tie_word_embeddings) {  // the output projection reuses the embeddings (an lm_head
+    w.output = w.token_embd;     // tensor, when a checkpoint carries one, is a copy of them)
+    w.output_tied = true;
+  } else {
+    w.output = b.bind("lm_head.weight", Kind::Matrix, {c.n_vocab, n_embd});
+  }
+  if (!hf.rope_freqs.empty()) {
+    LLMCTL_ASSERT(static_cast<int64_t>(hf.rope_freqs.size()) == c.n_rot / 2);
+    w.rope_freqs = WeightView{"rope_freqs (config.json rope llama3)", GgmlType::F32, c.n_rot / 2, 1,
+                              owned.add(hf.rope_freqs)};
+  }
+  w.layers.resize(static_cast<size_t>(c.n_layers));
+  for (int64_t il = 0; il < c.n_layers; ++il) {
+    LayerWeights& l = w.layers[static_cast<size_t>(il)];
+    const auto name = [il](const char* suffix) {
+      return fmt::format("model.layers.{}.{}", il, suffix);
+    };
+    l.attn_norm = b.bind(name("input_layernorm.weight"), Kind::Vector, {n_embd});
+    l.wq = b.bind(name("self_attn.q_proj.weight"), Kind::Matrix, {c.q_dim(), n_embd});
+    l.wk = b.bind(name("self_attn.k_proj.weight"), Kind::Matrix, {c.kv_dim(), n_embd});
+    l.wv = b.bind(name("self_attn.v_proj.weight"), Kind::Matrix, {c.kv_dim(), n_embd});
+    l.wo = b.bind(name("self_attn.o_proj.weight"), Kind::Matrix, {n_embd, c.q_dim()});
+    if (c.has_qkv_bias) {
+      l.bq = b.bind(name("self_attn.q_proj.bias"), Kind::Vector, {c.q_dim()});
+      l.bk = b.bind(name("self_attn.k_proj.bias"), Kind::Vector, {c.kv_dim()});
+      l.bv = b.bind(name("self_attn.v_proj.bias"), Kind::Vector, {c.kv_dim()});
+    }
+    l.ffn_norm = b.bind(name("post_attention_layernorm.weight"), Kind::Vector, {n_embd});
+    l.w_gate = b.bind(name("mlp.gate_proj.weight"), Kind::Matrix, {c.n_ff, n_embd});
+    l.w_up = b.bind(name("mlp.up_proj.weight"), Kind::Matrix, {c.n_ff, n_embd});
+    l.w_down = b.bind(name("mlp.down_proj.weight"), Kind::Matrix, {n_embd, c.n_ff});
+  }
+  return w;
+}
+
+}  // namespace llmctl

@@ -1,0 +1,53 @@
+#pragma once
+// ModelWeights bound to the tensors of a Hugging Face safetensors checkpoint, in place.
+//
+// Names and shapes (safetensors/torch order (out, in); ggml order is the reverse):
+//   model.embed_tokens.weight                       (n_vocab, n_embd)
+//   model.layers.N.input_layernorm.weight           (n_embd,)
+//   model.layers.N.self_attn.q_proj.weight          (n_heads * head_dim, n_embd)   (+ .bias, qwen2)
+//   model.layers.N.self_attn.k_proj.weight          (n_kv_heads * head_dim, n_embd)  (+ .bias)
+//   model.layers.N.self_attn.v_proj.weight          (n_kv_heads * head_dim, n_embd)  (+ .bias)
+//   model.layers.N.self_attn.o_proj.weight          (n_embd, n_heads * head_dim)
+//   model.layers.N.post_attention_layernorm.weight  (n_embd,)
+//   model.layers.N.mlp.gate_proj.weight             (n_ff, n_embd)
+//   model.layers.N.mlp.up_proj.weight               (n_ff, n_embd)
+//   model.layers.N.mlp.down_proj.weight             (n_embd, n_ff)
+//   model.norm.weight                               (n_embd,)
+//   lm_head.weight                                  (n_vocab, n_embd), absent when tied
+// A torch Linear weight (out, in), row-major, is ggml's [in, out]: exactly the layout a
+// WeightView expects, so matrices are viewed where they lie in the mapping, in any of F32,
+// F16 and BF16. Q and K rows stay in Hugging Face order: the config's rope_type is Neox
+// (hf_config.h), which pairs dims the way these rows are laid out.
+//
+// Copies are made only where the engine needs another form: norm and bias vectors (tiny) in
+// F16/BF16 become F32, the llama3 rope divisors come from config.json, and a tensor whose data
+// is not aligned to its element size (legal in safetensors) is copied to F32.
+
+#include <deque>
+#include <vector>
+
+#include "io/safetensors.h"
+#include "model/hf_config.h"
+#include "model/weights.h"
+
+namespace llmctl {
+
+// Arrays made at load time. A deque never moves its elements, and moving the deque keeps
+// them in place, so views into it stay valid while it lives.
+struct OwnedArrays {
+  std::deque<std::vector<float>> f32;
+  const float* add(std::vector<float> v) {
+    f32.push_back(std::move(v));
+    return f32.back().data();
+  }
+};
+
+// Binds every tensor `hf` calls for. Throws FileError naming the shard and the tensor with
+// expected vs actual shape or dtype, e.g.
+//   "model.safetensors: tensor 'model.layers.1.self_attn.k_proj.weight': expected [32, 64],
+//    got [64, 64]".
+// `checkpoint` and `owned` must outlive the views.
+ModelWeights bind_hf_weights(const SafetensorsCheckpoint& checkpoint, const HfConfig& hf,
+                             OwnedArrays& owned);
+
+}  // namespace llmctl
