@@ -17,20 +17,29 @@ using namespace llmctl;
 namespace {
 
 // A fake model over a vocabulary of 8: after being fed token t it predicts (t + 1) % 8, so
-// from prompt {.., t} the greedy continuation is t+1, t+2, ... It counts its steps and the
-// position of each, like a cache would.
-struct FakeModel {
+// from prompt {.., t} the greedy continuation is t+1, t+2, ... It records every token fed, in
+// order, like a cache would.
+struct FakeModel final : SequenceModel {
   static constexpr int32_t kVocab = 8;
-  std::vector<float> logits = std::vector<float>(kVocab);
+  std::vector<float> logits;
   std::vector<int32_t> fed;
-  const std::vector<float>& step(int32_t t) {
-    fed.push_back(t);
-    std::fill(logits.begin(), logits.end(), 0.0f);
-    logits[static_cast<size_t>((t + 1) % kVocab)] = 1.0f;
+  int64_t max_batch = 512;
+  int32_t n_vocab() const override { return kVocab; }
+  int64_t max_batch_tokens() const override { return max_batch; }
+  int32_t add_sequence(int64_t) override { return 0; }
+  void remove_sequence(int32_t) override {}
+  int64_t attach_prefix(int32_t, const std::vector<int32_t>&) override { return 0; }
+  Reserve reserve(int32_t, int64_t) override { return Reserve::Ok; }
+  const std::vector<float>& decode(const std::vector<BatchToken>& batch) override {
+    logits.clear();
+    for (const BatchToken& b : batch) {
+      fed.push_back(b.token);
+      if (!b.logits) continue;
+      std::vector<float> row(kVocab, 0.0f);
+      row[static_cast<size_t>((b.token + 1) % kVocab)] = 1.0f;
+      logits.insert(logits.end(), row.begin(), row.end());
+    }
     return logits;
-  }
-  StepFn fn() {
-    return [this](int32_t t) -> const std::vector<float>& { return step(t); };
   }
 };
 
@@ -61,7 +70,7 @@ TEST_CASE("generate stops at n_predict and feeds every token but the last", "[cp
     prompt_pos.push_back(pos);
     CHECK(l.size() == 8);
   };
-  const GenerateResult r = generate(m.fn(), {1, 2}, o);
+  const GenerateResult r = generate(m, {1, 2}, o);
   CHECK(r.generated_ids == std::vector<int32_t>{3, 4, 5, 6});
   CHECK(streamed == r.generated_ids);
   CHECK(prompt_pos == std::vector<int64_t>{0, 1});
@@ -72,7 +81,7 @@ TEST_CASE("generate stops at n_predict and feeds every token but the last", "[cp
   CHECK(r.last_logits_hash == fnv1a_64(m.logits.data(), m.logits.size()));
 
   FakeModel z;
-  const GenerateResult none = generate(z.fn(), {1, 2}, opts(100, 0));
+  const GenerateResult none = generate(z, {1, 2}, opts(100, 0));
   CHECK(none.generated_ids.empty());
   CHECK(none.finish == FinishReason::NPredict);
   CHECK(none.ttft_ms == 0.0);
@@ -83,7 +92,7 @@ TEST_CASE("generate stops at EOS without emitting it, unless told to ignore it",
   std::vector<int32_t> streamed;
   GenerateOptions o = opts(100, 50, /*eos=*/5);
   o.on_token = [&](int32_t id) { streamed.push_back(id); };
-  GenerateResult r = generate(m.fn(), {2}, o);
+  GenerateResult r = generate(m, {2}, o);
   CHECK(r.generated_ids == std::vector<int32_t>{3, 4});
   CHECK(streamed == r.generated_ids);
   CHECK(r.finish == FinishReason::Eos);
@@ -91,7 +100,7 @@ TEST_CASE("generate stops at EOS without emitting it, unless told to ignore it",
   o.ignore_eos = true;
   o.n_predict = 5;
   FakeModel m2;
-  r = generate(m2.fn(), {2}, o);
+  r = generate(m2, {2}, o);
   CHECK(r.generated_ids == std::vector<int32_t>{3, 4, 5, 6, 7});
   CHECK(r.finish == FinishReason::NPredict);
 }
@@ -102,7 +111,7 @@ TEST_CASE("a stop request ends generation after the token that caused it", "[cpu
   std::vector<int32_t> streamed;
   o.on_token = [&](int32_t id) { streamed.push_back(id); };
   o.stop_requested = [&] { return !streamed.empty() && streamed.back() == 4; };
-  const GenerateResult r = generate(m.fn(), {1}, o);
+  const GenerateResult r = generate(m, {1}, o);
   CHECK(r.generated_ids == std::vector<int32_t>{2, 3, 4});
   CHECK(r.finish == FinishReason::Stop);
   CHECK(std::string(finish_reason_name(r.finish)) == "stop");
@@ -111,46 +120,46 @@ TEST_CASE("a stop request ends generation after the token that caused it", "[cpu
 
 TEST_CASE("generate keeps prompt plus output within n_ctx and finishes with length", "[cpu]") {
   FakeModel m;
-  GenerateResult r = generate(m.fn(), {0, 1, 2, 3, 4}, opts(8, 100));
+  GenerateResult r = generate(m, {0, 1, 2, 3, 4}, opts(8, 100));
   CHECK(r.generated_ids.size() == 3);
   CHECK(r.finish == FinishReason::Length);
   CHECK(m.fed.size() == 7);  // positions 0..6 run; the token at position 7 is picked, not run
 
   FakeModel unlimited;  // n_predict -1: until the context is full
-  r = generate(unlimited.fn(), {0}, opts(6, -1));
+  r = generate(unlimited, {0}, opts(6, -1));
   CHECK(r.generated_ids.size() == 5);
   CHECK(r.finish == FinishReason::Length);
 
   FakeModel exact;  // a prompt that fills the context leaves no room
-  r = generate(exact.fn(), {0, 1, 2}, opts(3, 10));
+  r = generate(exact, {0, 1, 2}, opts(3, 10));
   CHECK(r.generated_ids.empty());
   CHECK(r.finish == FinishReason::Length);
 
   FakeModel both;  // n_predict reached exactly as the context fills: n_predict wins
-  r = generate(both.fn(), {0}, opts(3, 2));
+  r = generate(both, {0}, opts(3, 2));
   CHECK(r.finish == FinishReason::NPredict);
 }
 
 TEST_CASE("generate refuses an empty or too long prompt and a bad picker", "[cpu]") {
   FakeModel m;
-  CHECK_THROWS_AS(generate(m.fn(), {}, opts(8, 1)), Error);
-  CHECK_THROWS_WITH(generate(m.fn(), {0, 1, 2}, opts(2, 1)),
+  CHECK_THROWS_AS(generate(m, {}, opts(8, 1)), Error);
+  CHECK_THROWS_WITH(generate(m, {0, 1, 2}, opts(2, 1)),
                     Catch::Contains("prompt has 3 tokens but the context holds 2"));
   CHECK(m.fed.empty());
   GenerateOptions o = opts(8, 3);
   o.pick = [](const float*, int32_t n) { return n; };
-  CHECK_THROWS_WITH(generate(m.fn(), {0}, o), Catch::Contains("outside [0, 8)"));
+  CHECK_THROWS_WITH(generate(m, {0}, o), Catch::Contains("outside [0, 8)"));
 }
 
 TEST_CASE("a plugged-in picker replaces greedy", "[cpu]") {
   FakeModel m;
   GenerateOptions o = opts(16, 3);
   o.pick = [](const float*, int32_t) { return int32_t{7}; };
-  const GenerateResult r = generate(m.fn(), {0}, o);
+  const GenerateResult r = generate(m, {0}, o);
   CHECK(r.generated_ids == std::vector<int32_t>{7, 7, 7});
 }
 
-TEST_CASE("percentile, fnv1a and memory accounting", "[cpu]") {
+TEST_CASE("percentile and fnv1a", "[cpu]") {
   CHECK(percentile({}, 50) == 0.0);
   CHECK(percentile({3.0}, 95) == 3.0);
   const std::vector<double> v{5, 1, 4, 2, 3, 10, 9, 8, 7, 6};
@@ -163,17 +172,6 @@ TEST_CASE("percentile, fnv1a and memory accounting", "[cpu]") {
   CHECK(fnv1a_64(nullptr, 0) == 0xcbf29ce484222325ULL);
   const float f[] = {1.0f, -2.5f, 0.0f};  // python: FNV-1a over struct.pack('<3f', ...)
   CHECK(fnv1a_64(f, 3) == 0x00f3a969ef350f78ULL);
-
-  ModelConfig c;
-  c.n_layers = 5;
-  c.n_embd = 64;
-  c.n_heads = 8;
-  c.n_kv_heads = 4;
-  c.head_dim = 8;
-  c.n_ff = 172;
-  c.n_vocab = 512;
-  CHECK(kv_cache_bytes(c, 2048) == 2ULL * 5 * 2048 * 32 * 4);
-  CHECK(forward_scratch_bytes(c) == (4 * 64 + 2 * 64 + 2 * 32 + 2 * 172 + 2 * 512) * 4);
 }
 
 TEST_CASE("generate on stories260K reproduces llama.cpp's 48 greedy ids", "[cpu][golden]") {
@@ -185,11 +183,12 @@ TEST_CASE("generate on stories260K reproduces llama.cpp's 48 greedy ids", "[cpu]
   const ModelConfig c = config_from_gguf(f);
   const ModelWeights w = bind_weights(f, c);
   cpu::CpuBackend backend;
-  Forward fwd(c, w, backend, 128);
-  const StepFn step = [&fwd](int32_t t) -> const std::vector<float>& { return fwd.step(t); };
-  const GenerateResult r = generate(step, prompt, opts(128, static_cast<int64_t>(expected.size())));
+  ForwardOptions fo;
+  fo.kv.n_blocks = 8;  // 128 positions
+  Forward fwd(c, w, backend, fo);
+  const GenerateResult r = generate(fwd, prompt, opts(128, static_cast<int64_t>(expected.size())));
   CHECK(r.generated_ids == expected);
   CHECK(r.finish == FinishReason::NPredict);
-  CHECK(fwd.n_past() == static_cast<int64_t>(prompt.size() + expected.size()) - 1);
   CHECK(r.decode_ms.size() == expected.size() - 1);
+  CHECK(fwd.cache().n_free_blocks() == 8);  // the finished sequence gave its blocks back
 }

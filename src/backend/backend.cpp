@@ -13,11 +13,29 @@ namespace llmctl {
 // ---------------------------------------------------------------------------
 namespace {
 
-void check_size(const char* op, const char* what, const Buffer& b, int64_t expected) {
-  if (b.data() == nullptr) throw Error(fmt::format("backend {}: {} is an empty buffer", op, what));
-  if (b.size() != expected)
-    throw Error(
-        fmt::format("backend {}: {} has {} elements, expected {}", op, what, b.size(), expected));
+// `b` holds at least `needed` elements of `type` (buffers are sized for the largest batch).
+void check_buffer(const char* op, const char* what, const Buffer& b, BufferType type,
+                  int64_t needed) {
+  if (b.raw() == nullptr) throw Error(fmt::format("backend {}: {} is an empty buffer", op, what));
+  if (b.type() != type)
+    throw Error(fmt::format("backend {}: {} is {}, expected {}", op, what,
+                            buffer_type_name(b.type()), buffer_type_name(type)));
+  if (b.size() < needed)
+    throw Error(fmt::format("backend {}: {} has {} elements, expected at least {}", op, what,
+                            b.size(), needed));
+}
+
+void check_f32(const char* op, const char* what, const Buffer& b, int64_t needed) {
+  check_buffer(op, what, b, BufferType::F32, needed);
+}
+
+void check_i32(const char* op, const char* what, const Buffer& b, int64_t needed) {
+  check_buffer(op, what, b, BufferType::I32, needed);
+}
+
+void check_n_tokens(const char* op, int64_t n_tokens) {
+  if (n_tokens < 1)
+    throw Error(fmt::format("backend {}: n_tokens {}, expected at least 1", op, n_tokens));
 }
 
 void check_weight_data(const char* op, const WeightView& w) {
@@ -55,9 +73,7 @@ void check_f32_vector(const char* op, const WeightView& w, int64_t n) {
 
 }  // namespace
 
-bool backend_supports_weight_type(GgmlType type) {
-  return is_engine_type(type);
-}
+bool backend_supports_weight_type(GgmlType type) { return is_engine_type(type); }
 
 size_t weight_row_bytes(GgmlType type, int64_t n_cols) {
   const GgmlTypeTraits tr = ggml_traits(type);
@@ -66,24 +82,59 @@ size_t weight_row_bytes(GgmlType type, int64_t n_cols) {
 }
 
 // ---------------------------------------------------------------------------
-// Memory
+// Buffer
 // ---------------------------------------------------------------------------
-Buffer Backend::alloc(int64_t n) {
-  if (n <= 0) throw Error(fmt::format("backend alloc: {} elements, expected at least 1", n));
-  return alloc_impl(n);
+const char* buffer_type_name(BufferType t) {
+  switch (t) {
+    case BufferType::F32:
+      return "f32";
+    case BufferType::F16:
+      return "f16";
+    case BufferType::I32:
+      return "i32";
+  }
+  return "?";
 }
 
+size_t buffer_type_size(BufferType t) { return t == BufferType::F16 ? 2 : 4; }
+
+void Buffer::type_mismatch(BufferType want) const {
+  throw Error(fmt::format("backend buffer: {} elements used as {}", buffer_type_name(type_),
+                          buffer_type_name(want)));
+}
+
+// ---------------------------------------------------------------------------
+// Memory
+// ---------------------------------------------------------------------------
+Buffer Backend::alloc(int64_t n, BufferType type) {
+  if (n <= 0) throw Error(fmt::format("backend alloc: {} elements, expected at least 1", n));
+  return alloc_impl(n, type);
+}
+
+namespace {
+void check_range(const char* op, const Buffer& b, int64_t n, int64_t offset) {
+  if (n < 0 || offset < 0 || offset > b.size() || n > b.size() - offset)
+    throw Error(fmt::format("backend {}: {} elements at offset {} do not fit a buffer of {}", op, n,
+                            offset, b.size()));
+}
+}  // namespace
+
 void Backend::upload(Buffer& dst, const float* src, int64_t n, int64_t offset) {
-  if (n < 0 || offset < 0 || offset > dst.size() || n > dst.size() - offset)
-    throw Error(fmt::format("backend upload: {} elements at offset {} do not fit a buffer of {}", n,
-                            offset, dst.size()));
+  check_buffer("upload", "dst", dst, BufferType::F32, 0);
+  check_range("upload", dst, n, offset);
   if (n > 0) upload_impl(dst, src, n, offset);
 }
 
-void Backend::download(const Buffer& src, float* dst, int64_t n) {
-  if (n < 0 || n > src.size())
-    throw Error(fmt::format("backend download: {} elements from a buffer of {}", n, src.size()));
-  if (n > 0) download_impl(src, dst, n);
+void Backend::upload(Buffer& dst, const int32_t* src, int64_t n, int64_t offset) {
+  check_buffer("upload", "dst", dst, BufferType::I32, 0);
+  check_range("upload", dst, n, offset);
+  if (n > 0) upload_impl(dst, src, n, offset);
+}
+
+void Backend::download(const Buffer& src, float* dst, int64_t n, int64_t offset) {
+  check_buffer("download", "src", src, BufferType::F32, 0);
+  check_range("download", src, n, offset);
+  if (n > 0) download_impl(src, dst, n, offset);
 }
 
 WeightView Backend::bind_weight(const WeightView& host) {
@@ -95,88 +146,131 @@ WeightView Backend::bind_weight(const WeightView& host) {
 // ---------------------------------------------------------------------------
 // Ops
 // ---------------------------------------------------------------------------
-void Backend::get_rows(const WeightView& table, int32_t id, Buffer& out) {
+void Backend::get_rows(const WeightView& table, const Buffer& ids, int64_t n_tokens, Buffer& out) {
   check_quantizable_weight("get_rows", table);
-  if (id < 0 || id >= table.n_rows)
-    throw Error(fmt::format("backend get_rows: id {} is outside '{}' rows [0, {})", id, table.name,
-                            table.n_rows));
-  check_size("get_rows", "out", out, table.n_cols);
-  get_rows_impl(table, id, out);
+  check_n_tokens("get_rows", n_tokens);
+  check_i32("get_rows", "ids", ids, n_tokens);
+  check_f32("get_rows", "out", out, n_tokens * table.n_cols);
+  get_rows_impl(table, ids, n_tokens, out);
 }
 
-void Backend::rmsnorm(const Buffer& x, const WeightView& w, float eps, Buffer& out) {
-  check_size("rmsnorm", "out", out, x.size());
-  check_f32_vector("rmsnorm", w, x.size());
+void Backend::rmsnorm(const Buffer& x, const WeightView& w, float eps, int64_t n_tokens,
+                      Buffer& out) {
+  check_weight_data("rmsnorm", w);
+  check_f32_vector("rmsnorm", w, w.n_cols);
+  check_n_tokens("rmsnorm", n_tokens);
+  check_f32("rmsnorm", "x", x, n_tokens * w.n_cols);
+  check_f32("rmsnorm", "out", out, n_tokens * w.n_cols);
   if (!(eps > 0.0f))
     throw Error(fmt::format("backend rmsnorm: eps {} must be positive", static_cast<double>(eps)));
-  rmsnorm_impl(x, w, eps, out);
+  rmsnorm_impl(x, w, eps, n_tokens, out);
 }
 
-void Backend::matmul(const WeightView& w, const Buffer& x, Buffer& out) {
+void Backend::matmul(const WeightView& w, const Buffer& x, int64_t n_tokens, Buffer& out) {
   check_quantizable_weight("matmul", w);
-  check_size("matmul", "x", x, w.n_cols);
-  check_size("matmul", "out", out, w.n_rows);
-  if (x.data() == out.data()) throw Error("backend matmul: x and out must not alias");
-  matmul_impl(w, x, out);
+  check_n_tokens("matmul", n_tokens);
+  check_f32("matmul", "x", x, n_tokens * w.n_cols);
+  check_f32("matmul", "out", out, n_tokens * w.n_rows);
+  if (x.raw() == out.raw()) throw Error("backend matmul: x and out must not alias");
+  matmul_impl(w, x, n_tokens, out);
 }
 
-void Backend::add_bias(Buffer& x, const WeightView& b) {
-  check_f32_vector("add_bias", b, x.size());
-  add_bias_impl(x, b);
+void Backend::add_bias(Buffer& x, const WeightView& b, int64_t n_tokens) {
+  check_weight_data("add_bias", b);
+  check_f32_vector("add_bias", b, b.n_cols);
+  check_n_tokens("add_bias", n_tokens);
+  check_f32("add_bias", "x", x, n_tokens * b.n_cols);
+  add_bias_impl(x, b, n_tokens);
 }
 
-void Backend::rope(Buffer& x, int64_t n_heads, int64_t pos, const RopeParams& p) {
+void Backend::rope(Buffer& x, const Buffer& positions, int64_t n_tokens, int64_t n_heads,
+                   const RopeParams& p) {
   if (n_heads <= 0 || p.head_dim <= 0)
     throw Error(fmt::format("backend rope: n_heads {} and head_dim {} must be positive", n_heads,
                             p.head_dim));
-  check_size("rope", "x", x, n_heads * p.head_dim);
+  check_n_tokens("rope", n_tokens);
+  check_f32("rope", "x", x, n_tokens * n_heads * p.head_dim);
+  check_i32("rope", "positions", positions, n_tokens);
   if (p.n_rot <= 0 || p.n_rot > p.head_dim || p.n_rot % 2 != 0)
     throw Error(fmt::format("backend rope: n_rot {} must be even and in (0, head_dim {}]", p.n_rot,
                             p.head_dim));
-  if (pos < 0) throw Error(fmt::format("backend rope: position {} is negative", pos));
-  rope_impl(x, n_heads, pos, p);
+  if (p.freq_factors.present()) check_f32_vector("rope", p.freq_factors, p.n_rot / 2);
+  rope_impl(x, positions, n_tokens, n_heads, p);
 }
 
-void Backend::set_row(const Buffer& src, Buffer& dst, int64_t row) {
-  if (src.size() <= 0 || dst.size() % src.size() != 0)
-    throw Error(fmt::format("backend set_row: dst of {} elements is not whole rows of {}",
-                            dst.size(), src.size()));
-  const int64_t n_rows = dst.size() / src.size();
-  if (row < 0 || row >= n_rows)
-    throw Error(fmt::format("backend set_row: row {} is outside [0, {})", row, n_rows));
-  set_row_impl(src, dst, row);
+void Backend::kv_store(const Buffer& k, const Buffer& v, const Buffer& slots, int64_t n_tokens,
+                       int64_t kv_dim, Buffer& k_pool, Buffer& v_pool) {
+  check_n_tokens("kv_store", n_tokens);
+  if (kv_dim < 1) throw Error(fmt::format("backend kv_store: kv_dim {} must be positive", kv_dim));
+  check_f32("kv_store", "k", k, n_tokens * kv_dim);
+  check_f32("kv_store", "v", v, n_tokens * kv_dim);
+  check_i32("kv_store", "slots", slots, n_tokens);
+  if (k_pool.type() == BufferType::I32 || k_pool.type() != v_pool.type() ||
+      k_pool.size() != v_pool.size() || k_pool.size() % kv_dim != 0)
+    throw Error(
+        fmt::format("backend kv_store: pools {} ({} elements) and {} ({}), expected "
+                    "equal f32 or f16 pools of whole rows of {}",
+                    buffer_type_name(k_pool.type()), k_pool.size(), buffer_type_name(v_pool.type()),
+                    v_pool.size(), kv_dim));
+  kv_store_impl(k, v, slots, n_tokens, kv_dim, k_pool, v_pool);
 }
 
-void Backend::attention(const Buffer& q, const Buffer& k_cache, const Buffer& v_cache, int64_t n_kv,
+void Backend::attention(const Buffer& q, const PagedKv& kv, int64_t n_tokens,
                         const AttentionShape& s, Buffer& out) {
   if (s.n_heads <= 0 || s.n_kv_heads <= 0 || s.head_dim <= 0 || s.n_heads % s.n_kv_heads != 0)
     throw Error(
         fmt::format("backend attention: n_heads {}, n_kv_heads {}, head_dim {}: expected "
                     "positive values with n_kv_heads dividing n_heads",
                     s.n_heads, s.n_kv_heads, s.head_dim));
-  check_size("attention", "q", q, s.n_heads * s.head_dim);
-  check_size("attention", "out", out, s.n_heads * s.head_dim);
+  check_n_tokens("attention", n_tokens);
+  check_f32("attention", "q", q, n_tokens * s.n_heads * s.head_dim);
+  check_f32("attention", "out", out, n_tokens * s.n_heads * s.head_dim);
+  if (kv.k_pool == nullptr || kv.v_pool == nullptr || kv.block_table == nullptr ||
+      kv.token_seq == nullptr || kv.positions == nullptr)
+    throw Error("backend attention: the paged KV description is incomplete");
   const int64_t kv_dim = s.n_kv_heads * s.head_dim;
-  if (k_cache.size() != v_cache.size() || k_cache.size() % kv_dim != 0)
+  const Buffer& kp = *kv.k_pool;
+  const Buffer& vp = *kv.v_pool;
+  if (kp.type() == BufferType::I32 || kp.type() != vp.type() || kp.size() != vp.size() ||
+      kv.block_size < 1 || kp.size() % (kv_dim * kv.block_size) != 0)
     throw Error(
-        fmt::format("backend attention: caches of {} and {} elements, expected equal "
-                    "whole rows of {}",
-                    k_cache.size(), v_cache.size(), kv_dim));
-  const int64_t n_ctx = k_cache.size() / kv_dim;
-  if (n_kv < 1 || n_kv > n_ctx)
-    throw Error(fmt::format("backend attention: n_kv {} is outside [1, {}]", n_kv, n_ctx));
-  attention_impl(q, k_cache, v_cache, n_kv, s, out);
+        fmt::format("backend attention: pools of {} and {} elements, expected equal "
+                    "f32 or f16 pools of whole blocks of {} rows of {}",
+                    kp.size(), vp.size(), kv.block_size, kv_dim));
+  if (kv.max_blocks < 1)
+    throw Error(fmt::format("backend attention: max_blocks {} must be positive", kv.max_blocks));
+  check_i32("attention", "block_table", *kv.block_table, kv.max_blocks);
+  check_i32("attention", "token_seq", *kv.token_seq, n_tokens);
+  check_i32("attention", "positions", *kv.positions, n_tokens);
+  attention_impl(q, kv, n_tokens, s, out);
 }
 
-void Backend::silu_mul(const Buffer& gate, const Buffer& up, Buffer& out) {
-  check_size("silu_mul", "up", up, gate.size());
-  check_size("silu_mul", "out", out, gate.size());
-  silu_mul_impl(gate, up, out);
+void Backend::silu_mul(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) {
+  check_n_tokens("silu_mul", n);
+  check_f32("silu_mul", "gate", gate, n);
+  check_f32("silu_mul", "up", up, n);
+  check_f32("silu_mul", "out", out, n);
+  silu_mul_impl(gate, up, n, out);
 }
 
-void Backend::add(Buffer& x, const Buffer& y) {
-  check_size("add", "y", y, x.size());
-  add_impl(x, y);
+void Backend::add(Buffer& x, const Buffer& y, int64_t n) {
+  check_n_tokens("add", n);
+  check_f32("add", "x", x, n);
+  check_f32("add", "y", y, n);
+  add_impl(x, y, n);
+}
+
+void Backend::copy_rows(const Buffer& x, int64_t row_len, const Buffer& rows, int64_t n_rows,
+                        Buffer& out) {
+  check_n_tokens("copy_rows", n_rows);
+  if (row_len < 1 || x.size() < row_len)
+    throw Error(
+        fmt::format("backend copy_rows: row length {} for a buffer of {}", row_len, x.size()));
+  check_f32("copy_rows", "x", x, row_len);
+  check_i32("copy_rows", "rows", rows, n_rows);
+  check_f32("copy_rows", "out", out, n_rows * row_len);
+  if (x.raw() == out.raw()) throw Error("backend copy_rows: x and out must not alias");
+  copy_rows_impl(x, row_len, rows, n_rows, out);
 }
 
 }  // namespace llmctl

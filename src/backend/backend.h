@@ -15,8 +15,8 @@
 //     [n_cols, n_rows]; n_cols is shape[0]). bind_weight() turns a host view (pointer into
 //     the mapped GGUF file) into one the backend can read: the identity on CPU, an upload on
 //     a device backend.
-//   * This slice is single-token (decode-shaped): every op works on one token's vector.
-//     Batched prefill will add an n_tokens dimension as new ops, not optional arguments.
+//   * Every op works on a batch of n_tokens rows (one token, a prefill chunk, or tokens of
+//     several sequences decoded together); the KV cache is paged (PagedKv below).
 //   * All calls may be asynchronous on a device backend; download() and sync() wait.
 
 #include <cstdint>
@@ -29,15 +29,20 @@
 namespace llmctl {
 
 // ---------------------------------------------------------------------------
-// Buffer: an f32 array in the backend's memory
+// Buffer: an array in the backend's memory (f32 activations, f16/f32 KV pages, i32 indices)
 // ---------------------------------------------------------------------------
+enum class BufferType : uint8_t { F32, F16, I32 };
+const char* buffer_type_name(BufferType t);
+size_t buffer_type_size(BufferType t);
+
 class Buffer {
  public:
   Buffer() = default;
-  Buffer(float* data, int64_t size, std::function<void(float*)> free_fn)
-      : data_(data), size_(size), free_(std::move(free_fn)) {}
+  Buffer(void* data, int64_t size, BufferType type, std::function<void(void*)> free_fn)
+      : data_(data), size_(size), type_(type), free_(std::move(free_fn)) {}
   ~Buffer() { reset(); }
-  Buffer(Buffer&& o) noexcept : data_(o.data_), size_(o.size_), free_(std::move(o.free_)) {
+  Buffer(Buffer&& o) noexcept
+      : data_(o.data_), size_(o.size_), type_(o.type_), free_(std::move(o.free_)) {
     o.data_ = nullptr;
     o.size_ = 0;
     o.free_ = nullptr;
@@ -47,6 +52,7 @@ class Buffer {
       reset();
       data_ = o.data_;
       size_ = o.size_;
+      type_ = o.type_;
       free_ = std::move(o.free_);
       o.data_ = nullptr;
       o.size_ = 0;
@@ -57,19 +63,31 @@ class Buffer {
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
 
-  // Address in the backend's memory space: only a CPU backend may dereference it on the host.
-  float* data() const { return data_; }
+  // Addresses in the backend's memory space: only a CPU backend may dereference them on the
+  // host. The typed accessors assert the element type.
+  void* raw() const { return data_; }
+  float* data() const { return typed<float>(BufferType::F32); }
+  uint16_t* f16() const { return typed<uint16_t>(BufferType::F16); }
+  int32_t* i32() const { return typed<int32_t>(BufferType::I32); }
   int64_t size() const { return size_; }  // elements
+  BufferType type() const { return type_; }
 
  private:
+  template <typename T>
+  T* typed(BufferType want) const {
+    if (data_ != nullptr && type_ != want) type_mismatch(want);
+    return static_cast<T*>(data_);
+  }
+  [[noreturn]] void type_mismatch(BufferType want) const;
   void reset() noexcept {
     if (free_ && data_ != nullptr) free_(data_);
     data_ = nullptr;
     size_ = 0;
   }
-  float* data_ = nullptr;
+  void* data_ = nullptr;
   int64_t size_ = 0;
-  std::function<void(float*)> free_;
+  BufferType type_ = BufferType::F32;
+  std::function<void(void*)> free_;
 };
 
 // ---------------------------------------------------------------------------
@@ -94,12 +112,33 @@ struct RopeParams {
   int64_t n_rot = 0;  // rotated dims per head (<= head_dim, even)
   double freq_base = 10000.0;
   double freq_scale = 1.0;  // 1 / linear scaling factor
+  // Optional (n_rot / 2,) F32 per-pair frequency divisors (Llama 3.1 scaling, see
+  // ModelWeights::rope_freqs), bound to the backend; absent: all 1.
+  WeightView freq_factors;
 };
 
 struct AttentionShape {
   int64_t n_heads = 0;
   int64_t n_kv_heads = 0;  // divides n_heads (GQA: n_heads / n_kv_heads query heads per kv head)
   int64_t head_dim = 0;
+};
+
+// The paged KV cache as attention reads it (model/kv_cache.h owns the bookkeeping).
+//   k_pool, v_pool  (n_blocks * block_size, kv_dim)  F32 or F16 rows ("slots")
+//   block_table     I32 (n_seq_rows, max_blocks): the pool blocks of each sequence in the
+//                   batch, in position order (position j lives in slot
+//                   block_table[row][j / block_size] * block_size + j % block_size)
+//   token_seq       I32 (n_tokens): the block_table row of each query token
+//   positions       I32 (n_tokens): each query token's position p; it attends to its
+//                   sequence's positions 0 .. p (its own K/V stored before the call)
+struct PagedKv {
+  const Buffer* k_pool = nullptr;
+  const Buffer* v_pool = nullptr;
+  int64_t block_size = 0;
+  const Buffer* block_table = nullptr;
+  int64_t max_blocks = 0;  // columns of block_table
+  const Buffer* token_seq = nullptr;
+  const Buffer* positions = nullptr;
 };
 
 // ---------------------------------------------------------------------------
@@ -109,61 +148,83 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual const char* name() const = 0;
+  // Threads the backend computes with (CPU), or 1.
+  virtual int n_threads() const { return 1; }
 
   // -- memory ---------------------------------------------------------------
-  // A zero-filled buffer of n >= 1 floats.
-  Buffer alloc(int64_t n);
-  // dst[offset .. offset + n) = src[0 .. n)   (src in host memory)
+  // A zero-filled buffer of n >= 1 elements of `type`.
+  Buffer alloc(int64_t n, BufferType type = BufferType::F32);
+  // dst[offset .. offset + n) = src[0 .. n)   (src in host memory; dst F32, resp. I32)
   void upload(Buffer& dst, const float* src, int64_t n, int64_t offset = 0);
-  // dst[0 .. n) = src[0 .. n)   (dst in host memory); waits for pending work.
-  void download(const Buffer& src, float* dst, int64_t n);
+  void upload(Buffer& dst, const int32_t* src, int64_t n, int64_t offset = 0);
+  // dst[0 .. n) = src[offset .. offset + n)   (F32; dst in host memory); waits for pending work.
+  void download(const Buffer& src, float* dst, int64_t n, int64_t offset = 0);
   // A view of the same weight the backend can read (CPU: the same view).
   WeightView bind_weight(const WeightView& host);
   void sync() { sync_impl(); }
 
-  // -- ops --------------------------------------------------------------------
-  // Embedding lookup: table (n_rows, n_cols), out (n_cols,) = dequantize(table[id, :]).
-  void get_rows(const WeightView& table, int32_t id, Buffer& out);
-  // out (n,) = x / sqrt(mean(x^2) + eps) * w       x (n,), w F32 (n,)
-  void rmsnorm(const Buffer& x, const WeightView& w, float eps, Buffer& out);
-  // W (d, n) @ x (n,) -> out (d,)     W any supported dtype, x and out f32
-  void matmul(const WeightView& w, const Buffer& x, Buffer& out);
-  // x (n,) += b (n,)     b F32 (attention q/k/v biases)
-  void add_bias(Buffer& x, const WeightView& b);
-  // x (n_heads, head_dim): every head rotated for position pos (rope_math.h).
-  void rope(Buffer& x, int64_t n_heads, int64_t pos, const RopeParams& p);
-  // dst (n_rows, row_len) row `row` = src (row_len,)   (appending k or v to a cache)
-  void set_row(const Buffer& src, Buffer& dst, int64_t row);
-  // Causal attention of one query token over cache rows 0 .. n_kv - 1 (the query's own k/v
-  // at row n_kv - 1 included):
-  //   q (n_heads, head_dim), k_cache, v_cache (n_ctx, n_kv_heads, head_dim), n_kv <= n_ctx
-  //   for head h, kv head g = h / (n_heads / n_kv_heads):
-  //     s[t] = q[h] . k[t, g] / sqrt(head_dim);  a = softmax(s);  out[h] = sum_t a[t] v[t, g]
-  //   out (n_heads, head_dim)
-  void attention(const Buffer& q, const Buffer& k_cache, const Buffer& v_cache, int64_t n_kv,
-                 const AttentionShape& s, Buffer& out);
-  // out (n,) = silu(gate) * up,  silu(g) = g / (1 + exp(-g))     (SwiGLU)
-  void silu_mul(const Buffer& gate, const Buffer& up, Buffer& out);
-  // x (n,) += y (n,)     (residual)
-  void add(Buffer& x, const Buffer& y);
+  // -- ops on a batch of n_tokens rows ------------------------------------------
+  // Activation buffers are F32, row-major, and may be larger than the batch (they are
+  // allocated for the largest batch); ops read and write rows 0 .. n_tokens - 1 only.
+  // Batch invariance: every backend computes each output row with arithmetic that does not
+  // depend on n_tokens, on the row's place in the batch or on the thread count, so a token
+  // gets bit-identical results alone or batched (the scheduler and prefix sharing rely on it).
+
+  // Embedding lookup: out (n_tokens, n_cols) row t = dequantize(table[ids[t], :]).
+  // ids I32 (>= n_tokens); an id outside the table's rows is an error.
+  void get_rows(const WeightView& table, const Buffer& ids, int64_t n_tokens, Buffer& out);
+  // out (n_tokens, n) = x / sqrt(mean(x^2) + eps) * w   per row;  w F32 (n,)
+  void rmsnorm(const Buffer& x, const WeightView& w, float eps, int64_t n_tokens, Buffer& out);
+  // out (n_tokens, d) = x (n_tokens, n) @ W^T    W (d, n) any supported dtype
+  void matmul(const WeightView& w, const Buffer& x, int64_t n_tokens, Buffer& out);
+  // x (n_tokens, n) += b (n,) per row    b F32 (attention q/k/v biases)
+  void add_bias(Buffer& x, const WeightView& b, int64_t n_tokens);
+  // x (n_tokens, n_heads, head_dim): token t's heads rotated for position positions[t]
+  // (rope_math.h).   positions I32 (>= n_tokens)
+  void rope(Buffer& x, const Buffer& positions, int64_t n_tokens, int64_t n_heads,
+            const RopeParams& p);
+  // k_pool[slots[t]] = k[t], v_pool[slots[t]] = v[t] for t < n_tokens   (rows of kv_dim;
+  // converted to the pools' type, F32 or F16).   k, v F32 (n_tokens, kv_dim); slots I32
+  void kv_store(const Buffer& k, const Buffer& v, const Buffer& slots, int64_t n_tokens,
+                int64_t kv_dim, Buffer& k_pool, Buffer& v_pool);
+  // Causal attention of each query token over its sequence's cached positions (PagedKv):
+  //   q (n_tokens, n_heads, head_dim); for token t at position p, head h, kv head
+  //   g = h / (n_heads / n_kv_heads):
+  //     s[j] = q[t, h] . K[j, g] / sqrt(head_dim),  j = 0 .. p;  a = softmax(s)
+  //     out[t, h] = sum_j a[j] V[j, g]
+  //   out (n_tokens, n_heads, head_dim)
+  void attention(const Buffer& q, const PagedKv& kv, int64_t n_tokens, const AttentionShape& s,
+                 Buffer& out);
+  // out[i] = silu(gate[i]) * up[i], i < n,  silu(g) = g / (1 + exp(-g))     (SwiGLU)
+  void silu_mul(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out);
+  // x[i] += y[i], i < n     (residual)
+  void add(Buffer& x, const Buffer& y, int64_t n);
+  // out (n_rows, row_len) row i = x row rows[i]    (picks the rows that need logits)
+  void copy_rows(const Buffer& x, int64_t row_len, const Buffer& rows, int64_t n_rows, Buffer& out);
 
  protected:
   // Implementations receive checked arguments (see the public methods above).
-  virtual Buffer alloc_impl(int64_t n) = 0;
-  virtual void upload_impl(Buffer& dst, const float* src, int64_t n, int64_t offset) = 0;
-  virtual void download_impl(const Buffer& src, float* dst, int64_t n) = 0;
+  virtual Buffer alloc_impl(int64_t n, BufferType type) = 0;
+  virtual void upload_impl(Buffer& dst, const void* src, int64_t n, int64_t offset) = 0;
+  virtual void download_impl(const Buffer& src, float* dst, int64_t n, int64_t offset) = 0;
   virtual WeightView bind_weight_impl(const WeightView& host) = 0;
   virtual void sync_impl() = 0;
-  virtual void get_rows_impl(const WeightView& table, int32_t id, Buffer& out) = 0;
-  virtual void rmsnorm_impl(const Buffer& x, const WeightView& w, float eps, Buffer& out) = 0;
-  virtual void matmul_impl(const WeightView& w, const Buffer& x, Buffer& out) = 0;
-  virtual void add_bias_impl(Buffer& x, const WeightView& b) = 0;
-  virtual void rope_impl(Buffer& x, int64_t n_heads, int64_t pos, const RopeParams& p) = 0;
-  virtual void set_row_impl(const Buffer& src, Buffer& dst, int64_t row) = 0;
-  virtual void attention_impl(const Buffer& q, const Buffer& k_cache, const Buffer& v_cache,
-                              int64_t n_kv, const AttentionShape& s, Buffer& out) = 0;
-  virtual void silu_mul_impl(const Buffer& gate, const Buffer& up, Buffer& out) = 0;
-  virtual void add_impl(Buffer& x, const Buffer& y) = 0;
+  virtual void get_rows_impl(const WeightView& table, const Buffer& ids, int64_t n_tokens,
+                             Buffer& out) = 0;
+  virtual void rmsnorm_impl(const Buffer& x, const WeightView& w, float eps, int64_t n_tokens,
+                            Buffer& out) = 0;
+  virtual void matmul_impl(const WeightView& w, const Buffer& x, int64_t n_tokens, Buffer& out) = 0;
+  virtual void add_bias_impl(Buffer& x, const WeightView& b, int64_t n_tokens) = 0;
+  virtual void rope_impl(Buffer& x, const Buffer& positions, int64_t n_tokens, int64_t n_heads,
+                         const RopeParams& p) = 0;
+  virtual void kv_store_impl(const Buffer& k, const Buffer& v, const Buffer& slots,
+                             int64_t n_tokens, int64_t kv_dim, Buffer& k_pool, Buffer& v_pool) = 0;
+  virtual void attention_impl(const Buffer& q, const PagedKv& kv, int64_t n_tokens,
+                              const AttentionShape& s, Buffer& out) = 0;
+  virtual void silu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) = 0;
+  virtual void add_impl(Buffer& x, const Buffer& y, int64_t n) = 0;
+  virtual void copy_rows_impl(const Buffer& x, int64_t row_len, const Buffer& rows, int64_t n_rows,
+                              Buffer& out) = 0;
 };
 
 // Weight dtypes the ops accept for matmul and get_rows.

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace llmctl {
@@ -31,85 +33,221 @@ ModelWeights bind_to_backend(const ModelWeights& host, Backend& b) {
     l.w_down = b.bind_weight(hl.w_down);
     w.layers.push_back(std::move(l));
   }
+  w.rope_freqs = b.bind_weight(host.rope_freqs);
   return w;
 }
 
+KvCacheOptions single_sequence_cache(int64_t n_ctx) {
+  if (n_ctx < 1) throw Error(fmt::format("forward: context size {} must be >= 1", n_ctx));
+  KvCacheOptions kv;
+  kv.type = KvType::F32;
+  kv.n_blocks = (n_ctx + kv.block_size - 1) / kv.block_size;
+  return kv;
+}
+
+KvCacheOptions resolved_cache(const ModelConfig& c, KvCacheOptions kv) {
+  if (kv.n_blocks == 0 && kv.block_size >= 1)
+    kv.n_blocks = (c.n_ctx_train + kv.block_size - 1) / kv.block_size;
+  return kv;
+}
+
 }  // namespace
+
+Forward::Forward(const ModelConfig& config, const ModelWeights& weights, Backend& backend,
+                 const ForwardOptions& opt)
+    : config_(config),
+      backend_(backend),
+      weights_(bind_to_backend(weights, backend)),
+      max_batch_(opt.max_batch_tokens),
+      cache_(backend, config.n_layers, config.kv_dim(), resolved_cache(config, opt.kv)) {
+  allocate();
+}
 
 Forward::Forward(const ModelConfig& config, const ModelWeights& weights, Backend& backend,
                  int64_t n_ctx)
     : config_(config),
       backend_(backend),
       weights_(bind_to_backend(weights, backend)),
-      cache_(backend, config.n_layers, n_ctx, config.kv_dim()) {
-  LLMCTL_ASSERT(static_cast<int64_t>(weights.layers.size()) == config.n_layers);
-  rope_.type = config.rope_type;
-  rope_.head_dim = config.head_dim;
-  rope_.n_rot = config.n_rot;
-  rope_.freq_base = config.rope_freq_base;
-  rope_.freq_scale = config.rope_freq_scale;
-  attn_.n_heads = config.n_heads;
-  attn_.n_kv_heads = config.n_kv_heads;
-  attn_.head_dim = config.head_dim;
+      max_batch_(std::min<int64_t>(512, n_ctx)),
+      cache_(backend, config.n_layers, config.kv_dim(), single_sequence_cache(n_ctx)) {
+  allocate();
+  cache_.add_sequence(n_ctx);  // sequence 0, for step()
+}
 
-  x_ = backend.alloc(config.n_embd);
-  h_ = backend.alloc(config.n_embd);
-  proj_ = backend.alloc(config.n_embd);
-  ffn_ = backend.alloc(config.n_embd);
-  q_ = backend.alloc(config.q_dim());
-  att_ = backend.alloc(config.q_dim());
-  k_ = backend.alloc(config.kv_dim());
-  v_ = backend.alloc(config.kv_dim());
-  gate_ = backend.alloc(config.n_ff);
-  up_ = backend.alloc(config.n_ff);
-  logits_ = backend.alloc(config.n_vocab);
-  logits_host_.resize(static_cast<size_t>(config.n_vocab));
+void Forward::allocate() {
+  const ModelConfig& c = config_;
+  LLMCTL_ASSERT(static_cast<int64_t>(weights_.layers.size()) == c.n_layers);
+  if (max_batch_ < 1 || max_batch_ > 65536)
+    throw Error(fmt::format("forward: batch size {} is outside [1, 65536]", max_batch_));
+  rope_.type = c.rope_type;
+  rope_.head_dim = c.head_dim;
+  rope_.n_rot = c.n_rot;
+  rope_.freq_base = c.rope_freq_base;
+  rope_.freq_scale = c.rope_freq_scale;
+  rope_.freq_factors = weights_.rope_freqs;
+  attn_.n_heads = c.n_heads;
+  attn_.n_kv_heads = c.n_kv_heads;
+  attn_.head_dim = c.head_dim;
+
+  Backend& b = backend_;
+  const int64_t n = max_batch_;
+  x_ = b.alloc(n * c.n_embd);
+  h_ = b.alloc(n * c.n_embd);
+  proj_ = b.alloc(n * c.n_embd);
+  ffn_ = b.alloc(n * c.n_embd);
+  q_ = b.alloc(n * c.q_dim());
+  att_ = b.alloc(n * c.q_dim());
+  k_ = b.alloc(n * c.kv_dim());
+  v_ = b.alloc(n * c.kv_dim());
+  gate_ = b.alloc(n * c.n_ff);
+  up_ = b.alloc(n * c.n_ff);
+  x_out_ = b.alloc(kLogitsRows * c.n_embd);
+  h_out_ = b.alloc(kLogitsRows * c.n_embd);
+  logits_ = b.alloc(kLogitsRows * c.n_vocab);
+  ids_ = b.alloc(n, BufferType::I32);
+  pos_ = b.alloc(n, BufferType::I32);
+  seq_rows_ = b.alloc(n, BufferType::I32);
+  slots_ = b.alloc(n, BufferType::I32);
+  logit_rows_ = b.alloc(n, BufferType::I32);
+  block_table_ = b.alloc(1, BufferType::I32);  // grown on demand
+  const int64_t floats = n * (4 * c.n_embd + 2 * c.q_dim() + 2 * c.kv_dim() + 2 * c.n_ff) +
+                         kLogitsRows * (2 * c.n_embd + c.n_vocab);
+  scratch_bytes_ = static_cast<uint64_t>(floats) * sizeof(float) + 5 * static_cast<uint64_t>(n) * 4;
+}
+
+const std::vector<float>& Forward::decode(const std::vector<BatchToken>& batch) {
+  logits_host_.clear();
+  const auto n = static_cast<int64_t>(batch.size());
+  for (int64_t i = 0; i < n; i += max_batch_)
+    run_chunk(batch.data() + i, std::min(max_batch_, n - i));
+  return logits_host_;
 }
 
 const std::vector<float>& Forward::step(int32_t token) {
+  if (cache_.reserve(0, 1) != Reserve::Ok)
+    throw Error(fmt::format("forward: context full ({} positions)", cache_.max_len(0)),
+                "use a larger context size");
+  return decode({BatchToken{0, token, true}});
+}
+
+void Forward::reset() {
+  const int64_t max_len = cache_.max_len(0);
+  cache_.remove_sequence(0);
+  cache_.add_sequence(max_len);
+}
+
+void Forward::run_chunk(const BatchToken* batch, int64_t n) {
   const ModelConfig& c = config_;
   Backend& b = backend_;
-  if (token < 0 || token >= c.n_vocab)
-    throw Error(
-        fmt::format("forward: token id {} is outside the vocabulary [0, {})", token, c.n_vocab));
-  if (cache_.n_past() >= cache_.n_ctx())
-    throw Error(fmt::format("forward: context full ({} positions)", cache_.n_ctx()),
-                "use a larger context size");
-  const int64_t pos = cache_.n_past();
 
-  b.get_rows(weights_.token_embd, token, x_);  // x (n_embd,)
+  // ---- positions, slots and block tables (host side) --------------------------------------
+  host_ids_.resize(static_cast<size_t>(n));
+  host_pos_.resize(static_cast<size_t>(n));
+  host_rows_.resize(static_cast<size_t>(n));
+  host_slots_.resize(static_cast<size_t>(n));
+  host_logit_rows_.clear();
+  std::vector<int32_t> seqs;       // distinct sequences, in order of first appearance
+  std::vector<int64_t> seq_count;  // tokens of each in this chunk so far
+  int64_t max_blocks = 1;
+  for (int64_t t = 0; t < n; ++t) {
+    const BatchToken& bt = batch[t];
+    if (bt.token < 0 || bt.token >= c.n_vocab)
+      throw Error(fmt::format("forward: token id {} is outside the vocabulary [0, {})", bt.token,
+                              c.n_vocab));
+    const auto it = std::find(seqs.begin(), seqs.end(), bt.seq);
+    const auto row = static_cast<size_t>(it - seqs.begin());
+    if (it == seqs.end()) {
+      seqs.push_back(bt.seq);
+      seq_count.push_back(0);
+      max_blocks =
+          std::max<int64_t>(max_blocks, static_cast<int64_t>(cache_.block_table(bt.seq).size()));
+    }
+    const int64_t pos = cache_.length(bt.seq) + seq_count[row]++;
+    if (pos >= cache_.capacity(bt.seq))
+      throw Error(fmt::format("forward: position {} of sequence {} was not reserved (context {})",
+                              pos, bt.seq, cache_.max_len(bt.seq)),
+                  "use a larger context size");
+    host_ids_[static_cast<size_t>(t)] = bt.token;
+    host_pos_[static_cast<size_t>(t)] = static_cast<int32_t>(pos);
+    host_rows_[static_cast<size_t>(t)] = static_cast<int32_t>(row);
+    host_slots_[static_cast<size_t>(t)] = cache_.slot(bt.seq, pos);
+    if (bt.logits) host_logit_rows_.push_back(static_cast<int32_t>(t));
+  }
+  const auto n_seqs = static_cast<int64_t>(seqs.size());
+  host_table_.assign(static_cast<size_t>(n_seqs * max_blocks), 0);
+  for (int64_t r = 0; r < n_seqs; ++r) {
+    const std::vector<int32_t>& blocks = cache_.block_table(seqs[static_cast<size_t>(r)]);
+    std::copy(blocks.begin(), blocks.end(), host_table_.begin() + r * max_blocks);
+  }
+  if (block_table_.size() < n_seqs * max_blocks)
+    block_table_ = b.alloc(n_seqs * max_blocks, BufferType::I32);
+  b.upload(ids_, host_ids_.data(), n);
+  b.upload(pos_, host_pos_.data(), n);
+  b.upload(seq_rows_, host_rows_.data(), n);
+  b.upload(slots_, host_slots_.data(), n);
+  b.upload(block_table_, host_table_.data(), n_seqs * max_blocks);
+
+  // ---- layers ----------------------------------------------------------------------------
+  b.get_rows(weights_.token_embd, ids_, n, x_);  // x (n, n_embd)
   for (int64_t il = 0; il < c.n_layers; ++il) {
     const LayerWeights& l = weights_.layers[static_cast<size_t>(il)];
+    Buffer& k_pool = cache_.keys(il);
+    Buffer& v_pool = cache_.values(il);
+    const PagedKv kv{&k_pool,    &v_pool, cache_.block_size(), &block_table_, max_blocks,
+                     &seq_rows_, &pos_};
 
     // ---- attention block -------------------------------------------------------------
-    b.rmsnorm(x_, l.attn_norm, c.rms_eps, h_);
-    b.matmul(l.wq, h_, q_);  // (q_dim,)
-    b.matmul(l.wk, h_, k_);  // (kv_dim,)
-    b.matmul(l.wv, h_, v_);  // (kv_dim,)
-    if (l.bq.present()) b.add_bias(q_, l.bq);
-    if (l.bk.present()) b.add_bias(k_, l.bk);
-    if (l.bv.present()) b.add_bias(v_, l.bv);
-    b.rope(q_, c.n_heads, pos, rope_);
-    b.rope(k_, c.n_kv_heads, pos, rope_);
-    cache_.write(il, k_, v_);
-    b.attention(q_, cache_.keys(il), cache_.values(il), pos + 1, attn_, att_);
-    b.matmul(l.wo, att_, proj_);  // (n_embd,)
-    b.add(x_, proj_);
+    b.rmsnorm(x_, l.attn_norm, c.rms_eps, n, h_);
+    b.matmul(l.wq, h_, n, q_);  // (n, q_dim)
+    b.matmul(l.wk, h_, n, k_);  // (n, kv_dim)
+    b.matmul(l.wv, h_, n, v_);  // (n, kv_dim)
+    if (l.bq.present()) b.add_bias(q_, l.bq, n);
+    if (l.bk.present()) b.add_bias(k_, l.bk, n);
+    if (l.bv.present()) b.add_bias(v_, l.bv, n);
+    b.rope(q_, pos_, n, c.n_heads, rope_);
+    b.rope(k_, pos_, n, c.n_kv_heads, rope_);
+    b.kv_store(k_, v_, slots_, n, c.kv_dim(), k_pool, v_pool);
+    b.attention(q_, kv, n, attn_, att_);
+    b.matmul(l.wo, att_, n, proj_);  // (n, n_embd)
+    b.add(x_, proj_, n * c.n_embd);
 
     // ---- feed-forward block (SwiGLU) ---------------------------------------------------
-    b.rmsnorm(x_, l.ffn_norm, c.rms_eps, h_);
-    b.matmul(l.w_gate, h_, gate_);    // (n_ff,)
-    b.matmul(l.w_up, h_, up_);        // (n_ff,)
-    b.silu_mul(gate_, up_, gate_);    // elementwise, in place is fine
-    b.matmul(l.w_down, gate_, ffn_);  // (n_embd,)
-    b.add(x_, ffn_);
+    b.rmsnorm(x_, l.ffn_norm, c.rms_eps, n, h_);
+    b.matmul(l.w_gate, h_, n, gate_);           // (n, n_ff)
+    b.matmul(l.w_up, h_, n, up_);               // (n, n_ff)
+    b.silu_mul(gate_, up_, n * c.n_ff, gate_);  // elementwise, in place is fine
+    b.matmul(l.w_down, gate_, n, ffn_);         // (n, n_embd)
+    b.add(x_, ffn_, n * c.n_embd);
   }
-  cache_.commit();
+  for (int64_t r = 0; r < n_seqs; ++r) {
+    const int32_t seq = seqs[static_cast<size_t>(r)];
+    std::vector<int32_t> toks;
+    for (int64_t t = 0; t < n; ++t)
+      if (host_rows_[static_cast<size_t>(t)] == r) toks.push_back(batch[t].token);
+    cache_.commit(seq, toks.data(), static_cast<int64_t>(toks.size()));
+  }
+  output_logits(static_cast<int64_t>(host_logit_rows_.size()));
+}
 
-  b.rmsnorm(x_, weights_.output_norm, c.rms_eps, h_);
-  b.matmul(weights_.output, h_, logits_);  // (n_vocab,)
-  b.download(logits_, logits_host_.data(), c.n_vocab);
-  return logits_host_;
+// logits of the wanted rows, kLogitsRows at a time:
+//   rmsnorm(x[rows]) * output_norm  output^T   (m, n_vocab), appended to logits_host_
+void Forward::output_logits(int64_t n_rows) {
+  const ModelConfig& c = config_;
+  Backend& b = backend_;
+  if (n_rows == 0) return;
+  b.upload(logit_rows_, host_logit_rows_.data(), n_rows);
+  const size_t old = logits_host_.size();
+  logits_host_.resize(old + static_cast<size_t>(n_rows * c.n_vocab));
+  for (int64_t r0 = 0; r0 < n_rows; r0 += kLogitsRows) {
+    const int64_t m = std::min(kLogitsRows, n_rows - r0);
+    // Pick rows r0 .. r0 + m of the wanted list.
+    if (r0 > 0) b.upload(logit_rows_, host_logit_rows_.data() + r0, m);
+    b.copy_rows(x_, c.n_embd, logit_rows_, m, x_out_);
+    b.rmsnorm(x_out_, weights_.output_norm, c.rms_eps, m, h_out_);
+    b.matmul(weights_.output, h_out_, m, logits_);  // (m, n_vocab)
+    b.download(logits_, logits_host_.data() + old + static_cast<size_t>(r0 * c.n_vocab),
+               m * c.n_vocab);
+  }
 }
 
 }  // namespace llmctl

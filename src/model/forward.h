@@ -1,17 +1,19 @@
 #pragma once
 // The Llama forward pass, written once against Backend& (it never constructs a backend).
 //
-// One token at position p = cache.n_past():
-//   x = token_embd[token]                                   (n_embd,)
+// A batch of n tokens (one sequence's prompt chunk, or one token from each of several
+// sequences, or both), token t at position p_t of its sequence:
+//   x = token_embd[tokens]                                  (n, n_embd)
 //   for each layer:
 //     h = rmsnorm(x) * attn_norm
-//     q = wq h (+bq), k = wk h (+bk), v = wv h (+bv)        (q_dim,), (kv_dim,), (kv_dim,)
-//     rope(q), rope(k) at p;  cache[layer][p] = k, v
-//     x += wo attention(q, cache[layer][0..p])
+//     q = h wq^T (+bq), k = h wk^T (+bk), v = h wv^T (+bv)  (n, q_dim), (n, kv_dim), (n, kv_dim)
+//     rope(q), rope(k) at p_t;  cache[layer][slot(seq_t, p_t)] = k_t, v_t
+//     x += attention(q_t over its sequence's positions 0..p_t) wo^T
 //     h = rmsnorm(x) * ffn_norm
-//     x += w_down (silu(w_gate h) * (w_up h))
-//   logits = output (rmsnorm(x) * output_norm)               (n_vocab,)
-// Prefill in this slice is the same step once per prompt token.
+//     x += (silu(h w_gate^T) * (h w_up^T)) w_down^T
+//   logits = rmsnorm(x[rows wanted]) * output_norm  output^T    (m, n_vocab)
+// Only rows whose logits are wanted go through the output projection, a few at a time, so a
+// long prefill never materializes (n, n_vocab).
 
 #include <cstdint>
 #include <vector>
@@ -19,34 +21,78 @@
 #include "backend/backend.h"
 #include "model/config.h"
 #include "model/kv_cache.h"
+#include "model/sequence_model.h"
 #include "model/weights.h"
 
 namespace llmctl {
 
-class Forward {
+struct ForwardOptions {
+  int64_t max_batch_tokens = 512;  // activation buffers hold this many tokens
+  KvCacheOptions kv;               // kv.n_blocks 0: enough for one sequence of n_ctx_train
+};
+
+class Forward final : public SequenceModel {
  public:
-  // Binds the weights to `backend` and allocates activations and a cache of n_ctx positions
-  // (n_ctx >= 1; it may exceed the training context). `backend` must outlive this object.
+  // Binds the weights to `backend` and allocates activations and the KV pool. `backend` must
+  // outlive this object.
+  Forward(const ModelConfig& config, const ModelWeights& weights, Backend& backend,
+          const ForwardOptions& opt);
+  // Single-sequence convenience: an f32 cache of n_ctx positions (n_ctx >= 1; it may exceed
+  // the training context), sequence 0 opened; use step().
   Forward(const ModelConfig& config, const ModelWeights& weights, Backend& backend, int64_t n_ctx);
 
-  // Runs `token` at position n_past() and returns its logits (n_vocab floats, valid until
-  // the next step). Throws Error for a token outside [0, n_vocab) or a full cache.
-  const std::vector<float>& step(int32_t token);
+  // -- SequenceModel --------------------------------------------------------------------
+  int32_t n_vocab() const override { return static_cast<int32_t>(config_.n_vocab); }
+  int64_t max_batch_tokens() const override { return max_batch_; }
+  int32_t add_sequence(int64_t max_len) override { return cache_.add_sequence(max_len); }
+  void remove_sequence(int32_t seq) override { cache_.remove_sequence(seq); }
+  int64_t attach_prefix(int32_t seq, const std::vector<int32_t>& tokens) override {
+    return cache_.attach_prefix(seq, tokens);
+  }
+  Reserve reserve(int32_t seq, int64_t n) override { return cache_.reserve(seq, n); }
+  // Throws Error for a token outside [0, n_vocab) or a position without a reserved slot.
+  const std::vector<float>& decode(const std::vector<BatchToken>& batch) override;
 
-  int64_t n_past() const { return cache_.n_past(); }
-  // Starts a new sequence.
-  void reset() { cache_.clear(); }
+  // -- single sequence (the n_ctx constructor's sequence 0) --------------------------------
+  // Runs `token` at position n_past() and returns its logits (n_vocab floats, valid until
+  // the next call). Throws Error for a token outside [0, n_vocab) or a full context.
+  const std::vector<float>& step(int32_t token);
+  int64_t n_past() const { return cache_.length(0); }
+  // Starts sequence 0 again (its blocks are released; full ones stay cached).
+  void reset();
+
+  PagedKvCache& cache() { return cache_; }
+  const ModelConfig& config() const { return config_; }
+  Backend& backend() { return backend_; }
+  // Bytes of the activation buffers (the memory summary's "scratch").
+  uint64_t scratch_bytes() const { return scratch_bytes_; }
 
  private:
+  void allocate();
+  // One chunk of at most max_batch_ tokens; appends wanted logits rows to logits_host_.
+  void run_chunk(const BatchToken* batch, int64_t n);
+  void output_logits(int64_t n_rows);
+
   ModelConfig config_;
   Backend& backend_;
   ModelWeights weights_;  // bound to backend_
-  KvCache cache_;
+  int64_t max_batch_ = 0;
+  PagedKvCache cache_;
   RopeParams rope_;
   AttentionShape attn_;
-  // Activations (one token).
-  Buffer x_, h_, q_, k_, v_, att_, proj_, gate_, up_, ffn_, logits_;
+  uint64_t scratch_bytes_ = 0;
+  // Activations, (max_batch_, dim) each.
+  Buffer x_, h_, q_, k_, v_, att_, proj_, gate_, up_, ffn_;
+  // Output projection, kLogitsRows rows at a time.
+  Buffer x_out_, h_out_, logits_;
+  // Indices: token ids, positions, block-table rows, slots, rows that want logits.
+  Buffer ids_, pos_, seq_rows_, slots_, logit_rows_, block_table_;
+  std::vector<int32_t> host_ids_, host_pos_, host_rows_, host_slots_, host_logit_rows_;
+  std::vector<int32_t> host_table_;
   std::vector<float> logits_host_;
 };
+
+// Rows of the output projection computed per pass (bounds the logits buffer).
+constexpr int64_t kLogitsRows = 32;
 
 }  // namespace llmctl

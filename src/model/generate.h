@@ -1,11 +1,11 @@
 #pragma once
-// The generation loop: prefill a prompt, then pick and feed tokens one at a time until EOS,
-// n_predict or a full context. It knows ids and logits only (no tokenizer, no printing):
-// the caller streams text from on_token and renders the result.
+// Generation: prefill a prompt, then pick and feed tokens one at a time until EOS,
+// n_predict, a stop request or a full context. It knows ids and logits only (no tokenizer,
+// no printing): the caller streams text from on_token and renders the result.
 //
-// The loop takes the model as a StepFn (token -> logits at the next position), so a
-// Forward drives it in the CLI and a scripted fake drives it in tests, and the token choice
-// as a TokenPicker, so the sampler (src/sampler/) plugs in without changing the loop.
+// The model is a SequenceModel (a Forward in the CLI, a scripted fake in tests); the token
+// choice a TokenPicker, so the sampler (src/sampler/) plugs in without changing the loop.
+// generate() runs one sequence through the Scheduler (scheduler.h), which runs many.
 //
 // Sequence rule: the whole sequence (prompt + generated tokens) fits in n_ctx positions.
 // A token is only generated if its own position exists, so a 5-token prompt with n_ctx 8
@@ -16,12 +16,10 @@
 #include <vector>
 
 #include "model/config.h"
+#include "model/sequence_model.h"
 
 namespace llmctl {
 
-// Runs `token` at the next position and returns its logits (n_vocab floats, valid until the
-// next call). Forward::step has this shape.
-using StepFn = std::function<const std::vector<float>&(int32_t token)>;
 // Chooses the next token from one row of logits.
 using TokenPicker = std::function<int32_t(const float* logits, int32_t n_vocab)>;
 
@@ -33,11 +31,14 @@ enum class FinishReason { Eos, Length, NPredict, Stop };
 const char* finish_reason_name(FinishReason r);
 
 struct GenerateOptions {
-  int64_t n_ctx = 0;        // positions the model's cache holds (>= 1)
+  int64_t n_ctx = 0;        // positions the sequence may hold: prompt + generated (>= 1)
   int64_t n_predict = 128;  // tokens to generate at most; < 0: until EOS or a full context
   int32_t eos_id = -1;      // -1: the vocabulary has none
   bool ignore_eos = false;  // keep going past EOS (the EOS id is then generated like any other)
-  TokenPicker pick;         // empty: pick_greedy
+  // More ids that end generation like EOS (a chat template's end of turn, e.g. <|eot_id|>);
+  // they are not emitted. --ignore-eos does not apply to them.
+  std::vector<int32_t> end_ids;
+  TokenPicker pick;  // empty: pick_greedy
   // Called with the logits of every prompt position, in order (BOS included); may be empty.
   std::function<void(int64_t pos, const std::vector<float>& logits)> on_prompt_logits;
   // Called with each generated token as soon as it is picked (not for a stopping EOS).
@@ -45,22 +46,26 @@ struct GenerateOptions {
   // Asked after on_token; true ends generation with FinishReason::Stop (a stop string was
   // printed up to its start). May be empty.
   std::function<bool()> stop_requested;
+  // Reuse cached KV blocks of an identical prompt prefix (off when on_prompt_logits is set:
+  // reused positions produce no logits).
+  bool reuse_prefix = true;
 };
 
 struct GenerateResult {
   std::vector<int32_t> generated_ids;  // without the EOS that stopped generation
   FinishReason finish = FinishReason::NPredict;
   int64_t n_prompt = 0;
-  double prefill_ms = 0;  // all prompt steps
+  int64_t n_reused = 0;   // prompt positions taken from the prefix cache, not computed
+  double prefill_ms = 0;  // admission to the prompt's last logits
   double ttft_ms = 0;     // start of prefill to the first generated token picked (0 if none)
   // Per generated token after the first: its forward step plus the pick (callbacks excluded).
   std::vector<double> decode_ms;
   uint64_t last_logits_hash = 0;  // fnv1a_64 of the last logits the model returned
 };
 
-// Throws Error for an empty prompt (no position to predict from) or one longer than n_ctx.
-// Errors from `step` pass through.
-GenerateResult generate(const StepFn& step, const std::vector<int32_t>& prompt,
+// One sequence. Throws Error for an empty prompt (no position to predict from) or one longer
+// than n_ctx; errors from the model pass through.
+GenerateResult generate(SequenceModel& model, const std::vector<int32_t>& prompt,
                         const GenerateOptions& opt);
 
 // ---------------------------------------------------------------------------
@@ -73,11 +78,5 @@ uint64_t fnv1a_64(const float* data, size_t n);
 
 // Nearest-rank percentile (p in [0, 100]) of `values`; 0 for an empty vector.
 double percentile(std::vector<double> values, double p);
-
-// Bytes of Forward's KV cache for n_ctx positions: K and V, f32, every layer.
-uint64_t kv_cache_bytes(const ModelConfig& c, int64_t n_ctx);
-// Bytes of Forward's per-token activations (mirrors the buffers its constructor allocates,
-// plus the host copy of the logits).
-uint64_t forward_scratch_bytes(const ModelConfig& c);
 
 }  // namespace llmctl

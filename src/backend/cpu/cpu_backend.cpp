@@ -1,9 +1,15 @@
 // Scalar reference CPU backend (cpu_backend.h). Arguments arrive checked (backend.cpp).
 #include "backend/cpu/cpu_backend.h"
 
+#include <fmt/format.h>
+#include <sys/mman.h>
+
 #include <cmath>
 #include <cstring>
+#include <new>
 
+#include "core/error.h"
+#include "core/fp16.h"
 #include "core/rope_math.h"
 #include "core/softmax.h"
 #include "quant/dequant.h"
@@ -29,119 +35,217 @@ float load_f32(const void* data, int64_t i) {
 // ---------------------------------------------------------------------------
 // Memory: plain heap arrays
 // ---------------------------------------------------------------------------
-Buffer CpuBackend::alloc_impl(int64_t n) {
-  float* p = new float[to_size(n)]();  // zero-filled
-  return Buffer(p, n, [](float* q) { delete[] q; });
+// Zero-filled and aligned for any SIMD load. Large buffers (a KV pool sized for a long
+// context) come straight from the kernel as anonymous mappings: their pages are zero and
+// cost no resident memory until first written, so RSS follows the positions actually used.
+Buffer CpuBackend::alloc_impl(int64_t n, BufferType type) {
+  const size_t bytes = to_size(n) * buffer_type_size(type);
+  constexpr size_t kMapThreshold = size_t{1} << 20;
+  if (bytes >= kMapThreshold) {
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+      throw Error(fmt::format("cannot allocate {} bytes of memory", bytes),
+                  "lower -c/--ctx-size or the batch size");
+    return Buffer(p, n, type, [bytes](void* q) { munmap(q, bytes); });
+  }
+  void* p = ::operator new[](bytes, std::align_val_t{64});
+  std::memset(p, 0, bytes);
+  return Buffer(p, n, type, [](void* q) { ::operator delete[](q, std::align_val_t{64}); });
 }
 
-void CpuBackend::upload_impl(Buffer& dst, const float* src, int64_t n, int64_t offset) {
-  std::memcpy(dst.data() + offset, src, to_size(n) * sizeof(float));
+void CpuBackend::upload_impl(Buffer& dst, const void* src, int64_t n, int64_t offset) {
+  const size_t es = buffer_type_size(dst.type());
+  std::memcpy(static_cast<uint8_t*>(dst.raw()) + to_size(offset) * es, src, to_size(n) * es);
 }
 
-void CpuBackend::download_impl(const Buffer& src, float* dst, int64_t n) {
-  std::memcpy(dst, src.data(), to_size(n) * sizeof(float));
+void CpuBackend::download_impl(const Buffer& src, float* dst, int64_t n, int64_t offset) {
+  std::memcpy(dst, src.data() + offset, to_size(n) * sizeof(float));
 }
 
 // ---------------------------------------------------------------------------
 // Ops
 // ---------------------------------------------------------------------------
-// out (n_cols,) = dequantize(table[id, :])
-void CpuBackend::get_rows_impl(const WeightView& table, int32_t id, Buffer& out) {
-  dequantize_row(table.type, row_ptr(table, id), out.data(), table.n_cols);
+// out (n_tokens, n_cols) row t = dequantize(table[ids[t], :])
+void CpuBackend::get_rows_impl(const WeightView& table, const Buffer& ids, int64_t n_tokens,
+                               Buffer& out) {
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const int32_t id = ids.i32()[t];
+    if (id < 0 || id >= table.n_rows)
+      throw Error(fmt::format("backend get_rows: id {} is outside '{}' rows [0, {})", id,
+                              table.name, table.n_rows));
+    dequantize_row(table.type, row_ptr(table, id), out.data() + t * table.n_cols, table.n_cols);
+  }
 }
 
-// out = x / sqrt(mean(x^2) + eps) * w; the sum of squares in double (cheap, and it is the
-// one reduction whose error scales every element of the output).
-void CpuBackend::rmsnorm_impl(const Buffer& x, const WeightView& w, float eps, Buffer& out) {
-  const int64_t n = x.size();
-  const float* xs = x.data();
-  double ss = 0.0;
-  for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(xs[i]) * static_cast<double>(xs[i]);
-  const auto scale =
-      static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + static_cast<double>(eps)));
-  float* o = out.data();
-  for (int64_t i = 0; i < n; ++i) o[i] = xs[i] * scale * load_f32(w.data, i);
-}
-
-// W (d, n) @ x (n,) -> out (d,). A row at a time: dequantize into scratch (a no-op copy for
-// F32), then an f32 dot product.
-void CpuBackend::matmul_impl(const WeightView& w, const Buffer& x, Buffer& out) {
+// out = x / sqrt(mean(x^2) + eps) * w per row; the sum of squares in double (cheap, and it is
+// the one reduction whose error scales every element of the output).
+void CpuBackend::rmsnorm_impl(const Buffer& x, const WeightView& w, float eps, int64_t n_tokens,
+                              Buffer& out) {
   const int64_t n = w.n_cols;
-  const float* xs = x.data();
-  float* o = out.data();
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const float* xs = x.data() + t * n;
+    double ss = 0.0;
+    for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(xs[i]) * static_cast<double>(xs[i]);
+    const auto scale =
+        static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + static_cast<double>(eps)));
+    float* o = out.data() + t * n;
+    for (int64_t i = 0; i < n; ++i) o[i] = xs[i] * scale * load_f32(w.data, i);
+  }
+}
+
+// out (n_tokens, d) = x (n_tokens, n) @ W^T. A weight row at a time: dequantize into scratch
+// (a copy for F32), then one f32 dot product per token, in element order.
+void CpuBackend::matmul_impl(const WeightView& w, const Buffer& x, int64_t n_tokens, Buffer& out) {
+  const int64_t n = w.n_cols;
+  const int64_t d = w.n_rows;
   row_scratch_.resize(to_size(n));
-  for (int64_t r = 0; r < w.n_rows; ++r) {
+  for (int64_t r = 0; r < d; ++r) {
     // F32 rows are copied too: simpler than an alignment special case, and this is the
     // reference path, not the fast one.
     dequantize_row(w.type, row_ptr(w, r), row_scratch_.data(), n);
     const float* row = row_scratch_.data();
-    float acc = 0.0f;
-    for (int64_t i = 0; i < n; ++i) acc += row[i] * xs[i];
-    o[r] = acc;
-  }
-}
-
-void CpuBackend::add_bias_impl(Buffer& x, const WeightView& b) {
-  float* xs = x.data();
-  for (int64_t i = 0; i < x.size(); ++i) xs[i] += load_f32(b.data, i);
-}
-
-// Every head of x (n_heads, head_dim) rotated pair by pair (rope_math.h).
-void CpuBackend::rope_impl(Buffer& x, int64_t n_heads, int64_t pos, const RopeParams& p) {
-  for (int64_t h = 0; h < n_heads; ++h) {
-    float* head = x.data() + h * p.head_dim;
-    for (int64_t i = 0; i < p.n_rot / 2; ++i) {
-      int64_t i0 = 0, i1 = 0;
-      rope_pair_index(p.type, i, p.n_rot, &i0, &i1);
-      rope_rotate(head + i0, head + i1, rope_theta(pos, i, p.n_rot, p.freq_base, p.freq_scale));
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      const float* xs = x.data() + t * n;
+      float acc = 0.0f;
+      for (int64_t i = 0; i < n; ++i) acc += row[i] * xs[i];
+      out.data()[t * d + r] = acc;
     }
   }
 }
 
-void CpuBackend::set_row_impl(const Buffer& src, Buffer& dst, int64_t row) {
-  std::memcpy(dst.data() + row * src.size(), src.data(), to_size(src.size()) * sizeof(float));
+void CpuBackend::add_bias_impl(Buffer& x, const WeightView& b, int64_t n_tokens) {
+  const int64_t n = b.n_cols;
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    float* xs = x.data() + t * n;
+    for (int64_t i = 0; i < n; ++i) xs[i] += load_f32(b.data, i);
+  }
 }
 
-// For each query head h (kv head g = h / group):
-//   s[t] = q[h] . k[t, g] / sqrt(head_dim),  t < n_kv;  a = softmax(s);  out[h] = sum_t a[t] v[t,
-//   g]
-void CpuBackend::attention_impl(const Buffer& q, const Buffer& k_cache, const Buffer& v_cache,
-                                int64_t n_kv, const AttentionShape& s, Buffer& out) {
+// Every head of token t rotated pair by pair for position positions[t] (rope_math.h).
+void CpuBackend::rope_impl(Buffer& x, const Buffer& positions, int64_t n_tokens, int64_t n_heads,
+                           const RopeParams& p) {
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const int32_t pos = positions.i32()[t];
+    if (pos < 0) throw Error(fmt::format("backend rope: position {} is negative", pos));
+    for (int64_t h = 0; h < n_heads; ++h) {
+      float* head = x.data() + (t * n_heads + h) * p.head_dim;
+      for (int64_t i = 0; i < p.n_rot / 2; ++i) {
+        int64_t i0 = 0, i1 = 0;
+        rope_pair_index(p.type, i, p.n_rot, &i0, &i1);
+        double theta = rope_theta(pos, i, p.n_rot, p.freq_base, p.freq_scale);
+        if (p.freq_factors.present())
+          theta /= static_cast<double>(load_f32(p.freq_factors.data, i));
+        rope_rotate(head + i0, head + i1, theta);
+      }
+    }
+  }
+}
+
+void CpuBackend::kv_store_impl(const Buffer& k, const Buffer& v, const Buffer& slots,
+                               int64_t n_tokens, int64_t kv_dim, Buffer& k_pool, Buffer& v_pool) {
+  const int64_t n_slots = k_pool.size() / kv_dim;
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const int32_t slot = slots.i32()[t];
+    LLMCTL_ASSERT(slot >= 0 && slot < n_slots);
+    const float* ks = k.data() + t * kv_dim;
+    const float* vs = v.data() + t * kv_dim;
+    if (k_pool.type() == BufferType::F32) {
+      std::memcpy(k_pool.data() + slot * kv_dim, ks, to_size(kv_dim) * sizeof(float));
+      std::memcpy(v_pool.data() + slot * kv_dim, vs, to_size(kv_dim) * sizeof(float));
+    } else {
+      uint16_t* kd = k_pool.f16() + slot * kv_dim;
+      uint16_t* vd = v_pool.f16() + slot * kv_dim;
+      for (int64_t i = 0; i < kv_dim; ++i) {
+        kd[i] = f32_to_fp16(ks[i]);
+        vd[i] = f32_to_fp16(vs[i]);
+      }
+    }
+  }
+}
+
+namespace {
+// Head g of the K or V row in `slot`, as f32 (converted into `tmp` from an f16 pool).
+const float* kv_head(const Buffer& pool, int64_t slot, int64_t kv_dim, int64_t g, int64_t head_dim,
+                     std::vector<float>& tmp) {
+  const int64_t off = slot * kv_dim + g * head_dim;
+  if (pool.type() == BufferType::F32) return pool.data() + off;
+  tmp.resize(to_size(head_dim));
+  const uint16_t* src = pool.f16() + off;
+  for (int64_t i = 0; i < head_dim; ++i) tmp[to_size(i)] = fp16_to_f32(src[i]);
+  return tmp.data();
+}
+}  // namespace
+
+// Query token t at position p, head h (kv head g = h / group):
+//   s[j] = q[t, h] . K[j, g] / sqrt(head_dim), j <= p;  a = softmax(s);  out[t, h] = sum_j a[j]
+//   V[j, g]
+void CpuBackend::attend_head(const Buffer& q, const PagedKv& kv, int64_t t, int64_t h,
+                             const AttentionShape& s, Buffer& out, std::vector<float>& scores,
+                             std::vector<float>& kv_row) {
   const int64_t group = s.n_heads / s.n_kv_heads;
   const int64_t kv_dim = s.n_kv_heads * s.head_dim;
+  const int64_t n_blocks = kv.k_pool->size() / (kv_dim * kv.block_size);
   const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.head_dim)));
-  score_scratch_.resize(to_size(n_kv));
-  float* scores = score_scratch_.data();
-  for (int64_t h = 0; h < s.n_heads; ++h) {
-    const int64_t g = h / group;
-    const float* qh = q.data() + h * s.head_dim;
-    for (int64_t t = 0; t < n_kv; ++t) {
-      const float* kt = k_cache.data() + t * kv_dim + g * s.head_dim;
-      float dot = 0.0f;
-      for (int64_t i = 0; i < s.head_dim; ++i) dot += qh[i] * kt[i];
-      scores[t] = dot * scale;
-    }
-    softmax_inplace(scores, n_kv);
-    float* oh = out.data() + h * s.head_dim;
-    for (int64_t i = 0; i < s.head_dim; ++i) oh[i] = 0.0f;
-    for (int64_t t = 0; t < n_kv; ++t) {
-      const float* vt = v_cache.data() + t * kv_dim + g * s.head_dim;
-      for (int64_t i = 0; i < s.head_dim; ++i) oh[i] += scores[t] * vt[i];
-    }
+  const int32_t row = kv.token_seq->i32()[t];
+  const int32_t pos = kv.positions->i32()[t];
+  LLMCTL_ASSERT(row >= 0 && pos >= 0 && (pos / kv.block_size) < kv.max_blocks);
+  LLMCTL_ASSERT((static_cast<int64_t>(row) + 1) * kv.max_blocks <= kv.block_table->size());
+  const int32_t* blocks = kv.block_table->i32() + row * kv.max_blocks;
+  const int64_t n_kv = int64_t{pos} + 1;
+  scores.resize(to_size(n_kv));
+  const auto slot_of = [&](int64_t j) {
+    const int32_t b = blocks[j / kv.block_size];
+    LLMCTL_ASSERT(b >= 0 && b < n_blocks);
+    return int64_t{b} * kv.block_size + j % kv.block_size;
+  };
+  const int64_t g = h / group;
+  const float* qh = q.data() + (t * s.n_heads + h) * s.head_dim;
+  for (int64_t j = 0; j < n_kv; ++j) {
+    const float* kj = kv_head(*kv.k_pool, slot_of(j), kv_dim, g, s.head_dim, kv_row);
+    float dot = 0.0f;
+    for (int64_t i = 0; i < s.head_dim; ++i) dot += qh[i] * kj[i];
+    scores[to_size(j)] = dot * scale;
+  }
+  softmax_inplace(scores.data(), n_kv);
+  float* oh = out.data() + (t * s.n_heads + h) * s.head_dim;
+  for (int64_t i = 0; i < s.head_dim; ++i) oh[i] = 0.0f;
+  for (int64_t j = 0; j < n_kv; ++j) {
+    const float* vj = kv_head(*kv.v_pool, slot_of(j), kv_dim, g, s.head_dim, kv_row);
+    const float a = scores[to_size(j)];
+    for (int64_t i = 0; i < s.head_dim; ++i) oh[i] += a * vj[i];
   }
 }
 
-void CpuBackend::silu_mul_impl(const Buffer& gate, const Buffer& up, Buffer& out) {
+void CpuBackend::attention_impl(const Buffer& q, const PagedKv& kv, int64_t n_tokens,
+                                const AttentionShape& s, Buffer& out) {
+  for (int64_t t = 0; t < n_tokens; ++t)
+    for (int64_t h = 0; h < s.n_heads; ++h)
+      attend_head(q, kv, t, h, s, out, score_scratch_, kv_row_scratch_);
+}
+
+void CpuBackend::silu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) {
   const float* g = gate.data();
   const float* u = up.data();
   float* o = out.data();
-  for (int64_t i = 0; i < gate.size(); ++i) o[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+  for (int64_t i = 0; i < n; ++i) o[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
 }
 
-void CpuBackend::add_impl(Buffer& x, const Buffer& y) {
+void CpuBackend::add_impl(Buffer& x, const Buffer& y, int64_t n) {
   float* xs = x.data();
   const float* ys = y.data();
-  for (int64_t i = 0; i < x.size(); ++i) xs[i] += ys[i];
+  for (int64_t i = 0; i < n; ++i) xs[i] += ys[i];
+}
+
+void CpuBackend::copy_rows_impl(const Buffer& x, int64_t row_len, const Buffer& rows,
+                                int64_t n_rows, Buffer& out) {
+  const int64_t x_rows = x.size() / row_len;
+  for (int64_t i = 0; i < n_rows; ++i) {
+    const int32_t r = rows.i32()[i];
+    if (r < 0 || r >= x_rows)
+      throw Error(fmt::format("backend copy_rows: row {} is outside [0, {})", r, x_rows));
+    std::memcpy(out.data() + i * row_len, x.data() + int64_t{r} * row_len,
+                to_size(row_len) * sizeof(float));
+  }
 }
 
 }  // namespace llmctl::cpu

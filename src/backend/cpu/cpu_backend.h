@@ -14,30 +14,43 @@
 
 namespace llmctl::cpu {
 
-class CpuBackend final : public Backend {
+class CpuBackend : public Backend {
  public:
   const char* name() const override { return "cpu"; }
 
  protected:
-  Buffer alloc_impl(int64_t n) override;
-  void upload_impl(Buffer& dst, const float* src, int64_t n, int64_t offset) override;
-  void download_impl(const Buffer& src, float* dst, int64_t n) override;
+  Buffer alloc_impl(int64_t n, BufferType type) override;
+  void upload_impl(Buffer& dst, const void* src, int64_t n, int64_t offset) override;
+  void download_impl(const Buffer& src, float* dst, int64_t n, int64_t offset) override;
   WeightView bind_weight_impl(const WeightView& host) override { return host; }
   void sync_impl() override {}
-  void get_rows_impl(const WeightView& table, int32_t id, Buffer& out) override;
-  void rmsnorm_impl(const Buffer& x, const WeightView& w, float eps, Buffer& out) override;
-  void matmul_impl(const WeightView& w, const Buffer& x, Buffer& out) override;
-  void add_bias_impl(Buffer& x, const WeightView& b) override;
-  void rope_impl(Buffer& x, int64_t n_heads, int64_t pos, const RopeParams& p) override;
-  void set_row_impl(const Buffer& src, Buffer& dst, int64_t row) override;
-  void attention_impl(const Buffer& q, const Buffer& k_cache, const Buffer& v_cache, int64_t n_kv,
-                      const AttentionShape& s, Buffer& out) override;
-  void silu_mul_impl(const Buffer& gate, const Buffer& up, Buffer& out) override;
-  void add_impl(Buffer& x, const Buffer& y) override;
+  void get_rows_impl(const WeightView& table, const Buffer& ids, int64_t n_tokens,
+                     Buffer& out) override;
+  void rmsnorm_impl(const Buffer& x, const WeightView& w, float eps, int64_t n_tokens,
+                    Buffer& out) override;
+  void matmul_impl(const WeightView& w, const Buffer& x, int64_t n_tokens, Buffer& out) override;
+  void add_bias_impl(Buffer& x, const WeightView& b, int64_t n_tokens) override;
+  void rope_impl(Buffer& x, const Buffer& positions, int64_t n_tokens, int64_t n_heads,
+                 const RopeParams& p) override;
+  void kv_store_impl(const Buffer& k, const Buffer& v, const Buffer& slots, int64_t n_tokens,
+                     int64_t kv_dim, Buffer& k_pool, Buffer& v_pool) override;
+  void attention_impl(const Buffer& q, const PagedKv& kv, int64_t n_tokens, const AttentionShape& s,
+                      Buffer& out) override;
+  void silu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) override;
+  void add_impl(Buffer& x, const Buffer& y, int64_t n) override;
+  void copy_rows_impl(const Buffer& x, int64_t row_len, const Buffer& rows, int64_t n_rows,
+                      Buffer& out) override;
+
+  // Head h of query token t (row t of q/out) over its sequence's pages: the reference
+  // attention, also run per (token, head) by the threaded backend.
+  static void attend_head(const Buffer& q, const PagedKv& kv, int64_t t, int64_t h,
+                          const AttentionShape& s, Buffer& out, std::vector<float>& scores,
+                          std::vector<float>& kv_row);
 
  private:
-  std::vector<float> row_scratch_;    // one dequantized weight row (matmul)
-  std::vector<float> score_scratch_;  // attention scores for one head (n_kv)
+  std::vector<float> row_scratch_;     // one dequantized weight row (matmul)
+  std::vector<float> score_scratch_;   // attention scores of one head
+  std::vector<float> kv_row_scratch_;  // one K or V head converted from f16
 };
 
 }  // namespace llmctl::cpu

@@ -1,0 +1,41 @@
+// The fast CPU backend (cpu_fast_backend.h).
+#include "backend/cpu/cpu_fast_backend.h"
+
+namespace llmctl::cpu {
+
+namespace {
+// Below this much work an op runs on the calling thread alone: handing a job to the pool
+// costs microseconds (and far more when the machine is oversubscribed and a worker is not
+// running), which a small model's whole step can be. Thread count never changes results
+// (batch and thread invariance), so the choice is free to make per op.
+constexpr int64_t kMinParallelWeightBytes = int64_t{1} << 18;  // matmul: weight bytes x tokens
+constexpr int64_t kMinParallelScores = int64_t{1} << 14;       // attention: heads x positions
+}  // namespace
+
+CpuFastBackend::CpuFastBackend(int n_threads)
+    : pool_(n_threads),
+      scores_(static_cast<size_t>(n_threads)),
+      kv_rows_(static_cast<size_t>(n_threads)) {}
+
+void CpuFastBackend::matmul_impl(const WeightView& w, const Buffer& x, int64_t n_tokens,
+                                 Buffer& out) {
+  const auto bytes = static_cast<int64_t>(weight_row_bytes(w.type, w.n_cols)) * w.n_rows;
+  ThreadPool& pool = bytes * n_tokens >= kMinParallelWeightBytes ? pool_ : serial_;
+  matmul_fast(w, x.data(), n_tokens, out.data(), pool, scratch_);
+}
+
+// Tasks are (token, head) pairs; each runs the reference code for one head.
+void CpuFastBackend::attention_impl(const Buffer& q, const PagedKv& kv, int64_t n_tokens,
+                                    const AttentionShape& s, Buffer& out) {
+  // Work estimate from the last token's position (positions grow along a prefill chunk).
+  const int64_t positions = int64_t{kv.positions->i32()[n_tokens - 1]} + 1;
+  ThreadPool& pool = n_tokens * s.n_heads * positions >= kMinParallelScores ? pool_ : serial_;
+  pool.parallel_for(n_tokens * s.n_heads, [&](int64_t begin, int64_t end, int thread) {
+    auto& scores = scores_[static_cast<size_t>(thread)];
+    auto& kv_row = kv_rows_[static_cast<size_t>(thread)];
+    for (int64_t i = begin; i < end; ++i)
+      attend_head(q, kv, i / s.n_heads, i % s.n_heads, s, out, scores, kv_row);
+  });
+}
+
+}  // namespace llmctl::cpu

@@ -1,0 +1,40 @@
+#pragma once
+// The fast CPU backend: the reference backend (cpu_backend.h) with its heavy ops replaced by
+// threaded SIMD versions: matmul through matmul_fast (AVX2 kernels chosen at run time, int8
+// activations for quantized weights) and attention split over (token, head) pairs.
+// The light element-wise ops stay the reference ones: they are a small fraction of a step.
+//
+// Batch invariance holds as in the reference: matmul_fast gives bit-identical rows whatever
+// the batch and thread count, and each (token, head) of attention runs the reference code.
+// The fast path differs from the reference by rounding (documented in matmul_fast.h); tests
+// compare the two.
+
+#include <memory>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/matmul_fast.h"
+#include "backend/cpu/thread_pool.h"
+
+namespace llmctl::cpu {
+
+class CpuFastBackend final : public CpuBackend {
+ public:
+  explicit CpuFastBackend(int n_threads);
+  const char* name() const override { return "cpu"; }
+  int n_threads() const override { return pool_.size(); }
+
+ protected:
+  void matmul_impl(const WeightView& w, const Buffer& x, int64_t n_tokens, Buffer& out) override;
+  void attention_impl(const Buffer& q, const PagedKv& kv, int64_t n_tokens, const AttentionShape& s,
+                      Buffer& out) override;
+
+ private:
+  ThreadPool pool_;
+  ThreadPool serial_{1};  // ops too small to be worth waking the other threads
+  MatmulScratch scratch_;
+  // Per thread: attention scores and one converted K/V head.
+  std::vector<std::vector<float>> scores_, kv_rows_;
+};
+
+}  // namespace llmctl::cpu
