@@ -73,7 +73,8 @@ TEST_CASE("run reproduces the golden greedy continuation (--json and streamed)",
   CHECK(r.out == g["generated_text"].get<std::string>());  // nothing but the text on stdout
   CHECK(summary(r.err)["logits_hash"] == hash);            // deterministic
 
-  r = run_llmctl({"run", "-m", model, "-p", "Once upon a time", "-n", "48", "--temp", "0", "--echo"});
+  r = run_llmctl(
+      {"run", "-m", model, "-p", "Once upon a time", "-n", "48", "--temp", "0", "--echo"});
   CHECK(r.out == "Once upon a time" + g["generated_text"].get<std::string>());
 }
 
@@ -81,8 +82,8 @@ TEST_CASE("run --logits-out writes one float32 row per prompt position", "[cli][
   const std::string model = require_test_file("models/stories260K.gguf");
   const auto g = golden();
   const std::string path = llmctl::test::temp_dir() + "/logits.f32";
-  const auto r =
-      run_llmctl({"run", "-m", model, "-p", "Once upon a time", "-n", "1", "--temp", "0", "--logits-out", path});
+  const auto r = run_llmctl({"run", "-m", model, "-p", "Once upon a time", "-n", "1", "--temp", "0",
+                             "--logits-out", path});
   REQUIRE(r.code == 0);
   const std::string bytes = llmctl::test::read_file(path);
   const size_t n_vocab = 512;
@@ -122,7 +123,8 @@ TEST_CASE("run stops with finish_reason length when the context fills", "[cli]")
 
 TEST_CASE("run reads the prompt from stdin or a file", "[cli]") {
   const std::string model = require_test_file("models/stories260K.gguf");
-  const auto a = run_llmctl({"run", "-m", model, "-n", "8", "--temp", "0", "--json"}, "Once upon a time");
+  const auto a =
+      run_llmctl({"run", "-m", model, "-n", "8", "--temp", "0", "--json"}, "Once upon a time");
   REQUIRE(a.code == 0);
   const auto ja = nlohmann::json::parse(a.out);
   CHECK(ja["prompt_ids"] == nlohmann::json::array({1, 403, 407, 261, 378}));
@@ -131,8 +133,8 @@ TEST_CASE("run reads the prompt from stdin or a file", "[cli]") {
   const auto b = run_llmctl({"run", "-m", model, "-n", "8", "--temp", "0", "--json", "-f", path});
   REQUIRE(b.code == 0);
   CHECK(nlohmann::json::parse(b.out)["generated_ids"] == ja["generated_ids"]);
-  const auto c =
-      run_llmctl({"run", "-m", model, "-n", "8", "--temp", "0", "--json", "--no-bos", "-p", "Once upon a time"});
+  const auto c = run_llmctl({"run", "-m", model, "-n", "8", "--temp", "0", "--json", "--no-bos",
+                             "-p", "Once upon a time"});
   CHECK(nlohmann::json::parse(c.out)["prompt_ids"] == nlohmann::json::array({403, 407, 261, 378}));
   const auto both = run_llmctl({"run", "-m", model, "-p", "x", "-f", path});
   CHECK(both.code == 2);
@@ -151,7 +153,7 @@ TEST_CASE("run usage and input errors have their exit codes", "[cli]") {
   r = run_llmctl({"run", "-m", "/nonexistent/model.gguf", "-p", "x"});
   CHECK(r.code == 1);
   CHECK(r.err.find("/nonexistent/model.gguf") != std::string::npos);
-  CHECK(r.err.find("scripts/fetch-models.sh") != std::string::npos);
+  CHECK(r.err.find("check the path") != std::string::npos);   // fetch-models is for the default
   if (!std::filesystem::exists("models/stories260K.gguf")) {  // the default model, absent here
     r = run_llmctl({"run", "-p", "x"});
     CHECK(r.code == 1);
@@ -172,15 +174,15 @@ TEST_CASE("run --help documents the summary line", "[cli]") {
   const auto r = run_llmctl({"run", "--help"});
   REQUIRE(r.code == 0);
   CHECK(r.out.find("llmctl-run: load_ms=") != std::string::npos);
-  CHECK(r.out.find("One CPU thread") != std::string::npos);
+  CHECK(r.out.find("thread- and batch-invariant") != std::string::npos);
   CHECK(r.out.find("Sampling order: penalties, top-k") != std::string::npos);
 }
 
 TEST_CASE("run samples reproducibly by seed", "[cli]") {
   const std::string model = require_test_file("models/stories260K.gguf");
-  const std::vector<std::string> base{"run", "-m", model, "-p", "Once upon a time", "-n", "40",
-                                      "--temp", "1.5", "--top-k", "0", "--top-p", "1", "--min-p", "0",
-                                      "--json"};
+  const std::vector<std::string> base{
+      "run",     "-m", model,     "-p", "Once upon a time", "-n", "40",    "--temp", "1.5",
+      "--top-k", "0",  "--top-p", "1",  "--min-p",          "0",  "--json"};
   auto with_seed = [&](const char* seed) {
     std::vector<std::string> args = base;
     args.insert(args.end(), {"--seed", seed});
@@ -203,15 +205,16 @@ TEST_CASE("run samples reproducibly by seed", "[cli]") {
 TEST_CASE("run --stop ends before the stop string", "[cli][golden]") {
   const std::string model = require_test_file("models/stories260K.gguf");
   const auto g = golden();
-  const std::string text = g["generated_text"].get<std::string>();  // ", there was a little girl named Lily. ..."
-  const auto r = run_llmctl({"run", "-m", model, "-p", "Once upon a time", "-n", "48", "--temp", "0",
-                             "--stop", "Lily", "--json"});
+  const std::string text =
+      g["generated_text"].get<std::string>();  // ", there was a little girl named Lily. ..."
+  const auto r = run_llmctl({"run", "-m", model, "-p", "Once upon a time", "-n", "48", "--temp",
+                             "0", "--stop", "Lily", "--json"});
   REQUIRE(r.code == 0);
   const auto j = nlohmann::json::parse(r.out);
   CHECK(j["finish_reason"] == "stop");
   CHECK(j["text"] == text.substr(0, text.find("Lily")));
-  const auto streamed = run_llmctl({"run", "-m", model, "-p", "Once upon a time", "-n", "48",
-                                    "--temp", "0", "--stop", "Lily"});
+  const auto streamed = run_llmctl(
+      {"run", "-m", model, "-p", "Once upon a time", "-n", "48", "--temp", "0", "--stop", "Lily"});
   CHECK(streamed.out == text.substr(0, text.find("Lily")));
   CHECK(summary(streamed.err)["finish"] == "stop");
 }

@@ -1,0 +1,207 @@
+// llmctl run --batch FILE: every JSONL request line decoded together over the paged cache
+// (continuous batching, scheduler.h), one JSON record per line (batch_io.h).
+//
+// Nothing is lost: every input line gets exactly one record (a result or an error), each
+// written and flushed as soon as it is known, with its "index". Bad lines get error records
+// first; a request that fails later (prompt longer than -c) gets one too; the others go on.
+// --resume FILE reads an earlier output, skips the indices it answers and appends the new
+// records to FILE instead of stdout.
+//
+// Seeds: a request's "seed", else the run's --seed (or random seed) plus the line index, so
+// a batch is reproducible and two lines never share a random stream by accident.
+//
+// stderr ends with one summary line:
+//   llmctl-batch: requests=N ok=N errors=N skipped=N prompt_tokens=N gen_tokens=N
+//                 reused_tokens=N wall_ms=F gen_tok_s=F parallel=N
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <numeric>
+
+#include "cli/batch_io.h"
+#include "cli/run_session.h"
+#include "core/error.h"
+#include "model/scheduler.h"
+#include "sampler/stop.h"
+
+namespace llmctl::cli {
+
+namespace {
+
+// Where records go: stdout, or appended to the --resume file.
+class RecordSink {
+ public:
+  explicit RecordSink(const std::string& resume_path, bool partial_line) {
+    if (resume_path.empty()) return;
+    file_.open(resume_path, std::ios::app | std::ios::binary);
+    if (!file_) throw FileError(resume_path, "cannot open for appending");
+    if (partial_line) file_ << '\n';  // the cut-off record stays an unparseable line of its own
+  }
+  void write(const std::string& line) {
+    if (file_.is_open()) {
+      file_ << line << '\n';
+      file_.flush();
+    } else {
+      write_out(line + "\n");
+    }
+  }
+
+ private:
+  std::ofstream file_;
+};
+
+// One request on its way through the scheduler.
+struct Pending {
+  int64_t index = 0;
+  std::optional<nlohmann::json> id;
+  std::vector<int32_t> prompt_ids;
+  SamplerParams sampling;
+  std::unique_ptr<Sampler> sampler;
+  std::unique_ptr<StopMatcher> stop;
+  std::unique_ptr<StreamDecoder> stream;
+  std::string text;
+};
+
+std::vector<int32_t> encode_request(const BatchRequest& rq, const RunSession& s,
+                                    const RunOptions& opt,
+                                    const std::optional<ChatTemplate>& tmpl) {
+  const Tokenizer& tok = *s.tok;
+  if (rq.prompt) return tok.encode(*rq.prompt, !opt.no_bos && tok.add_bos_default());
+  if (!tmpl) throw Error(kUnrecognizedChatTemplate);
+  const std::string bos = tok.bos_id() >= 0 ? tok.piece(tok.bos_id()) : "";
+  const std::string eos = tok.eos_id() >= 0 ? tok.piece(tok.eos_id()) : "";
+  return tok.encode(render_chat(*tmpl, rq.messages, true, bos, eos), false, true);
+}
+
+}  // namespace
+
+int run_batch(const RunOptions& opt) {
+  // ---- read the requests and what an earlier run answered ---------------------------------
+  std::vector<BatchLine> lines;
+  if (opt.batch_file == "-") {
+    lines = read_batch_requests(std::cin, "<stdin>");
+  } else {
+    std::ifstream in(opt.batch_file, std::ios::binary);
+    if (!in) throw FileError(opt.batch_file, "cannot open");
+    lines = read_batch_requests(in, opt.batch_file);
+  }
+  PreviousOutput previous;
+  if (!opt.resume.empty()) {
+    std::ifstream prev(opt.resume, std::ios::binary);
+    if (prev) previous = scan_previous_output(prev);  // a missing file: nothing answered yet
+  }
+  RecordSink sink(opt.resume, previous.ends_with_partial_line);
+
+  RunSession s = open_run_session(opt, opt.parallel);
+  const Tokenizer& tok = *s.tok;
+  std::optional<ChatTemplate> tmpl;
+  if (!opt.chat_template.empty()) tmpl = chat_template_from_name(opt.chat_template);
+  if (!tmpl) tmpl = detect_chat_template(s.file->get_string_or("tokenizer.chat_template", ""));
+  const SamplerParams base = resolved_sampling(opt);
+
+  // ---- queue every good line; error records for the rest ----------------------------------
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point t0 = Clock::now();
+  Scheduler sched(*s.fwd, SchedulerOptions{opt.parallel});
+  std::vector<std::unique_ptr<Pending>> pending;
+  int64_t n_errors = 0, n_skipped = 0, n_ok = 0, prompt_tokens = 0, gen_tokens = 0, reused = 0;
+  for (BatchLine& line : lines) {
+    if (previous.answered.count(line.index) != 0) {
+      ++n_skipped;
+      continue;
+    }
+    if (!line.request) {
+      sink.write(batch_error_json(line.index, line.id, line.error));
+      ++n_errors;
+      continue;
+    }
+    const BatchRequest& rq = *line.request;
+    auto p = std::make_unique<Pending>();
+    p->index = line.index;
+    p->id = line.id;
+    p->sampling = base;
+    p->sampling.seed = rq.seed ? *rq.seed : base.seed + static_cast<uint64_t>(line.index);
+    if (rq.temperature) p->sampling.temperature = *rq.temperature;
+    if (rq.top_k) p->sampling.top_k = *rq.top_k;
+    if (rq.top_p) p->sampling.top_p = *rq.top_p;
+    if (rq.min_p) p->sampling.min_p = *rq.min_p;
+    try {
+      validate_sampler_params(p->sampling);
+      p->prompt_ids = encode_request(rq, s, opt, tmpl);
+      p->sampler = std::make_unique<Sampler>(p->sampling);
+      for (const int32_t t : p->prompt_ids) p->sampler->accept(t);
+      p->stop = std::make_unique<StopMatcher>(rq.stop.empty() ? opt.stops : rq.stop);
+      p->stream = std::make_unique<StreamDecoder>(tok);
+      Pending* raw = p.get();
+      GenerateOptions g;
+      g.n_ctx = s.n_ctx;
+      g.n_predict = rq.n_predict.value_or(opt.n_predict);
+      g.eos_id = tok.eos_id();
+      g.ignore_eos = opt.ignore_eos;
+      if (rq.prompt == std::nullopt && tmpl) g.end_ids = chat_stop_ids(*tmpl, tok);
+      g.pick = [raw](const float* logits, int32_t n_vocab) {
+        const int32_t id = raw->sampler->sample(logits, n_vocab);
+        raw->sampler->accept(id);
+        return id;
+      };
+      g.on_token = [raw](int32_t id) { raw->text += raw->stop->push(raw->stream->push(id)).text; };
+      g.stop_requested = [raw] { return raw->stop->stopped(); };
+      const size_t k = sched.submit(p->prompt_ids, g);
+      LLMCTL_ASSERT(k == pending.size());
+      pending.push_back(std::move(p));
+    } catch (const Error& e) {
+      sink.write(batch_error_json(line.index, line.id,
+                                  fmt::format("line {}: {}", line.index + 1, e.what())));
+      ++n_errors;
+    }
+  }
+
+  // ---- decode them together; a record as each finishes --------------------------------------
+  sched.run([&](size_t k, GenerateResult&& r) {
+    Pending& p = *pending[k];
+    if (!p.stop->stopped()) {
+      p.text += p.stop->push(p.stream->flush()).text;
+      p.text += p.stop->flush();
+    }
+    BatchResult out;
+    out.index = p.index;
+    out.id = p.id;
+    out.prompt_ids = p.prompt_ids;
+    out.generated_ids = r.generated_ids;
+    out.text = p.text;
+    out.finish_reason = finish_reason_name(r.finish);
+    out.seed = p.sampling.seed;
+    const double decode_ms = std::accumulate(r.decode_ms.begin(), r.decode_ms.end(), 0.0);
+    out.timings.prefill_ms = r.prefill_ms;
+    out.timings.ttft_ms = r.ttft_ms;
+    out.timings.decode_ms = decode_ms;
+    out.timings.prefill_tok_s =
+        r.prefill_ms > 0 ? static_cast<double>(r.n_prompt) * 1000.0 / r.prefill_ms : 0.0;
+    out.timings.decode_tok_s =
+        decode_ms > 0 ? static_cast<double>(r.decode_ms.size()) * 1000.0 / decode_ms : 0.0;
+    out.timings.p50_ms = percentile(r.decode_ms, 50.0);
+    out.timings.p95_ms = percentile(r.decode_ms, 95.0);
+    out.logits_hash = fmt::format("{:016x}", r.last_logits_hash);
+    sink.write(batch_result_json(out));
+    ++n_ok;
+    prompt_tokens += r.n_prompt;
+    gen_tokens += static_cast<int64_t>(r.generated_ids.size());
+    reused += r.n_reused;
+    pending[k].reset();  // its sampler and text are no longer needed
+  });
+
+  const double wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  const double tok_s = wall_ms > 0 ? static_cast<double>(gen_tokens) * 1000.0 / wall_ms : 0.0;
+  fmt::print(stderr,
+             "llmctl-batch: requests={} ok={} errors={} skipped={} prompt_tokens={} "
+             "gen_tokens={} reused_tokens={} wall_ms={:.3f} gen_tok_s={:.1f} parallel={}\n",
+             static_cast<int64_t>(lines.size()), n_ok, n_errors, n_skipped, prompt_tokens,
+             gen_tokens, reused, wall_ms, tok_s, opt.parallel);
+  return kExitOk;
+}
+
+}  // namespace llmctl::cli

@@ -1,0 +1,113 @@
+// llmctl run -i: interactive chat. Each line on stdin is a user turn; the whole conversation
+// is rendered with the chat template (chat_template.h) and the answer streams to stdout.
+//
+// Template: --chat-template NAME, else detected from the GGUF's tokenizer.chat_template;
+// neither gives a clear error. -p/-f, when given, is the system message.
+// The conversation is re-rendered each turn, and the paged cache's prefix sharing finds the
+// blocks of the previous turns (they stay cached after their sequence ends), so only the new
+// turn is computed. stdin that is not a terminal is read line by line to its end (scripted
+// chats); on a terminal a "> " prompt is shown on stderr. An empty line is skipped; EOF ends
+// the chat. One summary line per answer on stderr: llmctl-chat: turn=N prompt_tokens=N
+// reused_tokens=N gen_tokens=N ttft_ms=F decode_tok_s=F finish=...
+#include <fmt/format.h>
+
+#include <iostream>
+#include <numeric>
+#include <string>
+
+#include "cli/run_session.h"
+#include "core/error.h"
+#include "core/text_io.h"
+#include "model/scheduler.h"
+#include "sampler/stop.h"
+#include "tokenizer/chat_template.h"
+
+namespace llmctl::cli {
+
+int run_chat(const RunOptions& opt) {
+  RunSession s = open_run_session(opt, 1);
+  const Tokenizer& tok = *s.tok;
+  std::optional<ChatTemplate> tmpl;
+  if (!opt.chat_template.empty()) {
+    tmpl = chat_template_from_name(opt.chat_template);
+    if (!tmpl)
+      throw Error(fmt::format("--chat-template '{}' is not known", opt.chat_template),
+                  "use llama2, llama3, chatml or zephyr");
+  } else {
+    const std::string jinja = s.file->get_string_or("tokenizer.chat_template", "");
+    tmpl = detect_chat_template(jinja);
+    if (!tmpl)
+      throw Error(jinja.empty() ? "the model has no chat template (tokenizer.chat_template)"
+                                : "the model's chat template is not one llmctl knows",
+                  kUnrecognizedChatTemplate);
+  }
+  fmt::print(stderr, "llmctl: chat template {}; one line per turn, end with EOF (Ctrl-D)\n",
+             chat_template_name(*tmpl));
+
+  std::vector<ChatMessage> messages;
+  if (opt.has_prompt) messages.push_back(ChatMessage{ChatRole::System, opt.prompt});
+  const std::string bos = tok.bos_id() >= 0 ? tok.piece(tok.bos_id()) : "";
+  const std::string eos = tok.eos_id() >= 0 ? tok.piece(tok.eos_id()) : "";
+  const std::vector<int32_t> end_ids = chat_stop_ids(*tmpl, tok);
+  const bool terminal = stdin_is_terminal();
+  SamplerParams sp = resolved_sampling(opt);
+
+  for (int turn = 1;; ++turn) {
+    if (terminal) fmt::print(stderr, "> ");
+    std::string line;
+    if (!std::getline(std::cin, line)) break;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) {
+      --turn;
+      continue;
+    }
+    messages.push_back(ChatMessage{ChatRole::User, line});
+    const std::vector<int32_t> ids =
+        tok.encode(render_chat(*tmpl, messages, true, bos, eos), false, true);
+
+    Sampler sampler(sp);
+    for (const int32_t id : ids) sampler.accept(id);
+    StopMatcher stop(opt.stops);
+    StreamDecoder stream(tok);
+    std::string answer;
+    GenerateOptions g;
+    g.n_ctx = s.n_ctx;
+    g.n_predict = opt.n_predict;
+    g.eos_id = tok.eos_id();
+    g.end_ids = end_ids;
+    g.pick = [&sampler](const float* logits, int32_t n_vocab) {
+      const int32_t id = sampler.sample(logits, n_vocab);
+      sampler.accept(id);
+      return id;
+    };
+    g.on_token = [&](int32_t id) {
+      const std::string piece = stop.push(stream.push(id)).text;
+      answer += piece;
+      write_out(piece);
+    };
+    g.stop_requested = [&stop] { return stop.stopped(); };
+    const GenerateResult r = generate(*s.fwd, ids, g);
+    if (!stop.stopped()) {
+      std::string tail = stop.push(stream.flush()).text;
+      tail += stop.flush();
+      answer += tail;
+      write_out(tail);
+    }
+    write_out("\n");
+    messages.push_back(ChatMessage{ChatRole::Assistant, std::string(python_strip(answer))});
+    sp.seed += 1;  // a fresh random stream per turn, still reproducible from --seed
+
+    const double decode_ms = std::accumulate(r.decode_ms.begin(), r.decode_ms.end(), 0.0);
+    fmt::print(stderr,
+               "llmctl-chat: turn={} prompt_tokens={} reused_tokens={} gen_tokens={} "
+               "ttft_ms={:.3f} decode_tok_s={:.1f} finish={}\n",
+               turn, r.n_prompt, r.n_reused, r.generated_ids.size(), r.ttft_ms,
+               decode_ms > 0 ? static_cast<double>(r.decode_ms.size()) * 1000.0 / decode_ms : 0.0,
+               finish_reason_name(r.finish));
+    if (r.finish == FinishReason::Length)
+      fmt::print(stderr, "llmctl: note: the conversation filled the context (-c {})\n", s.n_ctx);
+  }
+  return kExitOk;
+}
+
+}  // namespace llmctl::cli

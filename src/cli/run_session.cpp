@@ -1,0 +1,110 @@
+// Loading and checks shared by the modes of `llmctl run` (run_session.h).
+#include "cli/run_session.h"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+
+#include "backend/registry.h"
+#include "core/error.h"
+
+namespace llmctl::cli {
+
+std::string human_bytes(uint64_t n) {
+  const auto x = static_cast<double>(n);
+  if (n >= (1ULL << 30)) return fmt::format("{:.2f} GiB", x / static_cast<double>(1ULL << 30));
+  if (n >= (1ULL << 20)) return fmt::format("{:.2f} MiB", x / static_cast<double>(1ULL << 20));
+  if (n >= (1ULL << 10)) return fmt::format("{:.1f} KiB", x / static_cast<double>(1ULL << 10));
+  return fmt::format("{} B", n);
+}
+
+void write_out(const std::string& s) {
+  if (s.empty()) return;
+  std::fwrite(s.data(), 1, s.size(), stdout);
+  std::fflush(stdout);
+}
+
+void check_run_options(const RunOptions& opt) {
+  try {
+    validate_sampler_params(opt.sampling);
+  } catch (const Error& e) {
+    throw CLI::ValidationError("sampling", e.what());
+  }
+  for (const std::string& s : opt.stops)
+    if (s.empty()) throw CLI::ValidationError("--stop", "a stop string cannot be empty");
+  if (opt.ctx_size && *opt.ctx_size < 1)
+    throw CLI::ValidationError("-c", fmt::format("--ctx-size {} must be >= 1", *opt.ctx_size));
+  if (!kv_type_from_name(opt.kv_type))
+    throw CLI::ValidationError("--kv-type",
+                               fmt::format("'{}' is not a KV cache type (f16, f32)", opt.kv_type));
+  const int modes = (opt.interactive ? 1 : 0) + (opt.batch_file.empty() ? 0 : 1);
+  if (modes > 1) throw CLI::ValidationError("-i", "-i and --batch cannot be combined");
+  if (!opt.resume.empty() && opt.batch_file.empty())
+    throw CLI::ValidationError("--resume", "--resume needs --batch");
+  if (!opt.logits_out.empty() && modes > 0)
+    throw CLI::ValidationError("--logits-out", "--logits-out works with a single prompt only");
+}
+
+SamplerParams resolved_sampling(const RunOptions& opt) {
+  SamplerParams sp = opt.sampling;
+  if (opt.seed) {
+    sp.seed = *opt.seed;
+  } else {
+    std::random_device rd;
+    sp.seed = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  }
+  return sp;
+}
+
+RunSession open_run_session(const RunOptions& opt, int64_t n_sequences) {
+  if (!std::filesystem::exists(opt.model))
+    throw Error(fmt::format("{}: no such model file", opt.model),
+                opt.model == kDefaultModel
+                    ? fmt::format("fetch the default model with scripts/fetch-models.sh (it "
+                                  "writes {}), or pass -m MODEL.gguf",
+                                  kDefaultModel)
+                    : std::string("check the path, or pass -m MODEL.gguf"));
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point t0 = Clock::now();
+  RunSession s;
+  s.file = std::make_unique<GgufFile>(GgufFile::open(opt.model));
+  s.config = config_from_gguf(*s.file);
+  s.weights = bind_weights(*s.file, s.config);
+  s.tok.emplace(Tokenizer::from_gguf(*s.file));
+  s.n_ctx = opt.ctx_size.value_or(s.config.n_ctx_train);
+
+  BackendChoice choice;
+  choice.device = opt.device;
+  choice.n_threads = opt.threads;
+  choice.cpu_reference = opt.cpu_reference;
+  s.backend = make_backend(choice);
+
+  ForwardOptions fo;
+  fo.max_batch_tokens = std::max<int64_t>(1, std::min(opt.batch_size, s.n_ctx * n_sequences));
+  fo.kv.block_size = opt.block_size;
+  fo.kv.type = *kv_type_from_name(opt.kv_type);
+  const int64_t blocks_per_seq = (s.n_ctx + opt.block_size - 1) / opt.block_size;
+  fo.kv.n_blocks = blocks_per_seq * n_sequences;
+  s.fwd = std::make_unique<Forward>(s.config, s.weights, *s.backend, fo);
+  s.load_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+
+  uint64_t weight_bytes = 0;
+  for (const GgufTensorInfo& t : s.file->tensors()) weight_bytes += t.n_bytes;
+  fmt::print(stderr,
+             "llmctl: {} ({}, {} layers, n_embd {}, n_vocab {}) on {}, {} thread{}; memory: "
+             "weights {} mapped, KV cache {} ({} x {} positions, {}, blocks of {}), scratch {}\n",
+             opt.model, s.config.arch, s.config.n_layers, s.config.n_embd, s.config.n_vocab,
+             s.backend->name(), s.backend->n_threads(), s.backend->n_threads() == 1 ? "" : "s",
+             human_bytes(weight_bytes), human_bytes(s.fwd->cache().bytes()), n_sequences, s.n_ctx,
+             opt.kv_type, opt.block_size, human_bytes(s.fwd->scratch_bytes()));
+  if (s.n_ctx > s.config.n_ctx_train)
+    fmt::print(stderr, "llmctl: note: -c {} exceeds the model's training context {}\n", s.n_ctx,
+               s.config.n_ctx_train);
+  return s;
+}
+
+}  // namespace llmctl::cli

@@ -1,0 +1,80 @@
+#pragma once
+// What every mode of `llmctl run` shares (single prompt, --batch, -i): the options, the
+// loaded model with its tokenizer, the backend and the forward pass, and the memory line.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "io/gguf.h"
+#include "model/config.h"
+#include "model/forward.h"
+#include "model/generate.h"
+#include "model/weights.h"
+#include "sampler/sampler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace llmctl::cli {
+
+inline constexpr const char* kDefaultModel = "models/stories260K.gguf";
+
+struct RunOptions {
+  std::string model = kDefaultModel;
+  std::string prompt;
+  std::string file;
+  int64_t n_predict = 128;
+  SamplerParams sampling;          // seed filled in at run time
+  std::optional<uint64_t> seed;    // --seed; absent: a random seed, printed
+  std::vector<std::string> stops;  // --stop
+  std::optional<int64_t> ctx_size;
+  int threads = 0;  // 0: every core
+  std::string device = "auto";
+  bool cpu_reference = false;  // --cpu-kernels reference
+  std::string kv_type = "f16";
+  int64_t block_size = 16;
+  int64_t batch_size = 512;  // tokens per forward call
+  int64_t parallel = 4;      // sequences decoded together (--batch)
+  bool ignore_eos = false;
+  bool echo = false;
+  bool no_bos = false;
+  bool json = false;
+  std::string logits_out;
+  std::string batch_file;  // --batch
+  std::string resume;      // --resume
+  bool interactive = false;
+  std::string chat_template;
+  bool has_prompt = false;
+};
+
+// The model, its tokenizer and a forward pass on the chosen backend.
+struct RunSession {
+  std::unique_ptr<GgufFile> file;
+  ModelConfig config;
+  ModelWeights weights;
+  std::optional<Tokenizer> tok;
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Forward> fwd;
+  int64_t n_ctx = 0;  // positions per sequence
+  double load_ms = 0;
+};
+
+// Checks the options that CLI11 cannot (throws CLI::ValidationError).
+void check_run_options(const RunOptions& opt);
+// Loads everything for n_sequences sequences of n_ctx positions each and prints the memory
+// line on stderr. Throws Error for a missing model (with how to fetch the default one).
+RunSession open_run_session(const RunOptions& opt, int64_t n_sequences);
+// The sampler parameters with the seed resolved (--seed, or a random one).
+SamplerParams resolved_sampling(const RunOptions& opt);
+std::string human_bytes(uint64_t n);
+// Writes and flushes; ignores an empty string.
+void write_out(const std::string& s);
+
+// The three modes.
+int run_single(const RunOptions& opt);
+int run_batch(const RunOptions& opt);
+int run_chat(const RunOptions& opt);
+
+}  // namespace llmctl::cli
