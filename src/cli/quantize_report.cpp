@@ -64,6 +64,7 @@ void print_size_by_type(const QuantPlan& plan) {
 
 void print_worst_tensors(const QuantPlan& plan, const std::vector<TensorError>& errors, size_t n) {
   const std::vector<size_t> worst = worst_tensors(errors, n);
+  if (n == 0) return;
   if (worst.empty()) {
     fmt::print("no tensor lost precision\n");
     return;
