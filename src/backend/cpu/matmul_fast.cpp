@@ -70,9 +70,9 @@ void quantize_tokens(bool avx2, const float* x, int64_t n, int64_t t0, int64_t t
   for (int64_t t = t0; t < t1; ++t) {
     const size_t q = static_cast<size_t>(t * n), b = static_cast<size_t>(t * nb);
     if (avx2)
-      quantize_activations_avx2(x + t * n, n, s.qs.data() + q, s.d.data() + b, s.s.data() + b);
+      quantize_activations_avx2(x + t * n, n, s.qs.data() + q, s.d.data() + b);
     else
-      quantize_activations_scalar(x + t * n, n, s.qs.data() + q, s.d.data() + b, s.s.data() + b);
+      quantize_activations_scalar(x + t * n, n, s.qs.data() + q, s.d.data() + b);
   }
 }
 
@@ -86,7 +86,6 @@ void run_rows(const MatmulKernel& k, const TileArgs& base, int64_t n_tokens, int
     if (k.quantized) {
       a.qs = base.qs + t * n;
       a.qd = base.qd + t * nb;
-      a.qsum = base.qsum + t * nb;
     } else {
       a.x = base.x + t * n;
     }
@@ -146,7 +145,6 @@ void matmul_fast_isa(MatmulIsa isa, const WeightView& w, const float* x, int64_t
     const size_t n_q = static_cast<size_t>(n_tokens * n), n_b = n_q / 32;
     if (scratch.qs.size() < n_q) scratch.qs.resize(n_q);
     if (scratch.d.size() < n_b) scratch.d.resize(n_b);
-    if (scratch.s.size() < n_b) scratch.s.resize(n_b);
     // One token (decode) is quantized on the caller: waking the pool costs more than it.
     if (n_tokens == 1 || pool.size() == 1)
       quantize_tokens(avx2, x, n, 0, n_tokens, scratch);
@@ -156,7 +154,6 @@ void matmul_fast_isa(MatmulIsa isa, const WeightView& w, const float* x, int64_t
       });
     base.qs = scratch.qs.data();
     base.qd = scratch.d.data();
-    base.qsum = scratch.s.data();
   }
   const int64_t n_tasks = (w.n_rows + kRowsPerTask - 1) / kRowsPerTask;
   pool.parallel_for(n_tasks, [&](int64_t b, int64_t e, int) {

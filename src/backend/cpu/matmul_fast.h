@@ -34,7 +34,6 @@ namespace llmctl::cpu {
 struct MatmulScratch {
   std::vector<int8_t> qs;  // (n_tokens, n) int8 activations
   std::vector<float> d;    // (n_tokens, n / 32) block scales
-  std::vector<float> s;    // (n_tokens, n / 32) d * sum(qs) per block (Q4_1's min term)
 };
 
 // Which instruction set the kernels use. Auto picks AVX2 when cpu_features() has AVX2, FMA

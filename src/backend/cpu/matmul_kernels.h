@@ -8,7 +8,9 @@
 //                      (past the end of the row w = x = 0)
 //   quantized weights: acc_k = fma(float(isum_k), d_w * d_x, acc_k)   for each 32-block, where
 //                      isum_k = sum of q_w[j] * q_x[j], j = 4k .. 4k+3 (exact in int32)
-// then out = hsum8(acc) (+ for Q4_1 the min term, a scalar fma chain over blocks).
+//                      (Q4_1, w = q * d + m, then also adds its min term per lane:
+//                      acc_k = fma(float(xsum_k) * d_x, m, acc_k), xsum_k = sum of q_x[j])
+// then out = hsum8(acc).
 
 #include <array>
 #include <cmath>
@@ -36,7 +38,6 @@ struct TileArgs {
   const float* x;      // f32 (float kernels), stride n
   const int8_t* qs;    // int8 (quantized kernels), stride n
   const float* qd;     // block scales, stride n / 32
-  const float* qsum;   // d * sum(qs) per block, stride n / 32
   float* out;          // out[t * out_stride + r]
   int64_t out_stride;  // d (the weight's row count)
 };
@@ -47,7 +48,7 @@ using TileFn = void (*)(const TileArgs& a, int n_rows, int n_tokens);
 struct MatmulKernel {
   const char* name = "unsupported";  // "q4_0 avx2"
   TileFn tile = nullptr;
-  bool quantized = false;  // reads qs/qd (and qsum) instead of x
+  bool quantized = false;  // reads qs/qd instead of x
   int rows_decode = 4;     // R for n_tokens == 1
   int rows_prefill = 2;    // R x T for n_tokens > 1
   int tokens_prefill = 4;
@@ -99,6 +100,14 @@ inline void lanes_block_scalar(const int* qw, const int8_t* qx, float dd, float*
     int isum = 0;
     for (int j = 4 * k; j < 4 * k + 4; ++j) isum += qw[j] * qx[j];
     lanes[k] = std::fma(static_cast<float>(isum), dd, lanes[k]);
+  }
+}
+
+// Q4_1's min m over one block: lane k += (float(sum q_x[4k..4k+3]) * d_x) * m.
+inline void lanes_min_scalar(const int8_t* qx, float dx, float m, float* lanes) {
+  for (int k = 0; k < 8; ++k) {
+    const int xsum = qx[4 * k] + qx[4 * k + 1] + qx[4 * k + 2] + qx[4 * k + 3];
+    lanes[k] = std::fma(static_cast<float>(xsum) * dx, m, lanes[k]);
   }
 }
 

@@ -12,10 +12,9 @@
 //   Block::kOffset8                 the weight is q - 8 (Q4_0)
 //   Block::kHasMin                  the weight is q * d + m (Q4_1): adds m * d_x * sum(q_x)
 //
-// Per pair (r, t) and block b (matmul_kernels.h): lane k += float(isum_k) * (d_w * d_x);
-// Q4_1 blocks also run min_acc = fma(m_w, qsum_x[b], min_acc); out = hsum8(lanes)
-// (+ min_acc). The integer sums are exact (|q_w| <= 128, |q_x| <= 127), so the AVX2 and the
-// scalar kernel agree bit for bit.
+// Per pair (r, t) and block b (matmul_kernels.h): lane k += float(isum_k) * (d_w * d_x), and
+// for Q4_1 then lane k += (float(xsum_k) * d_x) * m; out = hsum8(lanes). The integer sums are exact
+// (|q_w| <= 128, |q_x| <= 127), so the AVX2 and the scalar kernel agree bit for bit.
 
 #include "backend/cpu/matmul_kernels.h"
 #include "quant/dequant.h"
@@ -31,18 +30,17 @@ struct QuantTileScalar {
       const uint8_t* row = a.w + static_cast<size_t>(r) * a.w_stride;
       for (int t = 0; t < T; ++t) {
         float lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        float min_acc = 0.0f;
         for (int64_t b = 0; b < nb; ++b) {
           const uint8_t* blk = row + static_cast<size_t>(b) * Block::kBytes;
           int qw[32];
           Block::weights(blk, qw);
-          const float dd = fp16_to_f32(load_u16_le(blk)) * a.qd[t * nb + b];
-          lanes_block_scalar(qw, a.qs + t * a.n + 32 * b, dd, lanes);
+          const float dx = a.qd[t * nb + b];
+          const int8_t* qx = a.qs + t * a.n + 32 * b;
+          lanes_block_scalar(qw, qx, fp16_to_f32(load_u16_le(blk)) * dx, lanes);
           if constexpr (Block::kHasMin)
-            min_acc = std::fma(fp16_to_f32(load_u16_le(blk + 2)), a.qsum[t * nb + b], min_acc);
+            lanes_min_scalar(qx, dx, fp16_to_f32(load_u16_le(blk + 2)), lanes);
         }
-        float v = hsum8_scalar(lanes);
-        if constexpr (Block::kHasMin) v += min_acc;
+        const float v = hsum8_scalar(lanes);
         a.out[t * a.out_stride + r] = v;
       }
     }
@@ -65,12 +63,8 @@ struct QuantTileAvx2 {
     const int64_t nb = a.n / 32;
     const __m256i ones16 = _mm256_set1_epi16(1);
     __m256 acc[kR][kT];
-    float min_acc[kR][kT];
     for (size_t r = 0; r < kR; ++r)
-      for (size_t t = 0; t < kT; ++t) {
-        acc[r][t] = _mm256_setzero_ps();
-        min_acc[r][t] = 0.0f;
-      }
+      for (size_t t = 0; t < kT; ++t) acc[r][t] = _mm256_setzero_ps();
     // Decode streams each weight byte once: the tile's R rows are one contiguous stretch of
     // memory, and so is the next tile's. Prefetch the next tile at the pace this one is read
     // (R * kBytes bytes per block, under two cache lines), so that a new tile does not start
@@ -85,23 +79,26 @@ struct QuantTileAvx2 {
       }
       __m256i wq[kR];
       __m256 dw[kR];
-      float mw[kR] = {};  // Q4_1's min
+      __m256 mw[kR];  // Q4_1's min
       for (size_t r = 0; r < kR; ++r) {
         const uint8_t* blk = a.w + r * a.w_stride + static_cast<size_t>(b) * Block::kBytes;
         wq[r] = Block::weights_avx2(blk);
         dw[r] = _mm256_broadcastss_ps(
             _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk))));
-        if constexpr (Block::kHasMin) mw[r] = fp16_to_f32_f16c(blk + 2);
+        if constexpr (Block::kHasMin) mw[r] = _mm256_set1_ps(fp16_to_f32_f16c(blk + 2));
       }
       for (size_t t = 0; t < kT; ++t) {
         const int64_t tb = static_cast<int64_t>(t) * nb + b;
         const __m256i xq = _mm256_loadu_si256(
             reinterpret_cast<const __m256i*>(a.qs + static_cast<int64_t>(t) * a.n + 32 * b));
         const __m256 dx = _mm256_broadcast_ss(a.qd + tb);
-        __m256i x8 = _mm256_setzero_si256();
-        if constexpr (Block::kOffset8)
-          x8 = _mm256_slli_epi32(
-              _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), xq), ones16), 3);
+        // lane sums of x (Q4_0's offset, Q4_1's min), shared by the tile's rows
+        __m256i xsum = _mm256_setzero_si256();
+        if constexpr (Block::kOffset8 || Block::kHasMin)
+          xsum = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), xq), ones16);
+        const __m256i x8 = _mm256_slli_epi32(xsum, 3);
+        __m256 xs = _mm256_setzero_ps();
+        if constexpr (Block::kHasMin) xs = _mm256_mul_ps(_mm256_cvtepi32_ps(xsum), dx);
         for (size_t r = 0; r < kR; ++r) {
           __m256i p;
           if constexpr (Block::kSigned)
@@ -112,18 +109,14 @@ struct QuantTileAvx2 {
           if constexpr (Block::kOffset8) lanes = _mm256_sub_epi32(lanes, x8);
           acc[r][t] =
               _mm256_fmadd_ps(_mm256_cvtepi32_ps(lanes), _mm256_mul_ps(dw[r], dx), acc[r][t]);
-          if constexpr (Block::kHasMin)
-            min_acc[r][t] = _mm_cvtss_f32(
-                _mm_fmadd_ss(_mm_set_ss(mw[r]), _mm_set_ss(a.qsum[tb]), _mm_set_ss(min_acc[r][t])));
+          if constexpr (Block::kHasMin) acc[r][t] = _mm256_fmadd_ps(xs, mw[r], acc[r][t]);
         }
       }
     }
     for (size_t t = 0; t < kT; ++t)
-      for (size_t r = 0; r < kR; ++r) {
-        float v = hsum8_avx2(acc[r][t]);
-        if constexpr (Block::kHasMin) v += min_acc[r][t];
-        a.out[static_cast<int64_t>(t) * a.out_stride + static_cast<int64_t>(r)] = v;
-      }
+      for (size_t r = 0; r < kR; ++r)
+        a.out[static_cast<int64_t>(t) * a.out_stride + static_cast<int64_t>(r)] =
+            hsum8_avx2(acc[r][t]);
   }
 };
 #endif

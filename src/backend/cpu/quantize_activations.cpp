@@ -7,26 +7,19 @@
 
 namespace llmctl::cpu {
 
-void quantize_activations_scalar(const float* x, int64_t n, int8_t* qs, float* d, float* s) {
+void quantize_activations_scalar(const float* x, int64_t n, int8_t* qs, float* d) {
   for (int64_t b = 0; b < n / 32; ++b) {
     const float* xb = x + 32 * b;
     float amax = 0.0f;
     for (int j = 0; j < 32; ++j) amax = std::fmax(amax, std::fabs(xb[j]));
     const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-    int sum = 0;
-    for (int j = 0; j < 32; ++j) {
-      const int q = static_cast<int>(std::nearbyint(xb[j] * id));
-      qs[32 * b + j] = static_cast<int8_t>(q);
-      sum += q;
-    }
+    for (int j = 0; j < 32; ++j) qs[32 * b + j] = static_cast<int8_t>(std::nearbyint(xb[j] * id));
     d[b] = amax / 127.0f;
-    s[b] = d[b] * static_cast<float>(sum);
   }
 }
 
 #if defined(LLMCTL_HAVE_X86)
-LLMCTL_AVX2 void quantize_activations_avx2(const float* x, int64_t n, int8_t* qs, float* d,
-                                           float* s) {
+LLMCTL_AVX2 void quantize_activations_avx2(const float* x, int64_t n, int8_t* qs, float* d) {
   const __m256 sign_bit = _mm256_set1_ps(-0.0f);
   for (int64_t b = 0; b < n / 32; ++b) {
     const float* xb = x + 32 * b;
@@ -45,11 +38,6 @@ LLMCTL_AVX2 void quantize_activations_avx2(const float* x, int64_t n, int8_t* qs
     for (int i = 0; i < 4; ++i)
       q[i] = _mm256_cvtps_epi32(
           _mm256_round_ps(_mm256_mul_ps(v[i], id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    // integer block sum (exact)
-    __m256i sum8 = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
-    __m128i sum4 = _mm_add_epi32(_mm256_castsi256_si128(sum8), _mm256_extracti128_si256(sum8, 1));
-    sum4 = _mm_add_epi32(sum4, _mm_shuffle_epi32(sum4, _MM_SHUFFLE(1, 0, 3, 2)));
-    sum4 = _mm_add_epi32(sum4, _mm_shuffle_epi32(sum4, _MM_SHUFFLE(2, 3, 0, 1)));
     // int32 -> int8 in element order: the packs interleave 128-bit lanes; permute undoes it
     const __m256i p01 = _mm256_packs_epi32(q[0], q[1]);  // 0-3 8-11 4-7 12-15
     const __m256i p23 = _mm256_packs_epi32(q[2], q[3]);  // 16-19 24-27 20-23 28-31
@@ -58,12 +46,11 @@ LLMCTL_AVX2 void quantize_activations_avx2(const float* x, int64_t n, int8_t* qs
         _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + 32 * b), ordered);
     d[b] = amax / 127.0f;
-    s[b] = d[b] * static_cast<float>(_mm_cvtsi128_si32(sum4));
   }
 }
 #else
-void quantize_activations_avx2(const float* x, int64_t n, int8_t* qs, float* d, float* s) {
-  quantize_activations_scalar(x, n, qs, d, s);
+void quantize_activations_avx2(const float* x, int64_t n, int8_t* qs, float* d) {
+  quantize_activations_scalar(x, n, qs, d);
 }
 #endif
 

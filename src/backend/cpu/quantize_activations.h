@@ -5,7 +5,6 @@
 //   per 32-element block of x:  amax = max |x[j]|,  d = amax / 127,
 //                               id = 127 / amax (0 when amax == 0),
 //                               q[j] = round_half_even(x[j] * id)      (in -127 .. 127)
-//                               s = d * float(sum q[j])                 (for Q4_1's min term)
 //
 // Ties go to even (the AVX2 rounding instruction's mode and std::nearbyint's default), unlike
 // the Q8_0 weight quantizer (quant/quantize.h), which rounds ties away from zero. The AVX2 and
@@ -16,9 +15,9 @@
 
 namespace llmctl::cpu {
 
-// x (n,) -> qs (n,), d (n / 32,), s (n / 32,); n a multiple of 32.
-void quantize_activations_scalar(const float* x, int64_t n, int8_t* qs, float* d, float* s);
+// x (n,) -> qs (n,), d (n / 32,); n a multiple of 32.
+void quantize_activations_scalar(const float* x, int64_t n, int8_t* qs, float* d);
 // The same with AVX2; only on a CPU with AVX2 (matmul_fast_has_avx2()).
-void quantize_activations_avx2(const float* x, int64_t n, int8_t* qs, float* d, float* s);
+void quantize_activations_avx2(const float* x, int64_t n, int8_t* qs, float* d);
 
 }  // namespace llmctl::cpu
