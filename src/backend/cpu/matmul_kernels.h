@@ -11,6 +11,11 @@
 //                      (Q4_1, w = q * d + m, then also adds its min term per lane:
 //                      acc_k = fma(float(xsum_k) * d_x, m, acc_k), xsum_k = sum of q_x[j])
 // then out = hsum8(acc).
+//
+// Every float product that feeds a sum is written as an explicit fma (std::fma, fmadd
+// intrinsics) and no float expression has the shape a * b + c: GCC contracts such
+// expressions into fma by default (-ffp-contract=fast, also for intrinsics), differently
+// with and without FMA in the target, which would make the AVX2 and scalar bits differ.
 
 #include <array>
 #include <cmath>
