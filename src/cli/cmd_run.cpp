@@ -47,7 +47,8 @@ void add_run_command(CLI::App& app, Action& action) {
       "KV cache: paged, blocks of --block-size positions; --batch sequences whose prompts share\n"
       "a prefix share its blocks.\n"
       "Exit codes: 0 ok, 1 bad input file or error, 2 usage error.");
-  sub->add_option("-m,--model", opt.model, "GGUF model")->capture_default_str();
+  sub->add_option("-m,--model", opt.model, "GGUF file or Hugging Face model directory")
+      ->capture_default_str();
   sub->add_option("-p,--prompt", opt.prompt, "Prompt text");
   sub->add_option("-f,--file", opt.file, "Read the prompt verbatim from FILE; - is stdin");
   sub->add_option("-n,--n-predict", opt.n_predict,

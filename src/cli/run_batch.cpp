@@ -100,7 +100,7 @@ int run_batch(const RunOptions& opt) {
   const Tokenizer& tok = *s.tok;
   std::optional<ChatTemplate> tmpl;
   if (!opt.chat_template.empty()) tmpl = chat_template_from_name(opt.chat_template);
-  if (!tmpl) tmpl = detect_chat_template(s.file->get_string_or("tokenizer.chat_template", ""));
+  if (!tmpl) tmpl = detect_chat_template(model_chat_template(s));
   const SamplerParams base = resolved_sampling(opt);
 
   // ---- queue every good line; error records for the rest ----------------------------------

@@ -34,7 +34,7 @@ int run_chat(const RunOptions& opt) {
       throw Error(fmt::format("--chat-template '{}' is not known", opt.chat_template),
                   "use llama2, llama3, chatml or zephyr");
   } else {
-    const std::string jinja = s.file->get_string_or("tokenizer.chat_template", "");
+    const std::string jinja = model_chat_template(s);
     tmpl = detect_chat_template(jinja);
     if (!tmpl)
       throw Error(jinja.empty() ? "the model has no chat template (tokenizer.chat_template)"

@@ -60,9 +60,30 @@ SamplerParams resolved_sampling(const RunOptions& opt) {
   return sp;
 }
 
+namespace {
+uint64_t view_bytes(const WeightView& w) {
+  return w.present() ? weight_row_bytes(w.type, w.n_cols) * static_cast<uint64_t>(w.n_rows) : 0;
+}
+
+// Bytes of every weight the forward pass reads (a tied output counted once).
+uint64_t model_weight_bytes(const ModelWeights& w) {
+  uint64_t n = view_bytes(w.token_embd) + view_bytes(w.output_norm) + view_bytes(w.rope_freqs);
+  if (!w.output_tied) n += view_bytes(w.output);
+  for (const LayerWeights& l : w.layers)
+    for (const WeightView* v : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.bq, &l.bk, &l.bv,
+                                &l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down})
+      n += view_bytes(*v);
+  return n;
+}
+}  // namespace
+
+std::string model_chat_template(const RunSession& s) {
+  return s.model.gguf ? s.model.gguf->get_string_or("tokenizer.chat_template", "") : "";
+}
+
 RunSession open_run_session(const RunOptions& opt, int64_t n_sequences) {
   if (!std::filesystem::exists(opt.model))
-    throw Error(fmt::format("{}: no such model file", opt.model),
+    throw Error(fmt::format("{}: no such model file or directory", opt.model),
                 opt.model == kDefaultModel
                     ? fmt::format("fetch the default model with scripts/fetch-models.sh (it "
                                   "writes {}), or pass -m MODEL.gguf",
@@ -71,11 +92,18 @@ RunSession open_run_session(const RunOptions& opt, int64_t n_sequences) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point t0 = Clock::now();
   RunSession s;
-  s.file = std::make_unique<GgufFile>(GgufFile::open(opt.model));
-  s.config = config_from_gguf(*s.file);
-  s.weights = bind_weights(*s.file, s.config);
-  s.tok.emplace(Tokenizer::from_gguf(*s.file));
-  s.n_ctx = opt.ctx_size.value_or(s.config.n_ctx_train);
+  s.model = load_model(opt.model);
+  const ModelConfig& config = s.model.config;
+  if (s.model.gguf)
+    s.tok.emplace(Tokenizer::from_gguf(*s.model.gguf));
+  else if (!s.model.tokenizer_path.empty())
+    s.tok.emplace(Tokenizer::from_file(s.model.tokenizer_path));
+  else
+    throw FileError(opt.model, "no vocabulary: the directory has no tokenizer.model",
+                    FileError::kNoOffset,
+                    "llmctl reads sentencepiece tokenizer.model files; convert the model to GGUF "
+                    "with its vocabulary");
+  s.n_ctx = opt.ctx_size.value_or(config.n_ctx_train);
 
   BackendChoice choice;
   choice.device = opt.device;
@@ -89,21 +117,20 @@ RunSession open_run_session(const RunOptions& opt, int64_t n_sequences) {
   fo.kv.type = *kv_type_from_name(opt.kv_type);
   const int64_t blocks_per_seq = (s.n_ctx + opt.block_size - 1) / opt.block_size;
   fo.kv.n_blocks = blocks_per_seq * n_sequences;
-  s.fwd = std::make_unique<Forward>(s.config, s.weights, *s.backend, fo);
+  s.fwd = std::make_unique<Forward>(config, s.model.weights, *s.backend, fo);
   s.load_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 
-  uint64_t weight_bytes = 0;
-  for (const GgufTensorInfo& t : s.file->tensors()) weight_bytes += t.n_bytes;
+  const uint64_t weight_bytes = model_weight_bytes(s.model.weights);
   fmt::print(stderr,
              "llmctl: {} ({}, {} layers, n_embd {}, n_vocab {}) on {}, {} thread{}; memory: "
              "weights {} mapped, KV cache {} ({} x {} positions, {}, blocks of {}), scratch {}\n",
-             opt.model, s.config.arch, s.config.n_layers, s.config.n_embd, s.config.n_vocab,
+             opt.model, config.arch, config.n_layers, config.n_embd, config.n_vocab,
              s.backend->name(), s.backend->n_threads(), s.backend->n_threads() == 1 ? "" : "s",
              human_bytes(weight_bytes), human_bytes(s.fwd->cache().bytes()), n_sequences, s.n_ctx,
              opt.kv_type, opt.block_size, human_bytes(s.fwd->scratch_bytes()));
-  if (s.n_ctx > s.config.n_ctx_train)
+  if (s.n_ctx > config.n_ctx_train)
     fmt::print(stderr, "llmctl: note: -c {} exceeds the model's training context {}\n", s.n_ctx,
-               s.config.n_ctx_train);
+               config.n_ctx_train);
   return s;
 }
 

@@ -9,11 +9,9 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "io/gguf.h"
-#include "model/config.h"
 #include "model/forward.h"
 #include "model/generate.h"
-#include "model/weights.h"
+#include "model/model_loader.h"
 #include "sampler/sampler.h"
 #include "tokenizer/tokenizer.h"
 
@@ -51,9 +49,7 @@ struct RunOptions {
 
 // The model, its tokenizer and a forward pass on the chosen backend.
 struct RunSession {
-  std::unique_ptr<GgufFile> file;
-  ModelConfig config;
-  ModelWeights weights;
+  LoadedModel model;  // GGUF file or Hugging Face directory
   std::optional<Tokenizer> tok;
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Forward> fwd;
@@ -64,11 +60,14 @@ struct RunSession {
 // Checks the options that CLI11 cannot (throws CLI::ValidationError).
 void check_run_options(const RunOptions& opt);
 // Loads everything for n_sequences sequences of n_ctx positions each and prints the memory
-// line on stderr. Throws Error for a missing model (with how to fetch the default one).
+// line on stderr. Throws Error for a missing model (with how to fetch the default one) or one
+// without a vocabulary.
 RunSession open_run_session(const RunOptions& opt, int64_t n_sequences);
 // The sampler parameters with the seed resolved (--seed, or a random one).
 SamplerParams resolved_sampling(const RunOptions& opt);
 std::string human_bytes(uint64_t n);
+// The GGUF's tokenizer.chat_template, "" for a Hugging Face directory or a model without one.
+std::string model_chat_template(const RunSession& s);
 // Writes and flushes; ignores an empty string.
 void write_out(const std::string& s);
 

@@ -35,6 +35,10 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
       throw FileError(path, fmt::format("cannot map {} bytes: {}", size_, std::strerror(err)));
     }
     data_ = static_cast<const uint8_t*>(p);
+    // Weights are read front to back on every token: ask the kernel to start reading the
+    // file in now (asynchronously) rather than page-faulting through it during the first
+    // forward pass. Advisory; a failure changes nothing.
+    ::madvise(p, size_, MADV_WILLNEED);
   }
   ::close(fd);  // the mapping keeps the file alive
 }
