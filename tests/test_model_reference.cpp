@@ -11,12 +11,14 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_fast_backend.h"
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
 #include "model/config.h"
@@ -46,12 +48,25 @@ const std::vector<int32_t> kPrompt64 = {
     311, 374, 419, 426, 385, 328, 432, 358, 394, 261, 370, 352, 266, 268, 388, 318,
     264, 285, 261, 259, 276, 411, 426, 317, 352, 303, 267, 265, 268, 388, 269, 282};
 
+// The two CPU backends: the scalar reference (f32 dot products of dequantized rows) and the
+// fast one `llmctl run` uses by default (threaded AVX2 matmul_fast: FMA lanes for float
+// weights, int8 activations for quantized ones).
+enum class Cpu { Reference, Fast };
+const Cpu kBothCpus[] = {Cpu::Reference, Cpu::Fast};
+const char* cpu_name(Cpu cpu) {
+  return cpu == Cpu::Fast ? "cpu fast (2 threads)" : "cpu reference";
+}
+
 // The engine: config, weights and Forward as `llmctl run` builds them, one step per token.
-FastLogits run_forward(const GgufFile& f, const std::vector<int32_t>& tokens) {
+FastLogits run_forward(const GgufFile& f, const std::vector<int32_t>& tokens, Cpu cpu) {
   const ModelConfig c = config_from_gguf(f);
   const ModelWeights w = bind_weights(f, c);
-  cpu::CpuBackend backend;
-  Forward fwd(c, w, backend, static_cast<int64_t>(tokens.size()));
+  std::unique_ptr<Backend> backend;
+  if (cpu == Cpu::Fast)
+    backend = std::make_unique<cpu::CpuFastBackend>(2);
+  else
+    backend = std::make_unique<cpu::CpuBackend>();
+  Forward fwd(c, w, *backend, static_cast<int64_t>(tokens.size()));
   FastLogits out;
   for (int32_t t : tokens) out.push_back(fwd.step(t));
   return out;
@@ -269,28 +284,32 @@ TEST_CASE("the float64 reference agrees with the numpy reference on stories260K"
 }
 
 // 1e-4 on logits up to ~22: the engine computes in f32 with f32 dot products of at most 172
-// terms; its accumulated rounding after 5 layers is ~1e-5 (measured 1.5e-5).
-// A real bug (rope pairing, GQA mapping, a causal mask off by one) moves logits by > 1e-1.
+// terms; its accumulated rounding after 5 layers is ~1e-5 (measured 1.5e-5 on the reference
+// backend, 9.5e-6 on the fast one). A real bug (rope pairing, GQA mapping, a causal mask off by
+// one) moves logits by > 1e-1.
 TEST_CASE("stories260K F32 over 64 tokens: engine matches the float64 reference", "[cpu][golden]") {
   const GgufFile f = GgufFile::open(test::require_test_file("models/stories260K.gguf"));
   REQUIRE(kPrompt64.size() == 64);
   const RefLogits ref = ReferenceModel::load(f).logits(kPrompt64);
-  const Agreement a = compare(ref, run_forward(f, kPrompt64), 2e-4);
-  INFO("max |dlogit| = " << a.max_abs << ", max KL = " << a.max_kl);
-  CHECK(a.max_abs < 1e-4);
-  CHECK(a.argmax_mismatch == 0);
-  CHECK(a.argmax_checked >= 60);
+  for (Cpu cpu : kBothCpus) {
+    const Agreement a = compare(ref, run_forward(f, kPrompt64, cpu), 2e-4);
+    INFO(cpu_name(cpu) << ": max |dlogit| = " << a.max_abs << ", max KL = " << a.max_kl);
+    CHECK(a.max_abs < 1e-4);
+    CHECK(a.argmax_mismatch == 0);
+    CHECK(a.argmax_checked >= 60);
+  }
 }
 
 // ---- Q8_0 / Q4_0 copies -------------------------------------------------------------------
 //
 // Both sides read the same quantized file, so they compute the same function; only the
-// arithmetic differs. The scalar CPU path dequantizes a row exactly (fp16 scale times a small
-// integer is exact in f32) and runs the F32 dot product: it agrees as tightly as F32 does.
+// arithmetic differs. The reference CPU backend dequantizes a row exactly (fp16 scale times a
+// small integer is exact in f32) and runs the F32 dot product: it is held to F32's 1e-4
+// (measured 1.2e-5 and 1.4e-5).
 //
-// The tolerance is set for the SIMD path, which (like ggml's vec_dot_q{8,4}_0_q8_0) rounds the
-// activation x to int8 before a quantized dot product: per 32-block, d = max|x_b| / 127 and
-// x_j -> d * round(x_j / d), so each element moves by at most d/2 = max|x_b| / 254, roughly
+// The fast backend's tolerance is set for its SIMD path, which (like ggml's vec_dot_q{8,4}_0_q8_0)
+// rounds the activation x to int8 before a quantized dot product: per 32-block, d = max|x_b| / 127
+// and x_j -> d * round(x_j / d), so each element moves by at most d/2 = max|x_b| / 254, roughly
 // uniformly: rms d/sqrt(12) = max|x_b| / 440, ~0.7% of rms(x) for a block whose max is 3x its
 // rms. A dot product W_r . x then errs randomly by ~0.7% of its typical output size. Here 31
 // matmuls see rounded inputs (q, k, v, o, gate, up in 5 layers, then output; ffn_down stays
@@ -298,7 +317,8 @@ TEST_CASE("stories260K F32 over 64 tokens: engine matches the float64 reference"
 // largest of 64 x 512 logit errors ~4 sigma ~0.28. The reference with
 // ReferenceOptions::int8_activations measures exactly this path: max |dlogit| 0.27 (Q8_0) and
 // 0.26 (Q4_0), max KL 4.6e-3 and 1.8e-3 (test case below); matmul_fast's AVX2 kernels, wired
-// into the CPU backend for a trial, gave 0.26 and 0.26, KL 1.3e-3 and 1.8e-3. The bound is 0.6,
+// into the CPU backend (the fast backend now), gave 0.26 and 0.26, KL 1.3e-3 and 1.8e-3. The
+// bound is 0.6,
 // ~2.2x that; a wrong block layout costs tens of units (nibble-swap case below: 29, and 28 with
 // the AVX2 kernel's nibble unpacking swapped on purpose).
 //
@@ -321,13 +341,16 @@ TEST_CASE("stories260K Q8_0 and Q4_0 copies: engine matches the reference over d
     REQUIRE(q.find_tensor("blk.0.ffn_down.weight")->type == GgmlType::F32);  // rows of 172
 
     const RefLogits ref = ReferenceModel::load(q).logits(kPrompt64);
-    const Agreement a = compare(ref, run_forward(q, kPrompt64), 2 * kQuantTolerance);
-    INFO("max |dlogit| = " << a.max_abs << ", max KL = " << a.max_kl << ", argmax compared at "
-                           << a.argmax_checked << " of 64 positions");
-    CHECK(a.max_abs < kQuantTolerance);
-    CHECK(a.max_kl < kQuantMaxKl);
-    CHECK(a.argmax_mismatch == 0);
-    CHECK(a.argmax_checked >= 40);  // the argmax check is not vacuous
+    for (Cpu cpu : kBothCpus) {
+      const double tol = cpu == Cpu::Fast ? kQuantTolerance : 1e-4;
+      const Agreement a = compare(ref, run_forward(q, kPrompt64, cpu), 2 * tol);
+      INFO(cpu_name(cpu) << ": max |dlogit| = " << a.max_abs << ", max KL = " << a.max_kl
+                         << ", argmax compared at " << a.argmax_checked << " of 64 positions");
+      CHECK(a.max_abs < tol);
+      CHECK(a.max_kl < kQuantMaxKl);
+      CHECK(a.argmax_mismatch == 0);
+      CHECK(a.argmax_checked >= 40);  // the argmax check is not vacuous
+    }
   }
 }
 
@@ -356,41 +379,50 @@ TEST_CASE("Q4_0 with swapped nibble order fails the reference tolerance", "[cpu]
   const GgufFile good = GgufFile::open(write_quantized_copy(f32, GgmlType::Q4_0));
   const GgufFile bad = GgufFile::open(write_quantized_copy(f32, GgmlType::Q4_0, true));
   const RefLogits ref = ReferenceModel::load(good).logits(kPrompt64);
-  const Agreement a = compare(ref, run_forward(bad, kPrompt64), 2 * kQuantTolerance);
-  INFO("max |dlogit| with swapped nibbles = " << a.max_abs << ", max KL = " << a.max_kl);
-  CHECK(a.max_abs > 10 * kQuantTolerance);
-  CHECK(a.max_kl > 100 * kQuantMaxKl);
+  for (Cpu cpu : kBothCpus) {
+    const Agreement a = compare(ref, run_forward(bad, kPrompt64, cpu), 2 * kQuantTolerance);
+    INFO(cpu_name(cpu) << ": max |dlogit| with swapped nibbles = " << a.max_abs
+                       << ", max KL = " << a.max_kl);
+    CHECK(a.max_abs > 10 * kQuantTolerance);
+    CHECK(a.max_kl > 100 * kQuantMaxKl);
+  }
 }
 
 // ---- tiny random models -------------------------------------------------------------------
 
 // 1e-4 as for stories260K: f32 arithmetic over sums of at most 96 terms, 2 layers.
-TEST_CASE(
-    "tiny qwen2 with biases, GQA 4/2, head_dim 16, neox rope and tied output matches the reference",
-    "[cpu]") {
+TEST_CASE("tiny qwen2 with biases and GQA 4/2 and neox rope and tied output matches the reference",
+          "[cpu]") {
   const TinySpec s{"qwen2", 64, 2, 4, 2, 16, 96, 100, false, true, true, 10000.0, 1.0, {}};
   const GgufFile f = GgufFile::open(write_tiny_model(s, 7, "tiny-qwen2"));
   const ReferenceModel ref = ReferenceModel::load(f);
   REQUIRE(ref.hparams().neox);
   const std::vector<int32_t> prompt = random_prompt(48, s.n_vocab, 11);
-  const Agreement a = compare(ref.logits(prompt), run_forward(f, prompt), 2e-4);
-  INFO("max |dlogit| = " << a.max_abs << ", max KL = " << a.max_kl);
-  CHECK(a.max_abs < 1e-4);
-  CHECK(a.argmax_mismatch == 0);
+  const RefLogits expected = ref.logits(prompt);
+  for (Cpu cpu : kBothCpus) {
+    const Agreement a = compare(expected, run_forward(f, prompt, cpu), 2e-4);
+    INFO(cpu_name(cpu) << ": max |dlogit| = " << a.max_abs << ", max KL = " << a.max_kl);
+    CHECK(a.max_abs < 1e-4);
+    CHECK(a.argmax_mismatch == 0);
+  }
 }
 
-TEST_CASE("tiny llama with MQA, head_dim 16 of n_embd 48 and linear rope x4 matches the reference",
-          "[cpu]") {
+TEST_CASE(
+    "tiny llama with MQA and head_dim 16 of n_embd 48 and linear rope x4 matches the reference",
+    "[cpu]") {
   const TinySpec s{"llama", 48, 2, 4, 1, 16, 64, 80, true, false, false, 10000.0, 4.0, {}};
   const GgufFile f = GgufFile::open(write_tiny_model(s, 5, "tiny-llama"));
   const ReferenceModel ref = ReferenceModel::load(f);
   REQUIRE(ref.hparams().rope_freq_scale == 0.25);
   REQUIRE(ref.hparams().head_dim == 16);
   const std::vector<int32_t> prompt = random_prompt(48, s.n_vocab, 13);
-  const Agreement a = compare(ref.logits(prompt), run_forward(f, prompt), 2e-4);
-  INFO("max |dlogit| = " << a.max_abs << ", max KL = " << a.max_kl);
-  CHECK(a.max_abs < 1e-4);
-  CHECK(a.argmax_mismatch == 0);
+  const RefLogits expected = ref.logits(prompt);
+  for (Cpu cpu : kBothCpus) {
+    const Agreement a = compare(expected, run_forward(f, prompt, cpu), 2e-4);
+    INFO(cpu_name(cpu) << ": max |dlogit| = " << a.max_abs << ", max KL = " << a.max_kl);
+    CHECK(a.max_abs < 1e-4);
+    CHECK(a.argmax_mismatch == 0);
+  }
 }
 
 // The reference's rope_freqs (Llama 3.1-style per-pair divisors), checked against what it
