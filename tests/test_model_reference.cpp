@@ -390,7 +390,19 @@ TEST_CASE("Q4_0 with swapped nibble order fails the reference tolerance", "[cpu]
 
 // ---- tiny random models -------------------------------------------------------------------
 
-// 1e-4 as for stories260K: f32 arithmetic over sums of at most 96 terms, 2 layers.
+namespace {
+// Forward on both CPU backends against the reference's logits for a tiny F32 model: 1e-4 as
+// for stories260K (f32 arithmetic over sums of at most 96 terms, 2 layers).
+void check_tiny(const GgufFile& f, const RefLogits& expected, const std::vector<int32_t>& prompt) {
+  for (Cpu cpu : kBothCpus) {
+    const Agreement a = compare(expected, run_forward(f, prompt, cpu), 2e-4);
+    INFO(cpu_name(cpu) << ": max |dlogit| = " << a.max_abs << ", max KL = " << a.max_kl);
+    CHECK(a.max_abs < 1e-4);
+    CHECK(a.argmax_mismatch == 0);
+  }
+}
+}  // namespace
+
 TEST_CASE("tiny qwen2 with biases and GQA 4/2 and neox rope and tied output matches the reference",
           "[cpu]") {
   const TinySpec s{"qwen2", 64, 2, 4, 2, 16, 96, 100, false, true, true, 10000.0, 1.0, {}};
@@ -398,13 +410,7 @@ TEST_CASE("tiny qwen2 with biases and GQA 4/2 and neox rope and tied output matc
   const ReferenceModel ref = ReferenceModel::load(f);
   REQUIRE(ref.hparams().neox);
   const std::vector<int32_t> prompt = random_prompt(48, s.n_vocab, 11);
-  const RefLogits expected = ref.logits(prompt);
-  for (Cpu cpu : kBothCpus) {
-    const Agreement a = compare(expected, run_forward(f, prompt, cpu), 2e-4);
-    INFO(cpu_name(cpu) << ": max |dlogit| = " << a.max_abs << ", max KL = " << a.max_kl);
-    CHECK(a.max_abs < 1e-4);
-    CHECK(a.argmax_mismatch == 0);
-  }
+  check_tiny(f, ref.logits(prompt), prompt);
 }
 
 TEST_CASE(
@@ -416,13 +422,7 @@ TEST_CASE(
   REQUIRE(ref.hparams().rope_freq_scale == 0.25);
   REQUIRE(ref.hparams().head_dim == 16);
   const std::vector<int32_t> prompt = random_prompt(48, s.n_vocab, 13);
-  const RefLogits expected = ref.logits(prompt);
-  for (Cpu cpu : kBothCpus) {
-    const Agreement a = compare(expected, run_forward(f, prompt, cpu), 2e-4);
-    INFO(cpu_name(cpu) << ": max |dlogit| = " << a.max_abs << ", max KL = " << a.max_kl);
-    CHECK(a.max_abs < 1e-4);
-    CHECK(a.argmax_mismatch == 0);
-  }
+  check_tiny(f, ref.logits(prompt), prompt);
 }
 
 // The reference's rope_freqs (Llama 3.1-style per-pair divisors), checked against what it
