@@ -11,6 +11,8 @@
 
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
+#include "model/hf_to_gguf.h"
+#include "model/model_loader.h"
 #include "quant/dequant.h"
 #include "quant/quantize.h"
 #include "support/fixtures.h"
@@ -145,6 +147,36 @@ TEST_CASE("quantize a quantized file: same type copies the bytes, another type r
   }
 }
 
+TEST_CASE("quantize a Hugging Face directory: converted in F32, then planned as a GGUF", "[cli]") {
+  const std::string hf = test::fixture_path("hf_tiny_llama");
+  const GgufFile g = GgufFile::open(quantize_to(hf, "f32", "hf_f32.gguf"));
+  CHECK(g.get_string("general.architecture") == "llama");
+  CHECK(g.get_int_or("general.file_type", -1) == 0);
+  CHECK(g.get_string_array("tokenizer.ggml.tokens").size() == 300);
+  // The F32 file holds exactly what hf_to_gguf makes of the directory.
+  const GgufBuilder want =
+      hf_to_gguf(load_hf_model(hf), HfToGgufOptions{GgmlType::F32, "", nullptr});
+  REQUIRE(g.tensors().size() == want.tensors().size());
+  for (size_t i = 0; i < want.tensors().size(); ++i) {
+    const auto& w = want.tensors()[i];
+    INFO(w.name);
+    CHECK(g.tensors()[i].name == w.name);
+    CHECK(g.tensors()[i].type == GgmlType::F32);
+    REQUIRE(g.tensors()[i].n_bytes == w.bytes.size());
+    CHECK(std::equal(w.bytes.begin(), w.bytes.end(), g.tensors()[i].data));
+  }
+  // Quantized straight from the directory: rows of 172 fall back, 1-D tensors stay F32.
+  const std::string q8 = test::temp_dir() + "/hf_q8.gguf";
+  const auto r = run_llmctl({"quantize", hf, q8, "--type", "q8_0"});
+  REQUIRE(r.code == 0);
+  CHECK(has(r.err, "'blk.0.ffn_down.weight': row length 172"));
+  const GgufFile q = GgufFile::open(q8);
+  CHECK(q.find_tensor("blk.0.attn_q.weight")->type == GgmlType::Q8_0);
+  CHECK(q.find_tensor("blk.0.ffn_down.weight")->type == GgmlType::F16);
+  CHECK(q.find_tensor("rope_freqs.weight")->type == GgmlType::F32);
+  CHECK(q.get_int_or("general.file_type", -1) == 7);
+}
+
 TEST_CASE("quantize --dry-run writes nothing and predicts the tensor bytes", "[cli]") {
   const std::string in = require_test_file("models/stories260K.gguf");
   const std::string out = test::temp_dir() + "/dry.gguf";
@@ -219,11 +251,13 @@ TEST_CASE("quantize refuses hostile input with a clear message", "[cli]") {
   test::write_file(dir + "/exists.gguf", "old");
   std::filesystem::create_directories(dir + "/hf_dir");
   const std::vector<Case> cases = {
-      {{"quantize", dir + "/missing.gguf", dir + "/o.gguf", "--type", "q8_0"}, 1, "no such file"},
+      {{"quantize", dir + "/missing.gguf", dir + "/o.gguf", "--type", "q8_0"},
+       1,
+       "no such file or directory"},
       {{"quantize", dir + "/not.gguf", dir + "/o.gguf", "--type", "q8_0"}, 1, "not.gguf"},
       {{"quantize", model, model, "--type", "q8_0", "--force"}, 1, "is the input file"},
       {{"quantize", model, dir + "/exists.gguf", "--type", "q8_0"}, 1, "--force"},
-      {{"quantize", dir + "/hf_dir", dir + "/o.gguf", "--type", "q8_0"}, 1, "not supported yet"},
+      {{"quantize", dir + "/hf_dir", dir + "/o.gguf", "--type", "q8_0"}, 1, "no config.json"},
       {{"quantize", model, dir + "/o.gguf", "--type", "q7"}, 2, "unknown type 'q7'"},
       {{"quantize", model, dir + "/o.gguf", "--type", "q5_0"}, 2, "not supported yet"},
       {{"quantize", model, dir + "/o.gguf", "--type", "q8_0", "--tensor-type", "a(b=f16"},

@@ -1,6 +1,7 @@
 // llmctl quantize IN OUT --type T [--tensor-type REGEX=T]... [--keep-embedding T]
 //                 [--keep-output T] [--dry-run] [--json] [--report N] [--force] [-t N]
 //
+// IN is a GGUF file or a Hugging Face directory (converted in memory, model/hf_to_gguf.h).
 // Plans the output type of every tensor (quant/quant_plan.h), then writes OUT through
 // quant/quantize_gguf.h (OUT.tmp renamed when complete) and prints the size by type and the
 // tensors that lost the most (SNR). Warnings and progress go to stderr; the report (or the
@@ -20,9 +21,13 @@
 #include "cli/app.h"
 #include "cli/quantize_report.h"
 #include "core/error.h"
+#include "core/text_io.h"
 #include "io/gguf.h"
+#include "model/hf_to_gguf.h"
+#include "model/model_loader.h"
 #include "quant/quant_plan.h"
 #include "quant/quantize_gguf.h"
+#include "tokenizer/sp_model_proto.h"
 
 namespace llmctl::cli {
 
@@ -90,16 +95,11 @@ QuantOptions parse_options(const QuantizeCliOptions& o) {
   return q;
 }
 
-// Refuses inputs we cannot read yet and outputs that would destroy something.
+// Refuses outputs that would destroy something.
 void check_paths(const QuantizeCliOptions& o) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (fs::is_directory(o.input, ec))
-    throw Error(fmt::format("{}: Hugging Face directories are not supported yet (arrives with "
-                            "the Hugging Face loader)",
-                            o.input),
-                "convert it to GGUF first, e.g. with llama.cpp's convert_hf_to_gguf.py");
-  if (!fs::exists(o.input, ec)) throw FileError(o.input, "no such file");
+  if (!fs::exists(o.input, ec)) throw FileError(o.input, "no such file or directory");
   if (o.dry_run) return;
   if (fs::exists(o.output, ec)) {
     if (fs::equivalent(o.input, o.output, ec))
@@ -110,6 +110,31 @@ void check_paths(const QuantizeCliOptions& o) {
     if (fs::is_directory(o.output, ec))
       throw Error(fmt::format("output {} is a directory", o.output));
   }
+}
+
+// The input as a GGUF file. A Hugging Face directory is converted in memory first
+// (model/hf_to_gguf.h) with F32 matrices, which hold F32, F16 and BF16 checkpoints exactly,
+// so the quantizer sees the original values. Costs about twice the F32 model in memory.
+GgufFile open_input(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec)) return GgufFile::open(path);
+  const LoadedModel model = load_hf_model(path);
+  GgufVocab vocab;
+  HfToGgufOptions options;
+  options.type = GgmlType::F32;
+  if (!model.tokenizer_path.empty()) {
+    const SpModelInfo sp = parse_sp_model(read_whole_file(model.tokenizer_path));
+    for (const SpPiece& p : sp.pieces) {
+      vocab.tokens.push_back(p.piece);
+      vocab.scores.push_back(p.score);
+      vocab.types.push_back(static_cast<int32_t>(p.type));
+    }
+    vocab.add_space_prefix = sp.add_dummy_prefix;
+    vocab.remove_extra_whitespaces = sp.remove_extra_whitespaces;
+    options.vocab = &vocab;
+  }
+  auto image = std::make_shared<const std::vector<uint8_t>>(hf_to_gguf(model, options).build());
+  return GgufFile::from_memory(std::move(image), path);
 }
 
 // Progress on stderr: a redrawn bar with ETA on a terminal, one line per tensor otherwise.
@@ -162,7 +187,7 @@ std::string dump_json(const nlohmann::ordered_json& j) {
 int run_quantize(const QuantizeCliOptions& o) {
   const QuantOptions qopt = parse_options(o);
   check_paths(o);
-  const GgufFile in = GgufFile::open(o.input);
+  const GgufFile in = open_input(o.input);
   const QuantPlan plan = plan_quantization(in.tensors(), qopt);
   for (const std::string& w : plan.warnings) fmt::print(stderr, "llmctl: warning: {}\n", w);
 
@@ -205,7 +230,8 @@ void add_quantize_command(CLI::App& app, Action& action) {
   CLI::App* sub = app.add_subcommand(
       "quantize",
       "Convert a GGUF model to another weight format, measuring what each tensor loses");
-  sub->add_option("input", opt->input, "Input GGUF file")->required();
+  sub->add_option("input", opt->input, "Input GGUF file or Hugging Face model directory")
+      ->required();
   sub->add_option("output", opt->output, "Output GGUF file")->required();
   sub->add_option("--type", opt->type, "Output type: f32 f16 bf16 q8_0 q4_0 q4_1")->required();
   sub->add_option("--tensor-type", opt->tensor_types,
