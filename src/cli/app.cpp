@@ -34,6 +34,7 @@ int run_app(int argc, char** argv) {
   add_run_command(app, action);
   add_kvplan_command(app, action);
   add_quantize_command(app, action);
+  add_bench_command(app, action);
   add_unbuilt_commands(app, action);
 
   try {

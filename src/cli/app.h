@@ -20,6 +20,7 @@ void add_tokenize_command(CLI::App& app, Action& action);
 void add_run_command(CLI::App& app, Action& action);
 void add_kvplan_command(CLI::App& app, Action& action);
 void add_quantize_command(CLI::App& app, Action& action);
+void add_bench_command(CLI::App& app, Action& action);
 void add_unbuilt_commands(CLI::App& app, Action& action);
 void print_version();
 

@@ -60,23 +60,6 @@ SamplerParams resolved_sampling(const RunOptions& opt) {
   return sp;
 }
 
-namespace {
-uint64_t view_bytes(const WeightView& w) {
-  return w.present() ? weight_row_bytes(w.type, w.n_cols) * static_cast<uint64_t>(w.n_rows) : 0;
-}
-
-// Bytes of every weight the forward pass reads (a tied output counted once).
-uint64_t model_weight_bytes(const ModelWeights& w) {
-  uint64_t n = view_bytes(w.token_embd) + view_bytes(w.output_norm) + view_bytes(w.rope_freqs);
-  if (!w.output_tied) n += view_bytes(w.output);
-  for (const LayerWeights& l : w.layers)
-    for (const WeightView* v : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.bq, &l.bk, &l.bv,
-                                &l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down})
-      n += view_bytes(*v);
-  return n;
-}
-}  // namespace
-
 std::string model_chat_template(const RunSession& s) {
   return s.model.gguf ? s.model.gguf->get_string_or("tokenizer.chat_template", "") : "";
 }
@@ -120,7 +103,7 @@ RunSession open_run_session(const RunOptions& opt, int64_t n_sequences) {
   s.fwd = std::make_unique<Forward>(config, s.model.weights, *s.backend, fo);
   s.load_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 
-  const uint64_t weight_bytes = model_weight_bytes(s.model.weights);
+  const uint64_t weight_bytes = weight_stats(s.model.weights).bytes;
   fmt::print(stderr,
              "llmctl: {} ({}, {} layers, n_embd {}, n_vocab {}) on {}, {} thread{}; memory: "
              "weights {} mapped, KV cache {} ({} x {} positions, {}, blocks of {}), scratch {}\n",

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <map>
+
 #include "core/error.h"
 #include "io/gguf.h"
 
@@ -90,6 +92,47 @@ ModelWeights bind_weights(const GgufFile& f, const ModelConfig& c) {
     l.w_down = bind(f, name("ffn_down.weight"), Kind::Matrix, {c.n_ff, n_embd});
   }
   return w;
+}
+
+WeightStats weight_stats(const ModelWeights& w) {
+  WeightStats st;
+  std::map<GgmlType, uint64_t> by_type;
+  const auto bytes_of = [](const WeightView& v) -> uint64_t {
+    return v.present() ? weight_row_bytes(v.type, v.n_cols) * static_cast<uint64_t>(v.n_rows) : 0;
+  };
+  const auto elems = [](const WeightView& v) -> uint64_t {
+    return v.present() ? static_cast<uint64_t>(v.n_cols) * static_cast<uint64_t>(v.n_rows) : 0;
+  };
+  const auto count = [&](const WeightView& v, bool read_per_token) {
+    st.bytes += bytes_of(v);
+    st.params += elems(v);
+    if (read_per_token) st.bytes_per_token += bytes_of(v);
+  };
+  count(w.token_embd, false);
+  if (w.token_embd.present())
+    st.bytes_per_token += weight_row_bytes(w.token_embd.type, w.token_embd.n_cols);
+  count(w.output_norm, true);
+  count(w.rope_freqs, true);
+  if (w.output_tied)
+    st.bytes_per_token += bytes_of(w.output);
+  else
+    count(w.output, true);
+  st.output_params = elems(w.output);
+  for (const LayerWeights& l : w.layers) {
+    for (const WeightView* v : {&l.attn_norm, &l.bq, &l.bk, &l.bv, &l.ffn_norm}) count(*v, true);
+    for (const WeightView* v : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+      count(*v, true);
+      st.matmul_params += elems(*v);
+      by_type[v->type] += bytes_of(*v);
+    }
+  }
+  uint64_t most = 0;
+  for (const auto& [type, b] : by_type)
+    if (b > most) {
+      most = b;
+      st.main_type = type;
+    }
+  return st;
 }
 
 }  // namespace llmctl

@@ -49,4 +49,16 @@ struct ModelWeights {
 //   "tensor 'blk.3.attn_q.weight': expected [64, 64], got [64, 32]".
 ModelWeights bind_weights(const GgufFile& file, const ModelConfig& config);
 
+// Accounting for the memory line and the benchmarks.
+struct WeightStats {
+  uint64_t bytes = 0;                  // every weight the forward pass uses (a tied output once)
+  uint64_t bytes_per_token = 0;        // read by one decode step: all but the embedding table, of
+                                       // which one row (the whole table when it is also the output)
+  uint64_t params = 0;                 // elements of every weight
+  uint64_t matmul_params = 0;          // elements of the layer matrices (2 flops each per token)
+  uint64_t output_params = 0;          // elements of the output projection
+  GgmlType main_type = GgmlType::F32;  // the type holding most bytes of the layer matrices
+};
+WeightStats weight_stats(const ModelWeights& w);
+
 }  // namespace llmctl

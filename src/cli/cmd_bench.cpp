@@ -1,0 +1,275 @@
+// llmctl bench: prefill (ppN) and decode (tgN) speed of the engine that serves `run`, as
+// llama-bench measures them, with decode put against the machine's measured read bandwidth.
+//
+// For each model and thread count: one warm-up, then -r repetitions of
+//   ppN  a fresh sequence, N prompt tokens in one forward pass (-b chunks), logits of the last
+//   tgN  a fresh sequence, N tokens fed one per step, logits every step (as generation does)
+// Tokens are fixed pseudo-random ids (the speed does not depend on them).
+// Reported: tokens/s mean and sample sd over the repetitions; for tg the bytes one step reads
+// (weights per token, weight_stats(), plus the K/V rows of the positions attended to, on
+// average) times tokens/s, and that as a percentage of the probe's bandwidth; for pp GFLOP/s
+// (2 flops per matrix element per token plus attention's 4 * head_dim per (head, query, key)).
+// Output: a Markdown table (default), --json or --csv on stdout; progress on stderr; stderr
+// ends with one summary line: llmctl-bench: rows=N probe_gb_s=F
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <numeric>
+
+#include "backend/cpu/bandwidth_probe.h"
+#include "backend/registry.h"
+#include "cli/app.h"
+#include "core/error.h"
+#include "model/forward.h"
+#include "model/model_loader.h"
+
+namespace llmctl::cli {
+
+namespace {
+
+struct BenchOptions {
+  std::vector<std::string> models;
+  int64_t n_prompt = 512;
+  int64_t n_gen = 128;
+  int reps = 3;
+  std::vector<int> threads;  // empty: every core
+  std::string device = "auto";
+  std::string kv_type = "f16";
+  int64_t batch_size = 512;
+  int64_t probe_mib = 1024;
+  bool json = false;
+  bool csv = false;
+};
+
+struct Row {
+  std::string model, type, test;
+  uint64_t bytes = 0, params = 0;
+  int threads = 0;
+  double tok_s = 0, sd = 0, gb_s = 0, bw_pct = 0, gflop_s = 0;
+};
+
+constexpr const char* kByteUnits[4] = {"B", "KiB", "MiB", "GiB"};
+constexpr const char* kCountUnits[4] = {"", "K", "M", "B"};
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::vector<int32_t> token_ids(int64_t n, int32_t n_vocab) {
+  std::vector<int32_t> v(static_cast<size_t>(n));
+  uint64_t x = 12345;
+  for (int32_t& t : v) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    t = static_cast<int32_t>((x >> 33) % static_cast<uint64_t>(n_vocab));
+  }
+  return v;
+}
+
+// Seconds for one ppN (n_gen == 0) or tgN run on a fresh sequence.
+double time_one(Forward& fwd, const std::vector<int32_t>& ids, bool decode_steps) {
+  const auto n = static_cast<int64_t>(ids.size());
+  const int32_t seq = fwd.add_sequence(n + 1);
+  if (fwd.reserve(seq, n) != Reserve::Ok) throw Error("bench: the KV pool is too small");
+  const Clock::time_point t0 = Clock::now();
+  if (decode_steps) {
+    for (const int32_t t : ids) fwd.decode({BatchToken{seq, t, true}});
+  } else {
+    std::vector<BatchToken> batch;
+    for (int64_t i = 0; i < n; ++i)
+      batch.push_back(BatchToken{seq, ids[static_cast<size_t>(i)], i + 1 == n});
+    fwd.decode(batch);
+  }
+  const double s = seconds_since(t0);
+  fwd.remove_sequence(seq);
+  return s;
+}
+
+std::pair<double, double> mean_sd(const std::vector<double>& v) {
+  const double mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+  double ss = 0;
+  for (double x : v) ss += (x - mean) * (x - mean);
+  return {mean, v.size() > 1 ? std::sqrt(ss / static_cast<double>(v.size() - 1)) : 0.0};
+}
+
+void bench_model(const BenchOptions& opt, const std::string& path, int threads, double probe_gb_s,
+                 std::vector<Row>& rows) {
+  const LoadedModel m = load_model(path);
+  const ModelConfig& c = m.config;
+  const WeightStats ws = weight_stats(m.weights);
+  BackendChoice choice;
+  choice.device = opt.device;
+  choice.n_threads = threads;
+  const std::unique_ptr<Backend> backend = make_backend(choice);
+  ForwardOptions fo;
+  fo.max_batch_tokens =
+      std::max<int64_t>(1, std::min(opt.batch_size, std::max(opt.n_prompt, int64_t{1})));
+  fo.kv.type = *kv_type_from_name(opt.kv_type);
+  fo.kv.n_blocks =
+      (std::max(opt.n_prompt, opt.n_gen) + 1 + fo.kv.block_size - 1) / fo.kv.block_size;
+  Forward fwd(c, m.weights, *backend, fo);
+  const auto n_vocab = static_cast<int32_t>(c.n_vocab);
+
+  Row base;
+  base.model = path;
+  base.type = ggml_type_name(ws.main_type);
+  base.bytes = ws.bytes;
+  base.params = ws.params;
+  base.threads = backend->n_threads();
+  fmt::print(stderr, "llmctl: bench {} ({}, {:.2f} GB) threads {}\n", path, base.type,
+             static_cast<double>(ws.bytes) / 1e9, base.threads);
+  time_one(fwd, token_ids(std::min<int64_t>(std::max<int64_t>(opt.n_prompt, 1), 32), n_vocab),
+           false);
+  time_one(fwd, token_ids(4, n_vocab), true);  // warm-up
+  if (opt.n_prompt > 0) {
+    std::vector<double> rates;
+    const std::vector<int32_t> ids = token_ids(opt.n_prompt, n_vocab);
+    for (int r = 0; r < opt.reps; ++r)
+      rates.push_back(static_cast<double>(opt.n_prompt) / time_one(fwd, ids, false));
+    Row row = base;
+    row.test = fmt::format("pp{}", opt.n_prompt);
+    std::tie(row.tok_s, row.sd) = mean_sd(rates);
+    const double p = static_cast<double>(opt.n_prompt);
+    const double attn =
+        4.0 * static_cast<double>(c.n_layers * c.n_heads * c.head_dim) * p * (p + 1) / 2;
+    const double flops = 2.0 * static_cast<double>(ws.matmul_params) * p + attn +
+                         2.0 * static_cast<double>(ws.output_params);
+    row.gflop_s = flops / (p / row.tok_s) / 1e9;
+    rows.push_back(row);
+  }
+  if (opt.n_gen > 0) {
+    std::vector<double> rates;
+    const std::vector<int32_t> ids = token_ids(opt.n_gen, n_vocab);
+    for (int r = 0; r < opt.reps; ++r)
+      rates.push_back(static_cast<double>(opt.n_gen) / time_one(fwd, ids, true));
+    Row row = base;
+    row.test = fmt::format("tg{}", opt.n_gen);
+    std::tie(row.tok_s, row.sd) = mean_sd(rates);
+    const double kv_elem = opt.kv_type == "f16" ? 2.0 : 4.0;
+    const double kv_bytes = 2.0 * static_cast<double>(c.n_layers * c.kv_dim()) * kv_elem *
+                            static_cast<double>(opt.n_gen + 1) / 2.0;
+    row.gb_s = (static_cast<double>(ws.bytes_per_token) + kv_bytes) * row.tok_s / 1e9;
+    row.bw_pct = probe_gb_s > 0 ? 100.0 * row.gb_s / probe_gb_s : 0.0;
+    rows.push_back(row);
+  }
+}
+
+std::string human_count(double x, const char* const units[4], double step) {
+  int u = 0;
+  while (u < 3 && x >= step) {
+    x /= step;
+    ++u;
+  }
+  return fmt::format("{:.2f} {}", x, units[u]);
+}
+
+void print_rows(const BenchOptions& opt, const std::vector<Row>& rows, double probe_gb_s) {
+  if (opt.json) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const Row& r : rows)
+      j.push_back({{"model", r.model},
+                   {"type", r.type},
+                   {"bytes", r.bytes},
+                   {"params", r.params},
+                   {"threads", r.threads},
+                   {"test", r.test},
+                   {"tok_s", r.tok_s},
+                   {"sd", r.sd},
+                   {"gb_s", r.gb_s},
+                   {"bw_pct", r.bw_pct},
+                   {"gflop_s", r.gflop_s}});
+    fmt::print("{}\n", nlohmann::json{{"probe_gb_s", probe_gb_s}, {"rows", j}}.dump(2));
+    return;
+  }
+  if (opt.csv) {
+    fmt::print("model,type,bytes,params,threads,test,tok_s,sd,gb_s,bw_pct,gflop_s\n");
+    for (const Row& r : rows)
+      fmt::print("{},{},{},{},{},{},{:.3f},{:.3f},{:.3f},{:.1f},{:.3f}\n", r.model, r.type, r.bytes,
+                 r.params, r.threads, r.test, r.tok_s, r.sd, r.gb_s, r.bw_pct, r.gflop_s);
+    return;
+  }
+  fmt::print(
+      "| model | type | size | params | threads | test | t/s | GB/s | % of probe | GFLOP/s |\n");
+  fmt::print("|---|---|---:|---:|---:|---|---:|---:|---:|---:|\n");
+  for (const Row& r : rows)
+    fmt::print("| {} | {} | {} | {} | {} | {} | {:.2f} ± {:.2f} | {} | {} | {} |\n", r.model,
+               r.type, human_count(static_cast<double>(r.bytes), kByteUnits, 1024.0),
+               human_count(static_cast<double>(r.params), kCountUnits, 1000.0), r.threads, r.test,
+               r.tok_s, r.sd, r.gb_s > 0 ? fmt::format("{:.1f}", r.gb_s) : "",
+               r.bw_pct > 0 ? fmt::format("{:.0f}%", r.bw_pct) : "",
+               r.gflop_s > 0 ? fmt::format("{:.1f}", r.gflop_s) : "");
+  if (probe_gb_s > 0) fmt::print("\nmemory read bandwidth (probe): {:.1f} GB/s\n", probe_gb_s);
+}
+
+int run_bench(const BenchOptions& opt) {
+  if (opt.models.empty()) throw CLI::ValidationError("-m", "give at least one model with -m");
+  if (!kv_type_from_name(opt.kv_type))
+    throw CLI::ValidationError("--kv-type", fmt::format("'{}' is not f16 or f32", opt.kv_type));
+  const std::vector<int> threads = opt.threads.empty() ? std::vector<int>{0} : opt.threads;
+  double probe_gb_s = 0;
+  if (opt.probe_mib > 0) {
+    const int n = *std::max_element(threads.begin(), threads.end());
+    const cpu::BandwidthResult bw = cpu::measure_read_bandwidth(
+        static_cast<uint64_t>(opt.probe_mib) << 20, n > 0 ? n : default_cpu_threads(), 5);
+    probe_gb_s = bw.gb_per_s;
+    fmt::print(stderr, "llmctl: bandwidth probe: {:.1f} GB/s ({} MiB, {} threads, {})\n",
+               bw.gb_per_s, opt.probe_mib, bw.n_threads, bw.isa);
+  }
+  std::vector<Row> rows;
+  for (const std::string& m : opt.models)
+    for (int t : threads) bench_model(opt, m, t, probe_gb_s, rows);
+  print_rows(opt, rows, probe_gb_s);
+  fmt::print(stderr, "llmctl-bench: rows={} probe_gb_s={:.1f}\n", rows.size(), probe_gb_s);
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app, Action& action) {
+  static BenchOptions opt;
+  CLI::App* sub = app.add_subcommand(
+      "bench", "Prefill and decode speed, decode against the machine's memory bandwidth");
+  sub->footer(
+      "Examples:\n"
+      "  llmctl bench -m model-q4_0.gguf,model-q8_0.gguf -t 1,2\n"
+      "  llmctl bench -m model.gguf -p 512 -n 128 -r 5 --json\n"
+      "ppN: N prompt tokens in one forward pass; tgN: N tokens decoded one at a time from an\n"
+      "empty context. t/s is mean ± sd over -r repetitions after a warm-up. GB/s = bytes one\n"
+      "decode step reads (weights + K/V) x t/s; '% of probe' divides by the bandwidth probe\n"
+      "(--probe-mib 0 skips it). Benchmark on an idle machine; compare ratios from one run.\n"
+      "Exit codes: 0 ok, 1 error, 2 usage error.");
+  sub->add_option("-m,--model", opt.models,
+                  "Models (GGUF or HF directory); comma-separated or repeated")
+      ->delimiter(',')
+      ->required();
+  sub->add_option("-p,--n-prompt", opt.n_prompt, "Prompt tokens of the prefill test (0: skip)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{65536}));
+  sub->add_option("-n,--n-gen", opt.n_gen, "Tokens of the decode test (0: skip)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{65536}));
+  sub->add_option("-r,--repetitions", opt.reps, "Repetitions")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  sub->add_option("-t,--threads", opt.threads,
+                  "Thread counts, comma-separated (default: every core)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1024));
+  sub->add_option("--device", opt.device, "auto, cpu or cuda[:N]")->capture_default_str();
+  sub->add_option("--kv-type", opt.kv_type, "KV cache storage: f16 or f32")->capture_default_str();
+  sub->add_option("-b,--batch-size", opt.batch_size, "Tokens per forward pass in the prefill test")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{65536}));
+  sub->add_option("--probe-mib", opt.probe_mib,
+                  "Buffer of the bandwidth probe in MiB (0: no probe)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{65536}));
+  sub->add_flag("--json", opt.json, "JSON instead of a Markdown table");
+  sub->add_flag("--csv", opt.csv, "CSV instead of a Markdown table");
+  sub->callback([&action] { action = [] { return run_bench(opt); }; });
+}
+
+}  // namespace llmctl::cli
