@@ -1,6 +1,8 @@
 // ModelConfig and weight binding on small synthetic GGUF files (GgufBuilder): the values read,
 // and the error text for broken metadata and tensors. Also checks the qwen2 path (neox rope,
 // q/k/v biases) against the llama path by an exact equivalence, see the last test.
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
@@ -178,11 +180,18 @@ TEST_CASE("config: missing and invalid metadata are FileErrors naming the key", 
           "(supported: none, linear)");
   }
   {
+    // Llama 3.1 per-pair rope divisors: bound when their shape is (n_rot / 2,).
     GgufBuilder b = tiny_llama();
-    b.add_tensor("rope_freqs.weight", GgmlType::F32, {4}, std::vector<uint8_t>(16, 0));
-    CHECK(config_error(b) ==
-          "tiny.gguf: tensor 'rope_freqs.weight' (per-dimension rope frequency "
-          "factors, Llama 3.1 rope scaling) is not supported yet");
+    const int64_t pairs = config_from_gguf(open_built(b)).n_rot / 2;
+    b.add_tensor("rope_freqs.weight", GgmlType::F32, {pairs},
+                 std::vector<uint8_t>(static_cast<size_t>(pairs) * 4, 0));
+    CHECK(bind_error(b) == "(no error)");
+    GgufBuilder wrong = tiny_llama();
+    wrong.add_tensor("rope_freqs.weight", GgmlType::F32, {pairs + 1},
+                     std::vector<uint8_t>(static_cast<size_t>(pairs + 1) * 4, 0));
+    CHECK(bind_error(wrong) == fmt::format("tiny.gguf: tensor 'rope_freqs.weight': expected [{}], "
+                                           "got [{}]",
+                                           pairs, pairs + 1));
   }
   {
     GgufBuilder b = tiny_llama();

@@ -104,12 +104,8 @@ ModelConfig config_from_gguf(const GgufFile& f) {
     c.rope_freq_scale = 1.0 / c.rope_scaling_factor;
   }
 
-  // Llama 3.1-style rope scaling stores per-pair frequency factors as a tensor, with no
-  // scaling key: running without them would be silently (if slightly) wrong.
-  if (f.find_tensor("rope_freqs.weight") != nullptr)
-    throw FileError(f.path(),
-                    "tensor 'rope_freqs.weight' (per-dimension rope frequency factors, "
-                    "Llama 3.1 rope scaling) is not supported yet");
+  // Llama 3.1-style rope scaling stores per-pair frequency divisors as the tensor
+  // 'rope_freqs.weight' (bind_weights() binds it), with no scaling key.
 
   const GgufTensorInfo* embd = f.find_tensor("token_embd.weight");
   if (embd == nullptr) throw FileError(f.path(), "missing tensor 'token_embd.weight'");

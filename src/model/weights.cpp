@@ -72,6 +72,8 @@ ModelWeights bind_weights(const GgufFile& f, const ModelConfig& c) {
     w.output = w.token_embd;
     w.output_tied = true;
   }
+  // Llama 3.1 rope scaling: per-pair frequency divisors (n_rot / 2,), F32.
+  w.rope_freqs = bind(f, "rope_freqs.weight", Kind::Vector, {c.n_rot / 2}, /*optional=*/true);
   w.layers.resize(static_cast<size_t>(c.n_layers));
   for (int64_t il = 0; il < c.n_layers; ++il) {
     LayerWeights& l = w.layers[static_cast<size_t>(il)];
