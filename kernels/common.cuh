@@ -178,6 +178,15 @@ __device__ __forceinline__ float warp_reduce_max(float v) {
   return v;
 }
 
+// Blocks for a grid-stride loop over `total` items with `threads` per block: enough to fill
+// the device, capped so the grid's x dimension stays well inside its limit.
+inline unsigned grid_for(int64_t total, int threads) {
+  constexpr int64_t kMaxBlocks = int64_t{1} << 16;
+  int64_t blocks = (total + threads - 1) / threads;
+  if (blocks > kMaxBlocks) blocks = kMaxBlocks;
+  return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
+}
+
 #endif  // __CUDACC__
 
 }  // namespace llmctl::cuda

@@ -35,4 +35,106 @@ void launch_get_rows_q4_0_f32(const void* table, int64_t n_rows, int64_t row_len
 void launch_get_rows_q4_1_f32(const void* table, int64_t n_rows, int64_t row_len,
                               const int32_t* ids, int64_t n_ids, float* out, cudaStream_t stream);
 
+// ---------------------------------------------------------------------------
+// Device error flag
+// ---------------------------------------------------------------------------
+// Kernels that index with device-resident ids (positions, slots, block tables, rows) cannot
+// throw; on a bad index they skip the item (or write NaN, as said per launcher) and set
+// *error_flag (an int in device memory, 0 = no error) to one of these codes if it is still 0.
+// The backend reads and clears the flag at its next sync and throws llmctl::Error then.
+enum DeviceError : int {
+  kDeviceErrorNone = 0,
+  kDeviceErrorRopePosition = 1,    // rope: a negative position
+  kDeviceErrorKvSlot = 2,          // kv_store: a slot outside the pool
+  kDeviceErrorAttentionIndex = 3,  // attention: sequence row, position or block out of range
+  kDeviceErrorCopyRow = 4,         // copy_rows: a row outside x
+};
+
+// ---------------------------------------------------------------------------
+// Element-wise and per-row ops (all f32, device pointers, row-major; n_tokens >= 0)
+// ---------------------------------------------------------------------------
+// out (n_tokens, n) = x / sqrt(mean(x^2) + eps) * w per row; w (n,). Sum of squares in double.
+void launch_rmsnorm_f32(const float* x, const float* w, float eps, int64_t n_tokens, int64_t n,
+                        float* out, cudaStream_t stream);
+// x (n_tokens, n) += b (n,) per row.
+void launch_add_bias_f32(float* x, const float* b, int64_t n_tokens, int64_t n,
+                         cudaStream_t stream);
+// x[i] += y[i], i < n.
+void launch_add_f32(float* x, const float* y, int64_t n, cudaStream_t stream);
+// out[i] = gate[i] / (1 + exp(-gate[i])) * up[i], i < n.
+void launch_silu_mul_f32(const float* gate, const float* up, int64_t n, float* out,
+                         cudaStream_t stream);
+// out (n_rows, row_len) row i = x row rows[i]; x holds x_rows rows. A row outside [0, x_rows)
+// gives a NaN row and kDeviceErrorCopyRow.
+void launch_copy_rows_f32(const float* x, int64_t x_rows, int64_t row_len, const int32_t* rows,
+                          int64_t n_rows, float* out, int* error_flag, cudaStream_t stream);
+
+// ---------------------------------------------------------------------------
+// rope (kernels/rope.cu, math in kernels/rope_math.cuh)
+// ---------------------------------------------------------------------------
+// x (n_tokens, n_heads, head_dim) rotated in place: token t's pairs i < n_rot / 2 at position
+// positions[t] (Normal pairs (2i, 2i+1), neox pairs (i, i + n_rot/2)); theta in double, divided
+// by freq_factors[i] when freq_factors (n_rot / 2,) is not null. A negative position leaves the
+// token unrotated and gives kDeviceErrorRopePosition. n_rot even, <= head_dim.
+void launch_rope_f32(float* x, const int32_t* positions, int64_t n_tokens, int64_t n_heads,
+                     int64_t head_dim, int64_t n_rot, bool neox, double freq_base,
+                     double freq_scale, const float* freq_factors, int* error_flag,
+                     cudaStream_t stream);
+
+// ---------------------------------------------------------------------------
+// Paged KV cache (kernels/kv_store.cu, kernels/attention_paged.cu)
+// ---------------------------------------------------------------------------
+// k_pool[slots[t]] = k[t], v_pool[slots[t]] = v[t] for t < n_tokens: rows of kv_dim, pools of
+// n_slots rows (f32, or f16 rounded to nearest even). A slot outside [0, n_slots) stores nothing
+// and gives kDeviceErrorKvSlot.
+void launch_kv_store_f32_f32(const float* k, const float* v, const int32_t* slots, int64_t n_tokens,
+                             int64_t kv_dim, int64_t n_slots, float* k_pool, float* v_pool,
+                             int* error_flag, cudaStream_t stream);
+void launch_kv_store_f32_f16(const float* k, const float* v, const int32_t* slots, int64_t n_tokens,
+                             int64_t kv_dim, int64_t n_slots, uint16_t* k_pool, uint16_t* v_pool,
+                             int* error_flag, cudaStream_t stream);
+
+// Largest head_dim the attention kernel holds in registers (8 elements per lane).
+constexpr int64_t kAttentionMaxHeadDim = 256;
+
+// The paged layout attention reads (backend.h PagedKv), device pointers for the I32 tables.
+struct PagedAttentionArgs {
+  int64_t n_tokens = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0;  // head_dim <= 256
+  int64_t n_slots = 0;  // pool rows (n_blocks * block_size), each n_kv_heads * head_dim
+  int64_t block_size = 0;
+  const int32_t* block_table = nullptr;  // (n_seq_rows, max_blocks)
+  int64_t n_seq_rows = 0, max_blocks = 0;
+  const int32_t* token_seq = nullptr;  // (n_tokens,)
+  const int32_t* positions = nullptr;  // (n_tokens,)
+  float scale = 1.0f;                  // 1 / sqrt(head_dim), rounded to float
+};
+// out (n_tokens, n_heads, head_dim): causal softmax(q K^T * scale) V of each token over its
+// sequence's positions 0 .. positions[t] (GQA: kv head h / (n_heads / n_kv_heads)), online
+// softmax in f32. Bad indices give a NaN head and kDeviceErrorAttentionIndex.
+void launch_attention_paged_f32(const float* q, const float* k_pool, const float* v_pool,
+                                const PagedAttentionArgs& args, float* out, int* error_flag,
+                                cudaStream_t stream);
+void launch_attention_paged_f16(const float* q, const uint16_t* k_pool, const uint16_t* v_pool,
+                                const PagedAttentionArgs& args, float* out, int* error_flag,
+                                cudaStream_t stream);
+
+// ---------------------------------------------------------------------------
+// matmul (kernels/matvec_<dtype>.cu, template in kernels/matvec.cuh)
+// ---------------------------------------------------------------------------
+// out (n_tokens, d) = x (n_tokens, n) @ W^T, W (d, n) in ggml layout of the named dtype (block
+// types: n % 32 == 0). One warp per output row, f32 accumulation; each token's result is
+// bit-identical whatever n_tokens is (batch invariance). x and out must not alias.
+void launch_matvec_f32_f32(const void* w, int64_t d, int64_t n, const float* x, int64_t n_tokens,
+                           float* out, cudaStream_t stream);
+void launch_matvec_f16_f32(const void* w, int64_t d, int64_t n, const float* x, int64_t n_tokens,
+                           float* out, cudaStream_t stream);
+void launch_matvec_bf16_f32(const void* w, int64_t d, int64_t n, const float* x, int64_t n_tokens,
+                            float* out, cudaStream_t stream);
+void launch_matvec_q8_0_f32(const void* w, int64_t d, int64_t n, const float* x, int64_t n_tokens,
+                            float* out, cudaStream_t stream);
+void launch_matvec_q4_0_f32(const void* w, int64_t d, int64_t n, const float* x, int64_t n_tokens,
+                            float* out, cudaStream_t stream);
+void launch_matvec_q4_1_f32(const void* w, int64_t d, int64_t n, const float* x, int64_t n_tokens,
+                            float* out, cudaStream_t stream);
+
 }  // namespace llmctl::cuda

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <sched.h>
 
+#include <cstdio>
+#include <string>
 #include <thread>
 
 #include "backend/cpu/cpu_backend.h"
@@ -10,6 +12,7 @@
 #include "core/error.h"
 
 #if defined(LLMCTL_HAVE_CUDA)
+#include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/device.h"
 #endif
 
@@ -38,21 +41,53 @@ int default_cpu_threads() {
   return hc > 0 ? static_cast<int>(hc) : 1;
 }
 
+namespace {
+
+// "cuda" -> 0, "cuda:N" -> N; anything else after "cuda:" is an error.
+int parse_cuda_index(const std::string& device) {
+  if (device == "cuda") return 0;
+  const std::string digits = device.substr(5);
+  if (digits.empty() || digits.size() > 4 ||
+      digits.find_first_not_of("0123456789") != std::string::npos)
+    throw Error(fmt::format("device '{}': expected cuda or cuda:N with N a GPU index", device),
+                "use --device auto, cpu or cuda[:N]");
+  return std::stoi(digits);
+}
+
+// The CUDA backend on GPU `index`, or an Error with the probe's reason.
+std::unique_ptr<Backend> make_cuda_backend(const std::string& device, int index,
+                                           const GpuProbe& probe) {
+  if (probe.gpus.empty())
+    throw Error(fmt::format("device '{}': no GPU available ({})", device, probe.reason),
+                "use --device cpu");
+  if (index >= static_cast<int>(probe.gpus.size()))
+    throw Error(fmt::format("device '{}': there is no GPU {} ({} GPU(s) visible: 0 to {})", device,
+                            index, probe.gpus.size(), probe.gpus.size() - 1),
+                "use --device cuda:0, or list the GPUs with llmctl --version");
+#if defined(LLMCTL_HAVE_CUDA)
+  return std::make_unique<cuda::CudaBackend>(probe.gpus[static_cast<size_t>(index)].index);
+#else
+  // probe_gpus() reports no GPU when CUDA is not compiled in, so this is unreachable.
+  throw Error(fmt::format("device '{}': {}", device, probe.reason));
+#endif
+}
+
+}  // namespace
+
 std::unique_ptr<Backend> make_backend(const BackendChoice& choice) {
   if (choice.n_threads < 0 || choice.n_threads > 1024)
     throw Error(fmt::format("{} threads: expected 1 to 1024 (0 = all cores)", choice.n_threads));
   const bool cuda = choice.device == "cuda" || choice.device.rfind("cuda:", 0) == 0;
-  if (cuda) {
+  if (cuda) return make_cuda_backend(choice.device, parse_cuda_index(choice.device), probe_gpus());
+  if (choice.device == "auto") {
     const GpuProbe probe = probe_gpus();
-    throw Error(
-        fmt::format("device '{}': the CUDA backend is not built yet ({})", choice.device,
-                    probe.gpus.empty() ? probe.reason
-                                       : fmt::format("{} GPU(s) visible", probe.gpus.size())),
-        "use --device cpu");
-  }
-  if (choice.device != "cpu" && choice.device != "auto")
+    if (!probe.gpus.empty()) return make_cuda_backend("auto", 0, probe);
+    std::fprintf(stderr, "llmctl: --device auto: no GPU (%s); using the CPU\n",
+                 probe.reason.c_str());
+  } else if (choice.device != "cpu") {
     throw Error(fmt::format("unknown device '{}'", choice.device),
                 "use --device auto, cpu or cuda[:N]");
+  }
   if (choice.cpu_reference) return std::make_unique<cpu::CpuBackend>();
   const int n = choice.n_threads > 0 ? choice.n_threads : default_cpu_threads();
   return std::make_unique<cpu::CpuFastBackend>(n);

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "backend/cuda/buffer.h"
-#include "backend/cuda/device.h"
 #include "backend/cuda/get_rows.h"
 #include "core/error.h"
+#include "gpu_main.h"
 #include "kernels/kernels.h"
 #include "quant/dequant.h"
 #include "random_tables.h"
@@ -175,19 +175,4 @@ TEST_CASE("the launcher writes a NaN row for an id that slipped past the checks"
   }
 }
 
-int main(int argc, char** argv) {
-  const llmctl::GpuProbe probe = llmctl::cuda::probe_devices();
-  if (probe.gpus.empty()) {
-    const char* require = std::getenv("LLMCTL_REQUIRE_GPU");
-    if (require != nullptr && std::string(require) == "1") {
-      std::fprintf(stderr, "FAILED: LLMCTL_REQUIRE_GPU=1 but no GPU is visible (%s)\n",
-                   probe.reason.c_str());
-      return 1;
-    }
-    std::fprintf(stderr, "SKIPPED: no GPU visible (%s)\n", probe.reason.c_str());
-    return 77;
-  }
-  const llmctl::GpuInfo& g = probe.gpus.front();
-  std::printf("test_gpu: device 0: %s (compute %d.%d)\n", g.name.c_str(), g.cc_major, g.cc_minor);
-  return Catch::Session().run(argc, argv);
-}
+int main(int argc, char** argv) { return llmctl::test::run_gpu_tests(argc, argv, "test_gpu"); }

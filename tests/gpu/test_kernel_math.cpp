@@ -7,7 +7,9 @@
 #include <cstring>
 #include <vector>
 
+#include "core/rope_math.h"
 #include "kernels/common.cuh"
+#include "kernels/rope_math.cuh"
 #include "quant/dequant.h"
 #include "random_tables.h"
 
@@ -119,4 +121,43 @@ TEST_CASE("Q4 nibble order: low nibbles are elements 0..15, high nibbles 16..31"
     CHECK(out[static_cast<size_t>(j)] == static_cast<float>(j - 8));
     CHECK(out[static_cast<size_t>(j + 16)] == static_cast<float>(15 - j - 8));
   }
+}
+
+TEST_CASE("kernels/rope_math.cuh equals core/rope_math.h bit for bit on the CPU", "[cpu][cuda]") {
+  // The device copy of the RoPE math must round exactly as the CPU reference does: the same
+  // angle (double) and the same rotated floats, for both pairings, partial rotary and scaling.
+  const double bases[] = {10000.0, 500000.0, 1000000.0};
+  const double scales[] = {1.0, 0.25};
+  const int64_t n_rots[] = {2, 64, 100, 128};
+  const int64_t positions[] = {0, 1, 17, 4095, 131071, 1000000};
+  uint32_t state = 12345u;
+  auto next_float = [&state] {  // deterministic values in [-2, 2)
+    state = state * 1664525u + 1013904223u;
+    return static_cast<float>(state >> 8) / static_cast<float>(1u << 24) * 4.0f - 2.0f;
+  };
+  int64_t checked = 0;
+  for (const double base : bases)
+    for (const double scale : scales)
+      for (const int64_t n_rot : n_rots)
+        for (const int64_t pos : positions)
+          for (int64_t pair = 0; pair < n_rot / 2; ++pair) {
+            const double want = llmctl::rope_theta(pos, pair, n_rot, base, scale);
+            const double got = llmctl::cuda::rope_theta_hd(pos, pair, n_rot, base, scale);
+            REQUIRE(std::memcmp(&want, &got, sizeof want) == 0);
+            for (const bool neox : {false, true}) {
+              int64_t a0 = 0, a1 = 0, b0 = 0, b1 = 0;
+              llmctl::rope_pair_index(neox ? llmctl::RopeType::Neox : llmctl::RopeType::Normal,
+                                      pair, n_rot, &a0, &a1);
+              llmctl::cuda::rope_pair_index_hd(neox, pair, n_rot, &b0, &b1);
+              REQUIRE((a0 == b0 && a1 == b1));
+            }
+            float x0 = next_float(), x1 = next_float();
+            float y0 = x0, y1 = x1;
+            llmctl::rope_rotate(&x0, &x1, want);
+            llmctl::cuda::rope_rotate_hd(&y0, &y1, got);
+            REQUIRE(std::memcmp(&x0, &y0, sizeof x0) == 0);
+            REQUIRE(std::memcmp(&x1, &y1, sizeof x1) == 0);
+            ++checked;
+          }
+  CHECK(checked > 1000);
 }

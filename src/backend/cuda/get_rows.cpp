@@ -27,9 +27,7 @@ void require_device_pointer(const void* p, const char* what) {
 
 }  // namespace
 
-bool get_rows_supports(GgmlType type) {
-  return is_engine_type(type);
-}
+bool get_rows_supports(GgmlType type) { return is_engine_type(type); }
 
 size_t get_rows_row_bytes(GgmlType type, int64_t row_len) {
   if (!get_rows_supports(type))
@@ -40,6 +38,38 @@ size_t get_rows_row_bytes(GgmlType type, int64_t row_len) {
     throw Error(fmt::format("get_rows: expected row_len > 0 and a multiple of {} for {}, got {}",
                             t.block_size, t.name, row_len));
   return static_cast<size_t>(row_len / t.block_size) * t.type_size;
+}
+
+void launch_get_rows_device_ids(const DeviceTable& table, const int32_t* dev_ids, int64_t n_ids,
+                                float* out, cudaStream_t stream) {
+  const int64_t n = table.n_rows, len = table.row_len;
+  switch (table.type) {
+    case GgmlType::F32:
+      launch_get_rows_f32_f32(static_cast<const float*>(table.data), n, len, dev_ids, n_ids, out,
+                              stream);
+      break;
+    case GgmlType::F16:
+      launch_get_rows_f16_f32(static_cast<const uint16_t*>(table.data), n, len, dev_ids, n_ids, out,
+                              stream);
+      break;
+    case GgmlType::BF16:
+      launch_get_rows_bf16_f32(static_cast<const uint16_t*>(table.data), n, len, dev_ids, n_ids,
+                               out, stream);
+      break;
+    case GgmlType::Q8_0:
+      launch_get_rows_q8_0_f32(table.data, n, len, dev_ids, n_ids, out, stream);
+      break;
+    case GgmlType::Q4_0:
+      launch_get_rows_q4_0_f32(table.data, n, len, dev_ids, n_ids, out, stream);
+      break;
+    case GgmlType::Q4_1:
+      launch_get_rows_q4_1_f32(table.data, n, len, dev_ids, n_ids, out, stream);
+      break;
+    default:
+      throw Error(fmt::format("get_rows: expected a table of type {}, got {}", kSupported,
+                              ggml_type_name(table.type)));
+  }
+  LLMCTL_CUDA_CHECK_LAUNCH();
 }
 
 void get_rows(const DeviceTable& table, const int32_t* ids, int64_t n_ids, float* out,
@@ -73,33 +103,7 @@ void get_rows(const DeviceTable& table, const int32_t* ids, int64_t n_ids, float
   const auto* dev_ids = static_cast<const int32_t*>(d_ids);
   try {
     LLMCTL_CUDA_CHECK(cudaMemcpyAsync(d_ids, ids, id_bytes, cudaMemcpyHostToDevice, stream));
-    const int64_t n = table.n_rows, len = table.row_len;
-    switch (table.type) {
-      case GgmlType::F32:
-        launch_get_rows_f32_f32(static_cast<const float*>(table.data), n, len, dev_ids, n_ids, out,
-                                stream);
-        break;
-      case GgmlType::F16:
-        launch_get_rows_f16_f32(static_cast<const uint16_t*>(table.data), n, len, dev_ids, n_ids,
-                                out, stream);
-        break;
-      case GgmlType::BF16:
-        launch_get_rows_bf16_f32(static_cast<const uint16_t*>(table.data), n, len, dev_ids, n_ids,
-                                 out, stream);
-        break;
-      case GgmlType::Q8_0:
-        launch_get_rows_q8_0_f32(table.data, n, len, dev_ids, n_ids, out, stream);
-        break;
-      case GgmlType::Q4_0:
-        launch_get_rows_q4_0_f32(table.data, n, len, dev_ids, n_ids, out, stream);
-        break;
-      case GgmlType::Q4_1:
-        launch_get_rows_q4_1_f32(table.data, n, len, dev_ids, n_ids, out, stream);
-        break;
-      default:
-        LLMCTL_ASSERT(get_rows_supports(table.type));  // checked above; unreachable
-    }
-    LLMCTL_CUDA_CHECK_LAUNCH();
+    launch_get_rows_device_ids(table, dev_ids, n_ids, out, stream);
   } catch (...) {
     cudaFreeAsync(d_ids, stream);
     throw;

@@ -36,4 +36,10 @@ size_t get_rows_row_bytes(GgmlType type, int64_t row_len);
 void get_rows(const DeviceTable& table, const int32_t* ids, int64_t n_ids, float* out,
               cudaStream_t stream = nullptr);
 
+// The launch alone, for ids already in device memory and checked by the caller (the CUDA
+// backend checks them on the host first): dispatches on table.type, then checks the launch.
+// Unchecked ids give NaN rows (kernels/kernels.h). Throws for an unsupported type.
+void launch_get_rows_device_ids(const DeviceTable& table, const int32_t* dev_ids, int64_t n_ids,
+                                float* out, cudaStream_t stream);
+
 }  // namespace llmctl::cuda

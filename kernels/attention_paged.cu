@@ -1,0 +1,136 @@
+// attention_paged: causal attention of each query token over its sequence's cached positions
+// in the paged KV cache (backend.h PagedKv). One thread block of kWarps warps per (head, token);
+// no score matrix is ever stored.
+//
+// Warp w walks positions j = w, w + kWarps, ... in order; the lanes split head_dim (lane l holds
+// elements l, l + 32, ... of q, of the accumulator and of each K/V row it reads), the score
+// q . K[j] / sqrt(head_dim) is a warp-shuffle sum, and the warp keeps an online softmax in f32:
+//   m' = max(m, s);  c = exp(m - m');  l = l c + exp(s - m');  acc = acc c + exp(s - m') V[j]
+// The kWarps partial results are merged in warp order at the end (exp(m_w - M) rescaling), so
+// the result is deterministic and independent of n_tokens and of the token's place in the batch.
+// Indices outside the block table or the pool raise the device error flag and read nothing.
+
+#include "kernels/common.cuh"
+#include "kernels/kernels.h"
+
+namespace llmctl::cuda {
+
+namespace {
+
+constexpr int kWarps = 4;
+
+__device__ __forceinline__ float load_kv(const float* p) { return *p; }
+__device__ __forceinline__ float load_kv(const uint16_t* p) { return fp16_to_float(*p); }
+
+template <class T>
+static __global__ void attention_paged_kernel(
+    const float* __restrict__ q, const T* __restrict__ k_pool, const T* __restrict__ v_pool,
+    int64_t n_slots, int64_t block_size, const int32_t* __restrict__ block_table,
+    int64_t n_seq_rows, int64_t max_blocks, const int32_t* __restrict__ token_seq,
+    const int32_t* __restrict__ positions, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
+    float scale, float* __restrict__ out, int* error_flag) {
+  __shared__ float s_m[kWarps], s_l[kWarps];
+  __shared__ float s_acc[kWarps][kAttentionMaxHeadDim];
+  const int64_t h = blockIdx.x;
+  const int64_t t = blockIdx.y;
+  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+  const int32_t row = token_seq[t];
+  const int32_t pos = positions[t];
+  float* oh = out + (t * n_heads + h) * head_dim;
+  if (row < 0 || row >= n_seq_rows || pos < 0 || pos / block_size >= max_blocks) {
+    if (threadIdx.x == 0) atomicCAS(error_flag, 0, kDeviceErrorAttentionIndex);
+    for (int64_t i = threadIdx.x; i < head_dim; i += blockDim.x) oh[i] = __int_as_float(0x7fc00000);
+    return;
+  }
+  const int32_t* blocks = block_table + static_cast<int64_t>(row) * max_blocks;
+  const int64_t kv_dim = n_kv_heads * head_dim;
+  const int64_t g = h / (n_heads / n_kv_heads);
+  constexpr int kPerLane = kAttentionMaxHeadDim / kWarpSize;
+  const float* qh = q + (t * n_heads + h) * head_dim;
+  float qr[kPerLane], acc[kPerLane];
+#pragma unroll
+  for (int k = 0; k < kPerLane; ++k) {
+    const int64_t i = lane + k * kWarpSize;
+    qr[k] = i < head_dim ? qh[i] : 0.0f;
+    acc[k] = 0.0f;
+  }
+  float m = -INFINITY, l = 0.0f;
+  bool bad = false;
+  for (int64_t j = warp; j <= pos; j += kWarps) {
+    const int32_t b = blocks[j / block_size];
+    const int64_t slot = static_cast<int64_t>(b) * block_size + j % block_size;
+    if (b < 0 || slot >= n_slots) {
+      bad = true;
+      continue;
+    }
+    const T* kj = k_pool + slot * kv_dim + g * head_dim;
+    const T* vj = v_pool + slot * kv_dim + g * head_dim;
+    float dot = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kPerLane; ++k) {
+      const int64_t i = lane + k * kWarpSize;
+      if (i < head_dim) dot = fmaf(qr[k], load_kv(kj + i), dot);
+    }
+    const float s = warp_reduce_sum(dot) * scale;
+    const float m_new = fmaxf(m, s);
+    const float c = expf(m - m_new);  // 0 on the first position (m = -inf)
+    const float p = expf(s - m_new);
+    l = l * c + p;
+#pragma unroll
+    for (int k = 0; k < kPerLane; ++k) {
+      const int64_t i = lane + k * kWarpSize;
+      if (i < head_dim) acc[k] = fmaf(p, load_kv(vj + i), acc[k] * c);
+    }
+    m = m_new;
+  }
+  if (bad && lane == 0) atomicCAS(error_flag, 0, kDeviceErrorAttentionIndex);
+  if (lane == 0) {
+    s_m[warp] = m;
+    s_l[warp] = l;
+  }
+#pragma unroll
+  for (int k = 0; k < kPerLane; ++k) s_acc[warp][lane + k * kWarpSize] = acc[k];
+  __syncthreads();
+  // Merge the warps' partial softmaxes in warp order; warp 0 always saw position 0.
+  float big_m = s_m[0];
+  for (int w = 1; w < kWarps; ++w) big_m = fmaxf(big_m, s_m[w]);
+  float factor[kWarps];
+  float total = 0.0f;
+  for (int w = 0; w < kWarps; ++w) {
+    factor[w] = s_l[w] > 0.0f ? expf(s_m[w] - big_m) : 0.0f;
+    total += s_l[w] * factor[w];
+  }
+  const float inv = 1.0f / total;
+  for (int64_t i = threadIdx.x; i < head_dim; i += blockDim.x) {
+    float sum = 0.0f;
+    for (int w = 0; w < kWarps; ++w) sum += s_acc[w][i] * factor[w];
+    oh[i] = sum * inv;
+  }
+}
+
+template <class T>
+void launch(const float* q, const T* k_pool, const T* v_pool, const PagedAttentionArgs& a,
+            float* out, int* error_flag, cudaStream_t stream) {
+  if (a.n_tokens <= 0 || a.n_heads <= 0) return;
+  const dim3 grid(static_cast<unsigned>(a.n_heads), static_cast<unsigned>(a.n_tokens));
+  attention_paged_kernel<T><<<grid, kWarps * kWarpSize, 0, stream>>>(
+      q, k_pool, v_pool, a.n_slots, a.block_size, a.block_table, a.n_seq_rows, a.max_blocks,
+      a.token_seq, a.positions, a.n_heads, a.n_kv_heads, a.head_dim, a.scale, out, error_flag);
+}
+
+}  // namespace
+
+void launch_attention_paged_f32(const float* q, const float* k_pool, const float* v_pool,
+                                const PagedAttentionArgs& args, float* out, int* error_flag,
+                                cudaStream_t stream) {
+  launch(q, k_pool, v_pool, args, out, error_flag, stream);
+}
+
+void launch_attention_paged_f16(const float* q, const uint16_t* k_pool, const uint16_t* v_pool,
+                                const PagedAttentionArgs& args, float* out, int* error_flag,
+                                cudaStream_t stream) {
+  launch(q, k_pool, v_pool, args, out, error_flag, stream);
+}
+
+}  // namespace llmctl::cuda

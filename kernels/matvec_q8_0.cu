@@ -1,0 +1,13 @@
+// matvec for Q8_0 weights: out (n_tokens, d) = x (n_tokens, n) @ W^T (kernels/matvec.cuh).
+
+#include "kernels/kernels.h"
+#include "kernels/matvec.cuh"
+
+namespace llmctl::cuda {
+
+void launch_matvec_q8_0_f32(const void* w, int64_t d, int64_t n, const float* x, int64_t n_tokens,
+                            float* out, cudaStream_t stream) {
+  launch_matvec<FormatQ8_0>(w, d, n, x, n_tokens, out, stream);
+}
+
+}  // namespace llmctl::cuda

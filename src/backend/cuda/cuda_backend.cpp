@@ -1,0 +1,278 @@
+// The CUDA backend (cuda_backend.h). Arguments arrive checked (backend.cpp); each op unpacks
+// its views and calls one launcher from kernels/kernels.h, then checks the launch.
+#include "backend/cuda/cuda_backend.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "backend/cuda/check.h"
+#include "backend/cuda/get_rows.h"
+#include "backend/cuda/memory.h"
+#include "core/error.h"
+#include "kernels/kernels.h"
+
+namespace llmctl::cuda {
+
+namespace {
+
+size_t to_size(int64_t n) { return static_cast<size_t>(n); }
+
+const float* f32(const WeightView& w) { return static_cast<const float*>(w.data); }
+
+// FNV-1a over up to 4 KiB at each end of a weight. The upload cache is keyed by host address
+// and shape; the fingerprint keeps a different weight that later lands at a reused address
+// (another file mapped there) from being served the old upload.
+uint64_t fingerprint(const void* data, size_t bytes) {
+  constexpr size_t kEdge = 4096;
+  const auto* p = static_cast<const uint8_t*>(data);
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](const uint8_t* q, size_t n) {
+    for (size_t i = 0; i < n; ++i) h = (h ^ q[i]) * 1099511628211ull;
+  };
+  if (bytes <= 2 * kEdge) {
+    mix(p, bytes);
+  } else {
+    mix(p, kEdge);
+    mix(p + bytes - kEdge, kEdge);
+  }
+  return h;
+}
+
+using MatvecLauncher = void (*)(const void*, int64_t, int64_t, const float*, int64_t, float*,
+                                cudaStream_t);
+
+MatvecLauncher matvec_launcher(GgmlType type) {
+  switch (type) {
+    case GgmlType::F32:
+      return launch_matvec_f32_f32;
+    case GgmlType::F16:
+      return launch_matvec_f16_f32;
+    case GgmlType::BF16:
+      return launch_matvec_bf16_f32;
+    case GgmlType::Q8_0:
+      return launch_matvec_q8_0_f32;
+    case GgmlType::Q4_0:
+      return launch_matvec_q4_0_f32;
+    case GgmlType::Q4_1:
+      return launch_matvec_q4_1_f32;
+    default:
+      throw Error(fmt::format("cuda matmul: no kernel for {} weights", ggml_type_name(type)));
+  }
+}
+
+const char* device_error_text(int code) {
+  switch (code) {
+    case kDeviceErrorRopePosition:
+      return "rope got a negative position";
+    case kDeviceErrorKvSlot:
+      return "kv_store got a slot outside the KV pool";
+    case kDeviceErrorAttentionIndex:
+      return "attention got a sequence row, position or block outside the block table or pool";
+    case kDeviceErrorCopyRow:
+      return "copy_rows got a row outside its input";
+    default:
+      return "a kernel reported an unknown error code";
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Lifetime
+// ---------------------------------------------------------------------------
+CudaBackend::CudaBackend(int device) : device_(device) {
+  LLMCTL_CUDA_CHECK(cudaSetDevice(device));
+  LLMCTL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  try {
+    error_flag_ = static_cast<int*>(checked_device_alloc(sizeof(int), "the device error flag"));
+    LLMCTL_CUDA_CHECK(cudaMemsetAsync(error_flag_, 0, sizeof(int), stream_));
+    void* pinned = nullptr;
+    LLMCTL_CUDA_CHECK(cudaMallocHost(&pinned, sizeof(int)));
+    host_flag_ = static_cast<int*>(pinned);
+    *host_flag_ = 0;
+  } catch (...) {
+    if (error_flag_ != nullptr) cudaFree(error_flag_);
+    cudaStreamDestroy(stream_);
+    throw;
+  }
+}
+
+// Destructors must not throw: failures here mean the context is already broken.
+CudaBackend::~CudaBackend() {
+  cudaStreamSynchronize(stream_);
+  for (auto& entry : weights_) cudaFree(entry.second);
+  cudaFreeHost(host_flag_);
+  cudaFree(error_flag_);
+  cudaStreamDestroy(stream_);
+}
+
+void CudaBackend::sync_and_check() {
+  LLMCTL_CUDA_CHECK(
+      cudaMemcpyAsync(host_flag_, error_flag_, sizeof(int), cudaMemcpyDeviceToHost, stream_));
+  LLMCTL_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  const int code = *host_flag_;
+  if (code == kDeviceErrorNone) return;
+  *host_flag_ = 0;
+  LLMCTL_CUDA_CHECK(cudaMemsetAsync(error_flag_, 0, sizeof(int), stream_));
+  throw Error(fmt::format("cuda backend: {} (detected on the device, reported at the next sync)",
+                          device_error_text(code)));
+}
+
+// ---------------------------------------------------------------------------
+// Memory
+// ---------------------------------------------------------------------------
+Buffer CudaBackend::alloc_impl(int64_t n, BufferType type) {
+  const size_t bytes = to_size(n) * buffer_type_size(type);
+  void* p = checked_device_alloc(
+      bytes, fmt::format("a buffer of {} {} elements", n, buffer_type_name(type)));
+  const cudaError_t err = cudaMemsetAsync(p, 0, bytes, stream_);
+  if (err != cudaSuccess) {
+    cudaFree(p);
+    LLMCTL_CUDA_CHECK(err);
+  }
+  // cudaFree waits for the device, so work still queued on the buffer finishes first.
+  return Buffer(p, n, type, [](void* q) { cudaFree(q); });
+}
+
+// Pageable source: cudaMemcpyAsync returns once `src` has been staged, so the caller may reuse
+// it at once; the copy stays ordered with the ops on the stream.
+void CudaBackend::upload_impl(Buffer& dst, const void* src, int64_t n, int64_t offset) {
+  const size_t es = buffer_type_size(dst.type());
+  LLMCTL_CUDA_CHECK(cudaMemcpyAsync(static_cast<uint8_t*>(dst.raw()) + to_size(offset) * es, src,
+                                    to_size(n) * es, cudaMemcpyHostToDevice, stream_));
+}
+
+void CudaBackend::download_impl(const Buffer& src, float* dst, int64_t n, int64_t offset) {
+  LLMCTL_CUDA_CHECK(cudaMemcpyAsync(dst, src.data() + offset, to_size(n) * sizeof(float),
+                                    cudaMemcpyDeviceToHost, stream_));
+  sync_and_check();
+}
+
+void CudaBackend::sync_impl() { sync_and_check(); }
+
+WeightView CudaBackend::bind_weight_impl(const WeightView& host) {
+  const size_t bytes = weight_row_bytes(host.type, host.n_cols) * to_size(host.n_rows);
+  const auto key = std::make_tuple(host.data, static_cast<int>(host.type), host.n_cols, host.n_rows,
+                                   fingerprint(host.data, bytes));
+  WeightView bound = host;
+  if (const auto it = weights_.find(key); it != weights_.end()) {
+    bound.data = it->second;  // tied embeddings and repeated binds share one upload
+    return bound;
+  }
+  void* p = checked_device_alloc(bytes, fmt::format("weight '{}'", host.name));
+  try {
+    LLMCTL_CUDA_CHECK(cudaMemcpyAsync(p, host.data, bytes, cudaMemcpyHostToDevice, stream_));
+  } catch (...) {
+    cudaFree(p);
+    throw;
+  }
+  weights_.emplace(key, p);
+  weight_bytes_ += bytes;
+  bound.data = p;
+  return bound;
+}
+
+// ---------------------------------------------------------------------------
+// Ops
+// ---------------------------------------------------------------------------
+// The ids are checked on the host, with the CPU reference's message, before anything is read:
+// one small copy and a wait at the start of a forward step, when the stream is nearly idle.
+void CudaBackend::get_rows_impl(const WeightView& table, const Buffer& ids, int64_t n_tokens,
+                                Buffer& out) {
+  host_ids_.resize(to_size(n_tokens));
+  LLMCTL_CUDA_CHECK(cudaMemcpyAsync(host_ids_.data(), ids.i32(),
+                                    to_size(n_tokens) * sizeof(int32_t), cudaMemcpyDeviceToHost,
+                                    stream_));
+  sync_and_check();
+  for (const int32_t id : host_ids_)
+    if (id < 0 || id >= table.n_rows)
+      throw Error(fmt::format("backend get_rows: id {} is outside '{}' rows [0, {})", id,
+                              table.name, table.n_rows));
+  launch_get_rows_device_ids(DeviceTable{table.type, table.data, table.n_rows, table.n_cols},
+                             ids.i32(), n_tokens, out.data(), stream_);
+}
+
+void CudaBackend::rmsnorm_impl(const Buffer& x, const WeightView& w, float eps, int64_t n_tokens,
+                               Buffer& out) {
+  launch_rmsnorm_f32(x.data(), f32(w), eps, n_tokens, w.n_cols, out.data(), stream_);
+  LLMCTL_CUDA_CHECK_LAUNCH();
+}
+
+void CudaBackend::matmul_impl(const WeightView& w, const Buffer& x, int64_t n_tokens, Buffer& out) {
+  matvec_launcher(w.type)(w.data, w.n_rows, w.n_cols, x.data(), n_tokens, out.data(), stream_);
+  LLMCTL_CUDA_CHECK_LAUNCH();
+}
+
+void CudaBackend::add_bias_impl(Buffer& x, const WeightView& b, int64_t n_tokens) {
+  launch_add_bias_f32(x.data(), f32(b), n_tokens, b.n_cols, stream_);
+  LLMCTL_CUDA_CHECK_LAUNCH();
+}
+
+void CudaBackend::rope_impl(Buffer& x, const Buffer& positions, int64_t n_tokens, int64_t n_heads,
+                            const RopeParams& p) {
+  const float* factors = p.freq_factors.present() ? f32(p.freq_factors) : nullptr;
+  launch_rope_f32(x.data(), positions.i32(), n_tokens, n_heads, p.head_dim, p.n_rot,
+                  p.type == RopeType::Neox, p.freq_base, p.freq_scale, factors, error_flag_,
+                  stream_);
+  LLMCTL_CUDA_CHECK_LAUNCH();
+}
+
+void CudaBackend::kv_store_impl(const Buffer& k, const Buffer& v, const Buffer& slots,
+                                int64_t n_tokens, int64_t kv_dim, Buffer& k_pool, Buffer& v_pool) {
+  const int64_t n_slots = k_pool.size() / kv_dim;
+  if (k_pool.type() == BufferType::F32)
+    launch_kv_store_f32_f32(k.data(), v.data(), slots.i32(), n_tokens, kv_dim, n_slots,
+                            k_pool.data(), v_pool.data(), error_flag_, stream_);
+  else
+    launch_kv_store_f32_f16(k.data(), v.data(), slots.i32(), n_tokens, kv_dim, n_slots,
+                            k_pool.f16(), v_pool.f16(), error_flag_, stream_);
+  LLMCTL_CUDA_CHECK_LAUNCH();
+}
+
+void CudaBackend::attention_impl(const Buffer& q, const PagedKv& kv, int64_t n_tokens,
+                                 const AttentionShape& s, Buffer& out) {
+  if (s.head_dim > kAttentionMaxHeadDim)
+    throw Error(fmt::format("cuda attention: head_dim {} is larger than the kernel's {}",
+                            s.head_dim, kAttentionMaxHeadDim),
+                "use --device cpu for this model");
+  PagedAttentionArgs a;
+  a.n_tokens = n_tokens;
+  a.n_heads = s.n_heads;
+  a.n_kv_heads = s.n_kv_heads;
+  a.head_dim = s.head_dim;
+  a.n_slots = kv.k_pool->size() / (s.n_kv_heads * s.head_dim);
+  a.block_size = kv.block_size;
+  a.block_table = kv.block_table->i32();
+  a.max_blocks = kv.max_blocks;
+  a.n_seq_rows = kv.block_table->size() / kv.max_blocks;
+  a.token_seq = kv.token_seq->i32();
+  a.positions = kv.positions->i32();
+  a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.head_dim)));  // as the CPU
+  if (kv.k_pool->type() == BufferType::F32)
+    launch_attention_paged_f32(q.data(), kv.k_pool->data(), kv.v_pool->data(), a, out.data(),
+                               error_flag_, stream_);
+  else
+    launch_attention_paged_f16(q.data(), kv.k_pool->f16(), kv.v_pool->f16(), a, out.data(),
+                               error_flag_, stream_);
+  LLMCTL_CUDA_CHECK_LAUNCH();
+}
+
+void CudaBackend::silu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) {
+  launch_silu_mul_f32(gate.data(), up.data(), n, out.data(), stream_);
+  LLMCTL_CUDA_CHECK_LAUNCH();
+}
+
+void CudaBackend::add_impl(Buffer& x, const Buffer& y, int64_t n) {
+  launch_add_f32(x.data(), y.data(), n, stream_);
+  LLMCTL_CUDA_CHECK_LAUNCH();
+}
+
+void CudaBackend::copy_rows_impl(const Buffer& x, int64_t row_len, const Buffer& rows,
+                                 int64_t n_rows, Buffer& out) {
+  launch_copy_rows_f32(x.data(), x.size() / row_len, row_len, rows.i32(), n_rows, out.data(),
+                       error_flag_, stream_);
+  LLMCTL_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace llmctl::cuda

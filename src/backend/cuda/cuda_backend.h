@@ -1,0 +1,82 @@
+#pragma once
+// The CUDA backend: the Backend seam (backend.h) on one device and one stream, every op a
+// launcher from kernels/kernels.h. The CPU reference backend (cpu/cpu_backend.cpp) is the
+// oracle: each op mirrors its semantics; tests/gpu/ compares the two.
+//
+//   * Buffers are cudaMalloc'd (zeroed) device memory, checked against free device memory first
+//     (memory.h). upload() is asynchronous on the stream; download() and sync() wait.
+//   * bind_weight() uploads a weight once (keyed by its host address, shape and a fingerprint
+//     of its first and last bytes) into an allocation the backend owns until it is destroyed;
+//     no dequantized copies are made. Binding the same view twice (tied embeddings) reuses it.
+//   * matmul is a warp-per-row matvec for every n_tokens (no cuBLAS): batch-invariant.
+//   * Bad device-resident indices (rope positions, kv slots, block tables, copy_rows rows) cannot
+//     throw inside a kernel: they set a device error flag that download() and sync() turn into
+//     llmctl::Error. get_rows checks its ids on the host before launching (as the CPU does).
+//
+// Use it from one host thread at a time (it holds one stream and some host scratch).
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "backend/backend.h"
+
+namespace llmctl::cuda {
+
+class CudaBackend : public Backend {
+ public:
+  // Makes `device` current, creates the stream and the error flag. Throws llmctl::Error when
+  // the device cannot be used.
+  explicit CudaBackend(int device = 0);
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  const char* name() const override { return "cuda"; }
+  int device() const { return device_; }
+  cudaStream_t stream() const { return stream_; }
+  // Bytes of weights uploaded by bind_weight().
+  size_t weight_bytes() const { return weight_bytes_; }
+
+ protected:
+  Buffer alloc_impl(int64_t n, BufferType type) override;
+  void upload_impl(Buffer& dst, const void* src, int64_t n, int64_t offset) override;
+  void download_impl(const Buffer& src, float* dst, int64_t n, int64_t offset) override;
+  WeightView bind_weight_impl(const WeightView& host) override;
+  void sync_impl() override;
+  void get_rows_impl(const WeightView& table, const Buffer& ids, int64_t n_tokens,
+                     Buffer& out) override;
+  void rmsnorm_impl(const Buffer& x, const WeightView& w, float eps, int64_t n_tokens,
+                    Buffer& out) override;
+  void matmul_impl(const WeightView& w, const Buffer& x, int64_t n_tokens, Buffer& out) override;
+  void add_bias_impl(Buffer& x, const WeightView& b, int64_t n_tokens) override;
+  void rope_impl(Buffer& x, const Buffer& positions, int64_t n_tokens, int64_t n_heads,
+                 const RopeParams& p) override;
+  void kv_store_impl(const Buffer& k, const Buffer& v, const Buffer& slots, int64_t n_tokens,
+                     int64_t kv_dim, Buffer& k_pool, Buffer& v_pool) override;
+  void attention_impl(const Buffer& q, const PagedKv& kv, int64_t n_tokens, const AttentionShape& s,
+                      Buffer& out) override;
+  void silu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) override;
+  void add_impl(Buffer& x, const Buffer& y, int64_t n) override;
+  void copy_rows_impl(const Buffer& x, int64_t row_len, const Buffer& rows, int64_t n_rows,
+                      Buffer& out) override;
+
+ private:
+  // Waits for the stream, then throws if a kernel raised the device error flag (and clears it).
+  void sync_and_check();
+
+  int device_ = 0;
+  cudaStream_t stream_ = nullptr;
+  int* error_flag_ = nullptr;  // device int, kernels.h DeviceError
+  int* host_flag_ = nullptr;   // pinned copy of it read at each sync
+  // Uploaded weights by (host address, type, n_cols, n_rows, fingerprint of the bytes) ->
+  // device copy (owned until the backend is destroyed).
+  std::map<std::tuple<const void*, int, int64_t, int64_t, uint64_t>, void*> weights_;
+  size_t weight_bytes_ = 0;
+  std::vector<int32_t> host_ids_;  // get_rows: ids checked on the host
+};
+
+}  // namespace llmctl::cuda

@@ -1,0 +1,166 @@
+// Paged KV cache on the CUDA backend against the CPU reference: kv_store into f32 and f16 pools
+// and attention of several sequences over shuffled pool blocks (GQA, head sizes off the warp
+// size, block sizes that are not powers of two); then batch invariance, bitwise, on the GPU: a
+// token computed alone equals the same token computed in a batch (matmul, rmsnorm, attention).
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "backend_pair.h"
+
+using namespace llmctl;
+using llmctl::test::fetch;
+using llmctl::test::make_f32;
+using llmctl::test::make_i32;
+using llmctl::test::make_weight;
+using llmctl::test::max_abs_diff;
+using llmctl::test::random_floats;
+
+namespace {
+
+// A paged cache of three sequences on one backend, filled through kv_store, and a batch of
+// query tokens (some positions of each sequence).
+struct PagedSetup {
+  Buffer k_pool, v_pool, block_table, token_seq, positions;
+  int64_t block_size = 0, max_blocks = 0;
+  // Built on demand: the object may have been moved since fill() returned it.
+  PagedKv kv() const {
+    return PagedKv{&k_pool, &v_pool, block_size, &block_table, max_blocks, &token_seq, &positions};
+  }
+};
+
+struct Layout {
+  int64_t block_size, n_blocks, max_blocks, kv_dim;
+  std::vector<int32_t> table;  // (3, max_blocks)
+  std::vector<int32_t> slots;  // slot of each stored row
+  std::vector<int32_t> tok_seq, tok_pos;
+};
+
+// Sequences of lengths 1, 17 and 70 whose blocks are scattered over the pool in random order.
+Layout make_layout(int64_t block_size, int64_t kv_dim) {
+  const std::vector<int64_t> lens{1, 17, 70};
+  Layout l;
+  l.block_size = block_size;
+  l.kv_dim = kv_dim;
+  l.max_blocks = (70 + block_size - 1) / block_size;
+  l.n_blocks = 3 * l.max_blocks + 2;
+  std::vector<int32_t> free(static_cast<size_t>(l.n_blocks));
+  std::iota(free.begin(), free.end(), 0);
+  std::shuffle(free.begin(), free.end(), std::mt19937(42));
+  l.table.assign(static_cast<size_t>(3 * l.max_blocks), -1);
+  size_t next = 0;
+  for (int64_t s = 0; s < 3; ++s) {
+    for (int64_t b = 0; b * block_size < lens[static_cast<size_t>(s)]; ++b)
+      l.table[static_cast<size_t>(s * l.max_blocks + b)] = free[next++];
+    for (int64_t p = 0; p < lens[static_cast<size_t>(s)]; ++p)
+      l.slots.push_back(l.table[static_cast<size_t>(s * l.max_blocks + p / block_size)] *
+                            static_cast<int32_t>(block_size) +
+                        static_cast<int32_t>(p % block_size));
+  }
+  // Queries: the last position of each sequence and a few earlier ones, interleaved.
+  l.tok_seq = {1, 0, 2, 2, 1, 2, 2};
+  l.tok_pos = {16, 0, 69, 0, 3, 15, 16};
+  return l;
+}
+
+PagedSetup fill(Backend& b, const Layout& l, BufferType pool_type, const std::vector<float>& k,
+                const std::vector<float>& v) {
+  PagedSetup s;
+  const int64_t n_rows = static_cast<int64_t>(l.slots.size());
+  s.k_pool = b.alloc(l.n_blocks * l.block_size * l.kv_dim, pool_type);
+  s.v_pool = b.alloc(l.n_blocks * l.block_size * l.kv_dim, pool_type);
+  Buffer bk = make_f32(b, k), bv = make_f32(b, v), slots = make_i32(b, l.slots);
+  b.kv_store(bk, bv, slots, n_rows, l.kv_dim, s.k_pool, s.v_pool);
+  s.block_table = make_i32(b, l.table);
+  s.token_seq = make_i32(b, l.tok_seq);
+  s.positions = make_i32(b, l.tok_pos);
+  s.block_size = l.block_size;
+  s.max_blocks = l.max_blocks;
+  b.sync();
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("cuda kv_store and paged attention equal the CPU (several sequences)", "[gpu]") {
+  cpu::CpuBackend cpu;
+  cuda::CudaBackend gpu(0);
+  const AttentionShape shapes[] = {{4, 4, 64}, {8, 2, 32}, {6, 3, 100}, {2, 1, 256}, {3, 1, 7}};
+  for (const AttentionShape& sh : shapes) {
+    for (const int64_t block_size : {16, 5}) {
+      for (const BufferType pool : {BufferType::F32, BufferType::F16}) {
+        CAPTURE(sh.n_heads, sh.n_kv_heads, sh.head_dim, block_size, buffer_type_name(pool));
+        const int64_t kv_dim = sh.n_kv_heads * sh.head_dim;
+        const Layout l = make_layout(block_size, kv_dim);
+        const auto n_rows = l.slots.size();
+        const auto k = random_floats(n_rows * static_cast<size_t>(kv_dim), 1, -2, 2);
+        const auto v = random_floats(n_rows * static_cast<size_t>(kv_dim), 2);
+        const PagedSetup cs = fill(cpu, l, pool, k, v), gs = fill(gpu, l, pool, k, v);
+        if (pool == BufferType::F32) {  // the pools themselves (only f32 can be downloaded)
+          const int64_t n = cs.k_pool.size();
+          CHECK(max_abs_diff(fetch(gpu, gs.k_pool, n), fetch(cpu, cs.k_pool, n)) == 0.0);
+          CHECK(max_abs_diff(fetch(gpu, gs.v_pool, n), fetch(cpu, cs.v_pool, n)) == 0.0);
+        }
+        const auto n_tok = static_cast<int64_t>(l.tok_seq.size());
+        const int64_t q_len = n_tok * sh.n_heads * sh.head_dim;
+        const auto q = random_floats(static_cast<size_t>(q_len), 3, -2, 2);
+        Buffer cq = make_f32(cpu, q), gq = make_f32(gpu, q);
+        Buffer co = cpu.alloc(q_len), go = gpu.alloc(q_len);
+        cpu.attention(cq, cs.kv(), n_tok, sh, co);
+        gpu.attention(gq, gs.kv(), n_tok, sh, go);
+        // Outputs are convex combinations of V rows in [-1, 1]; the online softmax sums in
+        // another order than the CPU's two-pass softmax (relative error ~1e-6), f16 pools are
+        // read as the same f16 values on both sides.
+        CHECK(max_abs_diff(fetch(gpu, go, q_len), fetch(cpu, co, q_len)) <= 2e-5);
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda ops are batch-invariant: a token alone equals it in a batch, bitwise", "[gpu]") {
+  cuda::CudaBackend gpu(0);
+  const int64_t n = 800, d = 300, n_batch = 13;
+  const auto x = random_floats(static_cast<size_t>(n_batch * n), 11);
+  Buffer bx = make_f32(gpu, x);
+  Buffer batch_out = gpu.alloc(n_batch * d), alone_out = gpu.alloc(d);
+  for (const GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0,
+                              GgmlType::Q4_0, GgmlType::Q4_1}) {
+    CAPTURE(ggml_type_name(type));
+    const auto w = make_weight(gpu, type, d, n, 17);
+    gpu.matmul(w.gpu, bx, n_batch, batch_out);
+    const auto batched = fetch(gpu, batch_out, n_batch * d);
+    for (const int64_t t : {int64_t{0}, int64_t{7}, n_batch - 1}) {
+      const std::vector<float> row(x.begin() + t * n, x.begin() + (t + 1) * n);
+      Buffer one = make_f32(gpu, row);
+      gpu.matmul(w.gpu, one, 1, alone_out);
+      const auto alone = fetch(gpu, alone_out, d);
+      CHECK(std::equal(alone.begin(), alone.end(), batched.begin() + t * d));
+    }
+  }
+
+  // Attention: each query token alone against the whole batch of them.
+  const AttentionShape sh{8, 2, 64};
+  const Layout l = make_layout(16, sh.n_kv_heads * sh.head_dim);
+  const auto k = random_floats(l.slots.size() * 128, 4), v = random_floats(l.slots.size() * 128, 5);
+  const PagedSetup s = fill(gpu, l, BufferType::F16, k, v);
+  const auto n_tok = static_cast<int64_t>(l.tok_seq.size());
+  const int64_t head_len = sh.n_heads * sh.head_dim;
+  const auto q = random_floats(static_cast<size_t>(n_tok * head_len), 6);
+  Buffer bq = make_f32(gpu, q), bo = gpu.alloc(n_tok * head_len);
+  gpu.attention(bq, s.kv(), n_tok, sh, bo);
+  const auto batched = fetch(gpu, bo, n_tok * head_len);
+  for (int64_t t = 0; t < n_tok; ++t) {
+    const std::vector<float> qt(q.begin() + t * head_len, q.begin() + (t + 1) * head_len);
+    Buffer q1 = make_f32(gpu, qt), o1 = gpu.alloc(head_len);
+    Buffer seq1 = make_i32(gpu, {l.tok_seq[static_cast<size_t>(t)]});
+    Buffer pos1 = make_i32(gpu, {l.tok_pos[static_cast<size_t>(t)]});
+    PagedKv kv1 = s.kv();
+    kv1.token_seq = &seq1;
+    kv1.positions = &pos1;
+    gpu.attention(q1, kv1, 1, sh, o1);
+    const auto alone = fetch(gpu, o1, head_len);
+    CHECK(std::equal(alone.begin(), alone.end(), batched.begin() + t * head_len));
+  }
+}
