@@ -425,11 +425,12 @@ TEST_CASE(
   check_tiny(f, ref.logits(prompt), prompt);
 }
 
-// The reference's rope_freqs (Llama 3.1-style per-pair divisors), checked against what it
-// must equal: divisors of 1 change nothing, divisors all equal to 4 are linear scaling x4,
-// and unequal divisors give a third function. (The engine refuses rope_freqs.weight today;
-// see config_from_gguf.)
-TEST_CASE("reference rope_freqs: all 1 is no scaling and all 4 is linear scaling x4", "[cpu]") {
+// 'rope_freqs.weight' (Llama 3.1-style per-pair divisors). The reference is first checked
+// against what it must equal: divisors of 1 change nothing, divisors all equal to 4 are linear
+// scaling x4. Then the engine must match it with unequal divisors, which give a third function
+// (so an engine ignoring the tensor fails).
+TEST_CASE("rope_freqs: the reference against no and linear scaling and the engine against it",
+          "[cpu]") {
   TinySpec s{"llama", 48, 2, 4, 1, 16, 64, 80, true, false, false, 10000.0, 1.0, {}};
   const std::vector<int32_t> prompt = random_prompt(48, s.n_vocab, 17);
   auto logits_of = [&](const std::string& name) {
@@ -447,7 +448,9 @@ TEST_CASE("reference rope_freqs: all 1 is no scaling and all 4 is linear scaling
   CHECK(max_abs_diff(freqs4, plain) > 1e-2);
   s.linear_factor = 1.0;
   s.rope_freqs = {1.0f, 1.0f, 1.5f, 2.0f, 4.0f, 8.0f, 8.0f, 8.0f};
-  const RefLogits mixed = logits_of("freqs-mixed");
+  const GgufFile mixed_file = GgufFile::open(write_tiny_model(s, 5, "freqs-mixed"));
+  const RefLogits mixed = ReferenceModel::load(mixed_file).logits(prompt);
   CHECK(max_abs_diff(mixed, plain) > 1e-2);
   CHECK(max_abs_diff(mixed, freqs4) > 1e-2);
+  check_tiny(mixed_file, mixed, prompt);
 }
