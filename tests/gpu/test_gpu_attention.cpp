@@ -110,10 +110,12 @@ TEST_CASE("cuda kv_store and paged attention equal the CPU (several sequences)",
         Buffer co = cpu.alloc(q_len), go = gpu.alloc(q_len);
         cpu.attention(cq, cs.kv(), n_tok, sh, co);
         gpu.attention(gq, gs.kv(), n_tok, sh, go);
-        // Outputs are convex combinations of V rows in [-1, 1]; the online softmax sums in
-        // another order than the CPU's two-pass softmax (relative error ~1e-6), f16 pools are
-        // read as the same f16 values on both sides.
-        CHECK(max_abs_diff(fetch(gpu, go, q_len), fetch(cpu, co, q_len)) <= 2e-5);
+        // Outputs are convex combinations of V rows in [-1, 1]. Scores (up to 256-term dot
+        // products, fma on the device) and the online softmax sum in another order than the
+        // CPU's two-pass softmax: typically ~1e-6 apart, 1e-4 leaves room for the long heads.
+        // f16 pools hold the same f16 values on both sides. A wrong block, head or position
+        // moves outputs by ~1e-1.
+        CHECK(max_abs_diff(fetch(gpu, go, q_len), fetch(cpu, co, q_len)) <= 1e-4);
       }
     }
   }

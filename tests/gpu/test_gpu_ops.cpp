@@ -43,8 +43,7 @@ TEST_CASE("cuda get_rows equals the CPU for every dtype", "[gpu]") {
                                        : std::vector<int64_t>{1, 7, 33, 1000, 4097}) {
       for (const int64_t n_tokens : {1, 5, 67}) {
         CAPTURE(ggml_type_name(type), n_cols, n_tokens);
-        const auto w =
-            make_weight(f.gpu, type, 37, n_cols, static_cast<uint64_t>(n_cols));
+        const auto w = make_weight(f.gpu, type, 37, n_cols, static_cast<uint64_t>(n_cols));
         std::vector<int32_t> ids(static_cast<size_t>(n_tokens));
         for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 13 + 36) % 37);
         Buffer ci = make_i32(f.cpu, ids), gi = make_i32(f.gpu, ids);
@@ -186,9 +185,10 @@ TEST_CASE("cuda rope equals the CPU: normal and neox pairs, scaling, freq factor
       Buffer cp = make_i32(f.cpu, positions), gp = make_i32(f.gpu, positions);
       f.cpu.rope(cx, cp, n_tokens, n_heads, p);
       f.gpu.rope(gx, gp, n_tokens, n_heads, pg);
-      // cos/sin in double differ by at most an ulp between the device and glibc, which moves
-      // their float roundings by at most one float ulp: 3e-7 absolute on |x| <= 1 inputs.
-      CHECK(max_abs_diff(fetch(f.gpu, gx, total), fetch(f.cpu, cx, total)) <= 3e-7);
+      // cos/sin in double differ by an ulp or two between the device and glibc, which can move
+      // their float roundings (and then the products' and sums') by an ulp each: 1e-6 absolute
+      // on |x| <= 1 inputs. A wrong pairing or angle moves values by ~1e-1.
+      CHECK(max_abs_diff(fetch(f.gpu, gx, total), fetch(f.cpu, cx, total)) <= 1e-6);
     }
   }
 }
