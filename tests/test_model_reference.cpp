@@ -1,12 +1,12 @@
-// The engine's forward pass (Forward::step on cpu::CpuBackend, one token at a time over the
+// The engine's forward pass (Forward::step on both CPU backends, one token at a time over the
 // KV cache) against ReferenceModel (tests/support/reference_model.h), an independent float64
 // pass over the whole sequence. Issue 3, acceptance item 14.
 //
 // Cases: stories260K in F32 over a 64-token prompt; its Q8_0 and Q4_0 copies (the reference
 // reads the same quantized file, so both compute the function of the dequantized weights);
 // tiny random qwen2 (biases, GQA, neox rope, tied output) and llama (MQA, explicit head_dim,
-// linear rope scaling) models. The reference itself is checked against the numpy reference
-// (tools/reference_forward.py) through tests/fixtures/stories260K_logits.json.
+// linear rope scaling; rope_freqs.weight) models. The reference itself is checked against the numpy
+// reference (tools/reference_forward.py) through tests/fixtures/stories260K_logits.json.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
