@@ -184,8 +184,14 @@ TEST_CASE("config: missing and invalid metadata are FileErrors naming the key", 
     GgufBuilder b = tiny_llama();
     const int64_t pairs = config_from_gguf(open_built(b)).n_rot / 2;
     b.add_tensor("rope_freqs.weight", GgmlType::F32, {pairs},
-                 std::vector<uint8_t>(static_cast<size_t>(pairs) * 4, 0));
+                 f32_bytes(std::vector<float>(static_cast<size_t>(pairs), 1.0f)));
     CHECK(bind_error(b) == "(no error)");
+    GgufBuilder zero = tiny_llama();
+    zero.add_tensor("rope_freqs.weight", GgmlType::F32, {pairs},
+                    std::vector<uint8_t>(static_cast<size_t>(pairs) * 4, 0));
+    CHECK(bind_error(zero) ==
+          "tiny.gguf: tensor 'rope_freqs.weight': element 0 is 0, expected a "
+          "positive finite divisor");
     GgufBuilder wrong = tiny_llama();
     wrong.add_tensor("rope_freqs.weight", GgmlType::F32, {pairs + 1},
                      std::vector<uint8_t>(static_cast<size_t>(pairs + 1) * 4, 0));

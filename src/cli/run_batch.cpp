@@ -10,6 +10,9 @@
 // Seeds: a request's "seed", else the run's --seed (or random seed) plus the line index, so
 // a batch is reproducible and two lines never share a random stream by accident.
 //
+// Ctrl-C: the sequences running stop, and neither they nor the queued lines get a record,
+// so `--resume` answers them later; exit code 130.
+//
 // stderr ends with one summary line:
 //   llmctl-batch: requests=N ok=N errors=N skipped=N prompt_tokens=N gen_tokens=N
 //                 reused_tokens=N wall_ms=F gen_tok_s=F parallel=N
@@ -23,6 +26,7 @@
 #include <numeric>
 
 #include "cli/batch_io.h"
+#include "cli/interrupt.h"
 #include "cli/run_session.h"
 #include "core/error.h"
 #include "model/scheduler.h"
@@ -150,6 +154,7 @@ int run_batch(const RunOptions& opt) {
       };
       g.on_token = [raw](int32_t id) { raw->text += raw->stop->push(raw->stream->push(id)).text; };
       g.stop_requested = [raw] { return raw->stop->stopped(); };
+      g.interrupted = [] { return interrupted(); };
       const size_t k = sched.submit(p->prompt_ids, g);
       LLMCTL_ASSERT(k == pending.size());
       pending.push_back(std::move(p));
@@ -161,8 +166,14 @@ int run_batch(const RunOptions& opt) {
   }
 
   // ---- decode them together; a record as each finishes --------------------------------------
+  int64_t n_interrupted = 0;
   sched.run([&](size_t k, GenerateResult&& r) {
     Pending& p = *pending[k];
+    if (r.finish == FinishReason::Interrupted) {  // no record: --resume runs it again
+      ++n_interrupted;
+      pending[k].reset();
+      return;
+    }
     if (!p.stop->stopped()) {
       p.text += p.stop->push(p.stream->flush()).text;
       p.text += p.stop->flush();
@@ -194,6 +205,12 @@ int run_batch(const RunOptions& opt) {
     pending[k].reset();  // its sampler and text are no longer needed
   });
 
+  if (interrupted() && !output_closed())
+    fmt::print(stderr,
+               "llmctl: note: interrupted; {} requests have no record yet (--resume "
+               "answers them later)\n",
+               static_cast<int64_t>(pending.size()) - n_ok);
+  const int code = finish_exit_code();  // its message comes before the summary line
   const double wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   const double tok_s = wall_ms > 0 ? static_cast<double>(gen_tokens) * 1000.0 / wall_ms : 0.0;
   fmt::print(stderr,
@@ -201,7 +218,7 @@ int run_batch(const RunOptions& opt) {
              "gen_tokens={} reused_tokens={} wall_ms={:.3f} gen_tok_s={:.1f} parallel={}\n",
              static_cast<int64_t>(lines.size()), n_ok, n_errors, n_skipped, prompt_tokens,
              gen_tokens, reused, wall_ms, tok_s, opt.parallel);
-  return kExitOk;
+  return code;
 }
 
 }  // namespace llmctl::cli

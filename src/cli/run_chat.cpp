@@ -7,14 +7,16 @@
 // blocks of the previous turns (they stay cached after their sequence ends), so only the new
 // turn is computed. stdin that is not a terminal is read line by line to its end (scripted
 // chats); on a terminal a "> " prompt is shown on stderr. An empty line is skipped; EOF ends
-// the chat. One summary line per answer on stderr: llmctl-chat: turn=N prompt_tokens=N
-// reused_tokens=N gen_tokens=N ttft_ms=F decode_tok_s=F finish=...
+// the chat; Ctrl-C stops the answer being written (a second one ends llmctl). One summary line per
+// answer on stderr: llmctl-chat: turn=N prompt_tokens=N reused_tokens=N gen_tokens=N ttft_ms=F
+// decode_tok_s=F finish=...
 #include <fmt/format.h>
 
 #include <iostream>
 #include <numeric>
 #include <string>
 
+#include "cli/interrupt.h"
 #include "cli/run_session.h"
 #include "core/error.h"
 #include "core/text_io.h"
@@ -86,7 +88,10 @@ int run_chat(const RunOptions& opt) {
       write_out(piece);
     };
     g.stop_requested = [&stop] { return stop.stopped(); };
+    g.interrupted = [] { return interrupted(); };
     const GenerateResult r = generate(*s.fwd, ids, g);
+    if (output_closed()) break;
+    clear_interrupt();  // Ctrl-C ended this answer, not the chat
     if (!stop.stopped()) {
       std::string tail = stop.push(stream.flush()).text;
       tail += stop.flush();
@@ -107,7 +112,7 @@ int run_chat(const RunOptions& opt) {
     if (r.finish == FinishReason::Length)
       fmt::print(stderr, "llmctl: note: the conversation filled the context (-c {})\n", s.n_ctx);
   }
-  return kExitOk;
+  return finish_exit_code();
 }
 
 }  // namespace llmctl::cli

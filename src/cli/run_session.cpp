@@ -10,6 +10,7 @@
 #include <random>
 
 #include "backend/registry.h"
+#include "cli/interrupt.h"
 #include "core/error.h"
 
 namespace llmctl::cli {
@@ -23,9 +24,9 @@ std::string human_bytes(uint64_t n) {
 }
 
 void write_out(const std::string& s) {
-  if (s.empty()) return;
-  std::fwrite(s.data(), 1, s.size(), stdout);
-  std::fflush(stdout);
+  if (s.empty() || output_closed()) return;
+  const size_t n = std::fwrite(s.data(), 1, s.size(), stdout);
+  if (n != s.size() || std::fflush(stdout) != 0) note_output_closed();  // EPIPE: a reader left
 }
 
 void check_run_options(const RunOptions& opt) {
@@ -64,7 +65,16 @@ std::string model_chat_template(const RunSession& s) {
   return s.model.gguf ? s.model.gguf->get_string_or("tokenizer.chat_template", "") : "";
 }
 
+int finish_exit_code() {
+  if (output_closed()) {
+    fmt::print(stderr, "llmctl: error: stdout was closed before generation finished\n");
+    return kExitError;
+  }
+  return interrupted() ? kExitInterrupted : kExitOk;
+}
+
 RunSession open_run_session(const RunOptions& opt, int64_t n_sequences) {
+  install_interrupt_handler();
   if (!std::filesystem::exists(opt.model))
     throw Error(fmt::format("{}: no such model file or directory", opt.model),
                 opt.model == kDefaultModel

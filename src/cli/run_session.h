@@ -68,8 +68,12 @@ SamplerParams resolved_sampling(const RunOptions& opt);
 std::string human_bytes(uint64_t n);
 // The GGUF's tokenizer.chat_template, "" for a Hugging Face directory or a model without one.
 std::string model_chat_template(const RunSession& s);
-// Writes and flushes; ignores an empty string.
+// Writes and flushes; ignores an empty string. A failed write (stdout closed) stops
+// generation through interrupt.h.
 void write_out(const std::string& s);
+// The exit code after generation: 0, kExitInterrupted after Ctrl-C, or kExitError (with a
+// message) when stdout was closed.
+int finish_exit_code();
 
 // The three modes.
 int run_single(const RunOptions& opt);

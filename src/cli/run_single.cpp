@@ -10,6 +10,7 @@
 #include <numeric>
 #include <optional>
 
+#include "cli/interrupt.h"
 #include "cli/run_session.h"
 #include "core/error.h"
 #include "core/text_io.h"
@@ -101,6 +102,7 @@ int run_single(const RunOptions& opt) {
     g.on_prompt_logits = [&](int64_t, const std::vector<float>& row) { logits_out->write(row); };
   g.on_token = [&](int32_t id) { emit(stop.push(stream.push(id)).text); };
   g.stop_requested = [&stop] { return stop.stopped(); };
+  g.interrupted = [] { return interrupted(); };
   const GenerateResult r = generate(*s.fwd, prompt_ids, g);
   if (!stop.stopped()) {
     emit(stop.push(stream.flush()).text);
@@ -144,6 +146,9 @@ int run_single(const RunOptions& opt) {
     write_out("\n");
   }
 
+  if (r.finish == FinishReason::Interrupted)
+    fmt::print(stderr, "llmctl: note: interrupted after {} generated tokens\n", n_gen);
+  const int code = finish_exit_code();  // its message comes before the summary line
   if (r.finish == FinishReason::Length)
     fmt::print(stderr, "llmctl: note: context full at {} tokens (-c {}); generation stopped\n",
                r.n_prompt + n_gen, s.n_ctx);
@@ -155,7 +160,7 @@ int run_single(const RunOptions& opt) {
              "seed={} logits_hash={}\n",
              s.load_ms, r.n_prompt, n_gen, r.ttft_ms, prefill_tok_s, decode_tok_s, p50, p95, finish,
              sp.seed, hash);
-  return kExitOk;
+  return code;
 }
 
 }  // namespace llmctl::cli

@@ -13,9 +13,10 @@ namespace llmctl {
 // Exit codes scripts can rely on.
 enum ExitCode : int {
   kExitOk = 0,
-  kExitError = 1,        // bad input file, user error, failed operation
-  kExitUsage = 2,        // command-line usage error (CLI11)
-  kExitCheckFailed = 3,  // a --check found a problem
+  kExitError = 1,          // bad input file, user error, failed operation
+  kExitUsage = 2,          // command-line usage error (CLI11)
+  kExitCheckFailed = 3,    // a --check found a problem
+  kExitInterrupted = 130,  // stopped by SIGINT (128 + 2, the shells' convention)
 };
 
 class Error : public std::runtime_error {
@@ -51,9 +52,9 @@ class FileError : public Error {
 }  // namespace llmctl
 
 // Internal invariant that stays on in release builds. Never put side effects in `cond`.
-#define LLMCTL_ASSERT(cond)                                                                   \
-  do {                                                                                        \
-    if (!(cond))                                                                              \
+#define LLMCTL_ASSERT(cond)                                                                      \
+  do {                                                                                           \
+    if (!(cond))                                                                                 \
       throw ::llmctl::Error(fmt::format("internal error: assertion '{}' failed at {}:{}", #cond, \
-                                        __FILE__, __LINE__));                                 \
+                                        __FILE__, __LINE__));                                    \
   } while (0)

@@ -31,6 +31,8 @@ const char* finish_reason_name(FinishReason r) {
       return "n_predict";
     case FinishReason::Stop:
       return "stop";
+    case FinishReason::Interrupted:
+      return "interrupted";
   }
   return "unknown";
 }

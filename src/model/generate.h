@@ -26,8 +26,8 @@ using TokenPicker = std::function<int32_t(const float* logits, int32_t n_vocab)>
 // argmax; the lowest id wins a tie (as llama.cpp's greedy sampler and numpy's argmax).
 int32_t pick_greedy(const float* logits, int32_t n_vocab);
 
-enum class FinishReason { Eos, Length, NPredict, Stop };
-// "eos", "length", "n_predict", "stop": the names in --json and the summary line.
+enum class FinishReason { Eos, Length, NPredict, Stop, Interrupted };
+// "eos", "length", "n_predict", "stop", "interrupted": the names in --json and the summary line.
 const char* finish_reason_name(FinishReason r);
 
 struct GenerateOptions {
@@ -46,6 +46,9 @@ struct GenerateOptions {
   // Asked after on_token; true ends generation with FinishReason::Stop (a stop string was
   // printed up to its start). May be empty.
   std::function<bool()> stop_requested;
+  // Asked before every step; true ends the sequence with FinishReason::Interrupted (Ctrl-C),
+  // and the scheduler admits no further request whose callback says so. May be empty.
+  std::function<bool()> interrupted;
   // Reuse cached KV blocks of an identical prompt prefix (off when on_prompt_logits is set:
   // reused positions produce no logits).
   bool reuse_prefix = true;

@@ -145,12 +145,12 @@ void Scheduler::step() {
   std::vector<std::pair<Active*, int64_t>> chunks;  // prefill progress of this step
   const int64_t budget = model_.max_batch_tokens();
   for (auto& a : active_)
-    if (a->decoding) {
+    if (a->decoding && !a->finished) {
       batch.push_back(BatchToken{a->seq, a->pending, true});
       owners.push_back(Owner{a.get(), -1});
     }
   for (auto& a : active_) {
-    if (a->decoding) continue;
+    if (a->decoding || a->finished) continue;
     const auto n_prompt = static_cast<int64_t>(a->prompt.size());
     const int64_t k = std::min(n_prompt - a->fed, budget - static_cast<int64_t>(batch.size()));
     if (k <= 0) continue;
@@ -184,10 +184,23 @@ void Scheduler::step() {
 }
 
 void Scheduler::run(const DoneFn& on_done) {
+  const auto interrupted = [](const GenerateOptions& o) {
+    return o.interrupted && o.interrupted();
+  };
   while (!waiting_.empty() || !active_.empty()) {
+    // An interrupted request is never admitted; the rest of the queue stays unanswered.
+    if (!waiting_.empty() && interrupted(waiting_.front().opt)) waiting_.clear();
     while (static_cast<int64_t>(active_.size()) < opt_.max_sequences && !waiting_.empty())
       if (!admit_one()) break;
-    step();
+    bool any_running = false;
+    for (auto& a : active_) {
+      if (interrupted(a->opt)) {
+        a->r.finish = FinishReason::Interrupted;
+        a->finished = true;
+      }
+      any_running = any_running || !a->finished;
+    }
+    if (any_running) step();
     // Finished sequences leave now, in batch order, freeing their blocks for the next.
     for (auto it = active_.begin(); it != active_.end();) {
       if (!(*it)->finished) {

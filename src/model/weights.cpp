@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <cstring>
 #include <map>
 
 #include "core/error.h"
@@ -74,6 +76,14 @@ ModelWeights bind_weights(const GgufFile& f, const ModelConfig& c) {
   }
   // Llama 3.1 rope scaling: per-pair frequency divisors (n_rot / 2,), F32.
   w.rope_freqs = bind(f, "rope_freqs.weight", Kind::Vector, {c.n_rot / 2}, /*optional=*/true);
+  for (int64_t i = 0; w.rope_freqs.present() && i < c.n_rot / 2; ++i) {
+    float v;
+    std::memcpy(&v, static_cast<const uint8_t*>(w.rope_freqs.data) + 4 * i, 4);
+    if (!(v > 0.0f && std::isfinite(v)))  // a divisor of the angle: 0 or NaN gives NaN logits
+      throw FileError(f.path(), fmt::format("tensor 'rope_freqs.weight': element {} is {}, "
+                                            "expected a positive finite divisor",
+                                            i, static_cast<double>(v)));
+  }
   w.layers.resize(static_cast<size_t>(c.n_layers));
   for (int64_t il = 0; il < c.n_layers; ++il) {
     LayerWeights& l = w.layers[static_cast<size_t>(il)];

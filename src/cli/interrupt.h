@@ -1,0 +1,22 @@
+#pragma once
+// Ctrl-C and a closed stdout, for the long-running commands (run, bench, quantize ...).
+//
+// install_interrupt_handler(): the first SIGINT only raises a flag, which generation checks
+// before every step (GenerateOptions::interrupted), so the command stops cleanly, prints
+// what it has and its summary line, and exits with kExitInterrupted (130). A second SIGINT
+// kills the process at once, as if there were no handler. SIGPIPE is ignored so that a
+// closed stdout (`llmctl run ... | head -c 100`) shows up as a failed write: output_closed()
+// turns true and generation stops the same way.
+
+namespace llmctl::cli {
+
+void install_interrupt_handler();
+// Whether SIGINT arrived (or stdout was closed) since the last clear_interrupt().
+bool interrupted();
+// For -i: a Ctrl-C ends the answer being generated, not the chat.
+void clear_interrupt();
+// Called by the writers when stdout refuses data (EPIPE): also sets interrupted().
+void note_output_closed();
+bool output_closed();
+
+}  // namespace llmctl::cli
