@@ -31,7 +31,7 @@ GpuProbe probe_gpus();
 
 // Which backend to build (the --device / -t / --cpu-kernels options of run, bench ...).
 struct BackendChoice {
-  std::string device = "cpu";  // "cpu"; "auto" picks the CPU until the CUDA backend lands
+  std::string device = "cpu";  // "cpu", "cuda", "cuda:N"; "auto": a visible GPU, else the CPU
   int n_threads = 0;           // CPU threads; 0: every core the process may use
   bool cpu_reference = false;  // the scalar reference backend instead of the fast one
 };
