@@ -1,6 +1,8 @@
 // The fast CPU backend (cpu_fast_backend.h).
 #include "backend/cpu/cpu_fast_backend.h"
 
+#include "backend/cpu/attention_fast.h"
+
 namespace llmctl::cpu {
 
 namespace {
@@ -13,7 +15,8 @@ constexpr int64_t kMinParallelScores = int64_t{1} << 14;       // attention: hea
 }  // namespace
 
 CpuFastBackend::CpuFastBackend(int n_threads)
-    : pool_(n_threads),
+    : fast_attention_(attention_fast_available()),
+      pool_(n_threads),
       scores_(static_cast<size_t>(n_threads)),
       kv_rows_(static_cast<size_t>(n_threads)) {}
 
@@ -33,8 +36,12 @@ void CpuFastBackend::attention_impl(const Buffer& q, const PagedKv& kv, int64_t 
   pool.parallel_for(n_tokens * s.n_heads, [&](int64_t begin, int64_t end, int thread) {
     auto& scores = scores_[static_cast<size_t>(thread)];
     auto& kv_row = kv_rows_[static_cast<size_t>(thread)];
-    for (int64_t i = begin; i < end; ++i)
-      attend_head(q, kv, i / s.n_heads, i % s.n_heads, s, out, scores, kv_row);
+    for (int64_t i = begin; i < end; ++i) {
+      if (fast_attention_)
+        attend_head_fast(q, kv, i / s.n_heads, i % s.n_heads, s, out, scores);
+      else
+        attend_head(q, kv, i / s.n_heads, i % s.n_heads, s, out, scores, kv_row);
+    }
   });
 }
 

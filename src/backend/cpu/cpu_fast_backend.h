@@ -1,7 +1,8 @@
 #pragma once
 // The fast CPU backend: the reference backend (cpu_backend.h) with its heavy ops replaced by
 // threaded SIMD versions: matmul through matmul_fast (AVX2 kernels chosen at run time, int8
-// activations for quantized weights) and attention split over (token, head) pairs.
+// activations for quantized weights) and attention split over (token, head) pairs, each run by
+// attend_head_fast (AVX2/F16C, attention_fast.h) or, without AVX2, the reference code.
 // The light element-wise ops stay the reference ones: they are a small fraction of a step.
 //
 // Batch invariance holds as in the reference: matmul_fast gives bit-identical rows whatever
@@ -30,6 +31,7 @@ class CpuFastBackend final : public CpuBackend {
                       Buffer& out) override;
 
  private:
+  bool fast_attention_;
   ThreadPool pool_;
   ThreadPool serial_{1};  // ops too small to be worth waking the other threads
   MatmulScratch scratch_;

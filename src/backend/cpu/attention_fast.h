@@ -1,0 +1,27 @@
+#pragma once
+// Attention of one (query token, head) over its sequence's pages, vectorized: the fast CPU
+// backend's kernel (the reference is CpuBackend::attend_head). K and V rows are read where
+// they lie in the pool, f16 converted 8 lanes at a time by F16C, with no per-row copy.
+//
+//   s[j] = q . K[j, g] / sqrt(head_dim), j = 0 .. pos;  a = softmax(s);  out = sum_j a[j] V[j, g]
+//
+// The result of a (token, head) depends only on its inputs, never on the batch or the thread
+// that runs it (batch invariance, backend.h). It differs from the reference by rounding: the
+// dot products accumulate in 8 lanes with FMA instead of one running sum.
+
+#include <cstdint>
+#include <vector>
+
+#include "backend/backend.h"
+
+namespace llmctl::cpu {
+
+// Whether attend_head_fast can run here (AVX2, FMA and F16C).
+bool attention_fast_available();
+
+// Query token t, head h of q (n_tokens, n_heads, head_dim) into the same place of out.
+// `scores` is scratch (resized to pos + 1).
+void attend_head_fast(const Buffer& q, const PagedKv& kv, int64_t t, int64_t h,
+                      const AttentionShape& s, Buffer& out, std::vector<float>& scores);
+
+}  // namespace llmctl::cpu
