@@ -124,14 +124,19 @@ void bench_model(const BenchOptions& opt, const std::string& path, int threads, 
   time_one(fwd, token_ids(std::min<int64_t>(std::max<int64_t>(opt.n_prompt, 1), 32), n_vocab),
            false);
   time_one(fwd, token_ids(4, n_vocab), true);  // warm-up
-  if (opt.n_prompt > 0) {
+  // One test: -r timed runs of n tokens, as a row with t/s mean and sd.
+  const auto measure = [&](const char* name, int64_t n, bool decode_steps) {
     std::vector<double> rates;
-    const std::vector<int32_t> ids = token_ids(opt.n_prompt, n_vocab);
+    const std::vector<int32_t> ids = token_ids(n, n_vocab);
     for (int r = 0; r < opt.reps; ++r)
-      rates.push_back(static_cast<double>(opt.n_prompt) / time_one(fwd, ids, false));
+      rates.push_back(static_cast<double>(n) / time_one(fwd, ids, decode_steps));
     Row row = base;
-    row.test = fmt::format("pp{}", opt.n_prompt);
+    row.test = fmt::format("{}{}", name, n);
     std::tie(row.tok_s, row.sd) = mean_sd(rates);
+    return row;
+  };
+  if (opt.n_prompt > 0) {
+    Row row = measure("pp", opt.n_prompt, false);
     const double p = static_cast<double>(opt.n_prompt);
     const double attn =
         4.0 * static_cast<double>(c.n_layers * c.n_heads * c.head_dim) * p * (p + 1) / 2;
@@ -141,13 +146,7 @@ void bench_model(const BenchOptions& opt, const std::string& path, int threads, 
     rows.push_back(row);
   }
   if (opt.n_gen > 0) {
-    std::vector<double> rates;
-    const std::vector<int32_t> ids = token_ids(opt.n_gen, n_vocab);
-    for (int r = 0; r < opt.reps; ++r)
-      rates.push_back(static_cast<double>(opt.n_gen) / time_one(fwd, ids, true));
-    Row row = base;
-    row.test = fmt::format("tg{}", opt.n_gen);
-    std::tie(row.tok_s, row.sd) = mean_sd(rates);
+    Row row = measure("tg", opt.n_gen, true);
     const double kv_elem = opt.kv_type == "f16" ? 2.0 : 4.0;
     const double kv_bytes = 2.0 * static_cast<double>(c.n_layers * c.kv_dim()) * kv_elem *
                             static_cast<double>(opt.n_gen + 1) / 2.0;
