@@ -96,7 +96,7 @@ TEST_CASE("rope: angles, normal and neox pairing, partial rotary, linear scaling
   const std::vector<float> x0 = random_floats(rng, 16);
   for (RopeType type : {RopeType::Normal, RopeType::Neox}) {
     for (int64_t n_rot : {int64_t{8}, int64_t{4}}) {
-      RopeParams p{type, head_dim, n_rot, 10000.0, 0.5};
+      RopeParams p{type, head_dim, n_rot, 10000.0, 0.5, {}};
       Buffer x = make(be, x0);
       const int64_t pos = 37;
       be.rope(x, make_ids(be, {pos}), 1, n_heads, p);
