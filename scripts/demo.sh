@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Sets up, then shows llmctl on the default model (stories260K): `inspect`, `tokenize` and
-# greedy generation with `run`.
+# Sets up, then shows llmctl on the default model (stories260K): `inspect`, `tokenize`,
+# greedy and sampled generation with `run`, and a two-line JSONL batch.
 #
 #   scripts/demo.sh [MODEL.gguf]
 set -euo pipefail
@@ -27,4 +27,6 @@ run tokenize -m "$model" --format pieces "Once upon a time, there was a little g
 run tokenize -m "$model" --decode "1 403 407 261 378"
 run run -m "$model" -p "Once upon a time" -n 48 --temp 0
 run run -m "$model" -p "Once upon a time" -n 48 --temp 0.8 --seed 42
+printf '{"prompt": "Once upon a time"}\n{"prompt": "Lily and Tim went"}\n' |
+  run run -m "$model" --batch - -n 24 --temp 0 --parallel 2
 echo
