@@ -82,8 +82,11 @@ std::unique_ptr<Backend> make_backend(const BackendChoice& choice) {
   if (choice.device == "auto") {
     const GpuProbe probe = probe_gpus();
     if (!probe.gpus.empty()) return make_cuda_backend("auto", 0, probe);
-    std::fprintf(stderr, "llmctl: --device auto: no GPU (%s); using the CPU\n",
-                 probe.reason.c_str());
+    // Said only where a GPU could have been used: a build without CUDA has nothing to fall
+    // back from, and saying so on every run would be noise.
+    if (probe.cuda_compiled)
+      std::fprintf(stderr, "llmctl: --device auto: no GPU (%s); using the CPU\n",
+                   probe.reason.c_str());
   } else if (choice.device != "cpu") {
     throw Error(fmt::format("unknown device '{}'", choice.device),
                 "use --device auto, cpu or cuda[:N]");
