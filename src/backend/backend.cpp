@@ -137,9 +137,19 @@ void Backend::download(const Buffer& src, float* dst, int64_t n, int64_t offset)
   if (n > 0) download_impl(src, dst, n, offset);
 }
 
+void Backend::download(const Buffer& src, int32_t* dst, int64_t n, int64_t offset) {
+  check_buffer("download", "src", src, BufferType::I32, 0);
+  check_range("download", src, n, offset);
+  if (n > 0) download_impl(src, dst, n, offset);
+}
+
 WeightView Backend::bind_weight(const WeightView& host) {
   if (!host.present()) return host;  // an absent optional weight stays absent
   check_weight_data("bind_weight", host);
+  if (!supports_weight_type(host.type))
+    throw Error(fmt::format("the {} backend has no kernels for {} weights (tensor '{}')", name(),
+                            ggml_type_name(host.type), host.name),
+                "run on another device (--device cpu) or quantize the model to a type it has");
   return bind_weight_impl(host);
 }
 
@@ -215,8 +225,9 @@ void Backend::kv_store(const Buffer& k, const Buffer& v, const Buffer& slots, in
   kv_store_impl(k, v, slots, n_tokens, kv_dim, k_pool, v_pool);
 }
 
-void Backend::attention(const Buffer& q, const PagedKv& kv, int64_t n_tokens,
-                        const AttentionShape& s, Buffer& out) {
+namespace {
+void check_attention(const Buffer& q, const PagedKv& kv, int64_t n_tokens, const AttentionShape& s,
+                     const Buffer& out) {
   if (s.n_heads <= 0 || s.n_kv_heads <= 0 || s.head_dim <= 0 || s.n_heads % s.n_kv_heads != 0)
     throw Error(
         fmt::format("backend attention: n_heads {}, n_kv_heads {}, head_dim {}: expected "
@@ -242,7 +253,32 @@ void Backend::attention(const Buffer& q, const PagedKv& kv, int64_t n_tokens,
   check_i32("attention", "block_table", *kv.block_table, kv.max_blocks);
   check_i32("attention", "token_seq", *kv.token_seq, n_tokens);
   check_i32("attention", "positions", *kv.positions, n_tokens);
+}
+}  // namespace
+
+void Backend::attention(const Buffer& q, const PagedKv& kv, int64_t n_tokens,
+                        const AttentionShape& s, Buffer& out) {
+  check_attention(q, kv, n_tokens, s, out);
   attention_impl(q, kv, n_tokens, s, out);
+}
+
+void Backend::attention_with_stats(const Buffer& q, const PagedKv& kv, int64_t n_tokens,
+                                   const AttentionShape& s, Buffer& out, Buffer& stats) {
+  check_attention(q, kv, n_tokens, s, out);
+  check_f32("attention_with_stats", "stats", stats, n_tokens * s.n_heads * kAttnStatFields);
+  attention_with_stats_impl(q, kv, n_tokens, s, out, stats);
+}
+
+void Backend::top_k(const Buffer& logits, int64_t n_rows, int64_t n_cols, int64_t k, Buffer& ids,
+                    Buffer& values) {
+  check_n_tokens("top_k", n_rows);
+  if (n_cols < 1 || k < 1 || k > n_cols)
+    throw Error(fmt::format("backend top_k: k {} for rows of {}, expected 1 <= k <= n_cols", k,
+                            n_cols));
+  check_f32("top_k", "logits", logits, n_rows * n_cols);
+  check_i32("top_k", "ids", ids, n_rows * k);
+  check_f32("top_k", "values", values, n_rows * k);
+  top_k_impl(logits, n_rows, n_cols, k, ids, values);
 }
 
 void Backend::silu_mul(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) {

@@ -17,7 +17,9 @@
 //     a device backend.
 //   * Every op works on a batch of n_tokens rows (one token, a prefill chunk, or tokens of
 //     several sequences decoded together); the KV cache is paged (PagedKv below).
-//   * All calls may be asynchronous on a device backend; download() and sync() wait.
+//   * All calls may be asynchronous on a device backend; download() and sync() wait. A bad
+//     index that only a kernel can see (an id outside the embedding table) is then reported
+//     as an Error by the next download() or sync(), not by the op that met it.
 
 #include <cstdint>
 #include <functional>
@@ -141,6 +143,29 @@ struct PagedKv {
   const Buffer* positions = nullptr;
 };
 
+// Weight dtypes the engine can load (every backend's supports_weight_type() is a subset).
+bool backend_supports_weight_type(GgmlType type);
+
+// Per (token, head) statistics of one attention call, written by attention_with_stats() as
+// kAttnStatFields floats per (token, head). Over the scaled scores s[0 .. p] of that query:
+//   Max, Min, Sum, SumSq  over the finite scores only (Max -inf, Min +inf, sums 0 if none)
+//   Nan, Inf              how many scores were NaN, resp. +-Inf
+//   Entropy               -sum_j a_j ln a_j of the softmax a the kernel applied, in nats
+//                         (NaN when the softmax is)
+//   Count                 p + 1, the number of scores
+// Reduced where the scores are (on the device for CUDA); the engine downloads only these.
+enum AttnStat : int {
+  kAttnStatMax = 0,
+  kAttnStatMin,
+  kAttnStatSum,
+  kAttnStatSumSq,
+  kAttnStatNan,
+  kAttnStatInf,
+  kAttnStatEntropy,
+  kAttnStatCount,
+  kAttnStatFields
+};
+
 // ---------------------------------------------------------------------------
 // Backend
 // ---------------------------------------------------------------------------
@@ -150,6 +175,9 @@ class Backend {
   virtual const char* name() const = 0;
   // Threads the backend computes with (CPU), or 1.
   virtual int n_threads() const { return 1; }
+  // Whether matmul and get_rows have kernels for weights of `type` (bind_weight() refuses
+  // the others with an error naming the tensor).
+  virtual bool supports_weight_type(GgmlType type) const { return backend_supports_weight_type(type); }
 
   // -- memory ---------------------------------------------------------------
   // A zero-filled buffer of n >= 1 elements of `type`.
@@ -157,8 +185,10 @@ class Backend {
   // dst[offset .. offset + n) = src[0 .. n)   (src in host memory; dst F32, resp. I32)
   void upload(Buffer& dst, const float* src, int64_t n, int64_t offset = 0);
   void upload(Buffer& dst, const int32_t* src, int64_t n, int64_t offset = 0);
-  // dst[0 .. n) = src[offset .. offset + n)   (F32; dst in host memory); waits for pending work.
+  // dst[0 .. n) = src[offset .. offset + n)   (F32, resp. I32; dst in host memory); waits for
+  // pending work.
   void download(const Buffer& src, float* dst, int64_t n, int64_t offset = 0);
+  void download(const Buffer& src, int32_t* dst, int64_t n, int64_t offset = 0);
   // A view of the same weight the backend can read (CPU: the same view).
   WeightView bind_weight(const WeightView& host);
   void sync() { sync_impl(); }
@@ -195,6 +225,16 @@ class Backend {
   //   out (n_tokens, n_heads, head_dim)
   void attention(const Buffer& q, const PagedKv& kv, int64_t n_tokens, const AttentionShape& s,
                  Buffer& out);
+  // attention() that also reduces statistics of the scores (AttnStat above): out is
+  // bit-identical to attention()'s;  stats F32 (n_tokens, n_heads, kAttnStatFields).
+  void attention_with_stats(const Buffer& q, const PagedKv& kv, int64_t n_tokens,
+                            const AttentionShape& s, Buffer& out, Buffer& stats);
+  // The k largest values of each row, for sampling on the device:
+  //   logits (n_rows, n_cols) F32  ->  ids I32 (n_rows, k), values F32 (n_rows, k)
+  // in descending order of value; equal values: the lower index first; NaN ranks below
+  // every number (so a row's NaNs come last). 1 <= k <= n_cols. k = 1 is argmax.
+  void top_k(const Buffer& logits, int64_t n_rows, int64_t n_cols, int64_t k, Buffer& ids,
+             Buffer& values);
   // out[i] = silu(gate[i]) * up[i], i < n,  silu(g) = g / (1 + exp(-g))     (SwiGLU)
   void silu_mul(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out);
   // x[i] += y[i], i < n     (residual)
@@ -206,7 +246,7 @@ class Backend {
   // Implementations receive checked arguments (see the public methods above).
   virtual Buffer alloc_impl(int64_t n, BufferType type) = 0;
   virtual void upload_impl(Buffer& dst, const void* src, int64_t n, int64_t offset) = 0;
-  virtual void download_impl(const Buffer& src, float* dst, int64_t n, int64_t offset) = 0;
+  virtual void download_impl(const Buffer& src, void* dst, int64_t n, int64_t offset) = 0;
   virtual WeightView bind_weight_impl(const WeightView& host) = 0;
   virtual void sync_impl() = 0;
   virtual void get_rows_impl(const WeightView& table, const Buffer& ids, int64_t n_tokens,
@@ -221,13 +261,15 @@ class Backend {
                              int64_t n_tokens, int64_t kv_dim, Buffer& k_pool, Buffer& v_pool) = 0;
   virtual void attention_impl(const Buffer& q, const PagedKv& kv, int64_t n_tokens,
                               const AttentionShape& s, Buffer& out) = 0;
+  virtual void attention_with_stats_impl(const Buffer& q, const PagedKv& kv, int64_t n_tokens,
+                                         const AttentionShape& s, Buffer& out, Buffer& stats) = 0;
+  virtual void top_k_impl(const Buffer& logits, int64_t n_rows, int64_t n_cols, int64_t k,
+                          Buffer& ids, Buffer& values) = 0;
   virtual void silu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) = 0;
   virtual void add_impl(Buffer& x, const Buffer& y, int64_t n) = 0;
   virtual void copy_rows_impl(const Buffer& x, int64_t row_len, const Buffer& rows, int64_t n_rows,
                               Buffer& out) = 0;
 };
 
-// Weight dtypes the ops accept for matmul and get_rows.
-bool backend_supports_weight_type(GgmlType type);
 
 }  // namespace llmctl

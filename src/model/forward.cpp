@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "core/error.h"
 
@@ -130,6 +131,30 @@ const std::vector<float>& Forward::step(int32_t token) {
   return decode({BatchToken{0, token, true}});
 }
 
+void Forward::set_rope_positions(int32_t seq, RopePositions m) {
+  constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
+  if (m.offset < 0 || m.offset + cache_.max_len(seq) > kMax)
+    throw Error(fmt::format("forward: RoPE offset {} for a sequence of up to {} positions is "
+                            "outside [0, {}]",
+                            m.offset, cache_.max_len(seq), kMax - cache_.max_len(seq)));
+  if (m.offset == 0 && !m.all_zero)
+    rope_positions_.erase(seq);
+  else
+    rope_positions_[seq] = m;
+}
+
+void Forward::matmul(const WeightView& w, const Buffer& x, int64_t n, Buffer& out) {
+  if (observer_ != nullptr && observer_->wants_matmul_inputs())
+    observer_->on_matmul_input(w, observed_, observe(x, n * w.n_cols), n);
+  backend_.matmul(w, x, n, out);
+}
+
+const float* Forward::observe(const Buffer& buf, int64_t n) {
+  obs_host_.resize(static_cast<size_t>(n));
+  backend_.download(buf, obs_host_.data(), n);
+  return obs_host_.data();
+}
+
 void Forward::reset() {
   const int64_t max_len = cache_.max_len(0);
   cache_.remove_sequence(0);
@@ -187,8 +212,38 @@ void Forward::run_chunk(const BatchToken* batch, int64_t n) {
   b.upload(slots_, host_slots_.data(), n);
   b.upload(block_table_, host_table_.data(), n_seqs * max_blocks);
 
+  // RoPE positions: the cache positions, unless a sequence maps them (set_rope_positions).
+  const Buffer* rope_pos = &pos_;
+  if (!rope_positions_.empty()) {
+    host_rope_pos_.resize(static_cast<size_t>(n));
+    for (int64_t t = 0; t < n; ++t) {
+      const auto it = rope_positions_.find(batch[t].seq);
+      const int32_t p = host_pos_[static_cast<size_t>(t)];
+      host_rope_pos_[static_cast<size_t>(t)] =
+          it == rope_positions_.end() ? p
+          : it->second.all_zero       ? 0
+                                      : static_cast<int32_t>(it->second.offset + p);
+    }
+    if (rope_pos_.size() == 0) rope_pos_ = b.alloc(max_batch_, BufferType::I32);
+    b.upload(rope_pos_, host_rope_pos_.data(), n);
+    rope_pos = &rope_pos_;
+  }
+
+  // What the observer sees of this chunk.
+  ForwardObserver* obs = observer_;
+  const bool want_stats = obs != nullptr && obs->wants_attention_stats();
+  const bool want_residual = obs != nullptr && obs->wants_residual();
+  if (obs != nullptr) {
+    host_seq_ids_.resize(static_cast<size_t>(n));
+    for (int64_t t = 0; t < n; ++t) host_seq_ids_[static_cast<size_t>(t)] = batch[t].seq;
+    observed_ = ObservedBatch{n, host_seq_ids_.data(), host_pos_.data(), host_ids_.data()};
+    if (want_stats && attn_stats_.size() == 0)
+      attn_stats_ = b.alloc(max_batch_ * c.n_heads * kAttnStatFields);
+  }
+
   // ---- layers ----------------------------------------------------------------------------
   b.get_rows(weights_.token_embd, ids_, n, x_);  // x (n, n_embd)
+  if (want_residual) obs->on_residual(-1, observed_, observe(x_, n * c.n_embd), c.n_embd);
   for (int64_t il = 0; il < c.n_layers; ++il) {
     const LayerWeights& l = weights_.layers[static_cast<size_t>(il)];
     Buffer& k_pool = cache_.keys(il);
@@ -198,26 +253,33 @@ void Forward::run_chunk(const BatchToken* batch, int64_t n) {
 
     // ---- attention block -------------------------------------------------------------
     b.rmsnorm(x_, l.attn_norm, c.rms_eps, n, h_);
-    b.matmul(l.wq, h_, n, q_);  // (n, q_dim)
-    b.matmul(l.wk, h_, n, k_);  // (n, kv_dim)
-    b.matmul(l.wv, h_, n, v_);  // (n, kv_dim)
+    matmul(l.wq, h_, n, q_);  // (n, q_dim)
+    matmul(l.wk, h_, n, k_);  // (n, kv_dim)
+    matmul(l.wv, h_, n, v_);  // (n, kv_dim)
     if (l.bq.present()) b.add_bias(q_, l.bq, n);
     if (l.bk.present()) b.add_bias(k_, l.bk, n);
     if (l.bv.present()) b.add_bias(v_, l.bv, n);
-    b.rope(q_, pos_, n, c.n_heads, rope_);
-    b.rope(k_, pos_, n, c.n_kv_heads, rope_);
+    b.rope(q_, *rope_pos, n, c.n_heads, rope_);
+    b.rope(k_, *rope_pos, n, c.n_kv_heads, rope_);
     b.kv_store(k_, v_, slots_, n, c.kv_dim(), k_pool, v_pool);
-    b.attention(q_, kv, n, attn_, att_);
-    b.matmul(l.wo, att_, n, proj_);  // (n, n_embd)
+    if (want_stats) {
+      b.attention_with_stats(q_, kv, n, attn_, att_, attn_stats_);
+      obs->on_attention_stats(il, observed_, observe(attn_stats_, n * c.n_heads * kAttnStatFields),
+                              c.n_heads);
+    } else {
+      b.attention(q_, kv, n, attn_, att_);
+    }
+    matmul(l.wo, att_, n, proj_);  // (n, n_embd)
     b.add(x_, proj_, n * c.n_embd);
 
     // ---- feed-forward block (SwiGLU) ---------------------------------------------------
     b.rmsnorm(x_, l.ffn_norm, c.rms_eps, n, h_);
-    b.matmul(l.w_gate, h_, n, gate_);           // (n, n_ff)
-    b.matmul(l.w_up, h_, n, up_);               // (n, n_ff)
+    matmul(l.w_gate, h_, n, gate_);           // (n, n_ff)
+    matmul(l.w_up, h_, n, up_);               // (n, n_ff)
     b.silu_mul(gate_, up_, n * c.n_ff, gate_);  // elementwise, in place is fine
-    b.matmul(l.w_down, gate_, n, ffn_);         // (n, n_embd)
+    matmul(l.w_down, gate_, n, ffn_);         // (n, n_embd)
     b.add(x_, ffn_, n * c.n_embd);
+    if (want_residual) obs->on_residual(il, observed_, observe(x_, n * c.n_embd), c.n_embd);
   }
   for (int64_t r = 0; r < n_seqs; ++r) {
     const int32_t seq = seqs[static_cast<size_t>(r)];
@@ -244,7 +306,7 @@ void Forward::output_logits(int64_t n_rows) {
     if (r0 > 0) b.upload(logit_rows_, host_logit_rows_.data() + r0, m);
     b.copy_rows(x_, c.n_embd, logit_rows_, m, x_out_);
     b.rmsnorm(x_out_, weights_.output_norm, c.rms_eps, m, h_out_);
-    b.matmul(weights_.output, h_out_, m, logits_);  // (m, n_vocab)
+    matmul(weights_.output, h_out_, m, logits_);  // (m, n_vocab)
     b.download(logits_, logits_host_.data() + old + static_cast<size_t>(r0 * c.n_vocab),
                m * c.n_vocab);
   }

@@ -16,10 +16,12 @@
 // long prefill never materializes (n, n_vocab).
 
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 #include "backend/backend.h"
 #include "model/config.h"
+#include "model/forward_observer.h"
 #include "model/kv_cache.h"
 #include "model/sequence_model.h"
 #include "model/weights.h"
@@ -29,6 +31,14 @@ namespace llmctl {
 struct ForwardOptions {
   int64_t max_batch_tokens = 512;  // activation buffers hold this many tokens
   KvCacheOptions kv;               // kv.n_blocks 0: enough for one sequence of n_ctx_train
+};
+
+// The positions RoPE rotates a sequence's tokens by, for experiments on positional encoding
+// (rope-probe): the token at cache position p is rotated for position offset + p, or for 0
+// when all_zero. Attention still covers cache positions 0 .. p; only the rotation changes.
+struct RopePositions {
+  int64_t offset = 0;
+  bool all_zero = false;
 };
 
 class Forward final : public SequenceModel {
@@ -61,6 +71,13 @@ class Forward final : public SequenceModel {
   // Starts sequence 0 again (its blocks are released; full ones stay cached).
   void reset();
 
+  // Diagnostics (forward_observer.h); nullptr (the default) observes nothing. The observer
+  // must outlive its use.
+  void set_observer(ForwardObserver* observer) { observer_ = observer; }
+  // RoPE positions of sequence `seq` from now on (the default is offset 0). Throws Error when
+  // offset + position would not fit in 32 bits.
+  void set_rope_positions(int32_t seq, RopePositions m);
+
   PagedKvCache& cache() { return cache_; }
   const ModelConfig& config() const { return config_; }
   Backend& backend() { return backend_; }
@@ -72,6 +89,10 @@ class Forward final : public SequenceModel {
   // One chunk of at most max_batch_ tokens; appends wanted logits rows to logits_host_.
   void run_chunk(const BatchToken* batch, int64_t n);
   void output_logits(int64_t n_rows);
+  // backend.matmul(), showing the input to the observer first when it asks for it.
+  void matmul(const WeightView& w, const Buffer& x, int64_t n, Buffer& out);
+  // Downloads `buf`'s first n floats into obs_host_ (for the observer).
+  const float* observe(const Buffer& buf, int64_t n);
 
   ModelConfig config_;
   Backend& backend_;
@@ -90,6 +111,16 @@ class Forward final : public SequenceModel {
   std::vector<int32_t> host_ids_, host_pos_, host_rows_, host_slots_, host_logit_rows_;
   std::vector<int32_t> host_table_;
   std::vector<float> logits_host_;
+
+  // Diagnostics and RoPE experiments (set_observer, set_rope_positions).
+  ForwardObserver* observer_ = nullptr;
+  ObservedBatch observed_;
+  std::vector<int32_t> host_seq_ids_;
+  std::vector<float> obs_host_;
+  Buffer attn_stats_;  // (max_batch_, n_heads, kAttnStatFields), allocated on first use
+  std::unordered_map<int32_t, RopePositions> rope_positions_;
+  Buffer rope_pos_;  // RoPE positions when some sequence maps them; else pos_ is used
+  std::vector<int32_t> host_rope_pos_;
 };
 
 // Rows of the output projection computed per pass (bounds the logits buffer).

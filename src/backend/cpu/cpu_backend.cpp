@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <new>
@@ -58,8 +59,9 @@ void CpuBackend::upload_impl(Buffer& dst, const void* src, int64_t n, int64_t of
   std::memcpy(static_cast<uint8_t*>(dst.raw()) + to_size(offset) * es, src, to_size(n) * es);
 }
 
-void CpuBackend::download_impl(const Buffer& src, float* dst, int64_t n, int64_t offset) {
-  std::memcpy(dst, src.data() + offset, to_size(n) * sizeof(float));
+void CpuBackend::download_impl(const Buffer& src, void* dst, int64_t n, int64_t offset) {
+  const size_t es = buffer_type_size(src.type());
+  std::memcpy(dst, static_cast<const uint8_t*>(src.raw()) + to_size(offset) * es, to_size(n) * es);
 }
 
 // ---------------------------------------------------------------------------
@@ -221,6 +223,38 @@ void CpuBackend::attention_impl(const Buffer& q, const PagedKv& kv, int64_t n_to
   for (int64_t t = 0; t < n_tokens; ++t)
     for (int64_t h = 0; h < s.n_heads; ++h)
       attend_head(q, kv, t, h, s, out, score_scratch_, kv_row_scratch_);
+}
+
+// TEMPORARY until the attention-statistics work lands (issue 6): refuses rather than lies.
+void CpuBackend::attention_with_stats_impl(const Buffer&, const PagedKv&, int64_t,
+                                           const AttentionShape&, Buffer&, Buffer&) {
+  throw Error("backend attention_with_stats: not implemented on the CPU yet");
+}
+
+// Per row: indices sorted by (value descending, NaN last, index ascending); the first k kept.
+// partial_sort with a strict weak order, so the result does not depend on the library.
+void CpuBackend::top_k_impl(const Buffer& logits, int64_t n_rows, int64_t n_cols, int64_t k,
+                            Buffer& ids, Buffer& values) {
+  std::vector<int32_t> order(to_size(n_cols));
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const float* row = logits.data() + r * n_cols;
+    for (int64_t i = 0; i < n_cols; ++i) order[to_size(i)] = static_cast<int32_t>(i);
+    const auto before = [row](int32_t a, int32_t b) {
+      const float va = row[a];
+      const float vb = row[b];
+      const bool na = std::isnan(va);
+      const bool nb = std::isnan(vb);
+      if (na != nb) return nb;  // a number ranks above NaN
+      if (!na && va != vb) return va > vb;
+      return a < b;
+    };
+    std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
+    for (int64_t j = 0; j < k; ++j) {
+      const int32_t id = order[to_size(j)];
+      ids.i32()[r * k + j] = id;
+      values.data()[r * k + j] = row[id];
+    }
+  }
 }
 
 void CpuBackend::silu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) {

@@ -21,7 +21,7 @@ class CpuBackend : public Backend {
  protected:
   Buffer alloc_impl(int64_t n, BufferType type) override;
   void upload_impl(Buffer& dst, const void* src, int64_t n, int64_t offset) override;
-  void download_impl(const Buffer& src, float* dst, int64_t n, int64_t offset) override;
+  void download_impl(const Buffer& src, void* dst, int64_t n, int64_t offset) override;
   WeightView bind_weight_impl(const WeightView& host) override { return host; }
   void sync_impl() override {}
   void get_rows_impl(const WeightView& table, const Buffer& ids, int64_t n_tokens,
@@ -36,6 +36,10 @@ class CpuBackend : public Backend {
                      int64_t kv_dim, Buffer& k_pool, Buffer& v_pool) override;
   void attention_impl(const Buffer& q, const PagedKv& kv, int64_t n_tokens, const AttentionShape& s,
                       Buffer& out) override;
+  void attention_with_stats_impl(const Buffer& q, const PagedKv& kv, int64_t n_tokens,
+                                 const AttentionShape& s, Buffer& out, Buffer& stats) override;
+  void top_k_impl(const Buffer& logits, int64_t n_rows, int64_t n_cols, int64_t k, Buffer& ids,
+                  Buffer& values) override;
   void silu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) override;
   void add_impl(Buffer& x, const Buffer& y, int64_t n) override;
   void copy_rows_impl(const Buffer& x, int64_t row_len, const Buffer& rows, int64_t n_rows,

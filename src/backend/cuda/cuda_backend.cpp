@@ -143,9 +143,10 @@ void CudaBackend::upload_impl(Buffer& dst, const void* src, int64_t n, int64_t o
                                     to_size(n) * es, cudaMemcpyHostToDevice, stream_));
 }
 
-void CudaBackend::download_impl(const Buffer& src, float* dst, int64_t n, int64_t offset) {
-  LLMCTL_CUDA_CHECK(cudaMemcpyAsync(dst, src.data() + offset, to_size(n) * sizeof(float),
-                                    cudaMemcpyDeviceToHost, stream_));
+void CudaBackend::download_impl(const Buffer& src, void* dst, int64_t n, int64_t offset) {
+  const size_t es = buffer_type_size(src.type());
+  LLMCTL_CUDA_CHECK(cudaMemcpyAsync(dst, static_cast<const uint8_t*>(src.raw()) + to_size(offset) * es,
+                                    to_size(n) * es, cudaMemcpyDeviceToHost, stream_));
   sync_and_check();
 }
 
@@ -273,6 +274,16 @@ void CudaBackend::copy_rows_impl(const Buffer& x, int64_t row_len, const Buffer&
   launch_copy_rows_f32(x.data(), x.size() / row_len, row_len, rows.i32(), n_rows, out.data(),
                        error_flag_, stream_);
   LLMCTL_CUDA_CHECK_LAUNCH();
+}
+
+// TEMPORARY until the CUDA kernels land (issue 4): refuse rather than lie.
+void CudaBackend::attention_with_stats_impl(const Buffer&, const PagedKv&, int64_t,
+                                            const AttentionShape&, Buffer&, Buffer&) {
+  throw Error("cuda backend: attention_with_stats is not implemented yet");
+}
+
+void CudaBackend::top_k_impl(const Buffer&, int64_t, int64_t, int64_t, Buffer&, Buffer&) {
+  throw Error("cuda backend: top_k is not implemented yet");
 }
 
 }  // namespace llmctl::cuda

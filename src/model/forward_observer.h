@@ -1,0 +1,52 @@
+#pragma once
+// The observer hook (ARCHITECTURE.md "The backend seam"): how diagnostics see inside a forward
+// pass without the forward pass knowing about them. Forward (forward.h) calls an observer only
+// when one is set; without one a pass does no extra work, and what an observer receives is
+// computed by the same kernels that serve `run` (attention statistics come from the backend's
+// attention_with_stats(), reduced on the device for CUDA).
+//
+// Everything handed to an observer is in host memory and valid only during the call. Calls
+// come in order: for each chunk of a decode() batch, on_residual(-1) for the embeddings, then
+// per layer on_matmul_input() for the layer's matmuls in forward order (attn_q, attn_k,
+// attn_v, attn_output, ffn_gate, ffn_up, ffn_down), on_attention_stats(layer) and
+// on_residual(layer) after the layer's residual adds; finally on_matmul_input() for the output
+// projection of the rows whose logits were asked for.
+
+#include <cstdint>
+
+#include "backend/backend.h"
+
+namespace llmctl {
+
+// The tokens of one forward chunk, per token t < n_tokens: its sequence, its position in the
+// sequence (the cache position, before any RoPE position mapping) and its id.
+struct ObservedBatch {
+  int64_t n_tokens = 0;
+  const int32_t* seq = nullptr;
+  const int32_t* pos = nullptr;
+  const int32_t* token = nullptr;
+};
+
+class ForwardObserver {
+ public:
+  virtual ~ForwardObserver() = default;
+
+  // What to compute and hand over; asked once per chunk. Each costs a download per layer.
+  virtual bool wants_attention_stats() const { return false; }
+  virtual bool wants_residual() const { return false; }
+  virtual bool wants_matmul_inputs() const { return false; }
+
+  // Layer `layer`'s attention statistics: stats (n_tokens, n_heads, kAttnStatFields), see
+  // AttnStat in backend.h.
+  virtual void on_attention_stats(int64_t /*layer*/, const ObservedBatch& /*batch*/,
+                                  const float* /*stats*/, int64_t /*n_heads*/) {}
+  // The residual stream x (n_tokens, n_embd) after layer `layer` (-1: the embeddings).
+  virtual void on_residual(int64_t /*layer*/, const ObservedBatch& /*batch*/, const float* /*x*/,
+                           int64_t /*n_embd*/) {}
+  // The input x (n_rows, w.n_cols) of a matmul with weight `w` (w.name is its GGUF tensor
+  // name). For the output projection, the rows are the logits rows, and batch is the chunk.
+  virtual void on_matmul_input(const WeightView& /*w*/, const ObservedBatch& /*batch*/,
+                               const float* /*x*/, int64_t /*n_rows*/) {}
+};
+
+}  // namespace llmctl
