@@ -29,13 +29,3 @@ TEST_CASE("an unknown option is a usage error with exit code 2", "[cli]") {
   CHECK(r.code == 2);
   CHECK(!r.err.empty());
 }
-
-TEST_CASE("a subcommand that is not built says so and exits 1 without output", "[cli]") {
-  for (const char* sub : {"rope-probe", "svd-embed"}) {
-    const auto r = run_llmctl({sub, "-m", "whatever.gguf"});
-    INFO(sub);
-    CHECK(r.code == 1);
-    CHECK(r.out.empty());
-    CHECK(r.err.find("not built yet") != std::string::npos);
-  }
-}

@@ -35,7 +35,9 @@ int run_app(int argc, char** argv) {
   add_kvplan_command(app, action);
   add_quantize_command(app, action);
   add_bench_command(app, action);
-  add_unbuilt_commands(app, action);
+  add_eval_command(app, action);
+  add_rope_probe_command(app, action);
+  add_svd_embed_command(app, action);
 
   try {
     app.parse(argc, argv);

@@ -21,7 +21,9 @@ void add_run_command(CLI::App& app, Action& action);
 void add_kvplan_command(CLI::App& app, Action& action);
 void add_quantize_command(CLI::App& app, Action& action);
 void add_bench_command(CLI::App& app, Action& action);
-void add_unbuilt_commands(CLI::App& app, Action& action);
+void add_rope_probe_command(CLI::App& app, Action& action);
+void add_svd_embed_command(CLI::App& app, Action& action);
+void add_eval_command(CLI::App& app, Action& action);
 void print_version();
 
 }  // namespace llmctl::cli
