@@ -1,6 +1,6 @@
 // attention_paged: causal attention of each query token over its sequence's cached positions
-// in the paged KV cache (backend.h PagedKv). One thread block of kWarps warps per (head, token);
-// no score matrix is ever stored.
+// in the paged KV cache (backend.h PagedKv), optionally with statistics of the scores. One
+// thread block of kWarps warps per (head, token); no score matrix is ever stored.
 //
 // Warp w walks positions j = w, w + kWarps, ... in order; the lanes split head_dim (lane l holds
 // elements l, l + 32, ... of q, of the accumulator and of each K/V row it reads), the score
@@ -9,6 +9,16 @@
 // The kWarps partial results are merged in warp order at the end (exp(m_w - M) rescaling), so
 // the result is deterministic and independent of n_tokens and of the token's place in the batch.
 // Indices outside the block table or the pool raise the device error flag and read nothing.
+//
+// Statistics (kStats): the same kernel, the same arithmetic for `out` (every multiply-add is
+// an explicit fmaf, so the two instantiations cannot contract differently: out is bit-identical
+// to plain attention's), plus per warp over its scores: max, min, sum and sum of squares (f64)
+// of the finite ones, NaN and Inf counts, and for the entropy of the applied softmax
+//   T = sum_j p_j (s_j - m),  p_j = exp(s_j - m),  rescaled like l when m grows:
+//   T' = c (T + (m - m') l)
+// so that with the merged L = sum_j p_j and T relative to the final max M:
+//   H = -sum_j a_j ln a_j = ln L - T / L     (a_j = p_j / L)
+// Terms with p_j = 0 (s_j = -inf or underflow) contribute 0, as 0 ln 0 = 0.
 
 #include "kernels/common.cuh"
 #include "kernels/kernels.h"
@@ -21,16 +31,49 @@ constexpr int kWarps = 4;
 
 __device__ __forceinline__ float load_kv(const float* p) { return *p; }
 __device__ __forceinline__ float load_kv(const uint16_t* p) { return fp16_to_float(*p); }
+__device__ __forceinline__ float quiet_nan() { return __int_as_float(0x7fc00000); }
 
-template <class T>
+// One warp's statistics of the scores it saw (the kStats instantiation only).
+// Plain data (it lives in shared memory, which allows no initializers): start from empty().
+struct ScoreStats {
+  float max, min;
+  double sum, sum_sq;
+  int n_nan, n_inf;
+  float t;  // sum_j p_j (s_j - m) relative to the warp's running max m
+
+  __device__ static ScoreStats empty() {
+    return ScoreStats{-INFINITY, INFINITY, 0.0, 0.0, 0, 0, 0.0f};
+  }
+
+  // Score s entered the online softmax: m -> m_new, c = exp(m - m_new), p = exp(s - m_new),
+  // l_prev the sum of p before it.
+  __device__ void add(float s, float m, float m_new, float c, float p, float l_prev) {
+    if (isnan(s)) {
+      ++n_nan;
+    } else if (isinf(s)) {
+      ++n_inf;
+    } else {
+      max = fmaxf(max, s);
+      min = fminf(min, s);
+      sum += static_cast<double>(s);
+      sum_sq = fma(static_cast<double>(s), static_cast<double>(s), sum_sq);
+    }
+    // l_prev == 0: the first score (m = -inf, where (m - m_new) l_prev would be NaN).
+    t = l_prev == 0.0f ? 0.0f : c * fmaf(m - m_new, l_prev, t);
+    if (p > 0.0f) t = fmaf(p, s - m_new, t);
+  }
+};
+
+template <class T, bool kStats>
 static __global__ void attention_paged_kernel(
     const float* __restrict__ q, const T* __restrict__ k_pool, const T* __restrict__ v_pool,
     int64_t n_slots, int64_t block_size, const int32_t* __restrict__ block_table,
     int64_t n_seq_rows, int64_t max_blocks, const int32_t* __restrict__ token_seq,
     const int32_t* __restrict__ positions, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
-    float scale, float* __restrict__ out, int* error_flag) {
+    float scale, float* __restrict__ out, float* __restrict__ stats, int* error_flag) {
   __shared__ float s_m[kWarps], s_l[kWarps];
   __shared__ float s_acc[kWarps][kAttentionMaxHeadDim];
+  __shared__ ScoreStats s_stats[kStats ? kWarps : 1];
   const int64_t h = blockIdx.x;
   const int64_t t = blockIdx.y;
   const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
@@ -38,9 +81,11 @@ static __global__ void attention_paged_kernel(
   const int32_t row = token_seq[t];
   const int32_t pos = positions[t];
   float* oh = out + (t * n_heads + h) * head_dim;
+  float* sh = kStats ? stats + (t * n_heads + h) * kAttnFieldsPerHead : nullptr;
   if (row < 0 || row >= n_seq_rows || pos < 0 || pos / block_size >= max_blocks) {
     if (threadIdx.x == 0) atomicCAS(error_flag, 0, kDeviceErrorAttentionIndex);
-    for (int64_t i = threadIdx.x; i < head_dim; i += blockDim.x) oh[i] = __int_as_float(0x7fc00000);
+    for (int64_t i = threadIdx.x; i < head_dim; i += blockDim.x) oh[i] = quiet_nan();
+    if (kStats && threadIdx.x < kAttnFieldsPerHead) sh[threadIdx.x] = quiet_nan();
     return;
   }
   const int32_t* blocks = block_table + static_cast<int64_t>(row) * max_blocks;
@@ -56,6 +101,7 @@ static __global__ void attention_paged_kernel(
     acc[k] = 0.0f;
   }
   float m = -INFINITY, l = 0.0f;
+  ScoreStats st = ScoreStats::empty();
   bool bad = false;
   for (int64_t j = warp; j <= pos; j += kWarps) {
     const int32_t b = blocks[j / block_size];
@@ -76,7 +122,8 @@ static __global__ void attention_paged_kernel(
     const float m_new = fmaxf(m, s);
     const float c = expf(m - m_new);  // 0 on the first position (m = -inf)
     const float p = expf(s - m_new);
-    l = l * c + p;
+    if constexpr (kStats) st.add(s, m, m_new, c, p, l);
+    l = fmaf(l, c, p);
 #pragma unroll
     for (int k = 0; k < kPerLane; ++k) {
       const int64_t i = lane + k * kWarpSize;
@@ -88,6 +135,7 @@ static __global__ void attention_paged_kernel(
   if (lane == 0) {
     s_m[warp] = m;
     s_l[warp] = l;
+    if constexpr (kStats) s_stats[warp] = st;
   }
 #pragma unroll
   for (int k = 0; k < kPerLane; ++k) s_acc[warp][lane + k * kWarpSize] = acc[k];
@@ -99,24 +147,51 @@ static __global__ void attention_paged_kernel(
   float total = 0.0f;
   for (int w = 0; w < kWarps; ++w) {
     factor[w] = s_l[w] > 0.0f ? expf(s_m[w] - big_m) : 0.0f;
-    total += s_l[w] * factor[w];
+    total = fmaf(s_l[w], factor[w], total);
   }
   const float inv = 1.0f / total;
   for (int64_t i = threadIdx.x; i < head_dim; i += blockDim.x) {
     float sum = 0.0f;
-    for (int w = 0; w < kWarps; ++w) sum += s_acc[w][i] * factor[w];
+    for (int w = 0; w < kWarps; ++w) sum = fmaf(s_acc[w][i], factor[w], sum);
     oh[i] = sum * inv;
+  }
+  if constexpr (kStats) {
+    if (threadIdx.x != 0) return;
+    ScoreStats all = ScoreStats::empty();
+    float t_all = 0.0f;
+    for (int w = 0; w < kWarps; ++w) {
+      const ScoreStats& ws = s_stats[w];
+      all.max = fmaxf(all.max, ws.max);
+      all.min = fminf(all.min, ws.min);
+      all.sum += ws.sum;
+      all.sum_sq += ws.sum_sq;
+      all.n_nan += ws.n_nan;
+      all.n_inf += ws.n_inf;
+      // A warp without positions has l = 0 and adds nothing; a NaN l (NaN or +inf scores)
+      // makes the entropy NaN, as the softmax is.
+      if (s_l[w] != 0.0f)
+        t_all = fmaf(expf(s_m[w] - big_m), fmaf(s_m[w] - big_m, s_l[w], ws.t), t_all);
+    }
+    sh[kAttnFieldMax] = all.max;
+    sh[kAttnFieldMin] = all.min;
+    sh[kAttnFieldSum] = static_cast<float>(all.sum);
+    sh[kAttnFieldSumSq] = static_cast<float>(all.sum_sq);
+    sh[kAttnFieldNan] = static_cast<float>(all.n_nan);
+    sh[kAttnFieldInf] = static_cast<float>(all.n_inf);
+    sh[kAttnFieldEntropy] = logf(total) - t_all / total;
+    sh[kAttnFieldCount] = static_cast<float>(pos) + 1.0f;
   }
 }
 
-template <class T>
+template <class T, bool kStats>
 void launch(const float* q, const T* k_pool, const T* v_pool, const PagedAttentionArgs& a,
-            float* out, int* error_flag, cudaStream_t stream) {
+            float* out, float* stats, int* error_flag, cudaStream_t stream) {
   if (a.n_tokens <= 0 || a.n_heads <= 0) return;
   const dim3 grid(static_cast<unsigned>(a.n_heads), static_cast<unsigned>(a.n_tokens));
-  attention_paged_kernel<T><<<grid, kWarps * kWarpSize, 0, stream>>>(
+  attention_paged_kernel<T, kStats><<<grid, kWarps * kWarpSize, 0, stream>>>(
       q, k_pool, v_pool, a.n_slots, a.block_size, a.block_table, a.n_seq_rows, a.max_blocks,
-      a.token_seq, a.positions, a.n_heads, a.n_kv_heads, a.head_dim, a.scale, out, error_flag);
+      a.token_seq, a.positions, a.n_heads, a.n_kv_heads, a.head_dim, a.scale, out, stats,
+      error_flag);
 }
 
 }  // namespace
@@ -124,13 +199,26 @@ void launch(const float* q, const T* k_pool, const T* v_pool, const PagedAttenti
 void launch_attention_paged_f32(const float* q, const float* k_pool, const float* v_pool,
                                 const PagedAttentionArgs& args, float* out, int* error_flag,
                                 cudaStream_t stream) {
-  launch(q, k_pool, v_pool, args, out, error_flag, stream);
+  launch<float, false>(q, k_pool, v_pool, args, out, nullptr, error_flag, stream);
 }
 
 void launch_attention_paged_f16(const float* q, const uint16_t* k_pool, const uint16_t* v_pool,
                                 const PagedAttentionArgs& args, float* out, int* error_flag,
                                 cudaStream_t stream) {
-  launch(q, k_pool, v_pool, args, out, error_flag, stream);
+  launch<uint16_t, false>(q, k_pool, v_pool, args, out, nullptr, error_flag, stream);
+}
+
+void launch_attention_paged_stats_f32(const float* q, const float* k_pool, const float* v_pool,
+                                      const PagedAttentionArgs& args, float* out, float* stats,
+                                      int* error_flag, cudaStream_t stream) {
+  launch<float, true>(q, k_pool, v_pool, args, out, stats, error_flag, stream);
+}
+
+void launch_attention_paged_stats_f16(const float* q, const uint16_t* k_pool,
+                                      const uint16_t* v_pool, const PagedAttentionArgs& args,
+                                      float* out, float* stats, int* error_flag,
+                                      cudaStream_t stream) {
+  launch<uint16_t, true>(q, k_pool, v_pool, args, out, stats, error_flag, stream);
 }
 
 }  // namespace llmctl::cuda

@@ -8,6 +8,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace llmctl::cuda {
@@ -118,6 +119,46 @@ void launch_attention_paged_f16(const float* q, const uint16_t* k_pool, const ui
                                 const PagedAttentionArgs& args, float* out, int* error_flag,
                                 cudaStream_t stream);
 
+// The fields attention_paged_stats writes per (token, head), in backend.h AttnStat's order
+// (cuda_backend.cpp static_asserts that the two agree): over the scaled scores s[0 .. p],
+// max, min, sum, sum of squares (f64 sums) of the finite ones, NaN and Inf counts, the entropy
+// of the softmax applied (nats; NaN when it is), p + 1.
+enum AttentionStatField : int {
+  kAttnFieldMax = 0,
+  kAttnFieldMin,
+  kAttnFieldSum,
+  kAttnFieldSumSq,
+  kAttnFieldNan,
+  kAttnFieldInf,
+  kAttnFieldEntropy,
+  kAttnFieldCount,
+  kAttnFieldsPerHead
+};
+// launch_attention_paged_* that also writes stats (n_tokens, n_heads, kAttnFieldsPerHead) f32;
+// `out` is bit-identical to the plain launcher's (one kernel template, explicit fmaf). A bad
+// index gives NaN stats too.
+void launch_attention_paged_stats_f32(const float* q, const float* k_pool, const float* v_pool,
+                                      const PagedAttentionArgs& args, float* out, float* stats,
+                                      int* error_flag, cudaStream_t stream);
+void launch_attention_paged_stats_f16(const float* q, const uint16_t* k_pool,
+                                      const uint16_t* v_pool, const PagedAttentionArgs& args,
+                                      float* out, float* stats, int* error_flag,
+                                      cudaStream_t stream);
+
+// ---------------------------------------------------------------------------
+// top_k (kernels/top_k.cu): sampling on the device
+// ---------------------------------------------------------------------------
+// Per row of logits (n_rows, n_cols) f32: ids (n_rows, k) i32 and values (n_rows, k) f32 of the
+// k largest values in descending order; equal values (+0 and -0 are equal): lower index first;
+// NaN ranks below every number. 1 <= k <= n_cols < 2^31. k = 1 is an argmax reduction; larger
+// k a radix select of the k-th largest (value, index) key, then a bitonic sort of the k keys
+// in shared memory, or for k > kTopKSharedKeys in `scratch` (top_k_scratch_bytes()).
+constexpr int64_t kTopKSharedKeys = 2048;
+// Bytes of device scratch launch_top_k_f32 needs for these sizes (0 when k <= kTopKSharedKeys).
+size_t top_k_scratch_bytes(int64_t n_rows, int64_t k);
+void launch_top_k_f32(const float* logits, int64_t n_rows, int64_t n_cols, int64_t k, void* scratch,
+                      int32_t* ids, float* values, cudaStream_t stream);
+
 // ---------------------------------------------------------------------------
 // matmul (kernels/matvec_<dtype>.cu, template in kernels/matvec.cuh)
 // ---------------------------------------------------------------------------
@@ -136,5 +177,23 @@ void launch_matvec_q4_0_f32(const void* w, int64_t d, int64_t n, const float* x,
                             float* out, cudaStream_t stream);
 void launch_matvec_q4_1_f32(const void* w, int64_t d, int64_t n, const float* x, int64_t n_tokens,
                             float* out, cudaStream_t stream);
+
+// ---------------------------------------------------------------------------
+// cuBLAS prefill inputs (kernels/dequantize_f16.cu, kernels/convert_f16.cu)
+// ---------------------------------------------------------------------------
+// out (n_rows, n) f16 bits = dequantize(w) rounded to nearest even; w holds n_rows contiguous
+// rows of n elements of the named dtype (block types: n % 32 == 0).
+void launch_dequantize_f16_f32(const void* w, int64_t n_rows, int64_t n, uint16_t* out,
+                               cudaStream_t stream);
+void launch_dequantize_f16_bf16(const void* w, int64_t n_rows, int64_t n, uint16_t* out,
+                                cudaStream_t stream);
+void launch_dequantize_f16_q8_0(const void* w, int64_t n_rows, int64_t n, uint16_t* out,
+                                cudaStream_t stream);
+void launch_dequantize_f16_q4_0(const void* w, int64_t n_rows, int64_t n, uint16_t* out,
+                                cudaStream_t stream);
+void launch_dequantize_f16_q4_1(const void* w, int64_t n_rows, int64_t n, uint16_t* out,
+                                cudaStream_t stream);
+// out[i] = x[i] rounded to f16 (nearest even), i < n.
+void launch_convert_f32_f16(const float* x, int64_t n, uint16_t* out, cudaStream_t stream);
 
 }  // namespace llmctl::cuda

@@ -2,29 +2,45 @@
 # One-shot GPU check for a lent GPU machine (one H200, 16 cores): configures a CUDA build for
 # sm_90 only in build-gpu, builds what the check needs, prints `llmctl --version`, runs the CUDA
 # tests (test_kernel_math on the CPU; on the GPU, where a skip is a failure: test_gpu (get_rows
-# wrapper), test_gpu_backend (every Backend op against the CPU reference, paged attention, batch
-# invariance) and test_gpu_model (stories260K parity; reported SKIP when the model file is not
-# found: set LLMCTL_TEST_DATA)) and times the get_rows kernel (tools/bench_get_rows: 32000x4096 Q4_0/Q8_0/F16 tables, 4096 ids, GB/s).
-# Ends with a summary; exits 1 when any step failed. Budget: under 8 minutes with the build.
+# wrapper), test_gpu_backend (every Backend op against the CPU reference: paged attention and
+# its statistics, top_k, weight types, batch invariance, the cuBLAS mode) and test_gpu_model
+# (stories260K parity; SKIP when the model file is not found)), times the get_rows kernel
+# (tools/bench_get_rows), then benchmarks a random-weight Llama-3.2-1B-shape model in F16 and
+# Q4_0 (tools/make_random_model + llmctl quantize + llmctl bench --device cuda: decode tok/s,
+# GB/s and % of the device's copy bandwidth against issue 4's targets, prefill tok/s with the
+# cuBLAS GEMMs and with the batch-invariant matvec).
+# Every stage's result goes into the summary, printed LAST (and written to $OUT/gpu-check.txt
+# when OUT is set, with the bench CSVs); exits 1 when any stage failed. Budget: under 8 minutes
+# with the build; the benchmark is skipped (and says so) when the build left too little time.
 #
-#   scripts/gpu-check.sh [--build-only] [--fetch-deps] [--build-dir DIR] [--arch LIST] [--jobs N]
+#   scripts/gpu-check.sh [--build-only] [--fetch-deps] [--no-bench] [--with-8b]
+#                        [--build-dir DIR] [--arch LIST] [--jobs N]
 #
 #   --build-only  every step but the GPU ones, for a machine without a GPU; test_gpu must then
 #                 exit 77 (skipped), which proves the skip path.
 #   --fetch-deps  run HERE, not on the GPU machine: downloads the Debian packages the build needs
 #                 (CLI11, fmt, nlohmann-json, Catch2, sentencepiece, pkgconf) into .gpu-deps/,
-#                 which the GPU machine's image lacks and cannot download. Then exits.
+#                 which the GPU machine's image lacks and cannot download, and copies the test
+#                 data the check reads (models/stories260K.gguf, vocab/ggml-vocab-llama-spm.gguf)
+#                 from ../shared into .gpu-deps/data. Then exits.
+#   --no-bench    skip the model benchmark.   --with-8b  also the llama-8b shape (F16 only;
+#                 16 GB written and read: over the 8-minute budget on a cold machine).
 #   --build-dir   default build-gpu;  --arch  default 90;  --jobs  default nproc.
 #
 # On the GPU machine (device tool): scripts/gpu-check.sh, carrying .gpu-deps, timeout ~540 s.
 # When the build dependencies are missing there and .gpu-deps/*.deb exist, they are unpacked
-# into .gpu-deps/root (never into /) and used from there.
-set -uo pipefail
+# into .gpu-deps/root (never into /) and used from there. Test data: $LLMCTL_TEST_DATA, else
+# ../shared, else .gpu-deps/data.
+set -euo pipefail
+# -e: every command that may fail runs inside `if`, `||` or a `run_stage`, so a failure is
+# recorded in the summary instead of ending the script silently.
 cd "$(dirname "$0")/.."
 root_dir=$(pwd)
 
 build_only=0
 fetch_deps=0
+bench=1
+with_8b=0
 build_dir=build-gpu
 arch=90
 jobs=$(nproc 2>/dev/null || echo 4)
@@ -32,10 +48,12 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --build-only) build_only=1; shift ;;
     --fetch-deps) fetch_deps=1; shift ;;
+    --no-bench) bench=0; shift ;;
+    --with-8b) with_8b=1; shift ;;
     --build-dir) build_dir="$2"; shift 2 ;;
     --arch) arch="$2"; shift 2 ;;
     --jobs) jobs="$2"; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     *) echo "gpu-check: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -47,6 +65,14 @@ deps_packages=(libcli11-dev libfmt-dev libfmt9 nlohmann-json3-dev catch2 libsent
 if [ "$fetch_deps" = 1 ]; then
   mkdir -p "$deps_dir"
   (cd "$deps_dir" && apt-get download "${deps_packages[@]}") || { echo "gpu-check: apt-get download failed" >&2; exit 1; }
+  # Test data for test_gpu_model and the benchmark's vocabulary (small files).
+  for f in models/stories260K.gguf vocab/ggml-vocab-llama-spm.gguf; do
+    if [ -f "../shared/$f" ]; then
+      mkdir -p "$deps_dir/data/$(dirname "$f")" && cp "../shared/$f" "$deps_dir/data/$f"
+    else
+      echo "gpu-check: ../shared/$f not found; the GPU run will skip what needs it" >&2
+    fi
+  done
   # The device tool carries only ignored paths.
   grep -qxF '/.gpu-deps/' .git/info/exclude 2>/dev/null || echo '/.gpu-deps/' >>.git/info/exclude
   du -sh "$deps_dir"
@@ -55,21 +81,41 @@ if [ "$fetch_deps" = 1 ]; then
 fi
 
 t_start=$(date +%s)
+budget=480
 summary=()
+bench_table=()
 failed=0
-# record NAME STATUS SECONDS [NOTE]
+summary_file=$(mktemp)
+elapsed() { echo $(($(date +%s) - t_start)); }
+# record NAME STATUS SECONDS [NOTE]   STATUS: ok, FAIL, SKIP
 record() {
-  summary+=("$(printf '%-22s %-8s %4ss  %s' "$1" "$2" "$3" "${4:-}")")
-  [ "$2" = FAIL ] && failed=1
+  summary+=("$(printf '%-22s %-5s %4ss  %s' "$1" "$2" "$3" "${4:-}")")
+  if [ "$2" = FAIL ]; then failed=1; fi
   return 0
 }
-banner() { echo; echo "=== gpu-check: $* ($(($(date +%s) - t_start)) s elapsed)"; }
+banner() { echo; echo "=== gpu-check: $* ($(elapsed) s elapsed)"; }
+# The summary is the last thing printed (and $OUT/gpu-check.txt with the bench CSVs).
 finish() {
-  banner "summary"
-  printf '%s\n' "${summary[@]}"
-  local total=$(($(date +%s) - t_start))
-  echo "total: ${total} s (budget 480 s)$([ "$total" -gt 480 ] && echo ' -- OVER BUDGET')"
-  if [ "$failed" = 0 ]; then echo "gpu-check: PASS"; else echo "gpu-check: FAIL"; fi
+  local total
+  total=$(elapsed)
+  {
+    echo
+    echo "=== gpu-check summary ($(date -u '+%Y-%m-%d %H:%M UTC'), $(hostname))"
+    printf '%s\n' "${summary[@]}"
+    if [ "${#bench_table[@]}" -gt 0 ]; then
+      echo
+      printf '%s\n' "${bench_table[@]}"
+    fi
+    echo
+    echo "total: ${total} s (budget ${budget} s)$(if [ "$total" -gt "$budget" ]; then echo ' -- OVER BUDGET'; fi)"
+    if [ "$failed" = 0 ]; then echo "gpu-check: PASS"; else echo "gpu-check: FAIL"; fi
+  } >"$summary_file"
+  if [ -n "${OUT:-}" ] && mkdir -p "$OUT"; then
+    cp "$summary_file" "$OUT/gpu-check.txt" || true
+    cp "$build_dir"/bench-models/*.csv "$OUT/" 2>/dev/null || true
+  fi
+  cat "$summary_file"
+  rm -f "$summary_file"
   exit "$failed"
 }
 
@@ -94,25 +140,39 @@ if [ "${GPU_CHECK_FORCE_DEPS:-0}" = 1 ] || ! have_deps; then
   rm -rf "$prefix" && mkdir -p "$prefix"
   for deb in "$deps_dir"/*.deb; do
     if command -v dpkg-deb >/dev/null; then
-      dpkg-deb -x "$deb" "$prefix"
+      unpacked() { dpkg-deb -x "$deb" "$prefix"; }
     else
-      (tmp=$(mktemp -d) && cd "$tmp" && ar x "$deb" && tar -xf data.tar.* -C "$prefix" && rm -rf "$tmp")
+      unpacked() { (tmp=$(mktemp -d) && cd "$tmp" && ar x "$deb" && tar -xf data.tar.* -C "$prefix" && rm -rf "$tmp"); }
     fi
+    if ! unpacked; then record dependencies FAIL 0 "could not unpack $deb"; finish; fi
   done
   libdir="$prefix/usr/lib/x86_64-linux-gnu"
   # pkg-config files name prefix=/usr; point them at the unpacked tree.
-  for pc in "$libdir"/pkgconfig/*.pc; do sed -i "s|^prefix=/usr|prefix=$prefix/usr|" "$pc"; done
+  for pc in "$libdir"/pkgconfig/*.pc; do sed -i "s|^prefix=/usr|prefix=$prefix/usr|" "$pc" || true; done
   export PATH="$prefix/usr/bin:$PATH"
   export PKG_CONFIG_PATH="$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
   export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   cmake_extra+=("-DCMAKE_PREFIX_PATH=$prefix/usr" "-DPKG_CONFIG_EXECUTABLE=$prefix/usr/bin/pkgconf")
-  [ "${GPU_CHECK_FORCE_DEPS:-0}" = 1 ] && cmake_extra+=("-DCMAKE_IGNORE_PREFIX_PATH=/usr;/")
+  if [ "${GPU_CHECK_FORCE_DEPS:-0}" = 1 ]; then cmake_extra+=("-DCMAKE_IGNORE_PREFIX_PATH=/usr;/"); fi
 fi
+
+# --- test data ------------------------------------------------------------------------------
+data_dir=""
+if [ -n "${LLMCTL_TEST_DATA:-}" ]; then
+  data_dir=$LLMCTL_TEST_DATA
+elif [ -d ../shared ]; then
+  data_dir=$(cd ../shared && pwd)
+elif [ -d "$deps_dir/data" ]; then
+  data_dir=$deps_dir/data
+  export LLMCTL_TEST_DATA=$data_dir  # test_gpu_model looks there
+fi
+echo "gpu-check: test data: ${data_dir:-none found}"
+
 
 # --- configure and build ------------------------------------------------------------------
 banner "configure ($build_dir, CUDA architectures $arch)"
 generator=()
-command -v ninja >/dev/null && [ ! -f "$build_dir/Makefile" ] && generator=(-G Ninja)
+if command -v ninja >/dev/null && [ ! -f "$build_dir/Makefile" ]; then generator=(-G Ninja); fi
 t=$(date +%s)
 # No LLMCTL_WERROR here: the GPU image's host compiler may be newer than CI's and warn about
 # code CI accepts; warnings as errors are CI's gate, this script checks the GPU.
@@ -126,7 +186,7 @@ fi
 banner "build (-j $jobs)"
 t=$(date +%s)
 if cmake --build "$build_dir" -j "$jobs" --target llmctl test_gpu test_gpu_backend test_gpu_model \
-     test_kernel_math bench_get_rows; then
+     test_kernel_math bench_get_rows make_random_model; then
   record build ok $(($(date +%s) - t))
 else
   record build FAIL $(($(date +%s) - t)); finish
@@ -134,8 +194,8 @@ fi
 
 banner "llmctl --version"
 t=$(date +%s)
-version_out=$("$build_dir/llmctl" --version 2>&1)
-rc=$?
+rc=0
+version_out=$("$build_dir/llmctl" --version 2>&1) || rc=$?
 echo "$version_out"
 gpu_line=$(echo "$version_out" | grep -m1 '^gpu' || true)
 if [ "$rc" = 0 ]; then record "llmctl --version" ok $(($(date +%s) - t)) "$gpu_line"
@@ -150,12 +210,11 @@ else record test_kernel_math FAIL $(($(date +%s) - t)); fi
 # run_gpu_test NAME TIMEOUT: a GPU test executable; exit 77 (no GPU) fails here unless
 # --build-only, where it is the expected answer.
 run_gpu_test() {
-  local name=$1 limit=$2 t rc
+  local name=$1 limit=$2 t rc=0
   banner "$name"
   t=$(date +%s)
   if [ "$build_only" = 1 ]; then
-    "$build_dir/tests/gpu/$name"
-    rc=$?
+    "$build_dir/tests/gpu/$name" || rc=$?
     case "$rc" in
       77) record "$name" ok $(($(date +%s) - t)) "skipped (exit 77) as expected without a GPU" ;;
       0) record "$name" ok $(($(date +%s) - t)) "passed (a GPU is visible)" ;;
@@ -163,8 +222,7 @@ run_gpu_test() {
     esac
     return 0
   fi
-  LLMCTL_REQUIRE_GPU=1 timeout "$limit" "$build_dir/tests/gpu/$name"
-  rc=$?
+  LLMCTL_REQUIRE_GPU=1 timeout "$limit" "$build_dir/tests/gpu/$name" || rc=$?
   case "$rc" in
     0) record "$name" ok $(($(date +%s) - t)) ;;
     77) if [ "$name" = test_gpu_model ]; then
@@ -176,20 +234,109 @@ run_gpu_test() {
     *) record "$name" FAIL $(($(date +%s) - t)) "exit $rc" ;;
   esac
 }
-run_gpu_test test_gpu 180
+run_gpu_test test_gpu 120
 run_gpu_test test_gpu_backend 180
 run_gpu_test test_gpu_model 60
-[ "$build_only" = 1 ] && finish
+if [ "$build_only" = 1 ]; then finish; fi
 
 banner "bench_get_rows"
 t=$(date +%s)
-bench_out=$(timeout 180 "$build_dir/bench_get_rows" --rows 32000 --cols 4096 --ids 4096 --runs 50 \
-              --types Q4_0,Q8_0,F16 2>&1)
-rc=$?
+rc=0
+bench_out=$(timeout 60 "$build_dir/bench_get_rows" --rows 32000 --cols 4096 --ids 4096 --runs 50 \
+              --types Q4_0,Q8_0,F16 2>&1) || rc=$?
 echo "$bench_out"
 if [ "$rc" = 0 ]; then
-  record bench_get_rows ok $(($(date +%s) - t)) "$(echo "$bench_out" | grep -m1 '^bench_get_rows:')"
+  record bench_get_rows ok $(($(date +%s) - t)) "$(echo "$bench_out" | grep -m1 '^bench_get_rows:' || true)"
 else
   record bench_get_rows FAIL $(($(date +%s) - t)) "exit $rc"
 fi
+
+# --- model benchmark ------------------------------------------------------------------------
+models_dir="$build_dir/bench-models"
+# stage NAME LIMIT CMD...: runs CMD under a timeout; records ok/FAIL; returns CMD's status.
+stage() {
+  local name=$1 limit=$2 t rc=0
+  shift 2
+  banner "$name"
+  t=$(date +%s)
+  timeout "$limit" "$@" || rc=$?
+  if [ "$rc" = 0 ]; then record "$name" ok $(($(date +%s) - t))
+  elif [ "$rc" = 124 ]; then record "$name" FAIL $(($(date +%s) - t)) "timed out after ${limit} s"
+  else record "$name" FAIL $(($(date +%s) - t)) "exit $rc"; fi
+  return "$rc"
+}
+# A model file, written once per build dir (the generator is deterministic in its seed).
+make_model() {
+  local shape=$1 out=$2
+  if [ -s "$out" ]; then record "model $shape" ok 0 "reused $out"; return 0; fi
+  stage "model $shape" 150 "$build_dir/tools/make_random_model" --shape "$shape" \
+    --vocab-from "$vocab" "$out.tmp" && mv "$out.tmp" "$out"
+}
+# bench_rows CSV LABEL [GEMM_GFLOPS]: table rows from `llmctl bench --csv` (model,type,bytes,
+# params,threads,test,tok_s,sd,gb_s,bw_pct,gflop_s). Decode rows against issue 4's targets (F16
+# 75 %, Q4_0 60 % of the copy bandwidth; decode is always the matvec, one token per step);
+# prefill rows against 50 % of cuBLAS's GEMM rate when it was measured (the whole prefill's
+# GFLOP/s, attention and the small ops included, so a conservative proxy for "the GEMMs").
+bench_rows() {
+  local rows
+  rows=$(awk -F, -v label="$2" -v gemm="${3:-0}" 'NR > 1 {
+      if ($6 ~ /^tg/) {
+        target = ($2 == "F16") ? 75 : (($2 == "Q4_0") ? 60 : 0)
+        verdict = (target == 0) ? "" : (($10 + 0 >= target) ? "met" : "MISSED")
+        printf "%-6s %-7s %-10s %9.1f %8.1f %6.1f%%   >=%d%% of copy bw: %s\n", $2, $6, "matvec", $7, $9, $10, target, verdict
+      } else if (gemm + 0 > 0) {
+        pct = 100 * $11 / gemm
+        printf "%-6s %-7s %-10s %9.1f %8s %6.1f%%   >=50%% of cuBLAS rate: %s (%.0f GFLOP/s)\n", $2, $6, label, $7, "", pct, (pct >= 50) ? "met" : "MISSED", $11
+      } else {
+        printf "%-6s %-7s %-10s %9.1f %8s %7s   %.0f GFLOP/s\n", $2, $6, label, $7, "", "", $11
+      }
+    }' "$1") || return 1
+  while IFS= read -r line; do bench_table+=("$line"); done <<<"$rows"
+}
+
+run_model_bench() {
+  vocab="$data_dir/vocab/ggml-vocab-llama-spm.gguf"
+  if [ -z "$data_dir" ] || [ ! -f "$vocab" ]; then
+    record bench SKIP 0 "vocab/ggml-vocab-llama-spm.gguf not found: run --fetch-deps on the build machine"
+    return 0
+  fi
+  if [ "$(elapsed)" -gt $((budget - 170)) ]; then
+    record bench SKIP 0 "only $((budget - $(elapsed))) s of the ${budget} s budget left"
+    return 0
+  fi
+  mkdir -p "$models_dir"
+  local f16="$models_dir/llama-3.2-1b-f16.gguf" q4="$models_dir/llama-3.2-1b-q4_0.gguf"
+  make_model llama-3.2-1b "$f16" || return 0
+  if [ ! -s "$q4" ]; then
+    stage "quantize q4_0" 120 "$build_dir/llmctl" quantize "$f16" "$q4.tmp" --type q4_0 --force \
+      && mv "$q4.tmp" "$q4" || return 0
+  fi
+  # Decode (unaffected by the mode: one token per step) and prefill through cuBLAS; then
+  # prefill again with the batch-invariant matvec (the default mode).
+  stage "bench cublas" 200 sh -c "'$build_dir/llmctl' bench --device cuda -m '$f16,$q4' -p 512 -n 128 -r 3 \
+      --batch-invariant off --csv >'$models_dir/bench-cublas.csv' 2>'$models_dir/bench-cublas.err'; \
+      rc=\$?; cat '$models_dir/bench-cublas.err' >&2; exit \$rc" || return 0
+  local probe gemm
+  probe=$(grep -o 'probe_gb_s=[0-9.]*' "$models_dir/bench-cublas.err" | tail -1 | cut -d= -f2 || true)
+  gemm=$(grep -o 'gemm_gflop_s=[0-9.]*' "$models_dir/bench-cublas.err" | tail -1 | cut -d= -f2 || true)
+  bench_table+=("benchmark: llama-3.2-1b shape, random weights, 1 sequence, pp512 and tg128, 3 runs;")
+  bench_table+=("  GPU copy bandwidth ${probe:-?} GB/s, cuBLAS f16 GEMM rate ${gemm:-?} GFLOP/s (measured)")
+  bench_table+=("$(printf '%-6s %-7s %-10s %9s %8s %7s   %s' type test matmul tok/s GB/s '% probe' target)")
+  bench_rows "$models_dir/bench-cublas.csv" cublas "${gemm:-0}" ||
+    record "bench table" FAIL 0 "could not parse bench-cublas.csv"
+  if [ "$(elapsed)" -gt $((budget - 40)) ]; then
+    record "bench invariant" SKIP 0 "over the budget"
+  elif stage "bench invariant" 90 sh -c "'$build_dir/llmctl' bench --device cuda -m '$f16,$q4' -p 512 -n 0 -r 3 \
+      --batch-invariant on --probe-mib 0 --csv >'$models_dir/bench-invariant.csv'"; then
+    bench_rows "$models_dir/bench-invariant.csv" invariant || record "bench table" FAIL 0 "could not parse bench-invariant.csv"
+  fi
+  if [ "$with_8b" = 1 ]; then
+    local f8="$models_dir/llama-8b-f16.gguf"
+    make_model llama-8b "$f8" || return 0
+    if stage "bench 8b" 240 sh -c "'$build_dir/llmctl' bench --device cuda -m '$f8' -p 0 -n 64 -r 2 --csv >'$models_dir/bench-8b.csv'"; then
+      bench_rows "$models_dir/bench-8b.csv" 8b || true
+    fi
+  fi
+}
+if [ "$bench" = 1 ]; then run_model_bench; else record bench SKIP 0 "--no-bench"; fi
 finish

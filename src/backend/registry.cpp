@@ -14,6 +14,7 @@
 #if defined(LLMCTL_HAVE_CUDA)
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/device.h"
+#include "backend/cuda/probes.h"
 #endif
 
 namespace llmctl {
@@ -56,7 +57,7 @@ int parse_cuda_index(const std::string& device) {
 
 // The CUDA backend on GPU `index`, or an Error with the probe's reason.
 std::unique_ptr<Backend> make_cuda_backend(const std::string& device, int index,
-                                           const GpuProbe& probe) {
+                                           const GpuProbe& probe, bool batch_invariant) {
   if (probe.gpus.empty())
     throw Error(fmt::format("device '{}': no GPU available ({})", device, probe.reason),
                 "use --device cpu");
@@ -65,23 +66,69 @@ std::unique_ptr<Backend> make_cuda_backend(const std::string& device, int index,
                             index, probe.gpus.size(), probe.gpus.size() - 1),
                 "use --device cuda:0, or list the GPUs with llmctl --version");
 #if defined(LLMCTL_HAVE_CUDA)
-  return std::make_unique<cuda::CudaBackend>(probe.gpus[static_cast<size_t>(index)].index);
+  return std::make_unique<cuda::CudaBackend>(probe.gpus[static_cast<size_t>(index)].index,
+                                             batch_invariant);
 #else
   // probe_gpus() reports no GPU when CUDA is not compiled in, so this is unreachable.
+  (void)batch_invariant;
   throw Error(fmt::format("device '{}': {}", device, probe.reason));
 #endif
 }
 
 }  // namespace
 
+int cuda_device_index(const std::string& device) {
+  if (device != "cuda" && device.rfind("cuda:", 0) != 0)
+    throw Error(fmt::format("device '{}': expected cuda or cuda:N", device));
+  return parse_cuda_index(device);
+}
+
+namespace {
+// The CUDA index of visible GPU `index`, or an Error naming `what`.
+int probe_target(int index, const char* what) {
+  const GpuProbe probe = probe_gpus();
+  if (index < 0 || index >= static_cast<int>(probe.gpus.size()))
+    throw Error(fmt::format(
+        "{}: there is no GPU {} ({})", what, index,
+        probe.gpus.empty() ? probe.reason : fmt::format("{} visible", probe.gpus.size())));
+  return probe.gpus[static_cast<size_t>(index)].index;
+}
+}  // namespace
+
+double measure_gpu_copy_bandwidth(int index, size_t bytes, int runs) {
+  const int device = probe_target(index, "copy-bandwidth probe");
+#if defined(LLMCTL_HAVE_CUDA)
+  return cuda::measure_copy_bandwidth(device, bytes, runs).gb_per_s;
+#else
+  (void)device;
+  (void)bytes;
+  (void)runs;
+  throw Error("copy-bandwidth probe: CUDA support not compiled in");
+#endif
+}
+
+double measure_gpu_gemm_rate(int index, int64_t size, int runs) {
+  const int device = probe_target(index, "GEMM-rate probe");
+#if defined(LLMCTL_HAVE_CUDA)
+  return cuda::measure_gemm_rate(device, size, runs);
+#else
+  (void)device;
+  (void)size;
+  (void)runs;
+  throw Error("GEMM-rate probe: CUDA support not compiled in");
+#endif
+}
+
 std::unique_ptr<Backend> make_backend(const BackendChoice& choice) {
   if (choice.n_threads < 0 || choice.n_threads > 1024)
     throw Error(fmt::format("{} threads: expected 1 to 1024 (0 = all cores)", choice.n_threads));
   const bool cuda = choice.device == "cuda" || choice.device.rfind("cuda:", 0) == 0;
-  if (cuda) return make_cuda_backend(choice.device, parse_cuda_index(choice.device), probe_gpus());
+  if (cuda)
+    return make_cuda_backend(choice.device, parse_cuda_index(choice.device), probe_gpus(),
+                             choice.batch_invariant);
   if (choice.device == "auto") {
     const GpuProbe probe = probe_gpus();
-    if (!probe.gpus.empty()) return make_cuda_backend("auto", 0, probe);
+    if (!probe.gpus.empty()) return make_cuda_backend("auto", 0, probe, choice.batch_invariant);
     // Said only where a GPU could have been used: a build without CUDA has nothing to fall
     // back from, and saying so on every run would be noise.
     if (probe.cuda_compiled)

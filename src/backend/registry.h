@@ -34,6 +34,11 @@ struct BackendChoice {
   std::string device = "cpu";  // "cpu", "cuda", "cuda:N"; "auto": a visible GPU, else the CPU
   int n_threads = 0;           // CPU threads; 0: every core the process may use
   bool cpu_reference = false;  // the scalar reference backend instead of the fast one
+  // CUDA: true keeps backend.h's batch invariance (every matmul a matvec, a token's results
+  // bit-identical alone or batched); false sends prefill-sized matmuls through cuBLAS (f16
+  // inputs, much faster prefill, results within f16 rounding that depend on the batch). The
+  // default is exactness; bench --batch-invariant off measures the fast path. CPU: no effect.
+  bool batch_invariant = true;
 };
 
 // Builds the backend. Throws Error naming the device for one that is not available, with
@@ -41,5 +46,16 @@ struct BackendChoice {
 std::unique_ptr<Backend> make_backend(const BackendChoice& choice);
 // Threads n_threads = 0 stands for.
 int default_cpu_threads();
+
+// Device-to-device copy bandwidth of GPU `index` in GB/s (2 * bytes / time, the best of `runs`
+// copies of a `bytes` buffer): the yardstick for GPU decode. Throws Error when there is no such
+// GPU or CUDA is not compiled in.
+double measure_gpu_copy_bandwidth(int index, size_t bytes, int runs);
+// cuBLAS's f16-input/f32-accumulate GEMM rate of GPU `index` in GFLOP/s on a size^3 problem
+// (best of `runs`): the yardstick for GPU prefill. Throws Error as above, or when cuBLAS cannot
+// be loaded.
+double measure_gpu_gemm_rate(int index, int64_t size, int runs);
+// The GPU index of a "cuda" / "cuda:N" device string; throws Error for anything else.
+int cuda_device_index(const std::string& device);
 
 }  // namespace llmctl

@@ -9,8 +9,12 @@
 // (weights per token, weight_stats(), plus the K/V rows of the positions attended to, on
 // average) times tokens/s, and that as a percentage of the probe's bandwidth; for pp GFLOP/s
 // (2 flops per matrix element per token plus attention's 4 * head_dim per (head, query, key)).
+// The probe: on the CPU a multi-threaded read of a large buffer; for a GPU (--device cuda[:N], or
+// auto when a GPU is visible) the device's copy bandwidth (cudaMemcpy device to device,
+// 2 * bytes / time), the yardstick of issue 4's decode targets; with --batch-invariant off also
+// cuBLAS's f16 GEMM rate (the prefill target's yardstick).
 // Output: a Markdown table (default), --json or --csv on stdout; progress on stderr; stderr
-// ends with one summary line: llmctl-bench: rows=N probe_gb_s=F
+// ends with one summary line: llmctl-bench: rows=N probe_gb_s=F probe=cpu-read|gpu-copy
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -40,6 +44,7 @@ struct BenchOptions {
   std::string kv_type = "f16";
   int64_t batch_size = 512;
   int64_t probe_mib = 1024;
+  std::string batch_invariant = "on";
   bool json = false;
   bool csv = false;
 };
@@ -103,6 +108,7 @@ void bench_model(const BenchOptions& opt, const std::string& path, int threads, 
   BackendChoice choice;
   choice.device = opt.device;
   choice.n_threads = threads;
+  choice.batch_invariant = opt.batch_invariant == "on";
   const std::unique_ptr<Backend> backend = make_backend(choice);
   ForwardOptions fo;
   fo.max_batch_tokens =
@@ -165,7 +171,16 @@ std::string human_count(double x, const char* const units[4], double step) {
   return fmt::format("{:.2f} {}", x, units[u]);
 }
 
-void print_rows(const BenchOptions& opt, const std::vector<Row>& rows, double probe_gb_s) {
+// What the rates are put against: the bandwidth probe (decode) and, for a GPU in the cuBLAS
+// mode, cuBLAS's own GEMM rate (prefill).
+struct Probes {
+  double gb_s = 0;
+  const char* kind = "cpu-read";  // or "gpu-copy"
+  double gemm_gflop_s = 0;        // 0: not measured
+};
+
+void print_rows(const BenchOptions& opt, const std::vector<Row>& rows, const Probes& probes) {
+  const double probe_gb_s = probes.gb_s;
   if (opt.json) {
     nlohmann::json j = nlohmann::json::array();
     for (const Row& r : rows)
@@ -180,7 +195,12 @@ void print_rows(const BenchOptions& opt, const std::vector<Row>& rows, double pr
                    {"gb_s", r.gb_s},
                    {"bw_pct", r.bw_pct},
                    {"gflop_s", r.gflop_s}});
-    fmt::print("{}\n", nlohmann::json{{"probe_gb_s", probe_gb_s}, {"rows", j}}.dump(2));
+    fmt::print("{}\n", nlohmann::json{{"probe_gb_s", probe_gb_s},
+                                      {"probe", probes.kind},
+                                      {"gemm_gflop_s", probes.gemm_gflop_s},
+                                      {"batch_invariant", opt.batch_invariant == "on"},
+                                      {"rows", j}}
+                           .dump(2));
     return;
   }
   if (opt.csv) {
@@ -200,16 +220,41 @@ void print_rows(const BenchOptions& opt, const std::vector<Row>& rows, double pr
                r.tok_s, r.sd, r.gb_s > 0 ? fmt::format("{:.1f}", r.gb_s) : "",
                r.bw_pct > 0 ? fmt::format("{:.0f}%", r.bw_pct) : "",
                r.gflop_s > 0 ? fmt::format("{:.1f}", r.gflop_s) : "");
-  if (probe_gb_s > 0) fmt::print("\nmemory read bandwidth (probe): {:.1f} GB/s\n", probe_gb_s);
+  if (probe_gb_s > 0)
+    fmt::print("\n{} bandwidth (probe): {:.1f} GB/s\n",
+               std::string(probes.kind) == "gpu-copy" ? "GPU copy" : "memory read", probe_gb_s);
+  if (probes.gemm_gflop_s > 0)
+    fmt::print("cuBLAS f16 GEMM rate (probe): {:.0f} GFLOP/s\n", probes.gemm_gflop_s);
 }
 
 int run_bench(const BenchOptions& opt) {
   if (opt.models.empty()) throw CLI::ValidationError("-m", "give at least one model with -m");
+  if (opt.batch_invariant != "on" && opt.batch_invariant != "off")
+    throw CLI::ValidationError("--batch-invariant",
+                               fmt::format("'{}' is not on or off", opt.batch_invariant));
   if (!kv_type_from_name(opt.kv_type))
     throw CLI::ValidationError("--kv-type", fmt::format("'{}' is not f16 or f32", opt.kv_type));
   const std::vector<int> threads = opt.threads.empty() ? std::vector<int>{0} : opt.threads;
+  // The GPU the backend will run on, or -1 for the CPU (auto: GPU 0 when one is visible).
+  int gpu = -1;
+  if (opt.device == "auto")
+    gpu = probe_gpus().gpus.empty() ? -1 : 0;
+  else if (opt.device != "cpu")
+    gpu = cuda_device_index(opt.device);
+  Probes probes;
+  probes.kind = gpu >= 0 ? "gpu-copy" : "cpu-read";
   double probe_gb_s = 0;
-  if (opt.probe_mib > 0) {
+  if (opt.probe_mib > 0 && gpu >= 0) {
+    probe_gb_s = measure_gpu_copy_bandwidth(gpu, static_cast<size_t>(opt.probe_mib) << 20, 10);
+    fmt::print(stderr,
+               "llmctl: GPU {} copy bandwidth probe: {:.1f} GB/s ({} MiB device to device)\n", gpu,
+               probe_gb_s, opt.probe_mib);
+    if (opt.batch_invariant == "off") {
+      probes.gemm_gflop_s = measure_gpu_gemm_rate(gpu, 8192, 5);
+      fmt::print(stderr, "llmctl: GPU {} cuBLAS GEMM probe: {:.0f} GFLOP/s (f16 8192^3)\n", gpu,
+                 probes.gemm_gflop_s);
+    }
+  } else if (opt.probe_mib > 0) {
     const int n = *std::max_element(threads.begin(), threads.end());
     const cpu::BandwidthResult bw = cpu::measure_read_bandwidth(
         static_cast<uint64_t>(opt.probe_mib) << 20, n > 0 ? n : default_cpu_threads(), 5);
@@ -220,8 +265,10 @@ int run_bench(const BenchOptions& opt) {
   std::vector<Row> rows;
   for (const std::string& m : opt.models)
     for (int t : threads) bench_model(opt, m, t, probe_gb_s, rows);
-  print_rows(opt, rows, probe_gb_s);
-  fmt::print(stderr, "llmctl-bench: rows={} probe_gb_s={:.1f}\n", rows.size(), probe_gb_s);
+  probes.gb_s = probe_gb_s;
+  print_rows(opt, rows, probes);
+  fmt::print(stderr, "llmctl-bench: rows={} probe_gb_s={:.1f} probe={} gemm_gflop_s={:.0f}\n",
+             rows.size(), probe_gb_s, probes.kind, probes.gemm_gflop_s);
   return kExitOk;
 }
 
@@ -238,7 +285,8 @@ void add_bench_command(CLI::App& app, Action& action) {
       "ppN: N prompt tokens in one forward pass; tgN: N tokens decoded one at a time from an\n"
       "empty context. t/s is mean ± sd over -r repetitions after a warm-up. GB/s = bytes one\n"
       "decode step reads (weights + K/V) x t/s; '% of probe' divides by the bandwidth probe\n"
-      "(--probe-mib 0 skips it). Benchmark on an idle machine; compare ratios from one run.\n"
+      "(CPU: memory read; GPU: device copy bandwidth; --probe-mib 0 skips it). Benchmark on\n"
+      "an idle machine; compare ratios from one run.\n"
       "Exit codes: 0 ok, 1 error, 2 usage error.");
   sub->add_option("-m,--model", opt.models,
                   "Models (GGUF or HF directory); comma-separated or repeated")
@@ -266,6 +314,10 @@ void add_bench_command(CLI::App& app, Action& action) {
                   "Buffer of the bandwidth probe in MiB (0: no probe)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{65536}));
+  sub->add_option("--batch-invariant", opt.batch_invariant,
+                  "CUDA: on = batch-invariant matvec for every matmul; off = cuBLAS GEMMs for "
+                  "prefill-sized batches (faster, not bit-reproducible across batch sizes)")
+      ->capture_default_str();
   sub->add_flag("--json", opt.json, "JSON instead of a Markdown table");
   sub->add_flag("--csv", opt.csv, "CSV instead of a Markdown table");
   sub->callback([&action] { action = [] { return run_bench(opt); }; });

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -79,6 +80,11 @@ inline double max_abs_diff(const std::vector<float>& a, const std::vector<float>
     worst = std::max(worst, d);
   }
   return worst;
+}
+
+// Bit-for-bit equality (NaN payloads included), for results that must be identical.
+inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 // Row lengths around the warp (32) and block (256) sizes, for ops without a block-size rule.

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "backend/cuda/check.h"
+#include "backend/cuda/gemm.h"
 #include "backend/cuda/get_rows.h"
 #include "backend/cuda/memory.h"
 #include "core/error.h"
@@ -81,7 +82,7 @@ const char* device_error_text(int code) {
 // ---------------------------------------------------------------------------
 // Lifetime
 // ---------------------------------------------------------------------------
-CudaBackend::CudaBackend(int device) : device_(device) {
+CudaBackend::CudaBackend(int device, bool batch_invariant) : device_(device) {
   LLMCTL_CUDA_CHECK(cudaSetDevice(device));
   LLMCTL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   try {
@@ -91,7 +92,9 @@ CudaBackend::CudaBackend(int device) : device_(device) {
     LLMCTL_CUDA_CHECK(cudaMallocHost(&pinned, sizeof(int)));
     host_flag_ = static_cast<int*>(pinned);
     *host_flag_ = 0;
+    if (!batch_invariant) gemm_ = std::make_unique<Gemm>(stream_);
   } catch (...) {
+    if (host_flag_ != nullptr) cudaFreeHost(host_flag_);
     if (error_flag_ != nullptr) cudaFree(error_flag_);
     cudaStreamDestroy(stream_);
     throw;
@@ -101,6 +104,7 @@ CudaBackend::CudaBackend(int device) : device_(device) {
 // Destructors must not throw: failures here mean the context is already broken.
 CudaBackend::~CudaBackend() {
   cudaStreamSynchronize(stream_);
+  gemm_.reset();  // its cuBLAS handle is bound to stream_
   for (auto& entry : weights_) cudaFree(entry.second);
   cudaFreeHost(host_flag_);
   cudaFree(error_flag_);
@@ -118,6 +122,10 @@ void CudaBackend::sync_and_check() {
   throw Error(fmt::format("cuda backend: {} (detected on the device, reported at the next sync)",
                           device_error_text(code)));
 }
+
+// The dtypes matvec_launcher() and get_rows have kernels for (the same list); not the engine's
+// whole list (is_engine_type grows with CPU-only formats).
+bool CudaBackend::supports_weight_type(GgmlType type) const { return get_rows_supports(type); }
 
 // ---------------------------------------------------------------------------
 // Memory
@@ -145,7 +153,8 @@ void CudaBackend::upload_impl(Buffer& dst, const void* src, int64_t n, int64_t o
 
 void CudaBackend::download_impl(const Buffer& src, void* dst, int64_t n, int64_t offset) {
   const size_t es = buffer_type_size(src.type());
-  LLMCTL_CUDA_CHECK(cudaMemcpyAsync(dst, static_cast<const uint8_t*>(src.raw()) + to_size(offset) * es,
+  LLMCTL_CUDA_CHECK(cudaMemcpyAsync(dst,
+                                    static_cast<const uint8_t*>(src.raw()) + to_size(offset) * es,
                                     to_size(n) * es, cudaMemcpyDeviceToHost, stream_));
   sync_and_check();
 }
@@ -201,6 +210,10 @@ void CudaBackend::rmsnorm_impl(const Buffer& x, const WeightView& w, float eps, 
 }
 
 void CudaBackend::matmul_impl(const WeightView& w, const Buffer& x, int64_t n_tokens, Buffer& out) {
+  if (gemm_ != nullptr && Gemm::worth_it(w.type, n_tokens)) {
+    gemm_->matmul(w, x.data(), n_tokens, out.data());
+    return;
+  }
   matvec_launcher(w.type)(w.data, w.n_rows, w.n_cols, x.data(), n_tokens, out.data(), stream_);
   LLMCTL_CUDA_CHECK_LAUNCH();
 }
@@ -231,8 +244,10 @@ void CudaBackend::kv_store_impl(const Buffer& k, const Buffer& v, const Buffer& 
   LLMCTL_CUDA_CHECK_LAUNCH();
 }
 
-void CudaBackend::attention_impl(const Buffer& q, const PagedKv& kv, int64_t n_tokens,
-                                 const AttentionShape& s, Buffer& out) {
+namespace {
+
+// The kernel's view of a checked PagedKv (backend.cpp check_attention).
+PagedAttentionArgs attention_args(const PagedKv& kv, int64_t n_tokens, const AttentionShape& s) {
   if (s.head_dim > kAttentionMaxHeadDim)
     throw Error(fmt::format("cuda attention: head_dim {} is larger than the kernel's {}",
                             s.head_dim, kAttentionMaxHeadDim),
@@ -250,12 +265,57 @@ void CudaBackend::attention_impl(const Buffer& q, const PagedKv& kv, int64_t n_t
   a.token_seq = kv.token_seq->i32();
   a.positions = kv.positions->i32();
   a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.head_dim)));  // as the CPU
+  return a;
+}
+
+// The kernel writes backend.h's AttnStat fields in their order.
+constexpr bool same_field(AttentionStatField kernel, AttnStat backend) {
+  return static_cast<int>(kernel) == static_cast<int>(backend);
+}
+static_assert(same_field(kAttnFieldsPerHead, kAttnStatFields) &&
+                  same_field(kAttnFieldMax, kAttnStatMax) &&
+                  same_field(kAttnFieldMin, kAttnStatMin) &&
+                  same_field(kAttnFieldSum, kAttnStatSum) &&
+                  same_field(kAttnFieldSumSq, kAttnStatSumSq) &&
+                  same_field(kAttnFieldNan, kAttnStatNan) &&
+                  same_field(kAttnFieldInf, kAttnStatInf) &&
+                  same_field(kAttnFieldEntropy, kAttnStatEntropy) &&
+                  same_field(kAttnFieldCount, kAttnStatCount),
+              "kernels.h AttentionStatField must list backend.h AttnStat in the same order");
+
+}  // namespace
+
+void CudaBackend::attention_impl(const Buffer& q, const PagedKv& kv, int64_t n_tokens,
+                                 const AttentionShape& s, Buffer& out) {
+  const PagedAttentionArgs a = attention_args(kv, n_tokens, s);
   if (kv.k_pool->type() == BufferType::F32)
     launch_attention_paged_f32(q.data(), kv.k_pool->data(), kv.v_pool->data(), a, out.data(),
                                error_flag_, stream_);
   else
     launch_attention_paged_f16(q.data(), kv.k_pool->f16(), kv.v_pool->f16(), a, out.data(),
                                error_flag_, stream_);
+  LLMCTL_CUDA_CHECK_LAUNCH();
+}
+
+void CudaBackend::attention_with_stats_impl(const Buffer& q, const PagedKv& kv, int64_t n_tokens,
+                                            const AttentionShape& s, Buffer& out, Buffer& stats) {
+  const PagedAttentionArgs a = attention_args(kv, n_tokens, s);
+  if (kv.k_pool->type() == BufferType::F32)
+    launch_attention_paged_stats_f32(q.data(), kv.k_pool->data(), kv.v_pool->data(), a, out.data(),
+                                     stats.data(), error_flag_, stream_);
+  else
+    launch_attention_paged_stats_f16(q.data(), kv.k_pool->f16(), kv.v_pool->f16(), a, out.data(),
+                                     stats.data(), error_flag_, stream_);
+  LLMCTL_CUDA_CHECK_LAUNCH();
+}
+
+// Large k sorts in global scratch, kept and grown across calls.
+void CudaBackend::top_k_impl(const Buffer& logits, int64_t n_rows, int64_t n_cols, int64_t k,
+                             Buffer& ids, Buffer& values) {
+  const size_t scratch = top_k_scratch_bytes(n_rows, k);
+  if (scratch > top_k_scratch_.size()) top_k_scratch_ = DeviceBuffer(scratch);
+  launch_top_k_f32(logits.data(), n_rows, n_cols, k, top_k_scratch_.data(), ids.i32(),
+                   values.data(), stream_);
   LLMCTL_CUDA_CHECK_LAUNCH();
 }
 
@@ -274,16 +334,6 @@ void CudaBackend::copy_rows_impl(const Buffer& x, int64_t row_len, const Buffer&
   launch_copy_rows_f32(x.data(), x.size() / row_len, row_len, rows.i32(), n_rows, out.data(),
                        error_flag_, stream_);
   LLMCTL_CUDA_CHECK_LAUNCH();
-}
-
-// TEMPORARY until the CUDA kernels land (issue 4): refuse rather than lie.
-void CudaBackend::attention_with_stats_impl(const Buffer&, const PagedKv&, int64_t,
-                                            const AttentionShape&, Buffer&, Buffer&) {
-  throw Error("cuda backend: attention_with_stats is not implemented yet");
-}
-
-void CudaBackend::top_k_impl(const Buffer&, int64_t, int64_t, int64_t, Buffer&, Buffer&) {
-  throw Error("cuda backend: top_k is not implemented yet");
 }
 
 }  // namespace llmctl::cuda

@@ -8,7 +8,12 @@
 //   * bind_weight() uploads a weight once (keyed by its host address, shape and a fingerprint
 //     of its first and last bytes) into an allocation the backend owns until it is destroyed;
 //     no dequantized copies are made. Binding the same view twice (tied embeddings) reuses it.
-//   * matmul is a warp-per-row matvec for every n_tokens (no cuBLAS): batch-invariant.
+//   * matmul is a warp-per-row matvec (kernels/matvec.cuh): batch-invariant. With
+//     batch_invariant = false, batches of at least gemm_min_tokens() rows go through cuBLAS
+//     instead (gemm.h: weights dequantized tile-wise to f16, f16 inputs, f32 accumulation),
+//     whose results depend on the batch size (within f16 input rounding of the matvec's).
+//   * attention_with_stats is attention's kernel with the statistics reduced beside it (out is
+//     bit-identical); top_k is an argmax (k = 1) or radix select + bitonic sort per row.
 //   * Bad device-resident indices (rope positions, kv slots, block tables, copy_rows rows) cannot
 //     throw inside a kernel: they set a device error flag that download() and sync() turn into
 //     llmctl::Error. get_rows checks its ids on the host before launching (as the CPU does).
@@ -19,23 +24,30 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <tuple>
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cuda/buffer.h"
 
 namespace llmctl::cuda {
+
+class Gemm;
 
 class CudaBackend : public Backend {
  public:
   // Makes `device` current, creates the stream and the error flag. Throws llmctl::Error when
-  // the device cannot be used.
-  explicit CudaBackend(int device = 0);
+  // the device cannot be used, or when batch_invariant is false and cuBLAS cannot be loaded.
+  explicit CudaBackend(int device = 0, bool batch_invariant = true);
   ~CudaBackend() override;
   CudaBackend(const CudaBackend&) = delete;
   CudaBackend& operator=(const CudaBackend&) = delete;
 
   const char* name() const override { return "cuda"; }
+  // F32, F16, BF16, Q8_0, Q4_0, Q4_1: the dtypes with matvec and get_rows kernels.
+  bool supports_weight_type(GgmlType type) const override;
+  bool batch_invariant() const { return gemm_ == nullptr; }
   int device() const { return device_; }
   cudaStream_t stream() const { return stream_; }
   // Bytes of weights uploaded by bind_weight().
@@ -81,6 +93,8 @@ class CudaBackend : public Backend {
   std::map<std::tuple<const void*, int, int64_t, int64_t, uint64_t>, void*> weights_;
   size_t weight_bytes_ = 0;
   std::vector<int32_t> host_ids_;  // get_rows: ids checked on the host
+  DeviceBuffer top_k_scratch_;     // top_k with k > kTopKSharedKeys
+  std::unique_ptr<Gemm> gemm_;     // cuBLAS prefill path; null: batch-invariant matvec only
 };
 
 }  // namespace llmctl::cuda

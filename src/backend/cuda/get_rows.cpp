@@ -27,7 +27,21 @@ void require_device_pointer(const void* p, const char* what) {
 
 }  // namespace
 
-bool get_rows_supports(GgmlType type) { return is_engine_type(type); }
+// Exactly the kernels launch_get_rows_device_ids dispatches to (CudaBackend::
+// supports_weight_type lists the same): not is_engine_type, which grows with CPU-only formats.
+bool get_rows_supports(GgmlType type) {
+  switch (type) {
+    case GgmlType::F32:
+    case GgmlType::F16:
+    case GgmlType::BF16:
+    case GgmlType::Q8_0:
+    case GgmlType::Q4_0:
+    case GgmlType::Q4_1:
+      return true;
+    default:
+      return false;
+  }
+}
 
 size_t get_rows_row_bytes(GgmlType type, int64_t row_len) {
   if (!get_rows_supports(type))
