@@ -3,6 +3,7 @@
 // are percentages of them): copy bandwidth for decode, cuBLAS's matrix rate for prefill.
 
 #include <cstddef>
+#include <cstdint>
 
 namespace llmctl::cuda {
 
