@@ -202,7 +202,6 @@ ImportanceMatrix load_imatrix(const std::string& path) {
     const std::vector<float> sums = read_f32_vector(path, t);
     ImportanceMatrix::Entry e;
     e.n_rows = read_count(path, *c);
-    e.sum_sq.resize(sums.size());
     for (size_t j = 0; j < sums.size(); ++j) {
       if (!std::isfinite(sums[j]) || sums[j] < 0.0f)
         throw FileError(path, fmt::format("imatrix entry '{}': column {} has sum {}, expected a "
@@ -212,8 +211,8 @@ ImportanceMatrix load_imatrix(const std::string& path) {
         throw FileError(path, fmt::format("imatrix entry '{}': 0 rows counted but column {} has "
                                           "sum {}",
                                           name, j, sums[j]));
-      e.sum_sq[j] = sums[j];
     }
+    e.sum_sq.assign(sums.begin(), sums.end());
     m.entries.emplace(name, std::move(e));
   }
   for (const std::string& name : counted)
