@@ -10,16 +10,11 @@
 // the result is deterministic and independent of n_tokens and of the token's place in the batch.
 // Indices outside the block table or the pool raise the device error flag and read nothing.
 //
-// Statistics (kStats): the same kernel, the same arithmetic for `out` (every multiply-add is
-// an explicit fmaf, so the two instantiations cannot contract differently: out is bit-identical
-// to plain attention's), plus per warp over its scores: max, min, sum and sum of squares (f64)
-// of the finite ones, NaN and Inf counts, and for the entropy of the applied softmax
-//   T = sum_j p_j (s_j - m),  p_j = exp(s_j - m),  rescaled like l when m grows:
-//   T' = c (T + (m - m') l)
-// so that with the merged L = sum_j p_j and T relative to the final max M:
-//   H = -sum_j a_j ln a_j = ln L - T / L     (a_j = p_j / L)
-// Terms with p_j = 0 (s_j = -inf or underflow) contribute 0, as 0 ln 0 = 0.
+// Statistics (kStats): the same kernel and the same arithmetic for `out` (attention_math.cuh:
+// every multiply-add an explicit fmaf, so out is bit-identical to plain attention's), plus per
+// warp the statistics of its scores (ScoreStats), merged by thread 0 at the end.
 
+#include "kernels/attention_math.cuh"
 #include "kernels/common.cuh"
 #include "kernels/kernels.h"
 
@@ -32,37 +27,6 @@ constexpr int kWarps = 4;
 __device__ __forceinline__ float load_kv(const float* p) { return *p; }
 __device__ __forceinline__ float load_kv(const uint16_t* p) { return fp16_to_float(*p); }
 __device__ __forceinline__ float quiet_nan() { return __int_as_float(0x7fc00000); }
-
-// One warp's statistics of the scores it saw (the kStats instantiation only).
-// Plain data (it lives in shared memory, which allows no initializers): start from empty().
-struct ScoreStats {
-  float max, min;
-  double sum, sum_sq;
-  int n_nan, n_inf;
-  float t;  // sum_j p_j (s_j - m) relative to the warp's running max m
-
-  __device__ static ScoreStats empty() {
-    return ScoreStats{-INFINITY, INFINITY, 0.0, 0.0, 0, 0, 0.0f};
-  }
-
-  // Score s entered the online softmax: m -> m_new, c = exp(m - m_new), p = exp(s - m_new),
-  // l_prev the sum of p before it.
-  __device__ void add(float s, float m, float m_new, float c, float p, float l_prev) {
-    if (isnan(s)) {
-      ++n_nan;
-    } else if (isinf(s)) {
-      ++n_inf;
-    } else {
-      max = fmaxf(max, s);
-      min = fminf(min, s);
-      sum += static_cast<double>(s);
-      sum_sq = fma(static_cast<double>(s), static_cast<double>(s), sum_sq);
-    }
-    // l_prev == 0: the first score (m = -inf, where (m - m_new) l_prev would be NaN).
-    t = l_prev == 0.0f ? 0.0f : c * fmaf(m - m_new, l_prev, t);
-    if (p > 0.0f) t = fmaf(p, s - m_new, t);
-  }
-};
 
 template <class T, bool kStats>
 static __global__ void attention_paged_kernel(
@@ -119,17 +83,13 @@ static __global__ void attention_paged_kernel(
       if (i < head_dim) dot = fmaf(qr[k], load_kv(kj + i), dot);
     }
     const float s = warp_reduce_sum(dot) * scale;
-    const float m_new = fmaxf(m, s);
-    const float c = expf(m - m_new);  // 0 on the first position (m = -inf)
-    const float p = expf(s - m_new);
-    if constexpr (kStats) st.add(s, m, m_new, c, p, l);
-    l = fmaf(l, c, p);
+    const SoftmaxStep step = online_softmax_step<kStats>(s, m, l, st);
+    const float c = step.c, p = step.p;
 #pragma unroll
     for (int k = 0; k < kPerLane; ++k) {
       const int64_t i = lane + k * kWarpSize;
       if (i < head_dim) acc[k] = fmaf(p, load_kv(vj + i), acc[k] * c);
     }
-    m = m_new;
   }
   if (bad && lane == 0) atomicCAS(error_flag, 0, kDeviceErrorAttentionIndex);
   if (lane == 0) {
@@ -141,14 +101,8 @@ static __global__ void attention_paged_kernel(
   for (int k = 0; k < kPerLane; ++k) s_acc[warp][lane + k * kWarpSize] = acc[k];
   __syncthreads();
   // Merge the warps' partial softmaxes in warp order; warp 0 always saw position 0.
-  float big_m = s_m[0];
-  for (int w = 1; w < kWarps; ++w) big_m = fmaxf(big_m, s_m[w]);
-  float factor[kWarps];
-  float total = 0.0f;
-  for (int w = 0; w < kWarps; ++w) {
-    factor[w] = s_l[w] > 0.0f ? expf(s_m[w] - big_m) : 0.0f;
-    total = fmaf(s_l[w], factor[w], total);
-  }
+  float big_m = 0.0f, factor[kWarps];
+  const float total = merge_softmax(s_m, s_l, kWarps, big_m, factor);
   const float inv = 1.0f / total;
   for (int64_t i = threadIdx.x; i < head_dim; i += blockDim.x) {
     float sum = 0.0f;
@@ -156,30 +110,8 @@ static __global__ void attention_paged_kernel(
     oh[i] = sum * inv;
   }
   if constexpr (kStats) {
-    if (threadIdx.x != 0) return;
-    ScoreStats all = ScoreStats::empty();
-    float t_all = 0.0f;
-    for (int w = 0; w < kWarps; ++w) {
-      const ScoreStats& ws = s_stats[w];
-      all.max = fmaxf(all.max, ws.max);
-      all.min = fminf(all.min, ws.min);
-      all.sum += ws.sum;
-      all.sum_sq += ws.sum_sq;
-      all.n_nan += ws.n_nan;
-      all.n_inf += ws.n_inf;
-      // A warp without positions has l = 0 and adds nothing; a NaN l (NaN or +inf scores)
-      // makes the entropy NaN, as the softmax is.
-      if (s_l[w] != 0.0f)
-        t_all = fmaf(expf(s_m[w] - big_m), fmaf(s_m[w] - big_m, s_l[w], ws.t), t_all);
-    }
-    sh[kAttnFieldMax] = all.max;
-    sh[kAttnFieldMin] = all.min;
-    sh[kAttnFieldSum] = static_cast<float>(all.sum);
-    sh[kAttnFieldSumSq] = static_cast<float>(all.sum_sq);
-    sh[kAttnFieldNan] = static_cast<float>(all.n_nan);
-    sh[kAttnFieldInf] = static_cast<float>(all.n_inf);
-    sh[kAttnFieldEntropy] = logf(total) - t_all / total;
-    sh[kAttnFieldCount] = static_cast<float>(pos) + 1.0f;
+    if (threadIdx.x == 0)
+      write_attention_stats(s_stats, s_m, s_l, kWarps, big_m, total, int64_t{pos} + 1, sh);
   }
 }
 

@@ -1,12 +1,8 @@
 // top_k: the k largest logits of each row, for sampling on the device (kernels.h contract).
 // One thread block per row.
 //
-// Ranking key: every (value, index) pair maps to a distinct 64-bit unsigned key whose order is
-// the contract's order, so "the k largest keys" is exactly the answer and ties cannot occur:
-//   high 32 bits  the value's bits made monotonic (negative: all bits flipped; positive: sign
-//                 bit set); -0 counted as +0; NaN -> 0, below -inf (whose key is 0x007fffff)
-//   low 32 bits   0xffffffff - index: for equal values the lower index has the larger key
-// Key 0 never occurs (index < 2^31), so it pads the sort.
+// Ranking key (top_k_key.cuh): a distinct 64-bit key per (value, index) whose order is the
+// contract's, so "the k largest keys" is exactly the answer and ties cannot occur.
 //
 // k = 1: each thread keeps its largest key, then a warp-shuffle and a shared-memory max.
 // k > 1: radix select of the k-th largest key, 8 bits per pass from the top (8 passes over the
@@ -18,26 +14,14 @@
 
 #include "kernels/common.cuh"
 #include "kernels/kernels.h"
+#include "kernels/top_k_key.cuh"
 
 namespace llmctl::cuda {
 
 namespace {
 
 constexpr int kThreads = 256;
-using Key = unsigned long long;
-
-__device__ __forceinline__ Key rank_key(float v, int64_t i) {
-  uint32_t ord = 0;  // NaN
-  if (!isnan(v)) {
-    const uint32_t bits = v == 0.0f ? 0u : __float_as_uint(v);
-    ord = (bits & 0x80000000u) != 0 ? ~bits : (bits | 0x80000000u);
-  }
-  return (static_cast<Key>(ord) << 32) | static_cast<Key>(0xffffffffu - static_cast<uint32_t>(i));
-}
-
-__device__ __forceinline__ int32_t key_index(Key key) {
-  return static_cast<int32_t>(0xffffffffu - static_cast<uint32_t>(key & 0xffffffffull));
-}
+using Key = TopKKey;
 
 __device__ __forceinline__ Key warp_reduce_max_key(Key v) {
   for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
@@ -60,7 +44,7 @@ static __global__ void argmax_kernel(const float* __restrict__ logits, int64_t n
   const float* row = logits + r * n_cols;
   Key best = 0;
   for (int64_t i = threadIdx.x; i < n_cols; i += blockDim.x) {
-    const Key key = rank_key(row[i], i);
+    const Key key = top_k_key(row[i], i);
     best = key > best ? key : best;
   }
   best = warp_reduce_max_key(best);
@@ -68,7 +52,7 @@ static __global__ void argmax_kernel(const float* __restrict__ logits, int64_t n
   __syncthreads();
   if (threadIdx.x != 0) return;
   for (int w = 1; w < kThreads / kWarpSize; ++w) best = s_best[w] > best ? s_best[w] : best;
-  const int32_t id = key_index(best);
+  const int32_t id = top_k_key_index(best);
   ids[r] = id;
   values[r] = row[id];
 }
@@ -118,7 +102,7 @@ static __global__ void top_k_kernel(const float* __restrict__ logits, int64_t n_
     // atomic by their leader (the top digits of logits fall into a handful of bins).
     for (int64_t base = 0; base < n_cols; base += blockDim.x) {
       const int64_t i = base + threadIdx.x;
-      const Key key = i < n_cols ? rank_key(row[i], i) : 0;
+      const Key key = i < n_cols ? top_k_key(row[i], i) : 0;
       const bool hit = i < n_cols && (key & mask) == prefix;
       const unsigned int bin = hit ? static_cast<unsigned int>((key >> shift) & 0xff) : 256u;
       const unsigned int peers = __match_any_sync(kFullWarpMask, bin);
@@ -143,7 +127,7 @@ static __global__ void top_k_kernel(const float* __restrict__ logits, int64_t n_
   __syncthreads();
   const Key threshold = s_prefix;  // the k-th largest key: exactly k keys are >= it
   for (int64_t i = threadIdx.x; i < n_cols; i += blockDim.x) {
-    const Key key = rank_key(row[i], i);
+    const Key key = top_k_key(row[i], i);
     if (key >= threshold) {
       const unsigned int at = atomicAdd(&s_count, 1u);
       if (at < k) keys[at] = key;
@@ -153,7 +137,7 @@ static __global__ void top_k_kernel(const float* __restrict__ logits, int64_t n_
   __syncthreads();
   bitonic_sort_desc(keys, padded);
   for (int64_t j = threadIdx.x; j < k; j += blockDim.x) {
-    const int32_t id = key_index(keys[j]);
+    const int32_t id = top_k_key_index(keys[j]);
     ids[r * k + j] = id;
     values[r * k + j] = row[id];
   }
