@@ -1,22 +1,247 @@
-// PLACEHOLDER: `llmctl eval` is being built (issue 7); this file is replaced whole.
+// llmctl eval -m MODEL [--text FILE | --builtin-text NAME] [--ctx N] [--base BASE [--top-k K]]
+//             [--save-imatrix FILE] [--json] [--device D] [-t N]
+//
+// Perplexity of MODEL over a text, cut into windows of --ctx positions (diag/eval.h has the
+// scoring rule); with --base, the KL divergence of MODEL's next-token distributions from
+// BASE's (base first, keeping only its top-K log-probs and tail mass per position, then the
+// model), top-1 agreement and the mean change of the base top token's probability; with
+// --save-imatrix, the importance matrix of MODEL's matmul inputs over the text.
+// The forward pass is the one `run` uses (Forward on the backend make_backend gives), with an
+// f32 KV cache. Result on stdout (text or --json); progress and one summary line on stderr:
+//   llmctl-eval: ppl=F tokens=N windows=N [kl_mean=F kl_median=F kl_p99=F top1=F dp=F] seconds=F
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <optional>
 
+#include "backend/registry.h"
 #include "cli/app.h"
+#include "cli/run_session.h"
 #include "core/error.h"
+#include "core/text_io.h"
+#include "diag/builtin_text.h"
+#include "diag/eval.h"
+#include "diag/eval_report.h"
+#include "diag/imatrix_collector.h"
+#include "model/forward.h"
+#include "model/model_loader.h"
+#include "quant/imatrix.h"
+#include "tokenizer/tokenizer.h"
 
 namespace llmctl::cli {
 
+namespace {
+
+constexpr int64_t kDefaultCtx = 512;
+
+struct EvalOptions {
+  std::string model = kDefaultModel;
+  std::string text;                      // file, "-" = stdin; "" = built-in text
+  std::string builtin_text = "stories";  // --builtin-text
+  std::optional<int64_t> ctx;
+  std::string base;
+  int top_k = 32;
+  std::string save_imatrix;
+  bool no_bos = false;
+  bool json = false;
+  int threads = 0;
+  std::string device = "auto";
+};
+
+// A loaded model with its tokenizer.
+struct EvalModel {
+  LoadedModel m;
+  std::optional<Tokenizer> tok;
+};
+
+EvalModel open_model(const std::string& path, const char* role) {
+  if (!std::filesystem::exists(path))
+    throw Error(fmt::format("{}: no such {} file or directory", path, role),
+                path == kDefaultModel
+                    ? "fetch the default model with scripts/fetch-models.sh, or pass -m MODEL.gguf"
+                    : "check the path");
+  EvalModel e;
+  e.m = load_model(path);
+  if (e.m.gguf)
+    e.tok.emplace(Tokenizer::from_gguf(*e.m.gguf));
+  else if (!e.m.tokenizer_path.empty())
+    e.tok.emplace(Tokenizer::from_file(e.m.tokenizer_path));
+  return e;
+}
+
+// KL and agreement compare distributions over token ids, so both models must give each id
+// the same meaning.
+void check_same_vocabulary(const EvalModel& model, const EvalModel& base) {
+  const int64_t nm = model.m.config.n_vocab, nb = base.m.config.n_vocab;
+  if (nm != nb)
+    throw Error(fmt::format("vocabulary mismatch: {} has n_vocab {}, the base {} has {}",
+                            model.m.path, nm, base.m.path, nb),
+                "KL divergence needs two models with the same vocabulary (e.g. a model and its "
+                "quantized copy)");
+  if (!model.tok || !base.tok) return;  // the n_vocab check is all that can be done
+  const int32_t n = std::min(model.tok->n_vocab(), base.tok->n_vocab());
+  if (model.tok->n_vocab() != base.tok->n_vocab())
+    throw Error(fmt::format("vocabulary mismatch: {} has {} tokens, the base {} has {}",
+                            model.m.path, model.tok->n_vocab(), base.m.path, base.tok->n_vocab()));
+  for (int32_t id = 0; id < n; ++id)
+    if (model.tok->piece(id) != base.tok->piece(id))
+      throw Error(fmt::format("vocabulary mismatch: token {} is '{}' in {} but '{}' in the base {}",
+                              id, model.tok->piece(id), model.m.path, base.tok->piece(id),
+                              base.m.path));
+}
+
+std::string read_text(const EvalOptions& opt, std::string& label) {
+  if (opt.text.empty()) {
+    label = "builtin:" + opt.builtin_text;
+    return std::string(builtin_text(opt.builtin_text));
+  }
+  label = opt.text;
+  if (opt.text == "-" && stdin_is_terminal())
+    throw Error("eval: --text - reads standard input, which is a terminal",
+                "pipe the text in (llmctl eval --text - < FILE) or pass --text FILE");
+  return read_whole_file(opt.text);
+}
+
+// "\reval: model 3/12 windows" on a terminal; nothing otherwise (no log noise in files).
+ProgressFn progress_printer(const char* what) {
+  if (isatty(STDERR_FILENO) == 0) return {};
+  return [what](int64_t done, int64_t total) {
+    fmt::print(stderr, "\reval: {} window {}/{}", what, done, total);
+    if (done == total) fmt::print(stderr, "\n");
+    std::fflush(stderr);
+  };
+}
+
+std::unique_ptr<Backend> backend_for(const EvalOptions& opt) {
+  BackendChoice choice;
+  choice.device = opt.device;
+  choice.n_threads = opt.threads;
+  return make_backend(choice);
+}
+
+int run_eval(const EvalOptions& opt) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point t0 = Clock::now();
+  EvalSubject subj;
+  const std::string text = read_text(opt, subj.text);
+
+  EvalModel model = open_model(opt.model, "model");
+  if (!model.tok)
+    throw FileError(opt.model, "no vocabulary to tokenize the text with", FileError::kNoOffset,
+                    "eval needs a GGUF file with its vocabulary or a directory with "
+                    "tokenizer.model");
+  const Tokenizer& tok = *model.tok;
+  const std::vector<int32_t> ids = tok.encode(text, false);
+  const int32_t bos = (!opt.no_bos && tok.add_bos_default()) ? tok.bos_id() : -1;
+  const ModelConfig& cfg = model.m.config;
+  const int64_t ctx =
+      opt.ctx.value_or(cfg.n_ctx_train > 0 ? std::min(kDefaultCtx, cfg.n_ctx_train) : kDefaultCtx);
+  const std::vector<EvalWindow> windows =
+      plan_windows(static_cast<int64_t>(ids.size()), ctx, bos >= 0);
+  if (cfg.n_ctx_train > 0 && ctx > cfg.n_ctx_train)
+    fmt::print(stderr, "llmctl: note: --ctx {} exceeds the model's training context {}\n", ctx,
+               cfg.n_ctx_train);
+  subj.model = opt.model;
+  subj.n_tokens = static_cast<int64_t>(ids.size());
+  subj.ctx = ctx;
+  subj.bos = bos >= 0;
+  subj.n_vocab = cfg.n_vocab;
+
+  // The base pass first; only its top-K summary outlives it.
+  BaseTopK base_top;
+  EvalResult base_result;
+  if (!opt.base.empty()) {
+    EvalModel base = open_model(opt.base, "base model");
+    check_same_vocabulary(model, base);
+    if (opt.top_k < 1 || opt.top_k > cfg.n_vocab)
+      throw Error(fmt::format("--top-k {} is outside [1, n_vocab = {}]", opt.top_k, cfg.n_vocab));
+    const std::unique_ptr<Backend> backend = backend_for(opt);
+    Forward fwd(base.m.config, base.m.weights, *backend, ctx);
+    base_result =
+        collect_base(fwd, ids, bos, windows, opt.top_k, base_top, progress_printer("base"));
+    subj.base = opt.base;
+  }
+
+  ImportanceMatrix imatrix;
+  ImatrixCollector collector(imatrix);
+  const std::unique_ptr<Backend> backend = backend_for(opt);
+  Forward fwd(cfg, model.m.weights, *backend, ctx);
+  if (!opt.save_imatrix.empty()) fwd.set_observer(&collector);
+  const EvalResult r =
+      evaluate(fwd, ids, bos, windows, opt.base.empty() ? nullptr : &base_top,
+               opt.base.empty() ? nullptr : &base_result, progress_printer("model"));
+  if (!opt.save_imatrix.empty()) {
+    imatrix.datasets = {subj.text};
+    imatrix.chunk_count = r.n_windows;
+    imatrix.chunk_size = ctx;
+    save_imatrix(opt.save_imatrix, imatrix);
+    subj.imatrix = opt.save_imatrix;
+  }
+
+  if (opt.json)
+    fmt::print("{}\n", eval_json(subj, r).dump(2));
+  else
+    fmt::print("{}", eval_text_report(subj, r));
+  std::fflush(stdout);
+  const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::string extra;
+  if (r.has_base)
+    extra = fmt::format(" kl_mean={:.6g} kl_median={:.6g} kl_p99={:.6g} top1={:.6g} dp={:.6g}",
+                        r.kl.mean, r.kl.median, r.kl.p99, r.top1_agreement, r.mean_delta_p);
+  fmt::print(stderr, "llmctl-eval: ppl={:.6g} tokens={} windows={}{} seconds={:.3f}\n", r.ppl,
+             r.n_scored, r.n_windows, extra, secs);
+  return kExitOk;
+}
+
+constexpr const char* kFooter = R"(
+Scoring: the text is tokenized without BOS and cut into consecutive windows of --ctx
+positions, each run from an empty cache. With BOS (when the vocabulary asks for it and
+--no-bos is not given) a window is BOS + up to ctx-1 text tokens and every text token is
+scored once, predicted from BOS and the window's earlier tokens. Without BOS a window's
+first token is context only and the next window starts at the previous one's last token.
+perplexity = exp(mean -log q(token)). llama-perplexity scores only the second half of each
+window, so its numbers are lower and not comparable.
+
+KL(base||model) per scored token uses the base's top-K tokens plus one bucket for the rest:
+sum_top p log(p/q) + P_tail log(P_tail/Q_tail). By the log-sum inequality this is a LOWER
+BOUND of the full KL, exact when --top-k equals n_vocab. Reported: mean, median, p99, max;
+top-1 agreement; mean of q(t) - p(t) for the base's top token t.
+)";
+
+}  // namespace
+
 void add_eval_command(CLI::App& app, Action& action) {
-  CLI::App* sub = app.add_subcommand("eval", "Perplexity and KL divergence against a base model [not built yet]");
-  sub->allow_extras();
-  sub->callback([&action] {
-    action = [] {
-      fmt::print(stderr, "llmctl: error: 'eval' is not built yet (issue 7)\n");
-      return static_cast<int>(kExitError);
-    };
-  });
+  auto opt = std::make_shared<EvalOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "eval", "Perplexity over a text; KL divergence, top-1 agreement against a base model");
+  sub->add_option("-m,--model", opt->model, "GGUF file or Hugging Face model directory")
+      ->capture_default_str();
+  sub->add_option("--text", opt->text,
+                  "Text file to evaluate; - is stdin (default: the built-in text)");
+  sub->add_option("--builtin-text", opt->builtin_text,
+                  "Built-in text when --text is not given: stories or calibration")
+      ->check(CLI::IsMember(builtin_text_names()))
+      ->capture_default_str();
+  sub->add_option("--ctx", opt->ctx,
+                  "Positions per window (default: min(512, the model's training context))");
+  sub->add_option("--base", opt->base, "Base model to compare with (same vocabulary)");
+  sub->add_option("--top-k", opt->top_k,
+                  "Base tokens kept per position for KL (KL is a lower bound unless = n_vocab)")
+      ->capture_default_str();
+  sub->add_option("--save-imatrix", opt->save_imatrix,
+                  "Write the model's importance matrix over the text (GGUF, llama.cpp's layout)");
+  sub->add_flag("--no-bos", opt->no_bos, "Do not start windows with BOS");
+  sub->add_flag("--json", opt->json, "Print the result as one JSON object");
+  sub->add_option("-t,--threads", opt->threads, "CPU threads (0 = every core this process may use)")
+      ->capture_default_str();
+  sub->add_option("--device", opt->device, "auto, cpu or cuda[:N]")->capture_default_str();
+  sub->footer(kFooter);
+  sub->callback([&action, opt] { action = [opt] { return run_eval(*opt); }; });
 }
 
 }  // namespace llmctl::cli

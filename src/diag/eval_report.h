@@ -1,0 +1,30 @@
+#pragma once
+// How `llmctl eval` shows its result: a few aligned lines for people, or one JSON object.
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "diag/eval.h"
+
+namespace llmctl {
+
+// What was evaluated, beside the numbers.
+struct EvalSubject {
+  std::string model;
+  std::string base;      // "" without --base
+  std::string text;      // file path, "-" or "builtin:NAME"
+  int64_t n_tokens = 0;  // text tokens (without BOS)
+  int64_t ctx = 0;
+  bool bos = false;
+  int64_t n_vocab = 0;
+  std::string imatrix;  // --save-imatrix path, or ""
+};
+
+std::string eval_text_report(const EvalSubject& s, const EvalResult& r);
+// Keys: model, text, n_tokens, ctx, bos, n_windows, n_scored, mean_nll, ppl; with a base:
+// base, base_ppl, base_mean_nll, top_k, kl_lower_bound (true unless top_k == n_vocab),
+// kl {mean, median, p99, max}, top1_agreement, mean_delta_p; imatrix when one was saved.
+nlohmann::json eval_json(const EvalSubject& s, const EvalResult& r);
+
+}  // namespace llmctl
