@@ -32,21 +32,29 @@ bool has(const std::string& s, const std::string& what) {
   return s.find(what) != std::string::npos;
 }
 
+// Runs llmctl, requires exit 0 and returns what it printed.
+test::CliResult run_ok(const std::vector<std::string>& args) {
+  const auto r = run_llmctl(args);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  return r;
+}
+
 nlohmann::json eval_json(const std::vector<std::string>& args) {
   std::vector<std::string> a = {"eval", "--json", "--device", "cpu"};
   a.insert(a.end(), args.begin(), args.end());
-  const auto r = run_llmctl(a);
-  INFO(r.err);
-  REQUIRE(r.code == 0);
+  const auto r = run_ok(a);
   CHECK(has(r.err, "llmctl-eval: ppl="));
   return nlohmann::json::parse(r.out);
 }
 
-std::string quantize_to(const std::string& in, const std::string& type, const std::string& name) {
+// quantize IN to a temp file NAME of TYPE with `extra` options; returns its path.
+std::string quantize_to(const std::string& in, const std::string& type, const std::string& name,
+                        const std::vector<std::string>& extra = {}) {
   const std::string out = test::temp_dir() + "/" + name;
-  const auto r = run_llmctl({"quantize", in, out, "--type", type, "--force"});
-  INFO(r.err);
-  REQUIRE(r.code == 0);
+  std::vector<std::string> a = {"quantize", in, out, "--type", type, "--force"};
+  a.insert(a.end(), extra.begin(), extra.end());
+  (void)run_ok(a);
   return out;
 }
 
@@ -249,4 +257,21 @@ TEST_CASE("eval errors: missing text, empty text, --ctx 1, vocabulary mismatch",
   r = run_llmctl({"eval", "-m", f32, "--base", f32, "--top-k", "513"});
   CHECK(r.code == 1);
   CHECK(has(r.err, "--top-k 513"));
+}
+
+TEST_CASE("eval --save-imatrix on one text makes quantize --imatrix Q4_0 closer to F32 on another",
+          "[cli]") {
+  const std::string f32 = require_test_file("models/stories260K.gguf");
+  const std::string im = test::temp_dir() + "/calibration.imatrix.gguf";
+  (void)eval_json({"-m", f32, "--builtin-text", "calibration", "--save-imatrix", im});
+  const std::string plain = quantize_to(f32, "q4_0", "q4_plain.gguf");
+  const std::string weighted = quantize_to(f32, "q4_0", "q4_imatrix.gguf", {"--imatrix", im});
+  // Evaluated on the other built-in text, with the exact KL (K = n_vocab).
+  const double kl_plain =
+      eval_json({"-m", plain, "--base", f32, "--top-k", "512"})["kl"]["mean"].get<double>();
+  const double kl_weighted =
+      eval_json({"-m", weighted, "--base", f32, "--top-k", "512"})["kl"]["mean"].get<double>();
+  WARN("Q4_0 KL vs F32 on builtin:stories: plain " << kl_plain << ", imatrix from "
+                                                   << "builtin:calibration " << kl_weighted);
+  CHECK(kl_weighted < kl_plain);
 }
