@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
 #include "quant/imatrix.h"
+#include "support/fixtures.h"
 #include "support/test_data.h"
 
 using namespace llmctl;
@@ -210,4 +212,27 @@ TEST_CASE("imatrix save refuses sums that do not fit F32", "[cpu]") {
   m.entries["w"].sum_sq = {1e300};
   m.entries["w"].n_rows = 1;
   CHECK_THROWS_AS(save_imatrix(test::temp_dir() + "/big.imatrix.gguf", m), FileError);
+}
+
+TEST_CASE("imatrix loader reads a file laid out as llama-imatrix writes it (gguf-py fixture)",
+          "[cpu][golden]") {
+  // tools/gen_imatrix_fixture.py: written by gguf-py, values also in the JSON beside it.
+  const ImportanceMatrix m = load_imatrix(test::fixture_path("llamacpp_imatrix.gguf"));
+  const auto want =
+      nlohmann::json::parse(test::read_file(test::fixture_path("llamacpp_imatrix.json")));
+  CHECK(m.datasets == std::vector<std::string>{"wiki.train.raw"});
+  CHECK(m.chunk_count == 7);
+  CHECK(m.chunk_size == 512);
+  REQUIRE(m.entries.size() == want.size());
+  for (const auto& [name, w] : want.items()) {
+    INFO(name);
+    REQUIRE(m.entries.count(name) == 1);
+    const auto& e = m.entries.at(name);
+    CHECK(e.n_rows == w["count"].get<int64_t>());
+    const auto sums = w["sums"].get<std::vector<double>>();
+    REQUIRE(e.sum_sq.size() == sums.size());
+    for (size_t j = 0; j < sums.size(); ++j) CHECK(e.sum_sq[j] == sums[j]);
+    const auto cw = m.column_weights(name, static_cast<int64_t>(sums.size()));
+    CHECK(cw[0] == Approx(sums[0] / static_cast<double>(e.n_rows)));
+  }
 }
