@@ -192,3 +192,21 @@ TEST_CASE("generate on stories260K reproduces llama.cpp's 48 greedy ids", "[cpu]
   CHECK(r.decode_ms.size() == expected.size() - 1);
   CHECK(fwd.cache().n_free_blocks() == 8);  // the finished sequence gave its blocks back
 }
+
+TEST_CASE("loop_detected ends with finish reason loop: on_pick_logits sees picks", "[cpu]") {
+  FakeModel m;
+  GenerateOptions o = opts(64, 20);
+  std::vector<int32_t> seen;  // argmax of the logits handed to on_pick_logits
+  o.on_pick_logits = [&seen](const float* logits, int32_t n_vocab) {
+    seen.push_back(pick_greedy(logits, n_vocab));
+  };
+  int64_t asked = 0;
+  o.loop_detected = [&asked] { return ++asked == 4; };  // "detected" after the 4th token
+  const GenerateResult r = generate(m, {2}, o);
+  CHECK(r.finish == FinishReason::Loop);
+  CHECK(std::string(finish_reason_name(r.finish)) == "loop");
+  CHECK(r.generated_ids == std::vector<int32_t>{3, 4, 5, 6});
+  CHECK(seen == r.generated_ids);
+  // The 4th token ends the sequence there: it is never fed back.
+  CHECK(m.fed == std::vector<int32_t>{2, 3, 4, 5});
+}

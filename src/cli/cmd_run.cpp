@@ -8,10 +8,12 @@
 //   stderr  one memory line at load, notes, a human timing line, and last of all ONE summary
 //           line of space-separated key=value pairs:
 //     llmctl-run: load_ms=F prompt_tokens=N gen_tokens=N ttft_ms=F prefill_tok_s=F
-//                 decode_tok_s=F p50_ms=F p95_ms=F finish=eos|length|n_predict|stop seed=N
+//                 decode_tok_s=F p50_ms=F p95_ms=F finish=eos|length|n_predict|stop|loop seed=N
 //                 logits_hash=<16 hex digits, fnv1a-64 of the last logits' float32 bytes>
 //     p50/p95: nearest-rank percentiles of the per-token decode latency (forward step + pick).
 //     --batch ends with its own line (llmctl-batch: ...), see run_batch.cpp.
+//   --attn-stats and --acf print their tables on stderr after the generation, before the
+//   timing and summary lines (with --json: "attn_stats" and "acf" objects in stdout's JSON).
 #include <CLI/CLI.hpp>
 
 #include "cli/app.h"
@@ -35,8 +37,8 @@ void add_run_command(CLI::App& app, Action& action) {
       "stdout carries only the generated text (--json: one JSON object). stderr ends with one\n"
       "summary line of key=value pairs:\n"
       "  llmctl-run: load_ms= prompt_tokens= gen_tokens= ttft_ms= prefill_tok_s= decode_tok_s=\n"
-      "              p50_ms= p95_ms= finish=eos|length|n_predict|stop seed= logits_hash=<fnv1a-64 "
-      "hex>\n"
+      "              p50_ms= p95_ms= finish=eos|length|n_predict|stop|loop seed= "
+      "logits_hash=<fnv1a-64 hex>\n"
       "p50/p95 are per-token decode latencies; logits_hash covers the last logits computed.\n"
       "The prompt plus the generated tokens fit in -c positions; a full context stops with\n"
       "finish=length. Sampling order: penalties, top-k, temperature + softmax, top-p, min-p,\n"
@@ -46,6 +48,25 @@ void add_run_command(CLI::App& app, Action& action) {
       "the stop string, which is never printed.\n"
       "KV cache: paged, blocks of --block-size positions; --batch sequences whose prompts share\n"
       "a prefix share its blocks.\n"
+      "Diagnostics (single prompt only; tables on stderr before the summary line, with --json\n"
+      "as \"attn_stats\" and \"acf\" objects instead):\n"
+      "  --attn-stats  per layer (and per head in --json) over every query token, prompt and\n"
+      "    generated: max/min/mean/std of the scaled scores q.k/sqrt(head_dim) before the\n"
+      "    softmax, taken inside the attention kernel; how many were NaN/Inf; the mean entropy\n"
+      "    of the softmax in nats next to 'uniform' = mean ln(positions), its largest possible\n"
+      "    value (near it: the head attends everywhere; near 0: to one position); resid_absmax,\n"
+      "    the largest |x| of the residual stream after the layer ('emb': the embeddings), so a\n"
+      "    NaN can be traced to the layer that produced it. One 'attn-alert' line names the\n"
+      "    first layer, head and position whose max score exceeds --attn-alert or whose scores\n"
+      "    or residual hold NaN/Inf. Alerts are reports: the exit code stays 0.\n"
+      "  --acf  autocorrelation of the generated tokens: Cohen's kappa of id[t] == id[t-lag]\n"
+      "    (0: chance agreement, 1: every token equals the one lag before) and the Pearson ACF\n"
+      "    of the top-1 probability (of the raw logits) per step, for lags 1..n/2; the\n"
+      "    dominant period is the lag with the largest value (its smallest divisor within\n"
+      "    0.05 of it) and its strength that value. 'loop: detected' when >= 90% of the last\n"
+      "    max(2P, 16) tokens equal the token P before them for some period P, i.e. the\n"
+      "    pattern was repeated twice in full.\n"
+      "  --stop-on-loop  runs that loop test after every token and stops with finish=loop.\n"
       "Exit codes: 0 ok, 1 bad input file or error, 2 usage error.");
   sub->add_option("-m,--model", opt.model, "GGUF file or Hugging Face model directory")
       ->capture_default_str();
@@ -113,8 +134,22 @@ void add_run_command(CLI::App& app, Action& action) {
                 "Chat: read user turns from stdin, answer with the model's chat template");
   sub->add_option("--chat-template", opt.chat_template,
                   "llama2, llama3, chatml or zephyr (default: detected from the model)");
+  // Diagnostics (footer above)
+  sub->add_flag("--attn-stats", opt.attn_stats,
+                "Attention-score statistics per layer and head (max/min/mean/std of the scaled "
+                "scores, NaN/Inf, softmax entropy) and the residual abs-max per layer");
+  sub->add_option("--attn-alert", opt.attn_alert,
+                  "Alert when a scaled attention score exceeds this (implies --attn-stats; "
+                  "NaN/Inf always alert)")
+      ->capture_default_str();
+  sub->add_flag("--acf", opt.acf,
+                "Autocorrelation of the generated token ids and top-1 probabilities: dominant "
+                "period, strength and loop verdict");
+  sub->add_flag("--stop-on-loop", opt.stop_on_loop,
+                "Stop generating when the tokens loop (finish=loop; the test of --acf)");
   sub->callback([&action, sub] {
     opt.has_prompt = sub->count("--prompt") > 0;
+    if (sub->count("--attn-alert") > 0) opt.attn_stats = true;
     action = [] {
       check_run_options(opt);
       if (!opt.batch_file.empty()) return run_batch(opt);

@@ -5,9 +5,11 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <random>
+#include <utility>
 
 #include "backend/registry.h"
 #include "cli/interrupt.h"
@@ -48,6 +50,20 @@ void check_run_options(const RunOptions& opt) {
     throw CLI::ValidationError("--resume", "--resume needs --batch");
   if (!opt.logits_out.empty() && modes > 0)
     throw CLI::ValidationError("--logits-out", "--logits-out works with a single prompt only");
+  if (!std::isfinite(opt.attn_alert))
+    throw CLI::ValidationError(
+        "--attn-alert", fmt::format("--attn-alert {} is not a finite number (a scaled attention "
+                                    "score such as 15)",
+                                    opt.attn_alert));
+  // The diagnostics report on one sequence; --batch and -i would need one report per
+  // request or turn, which they do not have (yet).
+  for (const auto& [on, name] :
+       {std::pair{opt.attn_stats, "--attn-stats"}, std::pair{opt.acf, "--acf"},
+        std::pair{opt.stop_on_loop, "--stop-on-loop"}})
+    if (on && modes > 0)
+      throw CLI::ValidationError(name, fmt::format("{} works with a single prompt only (not with "
+                                                   "--batch or -i)",
+                                                   name));
 }
 
 SamplerParams resolved_sampling(const RunOptions& opt) {

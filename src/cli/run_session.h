@@ -45,6 +45,12 @@ struct RunOptions {
   bool interactive = false;
   std::string chat_template;
   bool has_prompt = false;
+  // Diagnostics (single prompt only): attention statistics (diag/attn_stats.h) with the
+  // alert threshold on the scaled score max, and the autocorrelation report (diag/acf.h).
+  bool attn_stats = false;
+  double attn_alert = 15.0;
+  bool acf = false;
+  bool stop_on_loop = false;
 };
 
 // The model, its tokenizer and a forward pass on the chosen backend.

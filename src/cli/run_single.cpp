@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -14,6 +15,9 @@
 #include "cli/run_session.h"
 #include "core/error.h"
 #include "core/text_io.h"
+#include "diag/acf_report.h"
+#include "diag/attn_stats.h"
+#include "diag/attn_stats_report.h"
 #include "sampler/stop.h"
 
 namespace llmctl::cli {
@@ -88,6 +92,15 @@ int run_single(const RunOptions& opt) {
       write_out(piece);
   };
 
+  // ---- diagnostics (off unless asked: no observer, no per-pick work) --------------------------
+  std::optional<AttnStatsCollector> attn;
+  if (opt.attn_stats) {
+    attn.emplace(s.model.config.n_layers, s.model.config.n_heads, opt.attn_alert);
+    s.fwd->set_observer(&*attn);
+  }
+  std::vector<double> top1;  // --acf: top-1 probability of each pick's raw logits
+  LoopDetector loop;         // --stop-on-loop
+
   GenerateOptions g;
   g.n_ctx = s.n_ctx;
   g.n_predict = opt.n_predict;
@@ -100,10 +113,19 @@ int run_single(const RunOptions& opt) {
   };
   if (logits_out)
     g.on_prompt_logits = [&](int64_t, const std::vector<float>& row) { logits_out->write(row); };
-  g.on_token = [&](int32_t id) { emit(stop.push(stream.push(id)).text); };
+  g.on_token = [&](int32_t id) {
+    emit(stop.push(stream.push(id)).text);
+    if (opt.stop_on_loop) loop.push(id);
+  };
   g.stop_requested = [&stop] { return stop.stopped(); };
+  if (opt.acf)
+    g.on_pick_logits = [&top1](const float* logits, int32_t n_vocab) {
+      top1.push_back(top1_probability(logits, n_vocab));
+    };
+  if (opt.stop_on_loop) g.loop_detected = [&loop] { return loop.detected(); };
   g.interrupted = [] { return interrupted(); };
   const GenerateResult r = generate(*s.fwd, prompt_ids, g);
+  s.fwd->set_observer(nullptr);
   if (!stop.stopped()) {
     emit(stop.push(stream.flush()).text);
     emit(stop.flush());
@@ -121,31 +143,51 @@ int run_single(const RunOptions& opt) {
   const double p95 = percentile(r.decode_ms, 95.0);
   const char* finish = finish_reason_name(r.finish);
   const std::string hash = fmt::format("{:016x}", r.last_logits_hash);
+  std::optional<AcfReport> acf;
+  if (opt.acf) {
+    // One value per generated token: a stopping EOS was picked too but is not in the ids.
+    top1.resize(std::min(top1.size(), r.generated_ids.size()));
+    acf = analyze_acf(r.generated_ids, top1);
+  }
 
   if (opt.json) {
-    const nlohmann::json j{{"model", opt.model},
-                           {"prompt_ids", prompt_ids},
-                           {"generated_ids", r.generated_ids},
-                           {"text", generated_text},
-                           {"finish_reason", finish},
-                           {"n_ctx", s.n_ctx},
-                           {"seed", sp.seed},
-                           {"timings",
-                            {{"load_ms", s.load_ms},
-                             {"prefill_ms", r.prefill_ms},
-                             {"ttft_ms", r.ttft_ms},
-                             {"decode_ms", decode_ms},
-                             {"prefill_tok_s", prefill_tok_s},
-                             {"decode_tok_s", decode_tok_s},
-                             {"p50_ms", p50},
-                             {"p95_ms", p95}}},
-                           {"logits_hash", hash}};
+    nlohmann::json j{{"model", opt.model},
+                     {"prompt_ids", prompt_ids},
+                     {"generated_ids", r.generated_ids},
+                     {"text", generated_text},
+                     {"finish_reason", finish},
+                     {"n_ctx", s.n_ctx},
+                     {"seed", sp.seed},
+                     {"timings",
+                      {{"load_ms", s.load_ms},
+                       {"prefill_ms", r.prefill_ms},
+                       {"ttft_ms", r.ttft_ms},
+                       {"decode_ms", decode_ms},
+                       {"prefill_tok_s", prefill_tok_s},
+                       {"decode_tok_s", decode_tok_s},
+                       {"p50_ms", p50},
+                       {"p95_ms", p95}}},
+                     {"logits_hash", hash}};
+    if (attn) j["attn_stats"] = attn_stats_json(*attn);
+    if (acf) j["acf"] = acf_json(*acf);
     fmt::print("{}\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     std::fflush(stdout);
   } else if (stdout_is_terminal()) {
     write_out("\n");
   }
 
+  if (!opt.json) {
+    if (attn) fmt::print(stderr, "{}", attn_stats_table(*attn));
+    if (acf) fmt::print(stderr, "{}", acf_table(*acf));
+  }
+  if (attn && attn->alert())
+    fmt::print(stderr, "llmctl: attn-alert: {}\n",
+               attn_alert_text(*attn->alert(), attn->alert_threshold()));
+  if (r.finish == FinishReason::Loop)
+    fmt::print(stderr,
+               "llmctl: note: loop detected (period {} tokens, repeating since generated token "
+               "{}); generation stopped (--stop-on-loop)\n",
+               loop.match().period, loop.match().start);
   if (r.finish == FinishReason::Interrupted)
     fmt::print(stderr, "llmctl: note: interrupted after {} generated tokens\n", n_gen);
   const int code = finish_exit_code();  // its message comes before the summary line
@@ -153,7 +195,8 @@ int run_single(const RunOptions& opt) {
     fmt::print(stderr, "llmctl: note: context full at {} tokens (-c {}); generation stopped\n",
                r.n_prompt + n_gen, s.n_ctx);
   fmt::print(stderr, "llmctl: prompt {} tokens in {:.2f} ms, generated {} tokens in {:.2f} ms\n",
-             r.n_prompt, r.prefill_ms, n_gen, r.ttft_ms - r.prefill_ms + decode_ms);
+             r.n_prompt, r.prefill_ms, n_gen,
+             n_gen > 0 ? r.ttft_ms - r.prefill_ms + decode_ms : 0.0);
   fmt::print(stderr,
              "llmctl-run: load_ms={:.3f} prompt_tokens={} gen_tokens={} ttft_ms={:.3f} "
              "prefill_tok_s={:.1f} decode_tok_s={:.1f} p50_ms={:.3f} p95_ms={:.3f} finish={} "

@@ -33,6 +33,8 @@ const char* finish_reason_name(FinishReason r) {
       return "stop";
     case FinishReason::Interrupted:
       return "interrupted";
+    case FinishReason::Loop:
+      return "loop";
   }
   return "unknown";
 }

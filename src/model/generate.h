@@ -26,8 +26,9 @@ using TokenPicker = std::function<int32_t(const float* logits, int32_t n_vocab)>
 // argmax; the lowest id wins a tie (as llama.cpp's greedy sampler and numpy's argmax).
 int32_t pick_greedy(const float* logits, int32_t n_vocab);
 
-enum class FinishReason { Eos, Length, NPredict, Stop, Interrupted };
-// "eos", "length", "n_predict", "stop", "interrupted": the names in --json and the summary line.
+enum class FinishReason { Eos, Length, NPredict, Stop, Interrupted, Loop };
+// "eos", "length", "n_predict", "stop", "interrupted", "loop": the names in --json and the
+// summary line.
 const char* finish_reason_name(FinishReason r);
 
 struct GenerateOptions {
@@ -41,11 +42,18 @@ struct GenerateOptions {
   TokenPicker pick;  // empty: pick_greedy
   // Called with the logits of every prompt position, in order (BOS included); may be empty.
   std::function<void(int64_t pos, const std::vector<float>& logits)> on_prompt_logits;
+  // Called with the logits (n_vocab floats) of every pick, right after it (also when the pick
+  // is a stopping EOS), for diagnostics such as the top-1 probability series (diag/acf.h);
+  // may be empty. Not called when n_predict or n_ctx ends the sequence before a pick.
+  std::function<void(const float* logits, int32_t n_vocab)> on_pick_logits;
   // Called with each generated token as soon as it is picked (not for a stopping EOS).
   std::function<void(int32_t id)> on_token;
   // Asked after on_token; true ends generation with FinishReason::Stop (a stop string was
   // printed up to its start). May be empty.
   std::function<bool()> stop_requested;
+  // Asked after stop_requested; true ends generation with FinishReason::Loop (the tokens so
+  // far repeat, see diag/acf.h). May be empty.
+  std::function<bool()> loop_detected;
   // Asked before every step; true ends the sequence with FinishReason::Interrupted (Ctrl-C),
   // and the scheduler admits no further request whose callback says so. May be empty.
   std::function<bool()> interrupted;

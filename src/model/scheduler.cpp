@@ -110,6 +110,8 @@ void Scheduler::pick(Active& a, const float* logits) {
     a.r.ttft_ms = ms_since(a.t0);
   else
     a.r.decode_ms.push_back(ms_since(a.t_step));
+  // After the timings, which exclude callbacks; the picker took the logits as const.
+  if (a.opt.on_pick_logits) a.opt.on_pick_logits(logits, n_vocab);
   if (id < 0 || id >= n_vocab)
     throw Error(fmt::format("generate: the picker chose id {} outside [0, {})", id, n_vocab));
   const bool end_id =
@@ -123,6 +125,11 @@ void Scheduler::pick(Active& a, const float* logits) {
   if (a.opt.on_token) a.opt.on_token(id);
   if (a.opt.stop_requested && a.opt.stop_requested()) {
     a.r.finish = FinishReason::Stop;
+    a.finished = true;
+    return;
+  }
+  if (a.opt.loop_detected && a.opt.loop_detected()) {
+    a.r.finish = FinishReason::Loop;
     a.finished = true;
     return;
   }

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "backend/cpu/cpu_backend.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
 #include "core/fp16.h"
@@ -39,7 +40,8 @@ __attribute__((target("avx2,fma,f16c"))) inline float hsum(__m256 v) {
 __attribute__((target("avx2,fma,f16c"))) void attend(const float* qh, const PagedKv& kv,
                                                      const int32_t* blocks, int64_t n_kv,
                                                      int64_t kv_dim, int64_t g, int64_t d,
-                                                     float* oh, std::vector<float>& scores) {
+                                                     float* oh, std::vector<float>& scores,
+                                                     float* stats) {
   const bool f16 = kv.k_pool->type() == BufferType::F16;
   const size_t es = f16 ? 2 : 4;
   const auto* kbase = static_cast<const uint8_t*>(kv.k_pool->raw());
@@ -63,7 +65,9 @@ __attribute__((target("avx2,fma,f16c"))) void attend(const float* qh, const Page
     for (int64_t i = d8; i < d; ++i) dot = std::fma(qh[i], load1(k, f16, i), dot);
     scores[static_cast<size_t>(j)] = dot * scale;
   }
+  if (stats != nullptr) attn_score_stats(scores.data(), n_kv, stats);
   softmax_inplace(scores.data(), n_kv);
+  if (stats != nullptr) attn_softmax_entropy(scores.data(), n_kv, stats);
   for (int64_t i = 0; i < d; ++i) oh[i] = 0.0f;
   for (int64_t j = 0; j < n_kv; ++j) {
     const void* v = vbase + row_offset(j);
@@ -83,7 +87,8 @@ bool attention_fast_available() {
 }
 
 void attend_head_fast(const Buffer& q, const PagedKv& kv, int64_t t, int64_t h,
-                      const AttentionShape& s, Buffer& out, std::vector<float>& scores) {
+                      const AttentionShape& s, Buffer& out, std::vector<float>& scores,
+                      float* stats) {
   const int64_t group = s.n_heads / s.n_kv_heads;
   const int64_t kv_dim = s.n_kv_heads * s.head_dim;
   const int32_t row = kv.token_seq->i32()[t];
@@ -92,7 +97,7 @@ void attend_head_fast(const Buffer& q, const PagedKv& kv, int64_t t, int64_t h,
   LLMCTL_ASSERT((static_cast<int64_t>(row) + 1) * kv.max_blocks <= kv.block_table->size());
   attend(q.data() + (t * s.n_heads + h) * s.head_dim, kv,
          kv.block_table->i32() + row * kv.max_blocks, int64_t{pos} + 1, kv_dim, h / group,
-         s.head_dim, out.data() + (t * s.n_heads + h) * s.head_dim, scores);
+         s.head_dim, out.data() + (t * s.n_heads + h) * s.head_dim, scores, stats);
 }
 
 }  // namespace llmctl::cpu

@@ -20,8 +20,11 @@ namespace llmctl::cpu {
 bool attention_fast_available();
 
 // Query token t, head h of q (n_tokens, n_heads, head_dim) into the same place of out.
-// `scores` is scratch (resized to pos + 1).
+// `scores` is scratch (resized to pos + 1). With `stats` non-null, also the (token, head)'s
+// kAttnStatFields statistics of these very scores (attn_score_stats and
+// attn_softmax_entropy, cpu_backend.h); out does not change.
 void attend_head_fast(const Buffer& q, const PagedKv& kv, int64_t t, int64_t h,
-                      const AttentionShape& s, Buffer& out, std::vector<float>& scores);
+                      const AttentionShape& s, Buffer& out, std::vector<float>& scores,
+                      float* stats = nullptr);
 
 }  // namespace llmctl::cpu

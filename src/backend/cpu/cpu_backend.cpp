@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <new>
 
 #include "core/error.h"
@@ -178,12 +179,53 @@ const float* kv_head(const Buffer& pool, int64_t slot, int64_t kv_dim, int64_t g
 }
 }  // namespace
 
+// ---------------------------------------------------------------------------
+// Attention statistics (AttnStat in backend.h)
+// ---------------------------------------------------------------------------
+void attn_score_stats(const float* scores, int64_t n, float* stats) {
+  double mx = -std::numeric_limits<double>::infinity();
+  double mn = std::numeric_limits<double>::infinity();
+  double sum = 0.0, sum_sq = 0.0;
+  int64_t n_nan = 0, n_inf = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    const double x = static_cast<double>(scores[j]);
+    if (std::isnan(x)) {
+      ++n_nan;
+    } else if (std::isinf(x)) {
+      ++n_inf;
+    } else {
+      mx = std::max(mx, x);
+      mn = std::min(mn, x);
+      sum += x;
+      sum_sq += x * x;
+    }
+  }
+  stats[kAttnStatMax] = static_cast<float>(mx);
+  stats[kAttnStatMin] = static_cast<float>(mn);
+  stats[kAttnStatSum] = static_cast<float>(sum);
+  stats[kAttnStatSumSq] = static_cast<float>(sum_sq);
+  stats[kAttnStatNan] = static_cast<float>(n_nan);
+  stats[kAttnStatInf] = static_cast<float>(n_inf);
+  stats[kAttnStatCount] = static_cast<float>(n);
+}
+
+// -sum a ln a with 0 ln 0 = 0. A NaN probability is not 0, so it makes the entropy NaN, as
+// the contract asks ("NaN when the softmax is").
+void attn_softmax_entropy(const float* probs, int64_t n, float* stats) {
+  double h = 0.0;
+  for (int64_t j = 0; j < n; ++j) {
+    const double a = static_cast<double>(probs[j]);
+    if (a != 0.0) h -= a * std::log(a);
+  }
+  stats[kAttnStatEntropy] = static_cast<float>(h);
+}
+
 // Query token t at position p, head h (kv head g = h / group):
 //   s[j] = q[t, h] . K[j, g] / sqrt(head_dim), j <= p;  a = softmax(s);  out[t, h] = sum_j a[j]
 //   V[j, g]
 void CpuBackend::attend_head(const Buffer& q, const PagedKv& kv, int64_t t, int64_t h,
                              const AttentionShape& s, Buffer& out, std::vector<float>& scores,
-                             std::vector<float>& kv_row) {
+                             std::vector<float>& kv_row, float* stats) {
   const int64_t group = s.n_heads / s.n_kv_heads;
   const int64_t kv_dim = s.n_kv_heads * s.head_dim;
   const int64_t n_blocks = kv.k_pool->size() / (kv_dim * kv.block_size);
@@ -208,7 +250,9 @@ void CpuBackend::attend_head(const Buffer& q, const PagedKv& kv, int64_t t, int6
     for (int64_t i = 0; i < s.head_dim; ++i) dot += qh[i] * kj[i];
     scores[to_size(j)] = dot * scale;
   }
+  if (stats != nullptr) attn_score_stats(scores.data(), n_kv, stats);
   softmax_inplace(scores.data(), n_kv);
+  if (stats != nullptr) attn_softmax_entropy(scores.data(), n_kv, stats);
   float* oh = out.data() + (t * s.n_heads + h) * s.head_dim;
   for (int64_t i = 0; i < s.head_dim; ++i) oh[i] = 0.0f;
   for (int64_t j = 0; j < n_kv; ++j) {
@@ -225,10 +269,14 @@ void CpuBackend::attention_impl(const Buffer& q, const PagedKv& kv, int64_t n_to
       attend_head(q, kv, t, h, s, out, score_scratch_, kv_row_scratch_);
 }
 
-// TEMPORARY until the attention-statistics work lands (issue 6): refuses rather than lies.
-void CpuBackend::attention_with_stats_impl(const Buffer&, const PagedKv&, int64_t,
-                                           const AttentionShape&, Buffer&, Buffer&) {
-  throw Error("backend attention_with_stats: not implemented on the CPU yet");
+// The same per-head code as attention_impl, with each (token, head)'s statistics written
+// into its row of stats (n_tokens, n_heads, kAttnStatFields).
+void CpuBackend::attention_with_stats_impl(const Buffer& q, const PagedKv& kv, int64_t n_tokens,
+                                           const AttentionShape& s, Buffer& out, Buffer& stats) {
+  for (int64_t t = 0; t < n_tokens; ++t)
+    for (int64_t h = 0; h < s.n_heads; ++h)
+      attend_head(q, kv, t, h, s, out, score_scratch_, kv_row_scratch_,
+                  stats.data() + (t * s.n_heads + h) * kAttnStatFields);
 }
 
 // Per row: indices sorted by (value descending, NaN last, index ascending); the first k kept.

@@ -14,6 +14,15 @@
 
 namespace llmctl::cpu {
 
+// The statistics of one (token, head) of attention_with_stats() (AttnStat in backend.h), in
+// two halves so a kernel computes them from the very scores it uses, without a second pass
+// over K: attn_score_stats() on the scaled scores s[0 .. n) before the softmax (Max, Min,
+// Sum, SumSq over the finite ones, Nan, Inf, Count), attn_softmax_entropy() on the softmax
+// a[0 .. n) after it (Entropy). Sums run in double and are stored as float. Only reads its
+// input, so the attention output cannot depend on whether statistics are asked for.
+void attn_score_stats(const float* scores, int64_t n, float* stats);
+void attn_softmax_entropy(const float* probs, int64_t n, float* stats);
+
 class CpuBackend : public Backend {
  public:
   const char* name() const override { return "cpu"; }
@@ -46,10 +55,12 @@ class CpuBackend : public Backend {
                       Buffer& out) override;
 
   // Head h of query token t (row t of q/out) over its sequence's pages: the reference
-  // attention, also run per (token, head) by the threaded backend.
+  // attention, also run per (token, head) by the threaded backend. With `stats` non-null,
+  // also writes that (token, head)'s kAttnStatFields statistics there (attn_score_stats,
+  // attn_softmax_entropy); out is the same either way.
   static void attend_head(const Buffer& q, const PagedKv& kv, int64_t t, int64_t h,
                           const AttentionShape& s, Buffer& out, std::vector<float>& scores,
-                          std::vector<float>& kv_row);
+                          std::vector<float>& kv_row, float* stats = nullptr);
 
  private:
   std::vector<float> row_scratch_;     // one dequantized weight row (matmul)

@@ -27,9 +27,11 @@ void CpuFastBackend::matmul_impl(const WeightView& w, const Buffer& x, int64_t n
   matmul_fast(w, x.data(), n_tokens, out.data(), pool, scratch_);
 }
 
-// Tasks are (token, head) pairs; each runs the reference code for one head.
-void CpuFastBackend::attention_impl(const Buffer& q, const PagedKv& kv, int64_t n_tokens,
-                                    const AttentionShape& s, Buffer& out) {
+// Tasks are (token, head) pairs; each runs the reference code for one head. The statistics
+// of a (token, head) come from the task that computes its scores, so they are as thread- and
+// batch-invariant as the output.
+void CpuFastBackend::attention_tasks(const Buffer& q, const PagedKv& kv, int64_t n_tokens,
+                                     const AttentionShape& s, Buffer& out, float* stats) {
   // Work estimate from the last token's position (positions grow along a prefill chunk).
   const int64_t positions = int64_t{kv.positions->i32()[n_tokens - 1]} + 1;
   ThreadPool& pool = n_tokens * s.n_heads * positions >= kMinParallelScores ? pool_ : serial_;
@@ -37,12 +39,24 @@ void CpuFastBackend::attention_impl(const Buffer& q, const PagedKv& kv, int64_t 
     auto& scores = scores_[static_cast<size_t>(thread)];
     auto& kv_row = kv_rows_[static_cast<size_t>(thread)];
     for (int64_t i = begin; i < end; ++i) {
+      float* st = stats != nullptr ? stats + i * kAttnStatFields : nullptr;
       if (fast_attention_)
-        attend_head_fast(q, kv, i / s.n_heads, i % s.n_heads, s, out, scores);
+        attend_head_fast(q, kv, i / s.n_heads, i % s.n_heads, s, out, scores, st);
       else
-        attend_head(q, kv, i / s.n_heads, i % s.n_heads, s, out, scores, kv_row);
+        attend_head(q, kv, i / s.n_heads, i % s.n_heads, s, out, scores, kv_row, st);
     }
   });
+}
+
+void CpuFastBackend::attention_impl(const Buffer& q, const PagedKv& kv, int64_t n_tokens,
+                                    const AttentionShape& s, Buffer& out) {
+  attention_tasks(q, kv, n_tokens, s, out, nullptr);
+}
+
+void CpuFastBackend::attention_with_stats_impl(const Buffer& q, const PagedKv& kv, int64_t n_tokens,
+                                               const AttentionShape& s, Buffer& out,
+                                               Buffer& stats) {
+  attention_tasks(q, kv, n_tokens, s, out, stats.data());
 }
 
 }  // namespace llmctl::cpu

@@ -29,8 +29,14 @@ class CpuFastBackend final : public CpuBackend {
   void matmul_impl(const WeightView& w, const Buffer& x, int64_t n_tokens, Buffer& out) override;
   void attention_impl(const Buffer& q, const PagedKv& kv, int64_t n_tokens, const AttentionShape& s,
                       Buffer& out) override;
+  void attention_with_stats_impl(const Buffer& q, const PagedKv& kv, int64_t n_tokens,
+                                 const AttentionShape& s, Buffer& out, Buffer& stats) override;
 
  private:
+  // Both attention ops: (token, head) tasks over the pool; stats nullptr or
+  // (n_tokens, n_heads, kAttnStatFields), each task writing its own row.
+  void attention_tasks(const Buffer& q, const PagedKv& kv, int64_t n_tokens,
+                       const AttentionShape& s, Buffer& out, float* stats);
   bool fast_attention_;
   ThreadPool pool_;
   ThreadPool serial_{1};  // ops too small to be worth waking the other threads

@@ -1,0 +1,106 @@
+#pragma once
+// Attention-score statistics of a run (`llmctl run --attn-stats`): a ForwardObserver that
+// folds the per (token, head) statistics the backend reduces inside its attention kernel
+// (Backend::attention_with_stats, AttnStat in backend.h) into one record per (layer, head),
+// tracks the residual stream's abs-max per layer, and remembers the first alert.
+//
+// Everything is aggregated over every query token the forward pass computes, prompt and
+// generated alike (the last generated token is never fed back, so it is not included).
+// Sums are kept in double: a run adds up n_tokens * positions scores per head.
+//
+// Alert: the first event, in the order the forward pass produces them (chunk by chunk, layer
+// by layer inside a chunk, token then head inside a layer), of
+//   * a finite scaled score above the threshold (the max of a (token, head) > threshold),
+//   * a NaN or +-Inf score,
+//   * a NaN or +-Inf value in the residual stream after a layer (or in the embeddings).
+// In a prefill chunk every token of layer L comes before any of layer L + 1, so the first
+// alert names the lowest layer that shows the problem within the earliest chunk.
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "model/forward_observer.h"
+
+namespace llmctl {
+
+// One (layer, head) over all its query tokens; also used for a whole layer (heads merged).
+struct AttnHeadStats {
+  double max = 0;  // valid when n_finite > 0
+  double min = 0;
+  double sum = 0;     // of the finite scores
+  double sum_sq = 0;  // of the finite scores, squared
+  int64_t n_finite = 0;
+  int64_t n_nan = 0;
+  int64_t n_inf = 0;
+  int64_t n_queries = 0;           // (token, head) rows folded in
+  double entropy_sum = 0;          // softmax entropies (nats) of the rows where it is finite
+  int64_t n_entropy = 0;           // rows with a finite entropy
+  double uniform_entropy_sum = 0;  // ln(positions attended) of those rows: the uniform maximum
+  int64_t max_head = -1;           // for a merged layer: the head holding max
+  int64_t max_pos = -1;            // sequence position of the query holding max
+
+  double mean() const;          // of the finite scores; NaN when there are none
+  double std() const;           // population standard deviation of the finite scores; NaN when none
+  double mean_entropy() const;  // NaN when no row had a finite entropy
+  double mean_uniform_entropy() const;  // NaN likewise
+  // Folds `o` in (max_head taken from whichever holds the larger max).
+  void merge(const AttnHeadStats& o);
+};
+
+// The residual stream x (n_tokens, n_embd) after one layer, over every token.
+struct ResidualStats {
+  double abs_max = 0;  // over the finite values
+  int64_t abs_max_pos = -1;
+  int64_t n_nonfinite = 0;  // NaN or +-Inf values
+};
+
+struct AttnAlert {
+  enum class Kind { ScoreMax, NonFiniteScore, NonFiniteResidual };
+  Kind kind = Kind::ScoreMax;
+  int64_t layer = 0;  // -1: the embeddings (NonFiniteResidual only)
+  int64_t head = -1;  // -1 for NonFiniteResidual
+  int64_t pos = 0;    // sequence position of the query token
+  int32_t token = 0;  // its id
+  double value = 0;   // ScoreMax: the max; otherwise the number of non-finite values
+};
+const char* attn_alert_kind_name(AttnAlert::Kind k);  // "score_max", "nonfinite_score", ...
+
+class AttnStatsCollector final : public ForwardObserver {
+ public:
+  // alert_threshold: scaled-score max above which the first alert fires (finite).
+  AttnStatsCollector(int64_t n_layers, int64_t n_heads, double alert_threshold);
+
+  bool wants_attention_stats() const override { return true; }
+  bool wants_residual() const override { return true; }
+  void on_attention_stats(int64_t layer, const ObservedBatch& batch, const float* stats,
+                          int64_t n_heads) override;
+  void on_residual(int64_t layer, const ObservedBatch& batch, const float* x,
+                   int64_t n_embd) override;
+
+  int64_t n_layers() const { return n_layers_; }
+  int64_t n_heads() const { return n_heads_; }
+  double alert_threshold() const { return threshold_; }
+  const AttnHeadStats& head(int64_t layer, int64_t h) const;
+  AttnHeadStats layer(int64_t layer) const;  // the layer's heads merged
+  // layer -1 is the embeddings.
+  const ResidualStats& residual(int64_t layer) const;
+  // The lowest layer whose residual held a non-finite value (-1: the embeddings already).
+  std::optional<int64_t> first_nonfinite_residual_layer() const;
+  const std::optional<AttnAlert>& alert() const { return alert_; }
+  // Query tokens seen (per layer; every layer sees the same tokens).
+  int64_t n_tokens() const { return n_tokens_; }
+
+ private:
+  void raise(const AttnAlert& a) {
+    if (!alert_) alert_ = a;
+  }
+  int64_t n_layers_, n_heads_;
+  double threshold_;
+  std::vector<AttnHeadStats> heads_;     // (n_layers, n_heads)
+  std::vector<ResidualStats> residual_;  // n_layers + 1, embeddings first
+  std::optional<AttnAlert> alert_;
+  int64_t n_tokens_ = 0;
+};
+
+}  // namespace llmctl
