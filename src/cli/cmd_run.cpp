@@ -62,10 +62,11 @@ void add_run_command(CLI::App& app, Action& action) {
       "  --acf  autocorrelation of the generated tokens: Cohen's kappa of id[t] == id[t-lag]\n"
       "    (0: chance agreement, 1: every token equals the one lag before) and the Pearson ACF\n"
       "    of the top-1 probability (of the raw logits) per step, for lags 1..n/2; the\n"
-      "    dominant period is the lag with the largest value (its smallest divisor within\n"
-      "    0.05 of it) and its strength that value. 'loop: detected' when >= 90% of the last\n"
-      "    max(2P, 16) tokens equal the token P before them for some period P, i.e. the\n"
-      "    pattern was repeated twice in full.\n"
+      "    dominant period is the lag whose local peak is highest (or its smallest divisor\n"
+      "    that peaks within 0.05 of it) and its strength that value. 'loop: detected' when at\n"
+      "    some point >= 95% of the last max(2P, 16) tokens equaled the token P before them\n"
+      "    for some period P, i.e. the pattern was repeated twice in full; the report says\n"
+      "    where, and whether the output still loops at its end.\n"
       "  --stop-on-loop  runs that loop test after every token and stops with finish=loop.\n"
       "Exit codes: 0 ok, 1 bad input file or error, 2 usage error.");
   sub->add_option("-m,--model", opt.model, "GGUF file or Hugging Face model directory")
