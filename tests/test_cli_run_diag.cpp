@@ -156,7 +156,7 @@ TEST_CASE("run --acf finds the loop of a sentence-repeating continuation and non
   CHECK(s["n_tokens"] == 400);
 }
 
-TEST_CASE("run --stop-on-loop ends with finish=loop; a story runs to n_predict", "[cli]") {
+TEST_CASE("run --stop-on-loop ends with finish=loop, a story runs to n_predict", "[cli]") {
   const auto r = run_llmctl(with(greedy(kLoopPrompt, "400"), {"--stop-on-loop", "--json"}));
   REQUIRE(r.code == 0);
   const auto j = nlohmann::json::parse(r.out);
