@@ -211,3 +211,14 @@ TEST_CASE("stories260K greedy continuations: one loops, one does not", "[cpu][sl
   CHECK_FALSE(first_loop(story).detected);
   CHECK(dominant_period(token_acf(story, 200)).strength < 0.3);
 }
+
+TEST_CASE("top1_probability is the softmax maximum of the raw logits", "[cpu]") {
+  const float two[] = {0.0f, static_cast<float>(std::log(3.0))};  // softmax (1/4, 3/4)
+  CHECK(top1_probability(two, 2) == Approx(0.75).epsilon(1e-7));
+  const float flat[] = {-2.0f, -2.0f, -2.0f, -2.0f};
+  CHECK(top1_probability(flat, 4) == Approx(0.25));
+  const float big[] = {1000.0f, 0.0f};  // no overflow: the max is subtracted first
+  CHECK(top1_probability(big, 2) == 1.0);
+  const float bad[] = {1.0f, NAN};
+  CHECK(std::isnan(top1_probability(bad, 2)));
+}
