@@ -291,7 +291,9 @@ bench_rows() {
         printf "%-6s %-7s %-10s %9.1f %8s %7s   %.0f GFLOP/s\n", $2, $6, label, $7, "", "", $11
       }
     }' "$1") || return 1
-  while IFS= read -r line; do bench_table+=("$line"); done <<<"$rows"
+  while IFS= read -r line; do
+    if [ -n "$line" ]; then bench_table+=("$line"); fi
+  done <<<"$rows"
 }
 
 run_model_bench() {
