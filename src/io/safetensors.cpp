@@ -166,6 +166,9 @@ void SafetensorsFile::parse(const uint8_t* data, uint64_t size) {
   } catch (const json::parse_error& e) {
     throw FileError(p, fmt::format("header is not valid JSON: {}", e.what()),
                     8 + (e.byte > 0 ? e.byte - 1 : 0));
+  } catch (const json::exception& e) {
+    // out_of_range 406: a number like 1e400 that overflows a double (found by fuzz_hf_config).
+    throw FileError(p, fmt::format("header is not usable JSON: {}", e.what()), 8);
   }
   if (!header.is_object())
     throw FileError(p, fmt::format("header is a JSON {}, expected an object", header.type_name()),

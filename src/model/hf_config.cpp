@@ -202,6 +202,9 @@ HfConfig hf_config_from_json(const std::string& text, const std::string& path) {
     j = json::parse(text);
   } catch (const json::parse_error& e) {
     throw FileError(path, fmt::format("not valid JSON: {}", e.what()), e.byte > 0 ? e.byte - 1 : 0);
+  } catch (const json::exception& e) {
+    // out_of_range 406: a number like 1e400 that overflows a double (found by fuzz_hf_config).
+    throw FileError(path, fmt::format("not usable JSON: {}", e.what()));
   }
   if (!j.is_object()) throw FileError(path, "expected a JSON object");
   const Keys k(j, path);
