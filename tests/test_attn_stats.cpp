@@ -351,6 +351,25 @@ TEST_CASE("stories260K: stats cover every query: a planted NaN is traced to its 
     }
   CHECK(!stats.first_nonfinite_residual_layer());
   CHECK(stats.residual(c.n_layers - 1).abs_max > 0.0);
+  // The whole prompt in one chunk instead of two: every (token, head) row has the same bits
+  // (batch invariance) and is folded in the same order, so the totals are identical.
+  ForwardOptions one_chunk = fo;
+  one_chunk.max_batch_tokens = 64;
+  Forward fwd1(c, w, backend, one_chunk);
+  AttnStatsCollector stats1(c.n_layers, c.n_heads, 15.0);
+  fwd1.set_observer(&stats1);
+  generate(fwd1, prompt, g);
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    CHECK(stats1.residual(l).abs_max == stats.residual(l).abs_max);
+    for (int64_t h = 0; h < c.n_heads; ++h) {
+      const AttnHeadStats &a = stats.head(l, h), &b = stats1.head(l, h);
+      CHECK(b.max == a.max);
+      CHECK(b.min == a.min);
+      CHECK(b.sum == a.sum);
+      CHECK(b.sum_sq == a.sum_sq);
+      CHECK(b.entropy_sum == a.entropy_sum);
+    }
+  }
 
   // One NaN in layer 2's attn_q weights: scores of layer 2 become NaN, layers 0-1 stay clean.
   LayerWeights& l2 = w.layers[2];
