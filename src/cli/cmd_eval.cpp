@@ -205,7 +205,8 @@ positions, each run from an empty cache. With BOS (when the vocabulary asks for 
 scored once, predicted from BOS and the window's earlier tokens. Without BOS a window's
 first token is context only and the next window starts at the previous one's last token.
 perplexity = exp(mean -log q(token)). llama-perplexity scores only the second half of each
-window, so its numbers are lower and not comparable.
+window, so its numbers are lower and not comparable. The KV cache is f32 (run's default is
+f16), so differences between models come from their weights.
 
 KL(base||model) per scored token uses the base's top-K tokens plus one bucket for the rest:
 sum_top p log(p/q) + P_tail log(P_tail/Q_tail). By the log-sum inequality this is a LOWER
