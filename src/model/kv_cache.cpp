@@ -4,6 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <fstream>
+#include <new>
+#include <string>
 
 #include "core/error.h"
 
@@ -12,7 +15,22 @@ namespace llmctl {
 namespace {
 constexpr uint64_t kChainSeed = 0x9E3779B97F4A7C15ULL;
 size_t idx(int64_t i) { return static_cast<size_t>(i); }
+std::string human_size(uint64_t n) {
+  const auto x = static_cast<double>(n);
+  if (n >= (1ull << 30)) return fmt::format("{:.2f} GiB", x / static_cast<double>(1ull << 30));
+  if (n >= (1ull << 20)) return fmt::format("{:.2f} MiB", x / static_cast<double>(1ull << 20));
+  return fmt::format("{} bytes", n);
+}
 }  // namespace
+
+uint64_t host_kv_memory_limit() {
+  std::ifstream in("/proc/meminfo");
+  std::string key, unit;
+  uint64_t kb = 0;
+  while (in >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024;
+  return 0;
+}
 
 const char* kv_type_name(KvType t) { return t == KvType::F16 ? "f16" : "f32"; }
 
@@ -27,18 +45,54 @@ PagedKvCache::PagedKvCache(Backend& backend, int64_t n_layers, int64_t kv_dim,
     : opt_(opt), kv_dim_(kv_dim) {
   if (opt.block_size < 1 || opt.block_size > 65536)
     throw Error(fmt::format("KV cache: block size {} is outside [1, 65536]", opt.block_size));
-  if (opt.n_blocks < 1 || opt.n_blocks > INT32_MAX / opt.block_size)
+  if (opt.n_blocks < 1)
     throw Error(fmt::format("KV cache: {} blocks, expected at least 1", opt.n_blocks));
+  if (opt.n_blocks > INT32_MAX / opt.block_size)
+    throw Error(fmt::format("KV cache: {} blocks of {} positions is more than the {} blocks "
+                            "slot numbers can address",
+                            opt.n_blocks, opt.block_size, INT32_MAX / opt.block_size),
+                "lower -c/--ctx-size or --parallel");
   LLMCTL_ASSERT(n_layers >= 1 && kv_dim >= 1);
+  const uint64_t need = required_bytes(n_layers, kv_dim, opt);
+  const std::string what = fmt::format(
+      "KV cache of {} ({} layers x K and V x {} positions x {} dims x {})", human_size(need),
+      n_layers, opt.n_blocks * opt.block_size, kv_dim, kv_type_name(opt.type));
+  const char* hint = opt.type == KvType::F32
+                         ? "lower -c/--ctx-size (or --parallel), or use --kv-type f16"
+                         : "lower -c/--ctx-size (or --parallel)";
+  if (opt.max_bytes != 0 && need > opt.max_bytes)
+    throw Error(fmt::format("{} does not fit in the {} available", what, human_size(opt.max_bytes)),
+                hint);
   const BufferType bt = opt.type == KvType::F16 ? BufferType::F16 : BufferType::F32;
   const int64_t n = opt.n_blocks * opt.block_size * kv_dim;
-  for (int64_t l = 0; l < n_layers; ++l) {
-    k_.push_back(backend.alloc(n, bt));
-    v_.push_back(backend.alloc(n, bt));
+  try {
+    for (int64_t l = 0; l < n_layers; ++l) {
+      k_.push_back(backend.alloc(n, bt));
+      v_.push_back(backend.alloc(n, bt));
+    }
+  } catch (const std::bad_alloc&) {
+    throw Error(fmt::format("cannot allocate the {}", what), hint);
+  } catch (const Error& e) {
+    throw Error(fmt::format("cannot allocate the {}: {}", what, e.what()), hint);
   }
   blocks_.resize(idx(opt.n_blocks));
   // Lowest ids first out of the free list (back of the vector), for readable block tables.
   for (int64_t b = opt.n_blocks - 1; b >= 0; --b) free_.push_back(static_cast<int32_t>(b));
+}
+
+uint64_t PagedKvCache::required_bytes(int64_t n_layers, int64_t kv_dim, const KvCacheOptions& opt) {
+  const uint64_t factors[] = {2,
+                              static_cast<uint64_t>(std::max<int64_t>(n_layers, 0)),
+                              static_cast<uint64_t>(std::max<int64_t>(opt.n_blocks, 0)),
+                              static_cast<uint64_t>(std::max<int64_t>(opt.block_size, 0)),
+                              static_cast<uint64_t>(std::max<int64_t>(kv_dim, 0)),
+                              opt.type == KvType::F16 ? 2u : 4u};
+  uint64_t total = 1;
+  for (const uint64_t f : factors) {
+    if (f != 0 && total > UINT64_MAX / f) return UINT64_MAX;
+    total *= f;
+  }
+  return total;
 }
 
 uint64_t PagedKvCache::bytes() const {

@@ -34,7 +34,16 @@ struct KvCacheOptions {
   int64_t block_size = 16;  // positions per block
   int64_t n_blocks = 0;     // blocks in the pool
   KvType type = KvType::F16;
+  // Refuse, before allocating anything, a pool larger than this many bytes (0: no limit).
+  // The caller sets what the backend can hold (host MemAvailable, free device memory), so
+  // that a -c too large for the machine is an error naming the amount instead of an
+  // allocation that overcommits and dies later.
+  uint64_t max_bytes = 0;
 };
+
+// A KvCacheOptions::max_bytes for a cache in host memory (CPU backends): MemAvailable from
+// /proc/meminfo, or 0 (no limit) where it cannot be read.
+uint64_t host_kv_memory_limit();
 
 // What reserve() found.
 enum class Reserve { Ok, ContextFull, PoolFull };
@@ -42,8 +51,12 @@ enum class Reserve { Ok, ContextFull, PoolFull };
 class PagedKvCache {
  public:
   // Allocates the pools on `backend` (zero-filled). Throws Error for a block size or block
-  // count below 1.
+  // count below 1, and Error naming the bytes needed when they exceed opt.max_bytes or the
+  // backend cannot allocate them.
   PagedKvCache(Backend& backend, int64_t n_layers, int64_t kv_dim, const KvCacheOptions& opt);
+  // What the constructor would allocate: 2 (K, V) x n_layers x n_blocks x block_size x
+  // kv_dim x (2 or 4 bytes). Saturates at UINT64_MAX instead of overflowing.
+  static uint64_t required_bytes(int64_t n_layers, int64_t kv_dim, const KvCacheOptions& opt);
 
   int64_t block_size() const { return opt_.block_size; }
   int64_t n_blocks() const { return opt_.n_blocks; }
