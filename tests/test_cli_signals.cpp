@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -147,4 +148,29 @@ TEST_CASE("run --batch interrupted by SIGINT, then --resume: one record per inpu
   }
   CHECK(records == n_lines);
   CHECK(seen.size() == static_cast<size_t>(n_lines));
+}
+
+TEST_CASE("a model file replaced by rename during run: the mapping keeps the old file", "[cli]") {
+  // docs/reliability.md: rename-over is the safe way to update a model in use; truncating or
+  // overwriting in place raises SIGBUS (documented there, not tested: it kills the process).
+  const std::string model = require_test_file("models/stories260K.gguf");
+  const std::string dir = llmctl::test::temp_dir();
+  const std::string path = dir + "/replaced.gguf", other = dir + "/other.gguf";
+  const std::string bytes = llmctl::test::read_file(model);
+  llmctl::test::write_file(path, bytes);
+  llmctl::test::write_file(other, bytes.substr(0, 1000));  // not even a valid file
+  const std::vector<std::string> args{"run",    "-m",   path, "-p",   "Once upon a time",
+                                      "-n",     "1500", "-c", "2048", "--ignore-eos",
+                                      "--temp", "0",    "-t", "1"};
+  const CliExit reference = llmctl::test::run_llmctl_for(args, kDeadline);
+  REQUIRE(reference.code == 0);
+  CliProcess p(args);
+  REQUIRE(p.read_until(20, kDeadline).size() >= 20);
+  REQUIRE(std::rename(other.c_str(), path.c_str()) == 0);
+  CHECK(p.running());  // the rename happened while it was generating
+  const CliExit e = p.wait(kDeadline);
+  REQUIRE_FALSE(e.timed_out);
+  CHECK(e.code == 0);
+  CHECK(e.out == reference.out);
+  CHECK(llmctl::test::read_file(path).size() == 1000);  // the path now names the new file
 }

@@ -105,6 +105,13 @@ class CliProcess {
     out_fd_ = -1;
   }
   void signal(int sig) { kill(pid_, sig); }
+  // Whether the child has not exited yet (an exit seen here is kept for wait()).
+  bool running() {
+    if (reaped_) return false;
+    if (waitpid(pid_, &status_, WNOHANG) != pid_) return true;
+    reaped_ = true;
+    return false;
+  }
 
   // Drains stdout (unless closed) and waits for exit; after timeout_s the child is killed
   // with SIGKILL and the result says timed_out.
@@ -113,8 +120,8 @@ class CliProcess {
     const auto deadline = now() + timeout_s;
     while (out_fd_ >= 0 && now() < deadline)
       if (!read_some(deadline)) break;
-    int status = 0;
-    for (;;) {
+    int status = status_;
+    while (!reaped_) {
       const pid_t w = waitpid(pid_, &status, WNOHANG);
       if (w == pid_) break;
       if (now() >= deadline) {
@@ -156,6 +163,7 @@ class CliProcess {
   pid_t pid_ = -1;
   int out_fd_ = -1;
   bool reaped_ = false;
+  int status_ = 0;
   std::string err_path_;
   std::string out_;
 };
