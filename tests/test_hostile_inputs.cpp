@@ -20,6 +20,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <limits>
@@ -172,13 +173,21 @@ TEST_CASE("hostile metadata: tensor shapes that disagree with the configuration"
   const auto drop = run_args(variant("drop_ffn", {}, [](GgufBuilder::Tensor& t) {
     if (t.name == "blk.3.ffn_down.weight") t.name = "blk.3.ffn_down.weight.renamed";
   }));
-  run_cases("tensor shapes",
+  // Without --verify a NaN weight is caught where it surfaces: the sampler refuses NaN
+  // logits (inspect --verify names the tensor: test_cli_inspect).
+  const auto nan_weight = run_args(variant("nan_weight", {}, [](GgufBuilder::Tensor& t) {
+    if (t.name != "blk.2.attn_q.weight") return;
+    const float nan = std::nanf("");
+    std::memcpy(t.bytes.data() + 4 * 200, &nan, 4);
+  }));
+  run_cases("tensor shapes and values",
             {
                 {"attn_k transposed", rows, 1,
                  "tensor 'blk.1.attn_k.weight': expected [64, 32], got [32, 64]"},
                 {"n_embd 32 for 64-wide tensors", embd, 1,
                  "tensor 'token_embd.weight': expected [32, 512], got [64, 512]"},
                 {"a layer tensor missing", drop, 1, "missing tensor 'blk.3.ffn_down.weight'"},
+                {"a NaN weight, no --verify", nan_weight, 1, "sampler: logits contain NaN"},
             });
 }
 
