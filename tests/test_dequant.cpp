@@ -3,11 +3,10 @@
 //     python3 tools/gen_dequant_fixture.py > tests/fixtures/dequant_golden.txt
 // (needs `pip install gguf numpy`).
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstring>
-#include <map>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "core/error.h"
@@ -28,12 +27,13 @@ struct Case {
 std::vector<uint8_t> unhex(const std::string& s) {
   REQUIRE(s.size() % 2 == 0);
   std::vector<uint8_t> v(s.size() / 2);
-  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<uint8_t>(std::stoul(s.substr(2 * i, 2), nullptr, 16));
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = static_cast<uint8_t>(std::stoul(s.substr(2 * i, 2), nullptr, 16));
   return v;
 }
 
-std::vector<Case> load_cases() {
-  std::ifstream in(llmctl::test::fixture_path("dequant_golden.txt"));
+std::vector<Case> load_cases(const char* file = "dequant_golden.txt") {
+  std::ifstream in(llmctl::test::fixture_path(file));
   REQUIRE(in);
   std::vector<Case> cases;
   std::string line;
@@ -64,14 +64,14 @@ bool same_float(float got, float want) {
   return f32_to_bits(got) == f32_to_bits(want);
 }
 
-}  // namespace
-
-TEST_CASE("dequantize_row matches gguf-py bit for bit", "[cpu][golden]") {
-  const auto cases = load_cases();
+// Decodes every block-type case of a golden file and compares bit for bit; returns the number
+// of cases per type (conversion cases are skipped).
+std::map<std::string, int> check_golden_blocks(const char* file) {
   std::map<std::string, int> seen;
-  for (const Case& c : cases) {
+  for (const Case& c : load_cases(file)) {
     const auto type = ggml_type_from_name(c.kind);
-    if (!type) continue;  // conversion cases, below
+    if (!type) continue;  // conversion cases, tested below
+    REQUIRE(can_dequantize(*type));
     ++seen[c.kind];
     REQUIRE(c.out.size() == static_cast<size_t>(c.n) * 4);
     std::vector<float> got(static_cast<size_t>(c.n), -12345.0f);
@@ -83,11 +83,27 @@ TEST_CASE("dequantize_row matches gguf-py bit for bit", "[cpu][golden]") {
       REQUIRE(same_float(got[i], want));
     }
   }
+  return seen;
+}
+
+}  // namespace
+
+TEST_CASE("dequantize_row matches gguf-py bit for bit", "[cpu][golden]") {
+  auto seen = check_golden_blocks("dequant_golden.txt");
   CHECK(seen["Q8_0"] >= 50);
   CHECK(seen["Q4_0"] >= 50);
   CHECK(seen["Q4_1"] >= 50);
   CHECK(seen["F16"] == 1);
   CHECK(seen["BF16"] == 1);
+}
+
+// Q5_0, Q5_1 and the k-quants: random bytes in every field (tools/gen_dequant_k_fixture.py),
+// decoded by gguf-py. A wrong bit position in qh, a swapped nibble or a misread 6-bit scale
+// changes most outputs.
+TEST_CASE("dequantize_row of Q5_0, Q5_1, Q4_K, Q5_K, Q6_K matches gguf-py bit for bit",
+          "[cpu][golden]") {
+  auto seen = check_golden_blocks("dequant_golden_k.txt");
+  for (const char* t : {"Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K"}) CHECK(seen[t] == 35);
 }
 
 TEST_CASE("float to fp16 and bf16 round to nearest even like numpy and gguf-py", "[cpu][golden]") {
@@ -98,7 +114,8 @@ TEST_CASE("float to fp16 and bf16 round to nearest even like numpy and gguf-py",
       const float x = bits_to_f32(load<uint32_t>(c.in, i));
       const uint16_t want = load<uint16_t>(c.out, i);
       const uint16_t got = c.kind == "F32_TO_F16" ? f32_to_fp16(x) : f32_to_bf16(x);
-      INFO(c.kind << fmt::format(" input {:08x}: got {:04x}, want {:04x}", f32_to_bits(x), got, want));
+      INFO(c.kind << fmt::format(" input {:08x}: got {:04x}, want {:04x}", f32_to_bits(x), got,
+                                 want));
       if (std::isnan(x)) {
         // Both must be NaN; the quiet bit pattern may differ between implementations.
         CHECK(std::isnan(c.kind == "F32_TO_F16" ? fp16_to_f32(got) : bf16_to_f32(got)));
@@ -124,7 +141,7 @@ TEST_CASE("fp16 round trip is exact for all 65536 halves", "[cpu]") {
   }
   CHECK(fp16_to_f32(0x0001) == std::ldexp(1.0f, -24));
   CHECK(fp16_to_f32(0x7bff) == 65504.0f);
-  CHECK(f32_to_fp16(65520.0f) == 0x7c00);  // rounds up to inf
+  CHECK(f32_to_fp16(65520.0f) == 0x7c00);               // rounds up to inf
   CHECK(f32_to_fp16(std::ldexp(1.0f, -25)) == 0x0000);  // tie to even: 0
   CHECK(f32_to_fp16(std::ldexp(1.5f, -25)) == 0x0001);
 }
@@ -160,9 +177,13 @@ TEST_CASE("hand-checked blocks: nibble order and formulas", "[cpu]") {
 TEST_CASE("dequantize_row rejects unsupported types and partial blocks", "[cpu]") {
   float out[64];
   const uint8_t zeros[256] = {};
-  CHECK_THROWS_AS(dequantize_row(GgmlType::Q4_K, zeros, out, 256), Error);
-  CHECK_THROWS_WITH(dequantize_row(GgmlType::Q5_0, zeros, out, 32), Catch::Contains("Q5_0 is not supported"));
-  CHECK_THROWS_WITH(dequantize_row(GgmlType::Q4_0, zeros, out, 33), Catch::Contains("not a whole number"));
+  CHECK_THROWS_AS(dequantize_row(GgmlType::IQ4_NL, zeros, out, 32), Error);
+  CHECK_THROWS_WITH(dequantize_row(GgmlType::Q3_K, zeros, out, 256),
+                    Catch::Contains("Q3_K is not supported"));
+  CHECK_THROWS_WITH(dequantize_row(GgmlType::Q4_K, zeros, out, 32),
+                    Catch::Contains("not a whole number"));
+  CHECK_THROWS_WITH(dequantize_row(GgmlType::Q4_0, zeros, out, 33),
+                    Catch::Contains("not a whole number"));
   CHECK_THROWS_AS(dequantize_row(GgmlType::F16, zeros, out, -1), Error);
   CHECK(can_dequantize(GgmlType::BF16));
   CHECK_FALSE(can_dequantize(GgmlType::IQ2_XXS));

@@ -1,4 +1,6 @@
 // quant/quant_plan.h: which tensor gets which format, on hand-made tensor lists.
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 
 #include "core/error.h"
@@ -95,13 +97,13 @@ TEST_CASE("quant plan: same type is copied, an undecodable source is copied with
   QuantOptions o;
   o.type = GgmlType::F16;
   std::vector<GgufTensorInfo> t = llama_like();
-  t.push_back(tensor("blk.2.attn_q.weight", {256, 4}, GgmlType::Q6_K));
+  t.push_back(tensor("blk.2.attn_q.weight", {256, 4}, GgmlType::Q3_K));
   const QuantPlan p = plan_quantization(t, o);
   CHECK(find(p, "blk.1.attn_v.weight").copy);
   CHECK_FALSE(find(p, "blk.0.attn_v.weight").copy);
   const TensorPlan& k = find(p, "blk.2.attn_q.weight");
   CHECK(k.copy);
-  CHECK(k.chosen == GgmlType::Q6_K);
+  CHECK(k.chosen == GgmlType::Q3_K);
   CHECK(mentions(p.warnings, "blk.2.attn_q.weight"));
   CHECK(p.file_type == 1);
 }
@@ -109,8 +111,13 @@ TEST_CASE("quant plan: same type is copied, an undecodable source is copied with
 TEST_CASE("quant plan: type names, file types and bad options", "[cpu]") {
   CHECK(parse_quant_type("Q8_0", "--type") == GgmlType::Q8_0);
   CHECK(parse_quant_type("bf16", "--type") == GgmlType::BF16);
-  CHECK_THROWS_WITH(parse_quant_type("q5_0", "--type"), Catch::Contains("not supported yet"));
-  CHECK_THROWS_WITH(parse_quant_type("q4_k", "--type"), Catch::Contains("not supported yet"));
+  CHECK(parse_quant_type("q5_0", "--type") == GgmlType::Q5_0);
+  CHECK(parse_quant_type("Q5_1", "--type") == GgmlType::Q5_1);
+  CHECK(parse_quant_type("q4_k", "--type") == GgmlType::Q4_K);
+  CHECK(parse_quant_type("q5_K", "--type") == GgmlType::Q5_K);
+  CHECK(parse_quant_type("q6_k", "--type") == GgmlType::Q6_K);
+  CHECK_THROWS_WITH(parse_quant_type("q3_k", "--type"), Catch::Contains("not supported yet"));
+  CHECK_THROWS_WITH(parse_quant_type("iq4_nl", "--type"), Catch::Contains("q6_k"));
   CHECK_THROWS_WITH(parse_quant_type("q3", "--type"), Catch::Contains("unknown type 'q3'"));
   // llama.h's enum llama_ftype.
   CHECK(llama_file_type(GgmlType::F32) == 0);
@@ -119,6 +126,11 @@ TEST_CASE("quant plan: type names, file types and bad options", "[cpu]") {
   CHECK(llama_file_type(GgmlType::Q4_1) == 3);
   CHECK(llama_file_type(GgmlType::Q8_0) == 7);
   CHECK(llama_file_type(GgmlType::BF16) == 32);
+  CHECK(llama_file_type(GgmlType::Q5_0) == 8);
+  CHECK(llama_file_type(GgmlType::Q5_1) == 9);
+  CHECK(llama_file_type(GgmlType::Q4_K) == 14);  // LLAMA_FTYPE_MOSTLY_Q4_K_S
+  CHECK(llama_file_type(GgmlType::Q5_K) == 16);  // LLAMA_FTYPE_MOSTLY_Q5_K_S
+  CHECK(llama_file_type(GgmlType::Q6_K) == 18);
   CHECK_THROWS_WITH(parse_tensor_type_override("attn_v"), Catch::Contains("REGEX=TYPE"));
   CHECK_THROWS_WITH(parse_tensor_type_override("=q8_0"), Catch::Contains("REGEX=TYPE"));
   CHECK_THROWS_WITH(parse_tensor_type_override("attn_v="), Catch::Contains("REGEX=TYPE"));
@@ -129,4 +141,34 @@ TEST_CASE("quant plan: type names, file types and bad options", "[cpu]") {
   CHECK(parse_tensor_type_override("a=b=f16").pattern == "a=b");
   CHECK(fallback_chain(GgmlType::Q8_0) == std::vector<GgmlType>{GgmlType::Q8_0, GgmlType::F16});
   CHECK(fallback_chain(GgmlType::BF16) == std::vector<GgmlType>{GgmlType::BF16});
+}
+
+// The fallback table of quant_plan.h, on rows of 64 (whole 32-blocks, not 256) and 172
+// (neither), as in stories260K.
+TEST_CASE("quant plan: k-quant fallback to the next 32-block type, then F16", "[cpu]") {
+  struct Row {
+    GgmlType wanted, for_64, for_172;
+  };
+  for (const Row& r : {Row{GgmlType::Q4_K, GgmlType::Q5_0, GgmlType::F16},
+                       Row{GgmlType::Q5_K, GgmlType::Q5_1, GgmlType::F16},
+                       Row{GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::F16},
+                       Row{GgmlType::Q5_0, GgmlType::Q5_0, GgmlType::F16},
+                       Row{GgmlType::Q5_1, GgmlType::Q5_1, GgmlType::F16}}) {
+    INFO(ggml_type_name(r.wanted));
+    QuantOptions o;
+    o.type = r.wanted;
+    std::vector<GgufTensorInfo> t = llama_like();
+    t.push_back(tensor("blk.3.ffn_up.weight", {512, 8}));
+    const QuantPlan p = plan_quantization(t, o);
+    CHECK(find(p, "blk.0.attn_q.weight").chosen == r.for_64);
+    CHECK(find(p, "blk.0.ffn_down.weight").chosen == r.for_172);
+    CHECK(find(p, "blk.3.ffn_up.weight").chosen == r.wanted);  // 512 = 2 super-blocks
+    if (r.for_64 != r.wanted)
+      CHECK(mentions(p.warnings, fmt::format("tensor 'blk.0.attn_q.weight': row length 64 is not "
+                                             "a multiple of the {} block size 256; writing {}",
+                                             ggml_type_name(r.wanted), ggml_type_name(r.for_64))));
+    const TensorPlan& up = find(p, "blk.3.ffn_up.weight");
+    const GgmlTypeTraits tr = ggml_traits(r.wanted);
+    CHECK(up.out_bytes == 512 * 8 / tr.block_size * tr.type_size);
+  }
 }

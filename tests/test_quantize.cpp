@@ -114,7 +114,8 @@ TEST_CASE("quantize_row matches the golden bytes for every case and type", "[cpu
     ++per_type[o.type];
   }
   CHECK(g.inputs.size() >= 40);
-  for (const char* t : {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1"}) CHECK(per_type[t] == 44);
+  for (const char* t : {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"})
+    CHECK(per_type[t] == 44);
 }
 
 TEST_CASE("quantize rounding rules on hand-checked blocks", "[cpu]") {
@@ -159,6 +160,53 @@ TEST_CASE("quantize rounding rules on hand-checked blocks", "[cpu]") {
   x[1] = 15.0f, x[2] = 2.5f;
   q = quantize(GgmlType::Q4_1, x);
   CHECK((q[4 + 2] & 15) == 3);
+}
+
+TEST_CASE("Q5_0 and Q5_1 rounding rules and bit packing on hand-checked blocks", "[cpu]") {
+  // Q5_0 with max = -16 (d = 1): q = trunc(x + 16.5), ties up; +16 clamps to 31.
+  std::vector<float> x(32, 0.0f);
+  x[0] = -16.0f, x[1] = -0.5f, x[2] = 0.5f, x[3] = 15.5f, x[17] = 3.0f, x[18] = -9.0f;
+  auto q = quantize(GgmlType::Q5_0, x);
+  REQUIRE(q.size() == 22);
+  CHECK(load_u16_le(q.data()) == 0x3C00);
+  auto q5 = [&](int j) { return q5_value(q.data() + 2, q.data() + 6, j); };
+  CHECK(q5(0) == 0);    // -16
+  CHECK(q5(1) == 16);   // -0.5 -> trunc(16.0)
+  CHECK(q5(2) == 17);   // 0.5 -> trunc(17.0)
+  CHECK(q5(3) == 31);   // 15.5 -> 32, clamped
+  CHECK(q5(17) == 19);  // element 17: high nibble of byte 1, bit 17 of qh
+  CHECK(q5(18) == 7);
+  CHECK((q[6 + 1] >> 4) == (19 & 15));
+  CHECK(((q[2 + 2] >> 1) & 1) == 1);  // qh bit 17 (byte 2, bit 1): 19 has bit 4 set
+  // All zero: max stays +0, d = -0, every q = 16 (value 0).
+  q = quantize(GgmlType::Q5_0, std::vector<float>(32, 0.0f));
+  CHECK(load_u16_le(q.data()) == 0x8000);
+  CHECK(load_u16_le(q.data() + 2) == 0xffff);  // bit 4 of 16 set for all 32 elements
+  CHECK(q[6] == 0x00);
+  // One large outlier: it takes the end of the range, the rest round to 16 +- 0.
+  x.assign(32, 0.001f);
+  x[5] = 1000.0f;
+  q = quantize(GgmlType::Q5_0, x);
+  CHECK(read_half(q.data()) == -62.5f);  // d = 1000 / -16
+  CHECK(q5_value(q.data() + 2, q.data() + 6, 5) == 0);
+  CHECK(q5_value(q.data() + 2, q.data() + 6, 6) == 16);
+  // Q5_1 with min 0, max 31 (d = 1): q = trunc(x + 0.5), ties up.
+  x.assign(32, 0.0f);
+  x[1] = 31.0f, x[2] = 2.5f, x[3] = 16.49f, x[20] = 30.5f;
+  q = quantize(GgmlType::Q5_1, x);
+  REQUIRE(q.size() == 24);
+  CHECK(load_u16_le(q.data()) == 0x3C00);
+  CHECK(read_half(q.data() + 2) == 0.0f);
+  auto q51 = [&](int j) { return q5_value(q.data() + 4, q.data() + 8, j); };
+  CHECK(q51(1) == 31);
+  CHECK(q51(2) == 3);
+  CHECK(q51(3) == 16);
+  CHECK(q51(20) == 31);
+  // All equal: d = 0, q = 0, m = the value.
+  q = quantize(GgmlType::Q5_1, std::vector<float>(32, 0.75f));
+  CHECK(load_u16_le(q.data()) == 0);
+  CHECK(read_half(q.data() + 2) == 0.75f);
+  CHECK(q51(0) == 0);
 }
 
 // Round-trip bounds, derived from the rules in quantize.h. With d the float scale, dh = fp16(d)
@@ -308,20 +356,24 @@ TEST_CASE("quantize_tensor equals quantize_row per row", "[cpu]") {
 TEST_CASE("quantize rejects partial blocks and unsupported types", "[cpu]") {
   std::vector<float> x(64, 1.0f);
   std::vector<uint8_t> out(256);
-  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1}) {
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
+                        GgmlType::Q5_1}) {
     CHECK_THROWS_WITH(quantize_row(type, x.data(), out.data(), 33),
                       Catch::Contains("33 elements is not a whole number"));
     CHECK_THROWS_WITH(quantize_tensor(type, "blk.0.ffn_down.weight", x.data(), out.data(), 2, 48),
                       Catch::Contains("48 elements is not a whole number"));
   }
   CHECK_THROWS_AS(quantize_row(GgmlType::Q4_0, x.data(), out.data(), -32), Error);
+  CHECK_THROWS_WITH(quantize_row(GgmlType::Q3_K, x.data(), out.data(), 256),
+                    Catch::Contains("Q3_K is not supported"));
   CHECK_THROWS_WITH(quantize_row(GgmlType::Q4_K, x.data(), out.data(), 64),
-                    Catch::Contains("Q4_K is not supported"));
+                    Catch::Contains("64 elements is not a whole number of Q4_K blocks of 256"));
   CHECK_THROWS_AS(quantize_tensor(GgmlType::Q8_0, "t", x.data(), out.data(), -1, 32), Error);
   CHECK_NOTHROW(quantize_row(GgmlType::F16, x.data(), out.data(), 33));  // plain types: any n
   CHECK(quantized_size(GgmlType::Q4_1, 64) == 40);
   CHECK(quantized_size(GgmlType::BF16, 3) == 6);
   CHECK(can_quantize(GgmlType::F32));
-  CHECK_FALSE(can_quantize(GgmlType::Q5_0));
+  CHECK(can_quantize(GgmlType::Q5_0));
+  CHECK_FALSE(can_quantize(GgmlType::IQ4_NL));
   quantize_row(GgmlType::Q8_0, nullptr, nullptr, 0);  // empty row: nothing to do
 }

@@ -8,7 +8,7 @@ equal, blocks where fused multiply-add would change q, tiny (float subnormal) va
 normal blocks at several scales.
 
 Every quantized block is also computed by `c_ref_*` below, a scalar transcription of the
-rules of ggml's C reference (quantize_row_{q8_0,q4_0,q4_1}_ref in ggml-quants.c) in
+rules of ggml's C reference (quantize_row_{q8_0,q4_0,q4_1,q5_0,q5_1}_ref in ggml-quants.c) in
 float32 arithmetic, one rounding per operation, no fused multiply-add. Where gguf-py and
 the C rules disagree the fixture follows C and the line is counted in a "# differs"
 comment; the script prints those cases to stderr.
@@ -18,7 +18,8 @@ Regenerate (needs `pip install gguf numpy`):
 
 Format:
   IN  NAME N HEX      N float32 inputs (little-endian bit patterns), one row
-  OUT TYPE NAME HEX   the row quantized to TYPE (F32 F16 BF16 Q8_0 Q4_0 Q4_1) in ggml's layout
+  OUT TYPE NAME HEX   the row quantized to TYPE (F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1) in
+                      ggml's layout
 """
 import sys
 
@@ -116,7 +117,7 @@ def to_int_x86(v):
     return ((i + 128) % 256) - 128
 
 
-def half(v):
+def half_bytes(v):
     with np.errstate(over="ignore"):
         return np.array([v], dtype=f32).astype(np.float16).tobytes()
 
@@ -137,30 +138,46 @@ def c_ref_q8_0(x):
             # roundf: half away from zero
             r = np.copysign(np.floor(abs(float(p)) + 0.5), float(p)) if np.isfinite(p) else p
             qs.append(to_int_x86(r) & 0xFF)
-        out += half(d) + bytes(qs)
+        out += half_bytes(d) + bytes(qs)
     return out
 
 
-def c_ref_q4_0(x):
+def pack4(q):
+    return bytes(q[j] | (q[j + 16] << 4) for j in range(16))
+
+
+def pack5(q):
+    """Q5_0/Q5_1 quants: qh (bit j = bit 4 of q[j], a little-endian u32), then the nibbles."""
+    qh = 0
+    for j, v in enumerate(q):
+        qh |= ((v >> 4) & 1) << j
+    return qh.to_bytes(4, "little") + bytes((q[j] & 15) | ((q[j + 16] & 15) << 4) for j in range(16))
+
+
+def c_ref_symmetric(x, half, pack):
+    """quantize_row_q4_0_ref (half 8) / q5_0_ref (half 16): d = max / -half,
+    q = MIN(2 half - 1, (int8)(x*id + half + 0.5))."""
     out = b""
     for b in x.reshape(-1, 32):
         amax = f32(0); mx = f32(0)
         for v in b:
             if amax < abs(v):
                 amax = abs(v); mx = v
-        d = f32(mx / f32(-8))
+        d = f32(mx / f32(-half))
         with np.errstate(divide="ignore", over="ignore"):
             idv = f32(f32(1) / d) if d != 0 else f32(0)
         q = []
         for v in b:
             with np.errstate(over="ignore", invalid="ignore"):
-                s = f32(f32(v * idv) + f32(8.5))
-            q.append(min(15, to_int_x86(s)) & 0xFF)
-        out += half(d) + bytes(q[j] | (q[j + 16] << 4) for j in range(16))
+                s = f32(f32(v * idv) + f32(half + 0.5))
+            q.append(min(2 * half - 1, to_int_x86(s)) & 0xFF)
+        out += half_bytes(d) + pack(q)
     return out
 
 
-def c_ref_q4_1(x):
+def c_ref_affine(x, qmax, clamp, pack):
+    """quantize_row_q4_1_ref (qmax 15, MIN(15, ...)) / q5_1_ref (qmax 31, no clamp):
+    d = (max - min) / qmax, q = (int)((x - min)*id + 0.5)."""
     out = b""
     for b in x.reshape(-1, 32):
         mn = f32(np.finfo(f32).max); mx = f32(-np.finfo(f32).max)
@@ -168,20 +185,37 @@ def c_ref_q4_1(x):
             if v < mn: mn = v
             if v > mx: mx = v
         with np.errstate(over="ignore"):
-            d = f32(f32(mx - mn) / f32(15))
+            d = f32(f32(mx - mn) / f32(qmax))
             idv = f32(f32(1) / d) if d != 0 else f32(0)
         q = []
         for v in b:
             with np.errstate(over="ignore", invalid="ignore"):
                 s = f32(f32(f32(v - mn) * idv) + f32(0.5))
-            q.append(min(15, to_int_x86(s)) & 0xFF)
-        out += half(d) + half(mn) + bytes(q[j] | (q[j + 16] << 4) for j in range(16))
+            q.append((min(qmax, to_int_x86(s)) if clamp else to_int_x86(s)) & 0xFF)
+        out += half_bytes(d) + half_bytes(mn) + pack(q)
     return out
 
 
-C_REF = {"Q8_0": c_ref_q8_0, "Q4_0": c_ref_q4_0, "Q4_1": c_ref_q4_1}
+def c_ref_q4_0(x):
+    return c_ref_symmetric(x, 8, pack4)
+
+
+def c_ref_q5_0(x):
+    return c_ref_symmetric(x, 16, pack5)
+
+
+def c_ref_q4_1(x):
+    return c_ref_affine(x, 15, True, pack4)
+
+
+def c_ref_q5_1(x):
+    return c_ref_affine(x, 31, False, pack5)
+
+
+C_REF = {"Q8_0": c_ref_q8_0, "Q4_0": c_ref_q4_0, "Q4_1": c_ref_q4_1, "Q5_0": c_ref_q5_0,
+         "Q5_1": c_ref_q5_1}
 TYPES = [("F32", T.F32), ("F16", T.F16), ("BF16", T.BF16), ("Q8_0", T.Q8_0), ("Q4_0", T.Q4_0),
-         ("Q4_1", T.Q4_1)]
+         ("Q4_1", T.Q4_1), ("Q5_0", T.Q5_0), ("Q5_1", T.Q5_1)]
 
 
 def main():

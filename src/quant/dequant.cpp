@@ -10,16 +10,32 @@ bool can_dequantize(GgmlType type) {
   switch (type) {
     case GgmlType::F32: case GgmlType::F16: case GgmlType::BF16:
     case GgmlType::Q8_0: case GgmlType::Q4_0: case GgmlType::Q4_1:
+    case GgmlType::Q5_0: case GgmlType::Q5_1:
+    case GgmlType::Q4_K: case GgmlType::Q5_K: case GgmlType::Q6_K:
       return true;
     default:
       return false;
   }
 }
 
+void dequantize_block(GgmlType type, const uint8_t* block, float* out) {
+  switch (type) {
+    case GgmlType::Q8_0: dequantize_block_q8_0(block, out); break;
+    case GgmlType::Q4_0: dequantize_block_q4_0(block, out); break;
+    case GgmlType::Q4_1: dequantize_block_q4_1(block, out); break;
+    case GgmlType::Q5_0: dequantize_block_q5_0(block, out); break;
+    case GgmlType::Q5_1: dequantize_block_q5_1(block, out); break;
+    case GgmlType::Q4_K: dequantize_block_q4_k(block, out); break;
+    case GgmlType::Q5_K: dequantize_block_q5_k(block, out); break;
+    case GgmlType::Q6_K: dequantize_block_q6_k(block, out); break;
+    default: LLMCTL_ASSERT(false && "dequantize_block: not a block type");
+  }
+}
+
 void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
   if (!can_dequantize(type))
     throw Error(fmt::format("dequantize: type {} is not supported (supported: F32, F16, BF16, Q8_0, "
-                            "Q4_0, Q4_1)",
+                            "Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)",
                             ggml_type_name(type)));
   const GgmlTypeTraits tr = ggml_traits(type);
   if (n < 0 || n % tr.block_size != 0)
@@ -42,9 +58,7 @@ void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
       for (size_t b = 0; b < blocks; ++b) {
         const uint8_t* block = p + b * tr.type_size;
         float* out = dst + b * tr.block_size;
-        if (type == GgmlType::Q8_0) dequantize_block_q8_0(block, out);
-        else if (type == GgmlType::Q4_0) dequantize_block_q4_0(block, out);
-        else dequantize_block_q4_1(block, out);
+        dequantize_block(type, block, out);
       }
       break;
     }

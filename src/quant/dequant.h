@@ -7,6 +7,27 @@
 //   block_q4_0 (18 B): fp16 d; uint8 qs[16]            x[j] = ((qs[j] & 15) - 8) * d,
 //                                                      x[j + 16] = ((qs[j] >> 4) - 8) * d
 //   block_q4_1 (20 B): fp16 d; fp16 m; uint8 qs[16]    x[j] = (qs[j] & 15) * d + m, ...
+//   block_q5_0 (22 B): fp16 d; uint8 qh[4]; uint8 qs[16]
+//                      q[j] = (qs[j] & 15) | (bit j of qh as u32 LE) << 4,
+//                      q[j + 16] = (qs[j] >> 4) | (bit j + 16) << 4;  x = (q - 16) * d
+//   block_q5_1 (24 B): fp16 d; fp16 m; uint8 qh[4]; uint8 qs[16]   x = q * d + m (q as Q5_0)
+//
+// K-quants: 256-element super-blocks of sub-blocks, whose scales are themselves quantized.
+//   block_q4_k (144 B): fp16 d; fp16 dmin; uint8 scales[12]; uint8 qs[128]
+//       8 sub-blocks of 32, each with a 6-bit scale sc and a 6-bit min m (packing below).
+//       Element 64c + l (c < 4, l < 32) is the low nibble of qs[32c + l] (sub-block 2c),
+//       element 64c + 32 + l its high nibble (sub-block 2c + 1).  x = (d*sc) * q - (dmin*m)
+//   block_q5_k (176 B): fp16 d; fp16 dmin; uint8 scales[12]; uint8 qh[32]; uint8 qs[128]
+//       as Q4_K with a fifth bit: sub-block j's element l has bit j of qh[l] as bit 4.
+//   block_q6_k (210 B): uint8 ql[128]; uint8 qh[64]; int8 scales[16]; fp16 d
+//       16 sub-blocks of 16 with signed 8-bit scales; x = (d*scales[e/16]) * (q - 32).
+//       Half h (128 elements) uses ql[64h..), qh[32h..); element 128h + 32k + l (k < 4,
+//       l < 32) has low 4 bits ql[64h + l + 32(k&1)] (k < 2: low nibble, else high) and
+//       high 2 bits (qh[32h + l] >> 2k) & 3.
+//   Q4_K/Q5_K scale packing (12 bytes, j < 8): j < 4: sc = s[j] & 63, m = s[j+4] & 63;
+//   j >= 4: sc = (s[j+4] & 15) | (s[j-4] >> 6) << 4, m = (s[j+4] >> 4) | (s[j] >> 6) << 4.
+// Float operations happen in ggml's order (d*sc first, then * q, then - dmin*m), so the
+// results equal ggml's and gguf-py's bit for bit.
 
 #include <cstdint>
 #include <cstring>
@@ -48,8 +69,91 @@ inline void dequantize_block_q4_1(const uint8_t* block, float* out) {
   }
 }
 
-// Whether dequantize_row() handles `type` (F32, F16, BF16, Q8_0, Q4_0, Q4_1).
+// 5-bit quant q of element j (0..31) of a Q5_0/Q5_1 block: nibble + the qh bit.
+inline int q5_value(const uint8_t* qh, const uint8_t* qs, int j) {
+  const uint32_t h = static_cast<uint32_t>(qh[0] | (qh[1] << 8) | (qh[2] << 16)) |
+                     (static_cast<uint32_t>(qh[3]) << 24);
+  const int lo = j < 16 ? (qs[j] & 0x0f) : (qs[j - 16] >> 4);
+  return lo | static_cast<int>(((h >> j) & 1u) << 4);
+}
+
+inline void dequantize_block_q5_0(const uint8_t* block, float* out) {
+  const float d = fp16_to_f32(load_u16_le(block));
+  for (int j = 0; j < 32; ++j) out[j] = static_cast<float>(q5_value(block + 2, block + 6, j) - 16) * d;
+}
+
+inline void dequantize_block_q5_1(const uint8_t* block, float* out) {
+  const float d = fp16_to_f32(load_u16_le(block));
+  const float m = fp16_to_f32(load_u16_le(block + 2));
+  for (int j = 0; j < 32; ++j)
+    out[j] = static_cast<float>(q5_value(block + 4, block + 8, j)) * d + m;
+}
+
+// Scale and min (6 bits each) of sub-block j (0..7) of a Q4_K/Q5_K block (packing above).
+inline void k_scale_min(const uint8_t* s, int j, int* sc, int* m) {
+  if (j < 4) {
+    *sc = s[j] & 63;
+    *m = s[j + 4] & 63;
+  } else {
+    *sc = (s[j + 4] & 15) | ((s[j - 4] >> 6) << 4);
+    *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+  }
+}
+
+// Q4_K (with_high == false) and Q5_K: the same scales, Q5_K adds qh.
+inline void dequantize_block_q45_k(const uint8_t* block, bool with_high, float* out) {
+  const float d = fp16_to_f32(load_u16_le(block));
+  const float dmin = fp16_to_f32(load_u16_le(block + 2));
+  const uint8_t* scales = block + 4;
+  const uint8_t* qh = block + 16;
+  const uint8_t* qs = with_high ? block + 48 : block + 16;
+  for (int j = 0; j < 8; ++j) {
+    int sc = 0, m = 0;
+    k_scale_min(scales, j, &sc, &m);
+    const float d1 = d * static_cast<float>(sc);
+    const float m1 = dmin * static_cast<float>(m);
+    const uint8_t* q = qs + 32 * (j / 2);
+    for (int l = 0; l < 32; ++l) {
+      int v = (j % 2 == 0) ? (q[l] & 0x0f) : (q[l] >> 4);
+      if (with_high) v |= ((qh[l] >> j) & 1) << 4;
+      out[32 * j + l] = d1 * static_cast<float>(v) - m1;
+    }
+  }
+}
+
+inline void dequantize_block_q4_k(const uint8_t* block, float* out) {
+  dequantize_block_q45_k(block, false, out);
+}
+inline void dequantize_block_q5_k(const uint8_t* block, float* out) {
+  dequantize_block_q45_k(block, true, out);
+}
+
+// The 6-bit quant (0..63) of element e (0..255) of a Q6_K block.
+inline int q6_k_value(const uint8_t* block, int e) {
+  const int h = e / 128, k = (e % 128) / 32, l = e % 32;
+  const uint8_t lo_byte = block[64 * h + l + 32 * (k & 1)];
+  const int lo = k < 2 ? (lo_byte & 0x0f) : (lo_byte >> 4);
+  const int hi = (block[128 + 32 * h + l] >> (2 * k)) & 3;
+  return lo | (hi << 4);
+}
+
+inline void dequantize_block_q6_k(const uint8_t* block, float* out) {
+  const float d = fp16_to_f32(load_u16_le(block + 208));
+  for (int s = 0; s < 16; ++s) {
+    int8_t sc;
+    std::memcpy(&sc, block + 192 + s, 1);
+    const float ds = d * static_cast<float>(sc);
+    for (int l = 0; l < 16; ++l)
+      out[16 * s + l] = ds * static_cast<float>(q6_k_value(block, 16 * s + l) - 32);
+  }
+}
+
+// Whether dequantize_row() handles `type` (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
+// Q4_K, Q5_K, Q6_K).
 bool can_dequantize(GgmlType type);
+
+// One block of a block type (Q8_0 ... Q6_K) into out[0..block_size).
+void dequantize_block(GgmlType type, const uint8_t* block, float* out);
 
 // Decodes n elements of `type` from `src` (n / block_size whole blocks, in ggml's layout)
 // into dst[0..n). Throws Error for an unsupported type or an n that is negative or not a

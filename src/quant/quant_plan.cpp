@@ -14,7 +14,7 @@ namespace llmctl {
 
 namespace {
 
-constexpr const char* kAccepted = "f32, f16, bf16, q8_0, q4_0, q4_1";
+constexpr const char* kAccepted = "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k";
 
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -45,7 +45,7 @@ GgmlType parse_quant_type(const std::string& name, const std::string& what) {
   if (t)
     throw Error(
         fmt::format("{}: type '{}' is not supported yet (llmctl writes {})", what, name, kAccepted),
-        "quantize to q4_0, q4_1 or q8_0 today; q5_0, q5_1 and the k-quants are planned");
+        "the other ggml types (q2_k, q3_k, iq*, ...) are not written by llmctl");
   throw Error(fmt::format("{}: unknown type '{}' (expected one of {})", what, name, kAccepted));
 }
 
@@ -61,6 +61,16 @@ uint32_t llama_file_type(GgmlType type) {
       return 3;
     case GgmlType::Q8_0:
       return 7;
+    case GgmlType::Q5_0:
+      return 8;
+    case GgmlType::Q5_1:
+      return 9;
+    case GgmlType::Q4_K:
+      return 14;  // MOSTLY_Q4_K_S: every matrix Q4_K (the _M mix is not what --type q4_k does)
+    case GgmlType::Q5_K:
+      return 16;  // MOSTLY_Q5_K_S
+    case GgmlType::Q6_K:
+      return 18;
     case GgmlType::BF16:
       return 32;
     default:
@@ -69,8 +79,21 @@ uint32_t llama_file_type(GgmlType type) {
 }
 
 std::vector<GgmlType> fallback_chain(GgmlType wanted) {
-  // Block size 1 types always fit. For the 32-element block types the closest type that fits
-  // any row is F16: 16 bits per weight, against 8.5 (Q8_0) and 4.5 to 5 (Q4_0, Q4_1).
+  // Block size 1 types always fit. A k-quant (256-element super-blocks) falls back first to
+  // the 32-element type llama.cpp's quantizer uses for it (llama_tensor_get_type): the next
+  // size up, so the tensor loses no more than asked (Q4_K 4.5 bpw -> Q5_0 5.5, Q5_K 5.5 ->
+  // Q5_1 6.0, Q6_K 6.56 -> Q8_0 8.5). A 32-element type falls back to F16 (16 bpw), the
+  // smallest type with block size 1 that loses little.
+  switch (wanted) {
+    case GgmlType::Q4_K:
+      return {wanted, GgmlType::Q5_0, GgmlType::F16};
+    case GgmlType::Q5_K:
+      return {wanted, GgmlType::Q5_1, GgmlType::F16};
+    case GgmlType::Q6_K:
+      return {wanted, GgmlType::Q8_0, GgmlType::F16};
+    default:
+      break;
+  }
   if (ggml_traits(wanted).block_size == 1) return {wanted};
   return {wanted, GgmlType::F16};
 }

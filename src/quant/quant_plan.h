@@ -13,9 +13,12 @@
 //      token_embd.weight, --keep-output for output.weight, else --type.
 //   4. Row length (shape[0]) not a multiple of the wanted type's block size: fall back along
 //      fallback_chain(wanted) to the first type that fits, with a warning naming the tensor,
-//      the wanted and the chosen type. Today every block type (Q8_0, Q4_0, Q4_1, block 32)
-//      falls back to F16, the smallest type with block size 1 that loses little (llama.cpp's
-//      quantizer stops with an error instead). F16, BF16 and F32 always fit.
+//      the wanted and the chosen type:
+//          wanted                          row length   chosen
+//          Q4_K / Q5_K / Q6_K              % 256 != 0   Q5_0 / Q5_1 / Q8_0 (as llama.cpp)
+//                                          % 32 != 0    F16
+//          Q8_0, Q4_0, Q4_1, Q5_0, Q5_1    % 32 != 0    F16 (llama.cpp stops with an error)
+//      F16, BF16 and F32 always fit.
 // A tensor whose chosen type equals its source type is copied byte for byte (never decoded
 // and re-encoded), so quantizing a Q4_0 file to Q4_0 keeps its bytes.
 
@@ -30,13 +33,14 @@
 
 namespace llmctl {
 
-// Parses a --type style name (case-insensitive): f32 f16 bf16 q8_0 q4_0 q4_1. Types ggml has
-// but llmctl cannot write yet (q5_0 q5_1 q4_k q5_k q6_k ...) and unknown names throw Error
-// with the list of accepted names; `what` names the option in the message.
+// Parses a --type style name (case-insensitive): f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k
+// q5_k q6_k. Types ggml has but llmctl cannot write (q2_k, q3_k, iq* ...) and unknown names
+// throw Error with the list of accepted names; `what` names the option in the message.
 GgmlType parse_quant_type(const std::string& name, const std::string& what);
 
 // ggml's llama_ftype number for general.file_type (llama.h): ALL_F32 = 0, MOSTLY_F16 = 1,
-// MOSTLY_Q4_0 = 2, MOSTLY_Q4_1 = 3, MOSTLY_Q8_0 = 7, MOSTLY_BF16 = 32.
+// MOSTLY_Q4_0 = 2, MOSTLY_Q4_1 = 3, MOSTLY_Q8_0 = 7, MOSTLY_Q5_0 = 8, MOSTLY_Q5_1 = 9,
+// MOSTLY_Q4_K_S = 14, MOSTLY_Q5_K_S = 16, MOSTLY_Q6_K = 18, MOSTLY_BF16 = 32.
 uint32_t llama_file_type(GgmlType type);
 
 // Types tried, in order, when `wanted` does not fit a row length (wanted itself first).

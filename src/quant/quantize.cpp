@@ -8,14 +8,18 @@
 
 #include "core/error.h"
 #include "core/fp16.h"
+#include "quant/dequant.h"
+#include "quant/quantize_blocks.h"
 
 namespace llmctl {
-namespace {
+namespace quant_detail {
 
 void store_u16_le(uint8_t* p, uint16_t v) {
   p[0] = static_cast<uint8_t>(v & 0xffu);
   p[1] = static_cast<uint8_t>(v >> 8);
 }
+
+namespace {
 
 // a * b rounded to float, in a way no compiler may fuse with the add that follows. ggml's
 // reference bytes are defined by separately rounded multiply and add; an FMA (what GCC emits
@@ -53,14 +57,16 @@ void quantize_block_q8_0(const float* x, uint8_t* out) {
   }
 }
 
-// q = min(15, (int8)(v + bias)) as an unsigned nibble (a negative value cannot occur for
-// finite inputs: v >= -8 - rounding for Q4_0, v >= 0 for Q4_1).
-uint8_t nibble(float v, float bias) {
+// q = min(qmax, (int8)(v + bias)) (a negative value cannot occur for finite inputs:
+// v >= -half - rounding for Q4_0/Q5_0, v >= 0 for Q4_1/Q5_1).
+int quant_of(float v, float bias, int qmax) {
   const int q = trunc_to_int8(v + bias);
-  return static_cast<uint8_t>((q < 15 ? q : 15) & 0xff);
+  return q < qmax ? q : qmax;
 }
 
-void quantize_block_q4_0(const float* x, uint8_t* out) {
+// Q4_0 (half = 8) and Q5_0 (half = 16): d = max / -half, q = min(2 half - 1, trunc(x/d + half
+// + 0.5)).
+void quantize_block_symmetric(GgmlType type, int half, const float* x, uint8_t* out) {
   float amax = 0.0f;
   float max = 0.0f;
   for (int j = 0; j < 32; ++j) {
@@ -69,33 +75,91 @@ void quantize_block_q4_0(const float* x, uint8_t* out) {
       max = x[j];
     }
   }
-  const float d = max / -8.0f;
+  const float d = max / static_cast<float>(-half);
   const float id = inverse_or_zero(d);
   store_u16_le(out, f32_to_fp16(d));
-  for (int j = 0; j < 16; ++j) {
-    const uint8_t lo = nibble(mul_rounded(x[j], id), 8.5f);
-    const uint8_t hi = nibble(mul_rounded(x[j + 16], id), 8.5f);
-    out[2 + j] = static_cast<uint8_t>(lo | (hi << 4));
-  }
+  int q[32];
+  for (int j = 0; j < 32; ++j)
+    q[j] = quant_of(mul_rounded(x[j], id), static_cast<float>(half) + 0.5f, 2 * half - 1);
+  pack_block_quants(type, q, out);
 }
 
-void quantize_block_q4_1(const float* x, uint8_t* out) {
+// Q4_1 (qmax = 15) and Q5_1 (31): d = (max - min) / qmax, q = trunc((x - min)/d + 0.5).
+void quantize_block_affine(GgmlType type, int qmax, const float* x, uint8_t* out) {
   float min = std::numeric_limits<float>::max();
   float max = -std::numeric_limits<float>::max();
   for (int j = 0; j < 32; ++j) {
     if (x[j] < min) min = x[j];
     if (x[j] > max) max = x[j];
   }
-  const float d = (max - min) / 15.0f;
+  const float d = (max - min) / static_cast<float>(qmax);
   const float id = inverse_or_zero(d);
   store_u16_le(out, f32_to_fp16(d));
   store_u16_le(out + 2, f32_to_fp16(min));
-  for (int j = 0; j < 16; ++j) {
-    const uint8_t lo = nibble(mul_rounded(x[j] - min, id), 0.5f);
-    const uint8_t hi = nibble(mul_rounded(x[j + 16] - min, id), 0.5f);
-    out[4 + j] = static_cast<uint8_t>(lo | (hi << 4));
+  int q[32];
+  for (int j = 0; j < 32; ++j) q[j] = quant_of(mul_rounded(x[j] - min, id), 0.5f, qmax);
+  pack_block_quants(type, q, out);
+}
+
+}  // namespace
+
+void pack_block_quants(GgmlType type, const int* q, uint8_t* out) {
+  const bool five = type == GgmlType::Q5_0 || type == GgmlType::Q5_1;
+  const bool has_min = type == GgmlType::Q4_1 || type == GgmlType::Q5_1;
+  uint8_t* p = out + (has_min ? 4 : 2);
+  if (five) {
+    uint32_t qh = 0;
+    for (int j = 0; j < 32; ++j) qh |= static_cast<uint32_t>((q[j] >> 4) & 1) << j;
+    for (int k = 0; k < 4; ++k) p[k] = static_cast<uint8_t>((qh >> (8 * k)) & 0xffu);
+    p += 4;
+  }
+  for (int j = 0; j < 16; ++j)
+    p[j] = static_cast<uint8_t>((q[j] & 0x0f) | ((q[j + 16] & 0x0f) << 4));
+}
+
+void quantize_block_rtn(GgmlType type, const float* x, uint8_t* out) {
+  switch (type) {
+    case GgmlType::Q8_0:
+      quantize_block_q8_0(x, out);
+      break;
+    case GgmlType::Q4_0:
+      quantize_block_symmetric(type, 8, x, out);
+      break;
+    case GgmlType::Q5_0:
+      quantize_block_symmetric(type, 16, x, out);
+      break;
+    case GgmlType::Q4_1:
+      quantize_block_affine(type, 15, x, out);
+      break;
+    case GgmlType::Q5_1:
+      quantize_block_affine(type, 31, x, out);
+      break;
+    default:
+      LLMCTL_ASSERT(false && "quantize_block_rtn: not a 32-element block type");
   }
 }
+
+double weighted_block_error(GgmlType type, const uint8_t* block, const float* x, const float* w,
+                            int n) {
+  float y[256];
+  LLMCTL_ASSERT(n <= 256);
+  dequantize_block(type, block, y);
+  double e = 0.0;
+  for (int j = 0; j < n; ++j) {
+    const double d = static_cast<double>(x[j]) - static_cast<double>(y[j]);
+    e += (w != nullptr ? static_cast<double>(w[j]) : 1.0) * d * d;
+  }
+  return e;
+}
+
+}  // namespace quant_detail
+
+namespace {
+
+using quant_detail::store_u16_le;
+
+constexpr const char* kQuantizableNames =
+    "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K";
 
 // Index of the first NaN or Inf in src[0..n), or -1.
 int64_t first_non_finite(const float* src, int64_t n) {
@@ -106,10 +170,8 @@ int64_t first_non_finite(const float* src, int64_t n) {
 
 GgmlTypeTraits checked_traits(GgmlType type, int64_t n) {
   if (!can_quantize(type))
-    throw Error(
-        fmt::format("quantize: type {} is not supported (supported: F32, F16, BF16, Q8_0, "
-                    "Q4_0, Q4_1)",
-                    ggml_type_name(type)));
+    throw Error(fmt::format("quantize: type {} is not supported (supported: {})",
+                            ggml_type_name(type), kQuantizableNames));
   const GgmlTypeTraits tr = ggml_traits(type);
   if (n < 0 || n % tr.block_size != 0)
     throw Error(fmt::format("quantize: {} elements is not a whole number of {} blocks of {}", n,
@@ -118,8 +180,14 @@ GgmlTypeTraits checked_traits(GgmlType type, int64_t n) {
   return tr;
 }
 
-// Encodes after all checks have passed.
-void encode(GgmlType type, const GgmlTypeTraits& tr, const float* src, uint8_t* p, size_t count) {
+bool is_k_quant(GgmlType type) {
+  return type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K;
+}
+
+// Encodes after all checks have passed. `w` (count,) weighs each element (nullptr: RTN for
+// the 32-element types, the unweighted search for the k-quants).
+void encode(GgmlType type, const GgmlTypeTraits& tr, const float* src, const float* w, uint8_t* p,
+            size_t count) {
   switch (type) {
     case GgmlType::F32:
       if (count > 0) std::memcpy(p, src, count * sizeof(float));
@@ -134,13 +202,14 @@ void encode(GgmlType type, const GgmlTypeTraits& tr, const float* src, uint8_t* 
       const size_t blocks = count / tr.block_size;
       for (size_t b = 0; b < blocks; ++b) {
         const float* x = src + b * tr.block_size;
+        const float* wb = w != nullptr ? w + b * tr.block_size : nullptr;
         uint8_t* out = p + b * tr.type_size;
-        if (type == GgmlType::Q8_0)
-          quantize_block_q8_0(x, out);
-        else if (type == GgmlType::Q4_0)
-          quantize_block_q4_0(x, out);
+        if (is_k_quant(type))
+          quant_detail::quantize_block_k(type, x, wb, out);
+        else if (wb != nullptr && type != GgmlType::Q8_0)
+          quant_detail::quantize_block_weighted(type, x, wb, out);
         else
-          quantize_block_q4_1(x, out);
+          quant_detail::quantize_block_rtn(type, x, out);
       }
       break;
     }
@@ -149,8 +218,11 @@ void encode(GgmlType type, const GgmlTypeTraits& tr, const float* src, uint8_t* 
 
 }  // namespace
 
-bool can_quantize(GgmlType type) {
-  return is_engine_type(type);
+bool can_quantize(GgmlType type) { return is_engine_type(type); }
+
+bool uses_importance(GgmlType type) {
+  // Every block type we write except Q8_0, whose 8-bit RTN leaves a search little to gain.
+  return can_quantize(type) && ggml_traits(type).block_size > 1 && type != GgmlType::Q8_0;
 }
 
 size_t quantized_size(GgmlType type, int64_t n) {
@@ -164,7 +236,29 @@ void quantize_row(GgmlType type, const float* src, void* dst, int64_t n) {
   if (bad >= 0)
     throw Error(fmt::format("quantize: element {} is {} (a weight must be finite to become {})",
                             bad, src[bad], tr.name));
-  encode(type, tr, src, static_cast<uint8_t*>(dst), static_cast<size_t>(n));
+  encode(type, tr, src, nullptr, static_cast<uint8_t*>(dst), static_cast<size_t>(n));
+}
+
+void quantize_rows(GgmlType type, const float* src, void* dst, int64_t n_rows, int64_t row_len,
+                   const float* col_weights) {
+  const GgmlTypeTraits tr = checked_traits(type, row_len);
+  if (n_rows < 0) throw Error(fmt::format("quantize: {} rows", n_rows));
+  const int64_t bad = first_non_finite(src, n_rows * row_len);
+  if (bad >= 0)
+    throw Error(
+        fmt::format("quantize: row {}, column {} is {} (a weight must be finite to "
+                    "become {})",
+                    bad / row_len, bad % row_len, src[bad], tr.name));
+  if (col_weights != nullptr)
+    for (int64_t c = 0; c < row_len; ++c)
+      if (!(col_weights[c] >= 0.0f) || !std::isfinite(col_weights[c]))
+        throw Error(fmt::format("quantize: column weight {} is {} (expected finite and >= 0)", c,
+                                col_weights[c]));
+  const size_t row_bytes = static_cast<size_t>(row_len) / tr.block_size * tr.type_size;
+  auto* p = static_cast<uint8_t*>(dst);
+  for (int64_t r = 0; r < n_rows; ++r)
+    encode(type, tr, src + r * row_len, uses_importance(type) ? col_weights : nullptr,
+           p + static_cast<size_t>(r) * row_bytes, static_cast<size_t>(row_len));
 }
 
 void quantize_tensor(GgmlType type, const std::string& name, const float* src, void* dst,
@@ -182,11 +276,7 @@ void quantize_tensor(GgmlType type, const std::string& name, const float* src, v
                   "check the source checkpoint: a NaN or Inf weight usually means a broken "
                   "conversion or an overflowed fine-tune");
   }
-  const size_t row_bytes = static_cast<size_t>(row_len) / tr.block_size * tr.type_size;
-  auto* p = static_cast<uint8_t*>(dst);
-  for (int64_t r = 0; r < n_rows; ++r)
-    encode(type, tr, src + r * row_len, p + static_cast<size_t>(r) * row_bytes,
-           static_cast<size_t>(row_len));
+  quantize_rows(type, src, dst, n_rows, row_len, nullptr);
 }
 
 }  // namespace llmctl

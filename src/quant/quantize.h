@@ -1,7 +1,8 @@
 #pragma once
-// Reference round-to-nearest quantization into ggml's block layouts (see quant/dequant.h for
-// the layouts). The output is byte-identical to ggml's reference C functions
-// (quantize_row_{q8_0,q4_0,q4_1}_ref and its fp32 -> fp16 / bf16 conversions), so files we
+// Reference quantization into ggml's block layouts (see quant/dequant.h for the layouts).
+// For F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 the output is round-to-nearest and
+// byte-identical to ggml's reference C functions (quantize_row_{q8_0,q4_0,q4_1,q5_0,q5_1}_ref
+// and its fp32 -> fp16 / bf16 conversions), so files we
 // write load in llama.cpp and produce the same bytes it would. Written for clarity, one block
 // at a time; checked against gguf-py in tests/test_quantize.cpp.
 //
@@ -21,11 +22,15 @@
 //              The max element itself maps to q = 0, i.e. exactly -8 * d = max; q = 16
 //              (x*id near +8) is clamped to 15. An all-zero block leaves max = +0, so
 //              d = +0 / -8 = -0 (stored 0x8000).
+//   Q5_0       as Q4_0 with 32 levels: d = max / -16, q = min(31, trunc(x * id + 16.5)).
 //   Q4_1       min, max over the block; d = (max - min) / 15, id = 1/d (0 when d == 0);
 //              q = min(15, trunc((x - min) * id + 0.5)): ties round UP. m = min stored as fp16
 //              (an all-equal block gives d = 0, q = 0, m = fp16(x)); min starts the search at
 //              FLT_MAX and takes the first of equal values, so a block of +0 and -0 whose first
 //              element is -0 gets m = -0.
+//   Q5_1       as Q4_1 with 32 levels: d = (max - min) / 31, q = trunc((x - min) * id + 0.5),
+//              clamped to 31 (ggml does not clamp, but x = max gives at most 31.5 before
+//              truncation, so the clamp never acts on finite input).
 //   d (and m) are computed in float and then rounded to fp16 (nearest, ties even); q is
 //   computed from the float d, not the rounded one. A d beyond 65504 is stored as +-inf (what
 //   ggml writes; the block then dequantizes to inf/NaN). When 1/d overflows float (|d| below
@@ -40,6 +45,36 @@
 // today's ggml reference (subnormals kept); ggml of early 2024, and CPUs converting with
 // AVX512-BF16 instructions, flush float subnormals to zero instead.
 
+// K-quants (Q4_K, Q5_K, Q6_K) have no reference bytes: llama.cpp's quantizer is a search
+// (make_qkx2_quants / make_qx_quants) and so is ours (quantize_k.cpp, written from the block
+// definitions; its bytes differ from llama.cpp's, its files load anywhere):
+//   Q4_K, Q5_K  per 32-element sub-block, fit x ~ s * q - m (q in 0..15 or 0..31, s >= 0,
+//               m >= 0) by trying 21 step sizes (nmax + 0.1 k) / (max - min(min, 0)),
+//               k = -10..10, rounding q to nearest (ties to even) for each and refitting s, m by
+//               least squares for those q; keep the smallest squared error. Then
+//               d = max s / 63, dmin = max m / 63 (fp16), sc = round(s / d), mq = round(m /
+//               dmin) (6 bits), and q is recomputed from the stored d*sc, dmin*mq.
+//   Q6_K        per 16-element sub-block, fit x ~ s * (q - 32) with the largest-magnitude
+//               element mapped to -(32 + 0.1 k), k = -10..10, least-squares refit; then
+//               d = (the s of largest magnitude) / -128, sc = min(127, round(s / d)) (int8),
+//               and q recomputed from d*sc.
+//   An all-zero (sub-)block gives scale 0 and decodes to exact zeros.
+//
+// Importance weights (quantize_rows with col_weights, from `--imatrix`; types where
+// uses_importance() is true): the per-block search minimizes sum_j w_j (x_j - x'_j)^2 instead.
+//   Q4_0, Q5_0  candidates: the RTN block; d = max / c for c in {-half + 0.1 k} and
+//               {half - 1 + 0.1 k}, k = -10..10 (half = 8 or 16), q rounded to nearest and
+//               clamped; and for each of those the weighted least-squares d for its q, with q
+//               then re-rounded. Each candidate is encoded and decoded (fp16 d included) and
+//               the smallest weighted error wins; ties keep the earlier one, RTN first.
+//   Q4_1, Q5_1  the same with x ~ d q + m: d = (max - min) / (qmax + 0.1 k) from m = min, and
+//               the weighted least-squares (d, m) for each candidate's q.
+//   k-quants    the sub-block fits above with weights; the whole super-block from the
+//               weighted search is kept only when its weighted error is below the unweighted
+//               encoding's.
+// So a weighted block never has a larger weighted error than the block written without
+// weights. Q8_0, F16, BF16 and F32 ignore the weights.
+//
 // Errors: every function throws llmctl::Error for a type it cannot write, a row length that
 // is not a whole number of blocks, or a NaN / Inf input value.
 
@@ -50,8 +85,12 @@
 
 namespace llmctl {
 
-// Whether quantize_row() writes `type` (F32, F16, BF16, Q8_0, Q4_0, Q4_1).
+// Whether quantize_row() writes `type` (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K,
+// Q5_K, Q6_K).
 bool can_quantize(GgmlType type);
+
+// Whether quantize_rows() uses column weights for `type` (Q4_0, Q4_1, Q5_0, Q5_1, k-quants).
+bool uses_importance(GgmlType type);
 
 // Bytes that n elements of `type` occupy (n a whole number of blocks; throws otherwise).
 size_t quantized_size(GgmlType type, int64_t n);
@@ -60,6 +99,14 @@ size_t quantized_size(GgmlType type, int64_t n);
 // Throws Error for an unsupported type, an n that is negative or not a multiple of the block
 // size, or a NaN / Inf in src (naming its index).
 void quantize_row(GgmlType type, const float* src, void* dst, int64_t n);
+
+// Encodes n_rows rows of row_len elements (row_len a whole number of blocks). col_weights
+// (row_len,) weighs column j of every row in the block search (importance matrix: mean x_j^2
+// of the activations that multiply column j; every weight finite and >= 0); nullptr gives
+// exactly quantize_row's bytes. Throws Error for a NaN / Inf value (naming row and column)
+// or a bad weight, before anything is written.
+void quantize_rows(GgmlType type, const float* src, void* dst, int64_t n_rows, int64_t row_len,
+                   const float* col_weights);
 
 // Encodes a row-major [n_rows, row_len] tensor, row by row (row_len must be a whole number of
 // blocks). A NaN or Inf throws an Error that names the tensor and the (row, column) of the

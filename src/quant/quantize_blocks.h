@@ -1,0 +1,41 @@
+#pragma once
+// Internal to quant/: the per-block encoders behind quantize_row (quantize.h), by family.
+//   quantize.cpp         round-to-nearest (RTN) encoders of the 32-element types, byte-identical
+//                        to ggml's quantize_row_*_ref (rules in quantize.h)
+//   quantize_search.cpp  the importance-weighted scale search for Q4_0, Q4_1, Q5_0, Q5_1
+//   quantize_k.cpp       the k-quant encoders (Q4_K, Q5_K, Q6_K): a scale/min search per
+//                        sub-block, then 6- or 8-bit quantized sub-block scales
+// Every encoder expects finite input (the callers check first).
+
+#include <cstdint>
+
+#include "core/ggml_type.h"
+
+namespace llmctl::quant_detail {
+
+void store_u16_le(uint8_t* p, uint16_t v);
+
+// RTN encoders of one 32-element block (x[0..32) -> out[0..type_size)).
+void quantize_block_rtn(GgmlType type, const float* x, uint8_t* out);
+
+// Packs 32 quants q[j] in 0..31 (Q5_0, Q5_1) or 0..15 (Q4_0, Q4_1) after the block's header
+// bytes: the low nibbles, two per byte (element j low, j + 16 high), and for the 5-bit types
+// the fifth bits first, bit j of qh[0..4) as a little-endian u32.
+void pack_block_quants(GgmlType type, const int* q, uint8_t* out);
+
+// Weighted search (quantize_search.cpp) for Q4_0, Q4_1, Q5_0, Q5_1: the block whose
+// sum_j w[j] (x[j] - x'[j])^2 is smallest over a candidate set that contains the RTN block,
+// so it is never worse than RTN in that measure (ties keep RTN). w[j] >= 0.
+void quantize_block_weighted(GgmlType type, const float* x, const float* w, uint8_t* out);
+
+// K-quant encoders (quantize_k.cpp) of one 256-element super-block. w == nullptr: every
+// element weighs the same; otherwise the result of the weighted search or of the unweighted
+// one, whichever has the smaller weighted error (ties: unweighted).
+void quantize_block_k(GgmlType type, const float* x, const float* w, uint8_t* out);
+
+// sum_j w[j] (x[j] - x'[j])^2 (w == nullptr: weight 1) of `block` (type, n elements)
+// decoded with quant/dequant.h, in double.
+double weighted_block_error(GgmlType type, const uint8_t* block, const float* x, const float* w,
+                            int n);
+
+}  // namespace llmctl::quant_detail
