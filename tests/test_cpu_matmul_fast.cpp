@@ -26,10 +26,15 @@ using namespace llmctl::cpu;
 
 namespace {
 
-const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16,
-                           GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1};
+// Q5_0 ... Q6_K run through the dequantizing kernel (rows decoded to f32, then the F32 kernel).
+const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
+                           GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+                           GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
-bool is_quantized(GgmlType t) { return ggml_traits(t).block_size == 32; }
+// Whether the kernel multiplies int8-quantized activations (the integer kernels).
+bool is_quantized(GgmlType t) {
+  return t == GgmlType::Q8_0 || t == GgmlType::Q4_0 || t == GgmlType::Q4_1;
+}
 
 std::vector<MatmulIsa> isas() {
   std::vector<MatmulIsa> v{MatmulIsa::Scalar};
@@ -172,7 +177,9 @@ bool same_bits(const float* a, const float* b, int64_t count) {
 int64_t n_for(GgmlType type, int i) {  // row lengths: not multiples of 256 (nor 8 for floats)
   static const int64_t quant[] = {32, 96, 288, 1056};
   static const int64_t flt[] = {1, 13, 100, 1059};
-  return is_quantized(type) ? quant[i] : flt[i];
+  static const int64_t k_quant[] = {256, 512, 768, 1280};
+  const uint32_t block = ggml_traits(type).block_size;
+  return block == 256 ? k_quant[i] : block == 32 ? quant[i] : flt[i];
 }
 
 }  // namespace
@@ -316,7 +323,8 @@ TEST_CASE("matmul_fast: the scalar fallback gives the AVX2 kernel's bits", "[cpu
 
 TEST_CASE("matmul_fast: kernel names, bad arguments", "[cpu]") {
   for (GgmlType type : kTypes) CHECK(std::string(matmul_fast_kernel_name(type)) != "unsupported");
-  CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q5_0)) == "unsupported");
+  CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q3_K)) == "unsupported");
+  CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q5_K)).rfind("dequant+f32", 0) == 0);
   if (matmul_fast_has_avx2())
     CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_0)) == "q4_0 avx2");
   ThreadPool pool(1);
@@ -327,8 +335,46 @@ TEST_CASE("matmul_fast: kernel names, bad arguments", "[cpu]") {
     matmul_fast(WeightView{"blk.0.w", t, n_cols, 1, bytes.data()}, x.data(), n_tokens, out.data(),
                 pool, scratch);
   };
-  CHECK_THROWS_WITH(call(GgmlType::Q5_0, 32, 1), Catch::Contains("got Q5_0"));
+  CHECK_THROWS_WITH(call(GgmlType::Q3_K, 256, 1), Catch::Contains("got Q3_K"));
+  CHECK_THROWS_WITH(call(GgmlType::Q4_K, 32, 1), Catch::Contains("multiple of 256"));
   CHECK_THROWS_WITH(call(GgmlType::Q4_0, 48, 1), Catch::Contains("multiple of 32"));
   CHECK_THROWS_WITH(call(GgmlType::F32, 8, 0), Catch::Contains("n_tokens >= 1"));
   CHECK_NOTHROW(call(GgmlType::F32, 8, 1));
+}
+
+// The dequantizing kernel's contract: exactly the F32 kernel on the dequantized weight, for
+// every tile shape (decode and prefill) and thread count, and no stale rows when one call's
+// weight is replaced by another at the same address (the row cache is per call).
+TEST_CASE("matmul_fast: dequantizing kernel equals the F32 kernel on the decoded weight",
+          "[cpu]") {
+  std::mt19937 rng(77);
+  for (GgmlType type : {GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K, GgmlType::Q5_K,
+                        GgmlType::Q6_K}) {
+    Weight w = make_weight(type, 23, 512, rng);
+    Weight f{GgmlType::F32, w.d, w.n, {}};
+    f.bytes.resize(static_cast<size_t>(w.d * w.n) * 4);
+    for (int64_t r = 0; r < w.d; ++r)
+      std::memcpy(f.bytes.data() + static_cast<size_t>(r * w.n) * 4, w.row(r).data(),
+                  static_cast<size_t>(w.n) * 4);
+    for (int64_t n_tokens : {1, 6, 40}) {
+      const std::vector<float> x = make_x(n_tokens, w.n, rng);
+      for (MatmulIsa isa : isas())
+        for (int n_threads : {1, 3}) {
+          INFO(ggml_type_name(type) << " n_tokens " << n_tokens << " threads " << n_threads);
+          CHECK(same_bits(run(isa, w, x, n_tokens, n_threads).data(),
+                          run(isa, f, x, n_tokens, n_threads).data(), w.d * n_tokens));
+        }
+    }
+    // Same buffer, new contents: the next call must not reuse the first call's decoded rows.
+    const std::vector<float> x = make_x(1, w.n, rng);
+    ThreadPool pool(1);
+    MatmulScratch scratch;
+    std::vector<float> out1(static_cast<size_t>(w.d)), out2(static_cast<size_t>(w.d));
+    matmul_fast(w.view(), x.data(), 1, out1.data(), pool, scratch);
+    const Weight other = make_weight(type, w.d, w.n, rng);
+    w.bytes = other.bytes;  // same size: the vector keeps its buffer
+    matmul_fast(w.view(), x.data(), 1, out2.data(), pool, scratch);
+    CHECK(same_bits(out2.data(), run(MatmulIsa::Auto, other, x, 1, 1).data(), w.d));
+    CHECK_FALSE(same_bits(out1.data(), out2.data(), w.d));
+  }
 }

@@ -3,6 +3,7 @@
 #include "backend/cpu/matmul_fast.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "backend/cpu/matmul_kernels.h"
 #include "backend/cpu/quantize_activations.h"
@@ -42,15 +43,15 @@ MatmulKernel kernel_for(GgmlType type, bool avx2) {
     case GgmlType::Q4_1:
       return matmul_kernel_q4_1(avx2);
     default:
-      return MatmulKernel{};
+      return matmul_kernel_dequant(type, avx2);
   }
 }
 
 void check_args(const WeightView& w, const float* x, int64_t n_tokens, const float* out) {
   if (!is_engine_type(w.type) || kernel_for(w.type, false).tile == nullptr)
     throw Error(
-        fmt::format("matmul '{}': expected weight dtype F32, F16, BF16, Q8_0, Q4_0 or "
-                    "Q4_1, got {}",
+        fmt::format("matmul '{}': expected weight dtype F32, F16, BF16, Q8_0, Q4_0, Q4_1, "
+                    "Q5_0, Q5_1, Q4_K, Q5_K or Q6_K, got {}",
                     w.name, ggml_type_name(w.type)));
   const int64_t block = ggml_traits(w.type).block_size;
   if (w.n_cols < 1 || w.n_cols % block != 0 || w.n_rows < 1)
@@ -141,6 +142,9 @@ void matmul_fast_isa(MatmulIsa isa, const WeightView& w, const float* x, int64_t
   base.x = x;
   base.out = out;
   base.out_stride = w.n_rows;
+  base.type = w.type;
+  static std::atomic<uint64_t> calls{0};
+  base.call_id = ++calls;
   if (k.quantized) {
     const size_t n_q = static_cast<size_t>(n_tokens * n), n_b = n_q / 32;
     if (scratch.qs.size() < n_q) scratch.qs.resize(n_q);

@@ -3,7 +3,9 @@
 //
 //   out (n_tokens, d) = x (n_tokens, n) @ W^T      W (d, n) = w.n_rows rows of w.n_cols
 //
-// W is read in place (ggml layout: F32, F16, BF16, Q8_0, Q4_0, Q4_1). Float weights are
+// W is read in place (ggml layout: F32, F16, BF16, Q8_0, Q4_0, Q4_1). Q5_0, Q5_1, Q4_K, Q5_K
+// and Q6_K have no integer kernel yet: their rows are dequantized to f32 a tile at a time and
+// go through the F32 kernel (same invariance, F32 speed plus the decoding). Float weights are
 // multiplied with the f32 activations directly; quantized weights are multiplied with the
 // activations quantized to int8 per 32-element block (quantize_activations.h), as ggml does
 // (vec_dot_q4_0_q8_0): integer dot products per block, one float multiply-add per block.

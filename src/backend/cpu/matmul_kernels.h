@@ -45,6 +45,8 @@ struct TileArgs {
   const float* qd;     // block scales, stride n / 32
   float* out;          // out[t * out_stride + r]
   int64_t out_stride;  // d (the weight's row count)
+  GgmlType type;       // the weight's dtype (the dequantizing kernel decodes rows with it)
+  uint64_t call_id;    // distinct per matmul_fast call (keys the dequantized-row cache)
 };
 
 using TileFn = void (*)(const TileArgs& a, int n_rows, int n_tokens);
@@ -67,6 +69,11 @@ MatmulKernel matmul_kernel_bf16(bool avx2);
 MatmulKernel matmul_kernel_q8_0(bool avx2);
 MatmulKernel matmul_kernel_q4_0(bool avx2);
 MatmulKernel matmul_kernel_q4_1(bool avx2);
+// Any other type dequantize_row() decodes (Q5_0, Q5_1, Q4_K, Q5_K, Q6_K): each row of the
+// tile is dequantized to f32 (quant/dequant.h) and multiplied by the F32 kernel, so the result
+// is bit-identical to the F32 kernel on the dequantized weight, with its batch and thread
+// invariance (matmul_dequant.cpp). A tile's rows stay decoded while its token tiles pass.
+MatmulKernel matmul_kernel_dequant(GgmlType type, bool avx2);
 
 // ---------------------------------------------------------------------------
 // Tile tables: K::tile<R, T>(args) for every 1 <= R, T <= kMaxTile behind one TileFn
