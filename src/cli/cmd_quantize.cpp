@@ -1,11 +1,14 @@
 // llmctl quantize IN OUT --type T [--tensor-type REGEX=T]... [--keep-embedding T]
-//                 [--keep-output T] [--dry-run] [--json] [--report N] [--force] [-t N]
+//                 [--keep-output T] [--imatrix FILE] [--dry-run] [--json] [--report N]
+//                 [--force] [-t N]
 //
 // IN is a GGUF file or a Hugging Face directory (converted in memory, model/hf_to_gguf.h).
 // Plans the output type of every tensor (quant/quant_plan.h), then writes OUT through
 // quant/quantize_gguf.h (OUT.tmp renamed when complete) and prints the size by type and the
-// tensors that lost the most (SNR). Warnings and progress go to stderr; the report (or the
-// JSON document with --json) to stdout.
+// tensors that lost the most (SNR). With --imatrix (made by `llmctl eval --save-imatrix`),
+// the block search of Q4_0/Q4_1/Q5_0/Q5_1 and the k-quants is weighted by each input column's
+// mean squared activation (quant/importance.h). Warnings and progress go to stderr; the report (or
+// the JSON document with --json) to stdout.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -25,6 +28,8 @@
 #include "io/gguf.h"
 #include "model/hf_to_gguf.h"
 #include "model/model_loader.h"
+#include "quant/imatrix.h"
+#include "quant/importance.h"
 #include "quant/quant_plan.h"
 #include "quant/quantize_gguf.h"
 #include "tokenizer/sp_model_proto.h"
@@ -40,6 +45,7 @@ struct QuantizeCliOptions {
   std::vector<std::string> tensor_types;
   std::string keep_embedding;
   std::string keep_output;
+  std::string imatrix;
   bool dry_run = false;
   bool json = false;
   bool force = false;
@@ -190,10 +196,26 @@ int run_quantize(const QuantizeCliOptions& o) {
   const GgufFile in = open_input(o.input);
   const QuantPlan plan = plan_quantization(in.tensors(), qopt);
   for (const std::string& w : plan.warnings) fmt::print(stderr, "llmctl: warning: {}\n", w);
+  std::optional<ImportancePlan> importance;
+  if (!o.imatrix.empty()) {
+    importance = importance_for_plan(plan, load_imatrix(o.imatrix));
+    if (!importance->missing.empty())
+      fmt::print(stderr,
+                 "llmctl: warning: {} tensor(s) have no entry in {} and are quantized without "
+                 "importance weights (first: {})\n",
+                 importance->missing.size(), o.imatrix, importance->missing.front());
+  }
+  ReportExtras extras;
+  if (importance) {
+    extras.imatrix = o.imatrix;
+    extras.imatrix_missing = importance->missing;
+    for (const auto& [name, w] : importance->weights) extras.imatrix_used.push_back(name);
+  }
 
   if (o.dry_run) {
     if (o.json)
-      fmt::print("{}\n", dump_json(quantize_json(plan, nullptr, o.input, o.output, o.report)));
+      fmt::print("{}\n",
+                 dump_json(quantize_json(plan, nullptr, o.input, o.output, o.report, &extras)));
     else
       print_size_by_type(plan);
     return kExitOk;
@@ -206,16 +228,21 @@ int run_quantize(const QuantizeCliOptions& o) {
     ProgressPrinter progress(plan);
     errors = quantize_gguf(
         in, plan, o.output, [&progress](const QuantizeProgress& p) { progress(p); },
-        QuantizeRunOptions{o.threads});
+        QuantizeRunOptions{o.threads, int64_t{1} << 22,
+                           importance ? &importance->weights : nullptr});
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (o.json) {
-    fmt::print("{}\n", dump_json(quantize_json(plan, &errors, o.input, o.output, o.report)));
+    fmt::print("{}\n",
+               dump_json(quantize_json(plan, &errors, o.input, o.output, o.report, &extras)));
   } else {
     fmt::print("wrote {} ({} tensors)\n", o.output, plan.tensors.size());
     print_size_by_type(plan);
     print_worst_tensors(plan, errors, o.report);
+    if (importance)
+      fmt::print("importance matrix {}: {} tensors weighted, {} without an entry\n", o.imatrix,
+                 extras.imatrix_used.size(), extras.imatrix_missing.size());
   }
   fmt::print(stderr, "quantize: type={} tensors={} out_bytes={} threads={} seconds={:.3f}\n",
              ggml_type_name(plan.type), plan.tensors.size(), plan.out_tensor_bytes, o.threads,
@@ -233,12 +260,19 @@ void add_quantize_command(CLI::App& app, Action& action) {
   sub->add_option("input", opt->input, "Input GGUF file or Hugging Face model directory")
       ->required();
   sub->add_option("output", opt->output, "Output GGUF file")->required();
-  sub->add_option("--type", opt->type, "Output type: f32 f16 bf16 q8_0 q4_0 q4_1")->required();
+  sub->add_option("--type", opt->type,
+                  "Output type (bits per weight): f32 (32), f16 (16), bf16 (16), q8_0 (8.5), "
+                  "q6_k (6.56), q5_1 (6), q5_0 (5.5), q5_k (5.5), q4_1 (5), q4_0 (4.5), "
+                  "q4_k (4.5)")
+      ->required();
   sub->add_option("--tensor-type", opt->tensor_types,
                   "REGEX=TYPE for tensors whose name matches REGEX (repeatable; first match wins)")
       ->allow_extra_args(false);
   sub->add_option("--keep-embedding", opt->keep_embedding, "Type for token_embd.weight");
   sub->add_option("--keep-output", opt->keep_output, "Type for output.weight");
+  sub->add_option("--imatrix", opt->imatrix,
+                  "Importance matrix (GGUF, from `llmctl eval --save-imatrix` or llama.cpp) "
+                  "weighting the block search of q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k");
   sub->add_flag("--dry-run", opt->dry_run, "Write nothing; print the resulting size by type");
   sub->add_flag("--json", opt->json, "Print the plan and the error report as JSON on stdout");
   sub->add_option("--report", opt->report, "How many worst tensors (by SNR) to list")

@@ -29,6 +29,12 @@ std::map<uint32_t, TypeTotal> totals_by_type(const QuantPlan& plan) {
   return by;
 }
 
+double bits_per_weight(const TensorPlan& p) {
+  return p.n_elements > 0
+             ? 8.0 * static_cast<double>(p.out_bytes) / static_cast<double>(p.n_elements)
+             : 0.0;
+}
+
 double mib(uint64_t n) { return static_cast<double>(n) / (1024.0 * 1024.0); }
 
 nlohmann::ordered_json snr_json(double snr) {
@@ -79,7 +85,7 @@ void print_worst_tensors(const QuantPlan& plan, const std::vector<TensorError>& 
 
 nlohmann::ordered_json quantize_json(const QuantPlan& plan, const std::vector<TensorError>* errors,
                                      const std::string& input, const std::string& output,
-                                     size_t n_worst) {
+                                     size_t n_worst, const ReportExtras* extras) {
   nlohmann::ordered_json j;
   j["input"] = input;
   j["output"] = output;
@@ -106,13 +112,17 @@ nlohmann::ordered_json quantize_json(const QuantPlan& plan, const std::vector<Te
                              {"chosen", ggml_type_name(p.chosen)},
                              {"rule", p.rule},
                              {"src_bytes", p.src_bytes},
-                             {"out_bytes", p.out_bytes}};
+                             {"out_bytes", p.out_bytes},
+                             {"bits_per_weight", bits_per_weight(p)}};
     if (errors != nullptr && (*errors)[i].measured) {
       const TensorError& e = (*errors)[i];
       t["rmse"] = e.rmse();
       t["max_abs"] = e.max_abs;
       t["snr_db"] = snr_json(e.snr_db());
     }
+    if (extras != nullptr && !extras->imatrix.empty())
+      t["imatrix"] = std::find(extras->imatrix_used.begin(), extras->imatrix_used.end(), p.name) !=
+                     extras->imatrix_used.end();
     tensors.push_back(std::move(t));
   }
   j["tensors"] = tensors;
@@ -121,6 +131,10 @@ nlohmann::ordered_json quantize_json(const QuantPlan& plan, const std::vector<Te
     for (const size_t i : worst_tensors(*errors, n_worst)) worst.push_back(plan.tensors[i].name);
     j["worst"] = worst;
   }
+  if (extras != nullptr && !extras->imatrix.empty())
+    j["imatrix"] = {{"file", extras->imatrix},
+                    {"weighted", extras->imatrix_used.size()},
+                    {"missing", extras->imatrix_missing}};
   return j;
 }
 

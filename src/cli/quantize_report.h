@@ -19,13 +19,22 @@ void print_size_by_type(const QuantPlan& plan);
 // The `n` tensors with the lowest SNR (measured ones only), with RMSE and max abs error.
 void print_worst_tensors(const QuantPlan& plan, const std::vector<TensorError>& errors, size_t n);
 
+// What the report says beyond the plan and the errors.
+struct ReportExtras {
+  std::string imatrix;                       // --imatrix path ("" without)
+  std::vector<std::string> imatrix_used;     // tensors quantized with importance weights
+  std::vector<std::string> imatrix_missing;  // converted to an importance type, no entry
+};
+
 // {"input", "output", "dry_run", "type", "file_type", "src_tensor_bytes", "out_tensor_bytes",
 //  "by_type": [...], "warnings": [...], "tensors": [{name, shape, src_type, wanted, chosen,
-//  rule, src_bytes, out_bytes, rmse, max_abs, snr_db}], "worst": [names]}. The error fields
-// appear only when `errors` is given; an infinite SNR is written as null.
+//  rule, src_bytes, out_bytes, bits_per_weight, rmse, max_abs, snr_db, imatrix}], "worst":
+//  [names], "imatrix": {"file", "weighted", "missing": [names]}}. The error fields appear
+// only when `errors` is given; an infinite SNR is written as null; the imatrix fields only
+// with an importance matrix.
 nlohmann::ordered_json quantize_json(const QuantPlan& plan, const std::vector<TensorError>* errors,
                                      const std::string& input, const std::string& output,
-                                     size_t n_worst);
+                                     size_t n_worst, const ReportExtras* extras = nullptr);
 
 // Indices of the `n` measured tensors with the lowest SNR, worst first (ties: input order).
 std::vector<size_t> worst_tensors(const std::vector<TensorError>& errors, size_t n);

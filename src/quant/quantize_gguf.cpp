@@ -61,15 +61,15 @@ struct Chunk {
 
 // Rows [r0, r0 + rows) of a tensor: decode the source, check, encode, and decode the written
 // bytes again for the error statistics. Never throws (the error is kept in c.error).
-void convert_chunk(const GgufTensorInfo& src, const TensorPlan& p, int64_t r0, int64_t rows,
-                   Chunk& c) {
+void convert_chunk(const GgufTensorInfo& src, const TensorPlan& p, const float* col_weights,
+                   int64_t r0, int64_t rows, Chunk& c) {
   try {
     const int64_t row_len = p.shape[0];
     const int64_t count = rows * row_len;
     c.err = TensorError{};
     dequantize_row(src.type, src.data + span_bytes(src.type, r0 * row_len), c.x.data(), count);
     check_finite(p, c.x.data(), r0, rows, row_len);
-    quantize_row(p.chosen, c.x.data(), c.bytes.data(), count);
+    quantize_rows(p.chosen, c.x.data(), c.bytes.data(), rows, row_len, col_weights);
     dequantize_row(p.chosen, c.bytes.data(), c.back.data(), count);
     accumulate(c.err, c.x.data(), c.back.data(), count);
     c.n_bytes = span_bytes(p.chosen, count);
@@ -83,7 +83,8 @@ void convert_chunk(const GgufTensorInfo& src, const TensorPlan& p, int64_t r0, i
 // statistics are the same for any number of threads.
 TensorError convert_tensor(const GgufTensorInfo& src, const TensorPlan& p, GgufStreamWriter& out,
                            QuantizeProgress& prog, const QuantizeProgressFn& progress,
-                           std::vector<Chunk>& workers, int64_t chunk_elements) {
+                           std::vector<Chunk>& workers, int64_t chunk_elements,
+                           const float* col_weights) {
   TensorError err;
   err.measured = true;
   const int64_t row_len = p.shape[0];
@@ -109,9 +110,10 @@ TensorError convert_tensor(const GgufTensorInfo& src, const TensorPlan& p, GgufS
       Chunk& c = workers[static_cast<size_t>(k)];
       c.error = nullptr;
       if (k == 0) continue;  // the calling thread takes chunk 0 below
-      threads.emplace_back(convert_chunk, std::cref(src), std::cref(p), first, rows, std::ref(c));
+      threads.emplace_back(convert_chunk, std::cref(src), std::cref(p), col_weights, first, rows,
+                           std::ref(c));
     }
-    convert_chunk(src, p, r0, std::min(chunk_rows, n_rows - r0), workers[0]);
+    convert_chunk(src, p, col_weights, r0, std::min(chunk_rows, n_rows - r0), workers[0]);
     for (std::thread& t : threads) t.join();
     for (int64_t k = 0; k < used; ++k) {
       const Chunk& c = workers[static_cast<size_t>(k)];
@@ -178,7 +180,16 @@ std::vector<TensorError> quantize_gguf(const GgufFile& in, const QuantPlan& plan
       errors.push_back(e);
       prog.elements_done += p.n_elements;
     } else {
-      errors.push_back(convert_tensor(src, p, out, prog, progress, workers, run.chunk_elements));
+      const float* cw = nullptr;
+      if (run.column_weights != nullptr) {
+        const auto it = run.column_weights->find(p.name);
+        if (it != run.column_weights->end()) {
+          LLMCTL_ASSERT(static_cast<int64_t>(it->second.size()) == p.shape[0]);
+          cw = it->second.data();
+        }
+      }
+      errors.push_back(
+          convert_tensor(src, p, out, prog, progress, workers, run.chunk_elements, cw));
     }
     out.end_tensor();
   }

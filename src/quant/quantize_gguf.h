@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -49,9 +50,16 @@ using QuantizeProgressFn = std::function<void(const QuantizeProgress&)>;
 // general.quantization_version (= 2, ggml's current block layouts) set.
 GgufBuilder quantized_metadata(const GgufFile& in, const QuantPlan& plan);
 
+// Importance weights by tensor name: (row length,) weights of the input columns
+// (quant/importance.h builds them from an importance matrix).
+using ColumnWeights = std::map<std::string, std::vector<float>>;
+
 struct QuantizeRunOptions {
   int n_threads = 1;                          // chunks converted at once
   int64_t chunk_elements = int64_t{1} << 22;  // ~16 MiB of floats per chunk (whole rows, >= 1)
+  // Tensors named here are quantized with quantize_rows' weighted search; the others (and
+  // every tensor when null) exactly as without weights.
+  const ColumnWeights* column_weights = nullptr;
 };
 
 // Writes the quantized file to out_path (atomically) and returns one TensorError per planned
