@@ -1,0 +1,146 @@
+#pragma once
+// rope-probe: does a model's positional encoding (RoPE) work, and is its RoPE configuration
+// the one its weights were trained with? Four probes, all through the Forward pass that
+// serves `run` (so they test the engine's kernels too):
+//
+//   shift     the same prompt with RoPE positions starting at 0 and at offsets o (a RoPE
+//             shift, Forward::set_rope_positions; no extra tokens are run). RoPE scores depend
+//             on position differences only, so the logits must match up to rounding:
+//             KL(P_0 || P_o) per position (mean, max) and max |logit_0 - logit_o|. Beside it,
+//             an analytic table of how float32 angle arithmetic (what many implementations
+//             do) drifts from float64 angles (what llmctl does) as the position grows.
+//   ablation  positions all zero against normal (mean KL over the prompt), and the prompt's
+//             middle tokens shuffled (KL at the last position, with and without positions).
+//             Working position encoding: a large KL.
+//   distance  fact sentence, N filler tokens, cue; probability of the expected completion's
+//             first token and KL against N = 0, for N = 0, 1, 2, 4 ... up to the context;
+//             again under --rope-theta / --rope-scale overrides when given.
+//   sweep     mean negative log-likelihood of a reference text under the configured RoPE and
+//             under variants (base x10, /10, the other pair layout, linear scaling on/off).
+//             The configured one should fit best.
+//
+// KL is in nats between next-token distributions (softmax of the logits in double).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/config.h"
+#include "model/weights.h"
+#include "tokenizer/tokenizer.h"
+
+namespace llmctl {
+
+// The built-in texts (rope_probe_text.cpp).
+extern const char* const kRopeProbePrompt;     // shift and ablation
+extern const char* const kRopeProbeReference;  // sweep
+extern const char* const kRopeProbeFact;       // distance: fact, filler, cue, expected
+extern const char* const kRopeProbeFiller;
+extern const char* const kRopeProbeCue;
+extern const char* const kRopeProbeExpected;
+
+struct RopeProbeOptions {
+  std::vector<int64_t> offsets;  // empty: default_shift_offsets(config)
+  std::string prompt = kRopeProbePrompt;
+  std::string reference = kRopeProbeReference;
+  std::string fact = kRopeProbeFact;
+  std::string filler = kRopeProbeFiller;
+  std::string cue = kRopeProbeCue;
+  std::string expected = kRopeProbeExpected;
+  int64_t distance_ctx = 0;  // longest distance sequence in tokens; 0: n_ctx_train
+  // Overrides for an extra distance curve (--rope-theta, --rope-scale linear:F).
+  std::optional<double> theta;
+  std::optional<double> linear_scale;  // factor F: freq_scale = 1 / F
+  uint64_t seed = 1;                   // the ablation's shuffle
+};
+
+// -- results ----------------------------------------------------------------------------
+struct ShiftRow {
+  int64_t offset = 0;
+  double kl_mean = 0, kl_max = 0;  // over the prompt's positions
+  double max_dlogit = 0;           // max |logit_0 - logit_offset| over positions and tokens
+};
+
+// Float32 against float64 RoPE angles at one position (analytic, every pair).
+struct AngleRow {
+  int64_t pos = 0;
+  double f32_angle_err = 0;  // max |theta_f32 - theta| (radians)
+  double f32_rot_err = 0;    // max |cos, sin of theta_f32 - of theta|
+  double f64_rot_err = 0;    // llmctl: max |float(cos theta) - cos theta| (rounding only)
+};
+
+struct AblationResult {
+  double kl_zero_mean = 0;           // normal vs all positions 0, mean over the prompt
+  double kl_shuffled_last = 0;       // normal vs middle tokens shuffled, last position
+  double kl_zero_shuffled_last = 0;  // same, both with all positions 0
+};
+
+struct DistancePoint {
+  int64_t n_filler = 0;
+  int64_t n_tokens = 0;  // whole sequence
+  double p_expected = 0;
+  int64_t rank = 0;  // of the expected token (0 = most likely)
+  double kl_vs_0 = 0;
+};
+
+struct DistanceCurve {
+  std::string label;  // "configured", "theta=..., linear x F"
+  std::vector<DistancePoint> points;
+};
+
+struct DistanceResult {
+  int32_t expected_id = 0;
+  std::string expected_piece;
+  std::vector<DistanceCurve> curves;
+};
+
+struct SweepRow {
+  std::string name;    // "configured", "base x10" ...
+  std::string detail;  // "normal, base 10000, scale 1"
+  double nll = 0;      // mean per predicted token (nats)
+  bool configured = false;
+};
+
+struct SweepResult {
+  int64_t n_tokens = 0;  // tokens predicted
+  std::vector<SweepRow> rows;
+};
+
+struct RopeProbeReport {
+  std::string model;
+  std::string backend;
+  ModelConfig config;
+  int64_t prompt_tokens = 0;
+  std::vector<ShiftRow> shift;  // offset 0 first: a second run, KL exactly 0 when deterministic
+  std::vector<AngleRow> angles;
+  AblationResult ablation;
+  DistanceResult distance;
+  SweepResult sweep;
+};
+
+// 1k, 8k, 32k and the training context times 1 and 4, sorted, without duplicates.
+std::vector<int64_t> default_shift_offsets(const ModelConfig& config);
+// Positions of the angle table: powers of 4 from 2^8 to 2^30 and every offset's last position.
+std::vector<AngleRow> angle_precision(const ModelConfig& config, std::vector<int64_t> positions);
+
+// The probes. `backend` runs every forward pass; `tok` encodes the texts. Throw Error for an
+// offset outside what 32-bit positions allow, a text that encodes to too few tokens, or an
+// expected completion that does not start a new token after the cue.
+std::vector<ShiftRow> probe_shift(const ModelConfig& c, const ModelWeights& w, Backend& b,
+                                  const std::vector<int32_t>& ids,
+                                  const std::vector<int64_t>& offsets);
+AblationResult probe_ablation(const ModelConfig& c, const ModelWeights& w, Backend& b,
+                              const std::vector<int32_t>& ids, uint64_t seed);
+DistanceResult probe_distance(const ModelConfig& c, const ModelWeights& w, Backend& b,
+                              const Tokenizer& tok, const RopeProbeOptions& opt);
+SweepResult probe_sweep(const ModelConfig& c, const ModelWeights& w, Backend& b,
+                        const std::vector<int32_t>& ids);
+
+// Everything, as `llmctl rope-probe` runs it.
+RopeProbeReport run_rope_probe(const std::string& model_path, const ModelConfig& c,
+                               const ModelWeights& w, Backend& b, const Tokenizer& tok,
+                               const RopeProbeOptions& opt);
+
+}  // namespace llmctl
