@@ -38,8 +38,7 @@ TEST_CASE("rope-probe metrics: KL and log-probabilities match closed forms", "[c
   CHECK(max_abs_diff(p, q, 2) == Approx(5.0));
 }
 
-TEST_CASE("rope-probe angle table: float32 angles drift with position, float64 ones do not",
-          "[cpu]") {
+TEST_CASE("rope-probe angle table: float32 angles drift, float64 ones do not", "[cpu]") {
   ModelConfig c;
   c.n_rot = 8;
   c.rope_freq_base = 10000;
@@ -112,7 +111,7 @@ TEST_CASE("rope-probe distance curve on stories260K", "[cpu]") {
   CHECK_THROWS_AS(probe_distance(f.m.config, f.m.weights, *f.backend, f.tok, opt), llmctl::Error);
 }
 
-TEST_CASE("rope-probe sweep: the configured RoPE fits best; a wrong base is named", "[cpu]") {
+TEST_CASE("rope-probe sweep: the configured RoPE fits best and a wrong base is named", "[cpu]") {
   Fixture f;
   const std::vector<int32_t> ref = f.tok.encode(kRopeProbeReference, true);
   RopeProbeReport r;
