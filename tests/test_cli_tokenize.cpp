@@ -1,9 +1,9 @@
 // `llmctl tokenize` as users and scripts call it; reference cases go through the CLI too.
 #include <catch2/catch.hpp>
-
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "support/fixtures.h"
 #include "support/run_cli.h"
 #include "support/test_data.h"
 #include "support/vocab_cases.h"
@@ -141,13 +141,15 @@ TEST_CASE("token-inflation report in table, json and csv", "[cli]") {
   CHECK(j["budget"] == 3);
   CHECK(j["tokenizers"][1]["kind"] == "gpt2");
 
-  r = run_llmctl({"tokenize", "--report", "--tokenizer", spm, "--tokenizer", gpt2, "--jsonl", jsonl, "--csv"});
+  r = run_llmctl(
+      {"tokenize", "--report", "--tokenizer", spm, "--tokenizer", gpt2, "--jsonl", jsonl, "--csv"});
   REQUIRE(r.code == 0);
   CHECK(r.out.find("label,chars,bytes,tokens_") == 0);
   CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 4);  // header, 2 prompts, total
 
   const std::string txt = write_temp("p.txt", "Hello world\n\nsecond prompt\n");
-  r = run_llmctl({"tokenize", "--report", "--tokenizer", spm, "--tokenizer", gpt2, "--file", txt, "--budget", "1"});
+  r = run_llmctl({"tokenize", "--report", "--tokenizer", spm, "--tokenizer", gpt2, "--file", txt,
+                  "--budget", "1"});
   REQUIRE(r.code == 0);
   CHECK(r.out.find("(base)") != std::string::npos);
   CHECK(r.out.find("total") != std::string::npos);
@@ -158,5 +160,53 @@ TEST_CASE("token-inflation report in table, json and csv", "[cli]") {
   CHECK(r.code == 1);
   CHECK(r.err.find("bad.jsonl:2: invalid JSON") != std::string::npos);
   r = run_llmctl({"tokenize", "--report", "--tokenizer", spm});
+  CHECK(r.code == 2);
+}
+
+TEST_CASE("tokenize --norms: each token's embedding norm against numpy's", "[cli][golden]") {
+  const std::string model = require_test_file("models/stories260K.gguf");
+  // Per-token norms of token_embd from tools/gen_svd_embed_fixture.py (gguf-py + numpy).
+  const auto golden = nlohmann::json::parse(llmctl::test::read_file(
+      llmctl::test::fixture_path("svd_embed_stories260K.json")))["token_embd"]["norms"];
+  const std::vector<int> ids = {1, 403, 407, 261, 378};  // "Once upon a time" (golden ids above)
+  auto r = run_llmctl({"tokenize", "-m", model, "--norms", "--json", "Once upon a time"});
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j["tokens"].size() == ids.size());
+  double sum = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const double g = golden[static_cast<size_t>(ids[i])].get<double>();
+    CHECK(j["tokens"][i]["id"] == ids[i]);
+    CHECK(j["tokens"][i]["norm"].get<double>() == Approx(g).epsilon(1e-9));
+    sum += g;
+  }
+  CHECK(j["tokens"][1]["piece"] == "\u2581Once");
+  const double mean = sum / static_cast<double>(ids.size());
+  CHECK(j["prompt_mean_norm"].get<double>() == Approx(mean).epsilon(1e-9));
+  double vocab_mean = 0, below = 0;
+  for (const auto& g : golden) {
+    vocab_mean += g.get<double>();
+    below += g.get<double>() <= mean ? 1 : 0;
+  }
+  CHECK(j["vocab_size"] == golden.size());
+  CHECK(j["vocab_mean_norm"].get<double>() ==
+        Approx(vocab_mean / static_cast<double>(golden.size())).epsilon(1e-9));
+  CHECK(j["prompt_mean_percentile"].get<double>() ==
+        Approx(100 * below / static_cast<double>(golden.size())));
+
+  r = run_llmctl({"tokenize", "-m", model, "--norms", "Once upon a time"});
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("percentile") != std::string::npos);
+  CHECK(r.out.find("prompt: 5 tokens, mean norm") != std::string::npos);
+  CHECK(r.out.find("vocabulary: 512 tokens") != std::string::npos);
+  CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1 + 5 + 2);
+
+  const std::string spm = require_test_file("vocab/ggml-vocab-llama-spm.gguf");
+  r = run_llmctl({"tokenize", "--tokenizer", spm, "--norms", "x"});
+  CHECK(r.code == 2);  // no model
+  r = run_llmctl({"tokenize", "-m", spm, "--norms", "x"});
+  CHECK(r.code == 1);  // a vocabulary without an embedding matrix
+  CHECK(r.err.find("token_embd.weight") != std::string::npos);
+  r = run_llmctl({"tokenize", "-m", model, "--norms", "--count", "x"});
   CHECK(r.code == 2);
 }

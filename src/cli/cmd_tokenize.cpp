@@ -9,6 +9,8 @@
 #include "cli/tokenize_options.h"
 #include "core/error.h"
 #include "core/text_io.h"
+#include "diag/embedding_norms.h"
+#include "io/gguf.h"
 #include "tokenizer/tokenizer.h"
 
 namespace llmctl::cli {
@@ -20,12 +22,18 @@ std::string printable(const std::string& s) {
   std::string out;
   for (const char ch : s) {
     const auto c = static_cast<unsigned char>(ch);
-    if (c == '\n') out += "\\n";
-    else if (c == '\t') out += "\\t";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\\') out += "\\\\";
-    else if (c < 0x20 || c == 0x7F) out += fmt::format("\\x{:02x}", c);
-    else out += ch;
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\t')
+      out += "\\t";
+    else if (c == '\r')
+      out += "\\r";
+    else if (c == '\\')
+      out += "\\\\";
+    else if (c < 0x20 || c == 0x7F)
+      out += fmt::format("\\x{:02x}", c);
+    else
+      out += ch;
   }
   return out;
 }
@@ -62,11 +70,13 @@ Tokenizer open_tokenizer(const TokenizeOptions& opt) {
 
 std::string input_text(const TokenizeOptions& opt) {
   if (opt.has_text && !opt.file.empty())
-    throw CLI::ValidationError("TEXT and --file", "give the text either as TEXT or with --file, not both");
+    throw CLI::ValidationError("TEXT and --file",
+                               "give the text either as TEXT or with --file, not both");
   if (opt.has_text) return opt.text;
   if (!opt.file.empty()) return read_whole_file(opt.file);
   if (stdin_is_terminal())
-    throw CLI::ValidationError("TEXT", "no text given: pass TEXT, --file FILE, or pipe text on stdin");
+    throw CLI::ValidationError("TEXT",
+                               "no text given: pass TEXT, --file FILE, or pipe text on stdin");
   return read_whole_file("-");
 }
 
@@ -74,8 +84,8 @@ int run_decode(const Tokenizer& tok, const TokenizeOptions& opt) {
   const std::vector<int32_t> ids = parse_ids(*opt.decode);
   const std::string text = tok.decode(ids);
   if (opt.json || opt.format == "json") {
-    fmt::print("{}\n", nlohmann::json{{"ids", ids}, {"text", text}}.dump(-1, ' ', false,
-                                      nlohmann::json::error_handler_t::replace));
+    fmt::print("{}\n", nlohmann::json{{"ids", ids}, {"text", text}}.dump(
+                           -1, ' ', false, nlohmann::json::error_handler_t::replace));
   } else {
     fmt::print("{}", text);
     if (stdout_is_terminal()) fmt::print("\n");
@@ -83,13 +93,77 @@ int run_decode(const Tokenizer& tok, const TokenizeOptions& opt) {
   return kExitOk;
 }
 
+// --norms: each token's embedding L2 norm (rows of token_embd.weight) and where the prompt's
+// mean norm falls among the vocabulary's token norms.
+void print_token_norms(const Tokenizer& tok, const std::vector<int32_t>& ids,
+                       const TokenizeOptions& opt) {
+  const GgufFile f = GgufFile::open(opt.model);
+  const std::vector<double> norms = row_norms(require_matrix(
+      f, "token_embd.weight", "--norms needs a model file with its embedding matrix"));
+  const NormStats vocab = norm_statistics(norms);
+  double sum = 0;
+  for (const int32_t id : ids) {
+    if (id < 0 || static_cast<size_t>(id) >= norms.size())
+      throw Error(
+          fmt::format("token id {} is outside the embedding matrix's {} rows", id, norms.size()),
+          "the tokenizer and the model's token_embd disagree on the vocabulary size");
+    sum += norms[static_cast<size_t>(id)];
+  }
+  const double prompt_mean = ids.empty() ? 0.0 : sum / static_cast<double>(ids.size());
+  const double prompt_pct = percentile_of(norms, prompt_mean);
+  if (opt.json) {
+    nlohmann::json tokens = nlohmann::json::array();
+    for (const int32_t id : ids) {
+      const double n = norms[static_cast<size_t>(id)];
+      tokens.push_back({{"id", id},
+                        {"piece", tok.piece(id)},
+                        {"norm", n},
+                        {"percentile", percentile_of(norms, n)}});
+    }
+    const nlohmann::json j{
+        {"n_tokens", ids.size()},
+        {"tokens", tokens},
+        {"prompt_mean_norm", ids.empty() ? nlohmann::json(nullptr) : nlohmann::json(prompt_mean)},
+        {"prompt_mean_percentile",
+         ids.empty() ? nlohmann::json(nullptr) : nlohmann::json(prompt_pct)},
+        {"vocab_size", vocab.n},
+        {"vocab_mean_norm", vocab.mean},
+        {"vocab_sd_norm", vocab.sd},
+        {"vocab_median_norm", vocab.deciles[5]}};
+    fmt::print("{}\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    return;
+  }
+  fmt::print("{:>5}  {:>7}  {:>10}  {:>10}  {}\n", "pos", "id", "norm", "percentile", "piece");
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const double n = norms[static_cast<size_t>(ids[i])];
+    fmt::print("{:>5}  {:>7}  {:>10.5g}  {:>9.1f}%  {}\n", i, ids[i], n, percentile_of(norms, n),
+               printable(tok.piece(ids[i])));
+  }
+  if (ids.empty()) {
+    fmt::print("prompt: no tokens\n");
+  } else {
+    fmt::print(
+        "prompt: {} tokens, mean norm {:.5g}, at percentile {:.1f} of the vocabulary's token "
+        "norms\n",
+        ids.size(), prompt_mean, prompt_pct);
+  }
+  fmt::print("vocabulary: {} tokens, mean norm {:.5g} (sd {:.4g}, median {:.5g})\n", vocab.n,
+             vocab.mean, vocab.sd, vocab.deciles[5]);
+}
+
 int run_encode(const Tokenizer& tok, const TokenizeOptions& opt) {
   const std::string text = input_text(opt);
   const bool add_bos = !opt.no_bos && tok.add_bos_default();
   const std::vector<int32_t> ids = tok.encode(text, add_bos);
   if (opt.count) {
-    if (opt.json) fmt::print("{}\n", nlohmann::json{{"n_tokens", ids.size()}}.dump());
-    else fmt::print("{}\n", ids.size());
+    if (opt.json)
+      fmt::print("{}\n", nlohmann::json{{"n_tokens", ids.size()}}.dump());
+    else
+      fmt::print("{}\n", ids.size());
+    return kExitOk;
+  }
+  if (opt.norms) {
+    print_token_norms(tok, ids, opt);
     return kExitOk;
   }
   const std::string format = opt.json ? "json" : opt.format;
@@ -101,8 +175,8 @@ int run_encode(const Tokenizer& tok, const TokenizeOptions& opt) {
     nlohmann::json pieces = nlohmann::json::array();
     for (const int32_t id : ids) pieces.push_back(tok.piece(id));
     const nlohmann::json j{{"tokenizer", tok.source()}, {"kind", tok.kind()},
-                           {"n_vocab", tok.n_vocab()}, {"add_bos", add_bos},
-                           {"n_tokens", ids.size()},  {"ids", ids},
+                           {"n_vocab", tok.n_vocab()},  {"add_bos", add_bos},
+                           {"n_tokens", ids.size()},    {"ids", ids},
                            {"pieces", pieces}};
     fmt::print("{}\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
@@ -110,18 +184,27 @@ int run_encode(const Tokenizer& tok, const TokenizeOptions& opt) {
 }
 
 int run_tokenize(const TokenizeOptions& opt) {
+  if (opt.norms && opt.report)
+    throw CLI::ValidationError("--norms", "--norms does not combine with --report");
   if (opt.report) return run_tokenize_report(opt);
   if (opt.model.empty() == opt.tokenizers.empty())
-    throw CLI::ValidationError("-m/--tokenizer", "give exactly one of -m MODEL or --tokenizer FILE");
+    throw CLI::ValidationError("-m/--tokenizer",
+                               "give exactly one of -m MODEL or --tokenizer FILE");
   if (opt.tokenizers.size() > 1)
     throw CLI::ValidationError("--tokenizer", "several tokenizers are only compared with --report");
   if (!opt.jsonl.empty()) throw CLI::ValidationError("--jsonl", "--jsonl is for --report");
   if (opt.csv) throw CLI::ValidationError("--csv", "--csv is for --report");
   if (opt.budget) throw CLI::ValidationError("--budget", "--budget is for --report");
+  if (opt.norms && opt.model.empty())
+    throw CLI::ValidationError("--norms",
+                               "--norms reads the embedding matrix: give the model with -m MODEL");
+  if (opt.norms && (opt.decode || opt.count))
+    throw CLI::ValidationError("--norms", "--norms does not combine with --decode or --count");
   const Tokenizer tok = open_tokenizer(opt);
   if (opt.decode) {
     if (opt.has_text || !opt.file.empty() || opt.count)
-      throw CLI::ValidationError("--decode", "--decode takes ids; it does not combine with TEXT, --file or --count");
+      throw CLI::ValidationError(
+          "--decode", "--decode takes ids; it does not combine with TEXT, --file or --count");
     return run_decode(tok, opt);
   }
   return run_encode(tok, opt);
@@ -138,7 +221,9 @@ void add_tokenize_command(CLI::App& app, Action& action) {
       "  llmctl tokenize -m stories260K.gguf \"Once upon a time\"\n"
       "  llmctl tokenize --tokenizer llama2-tokenizer.model --file prompt.txt --format pieces\n"
       "  llmctl tokenize -m stories260K.gguf --decode \"1 403 407 261 378\"\n"
-      "  llmctl tokenize --report --tokenizer A.gguf --tokenizer B.model --jsonl prompts.jsonl --budget 4096\n"
+      "  llmctl tokenize -m stories260K.gguf --norms \"Once upon a time\"\n"
+      "  llmctl tokenize --report --tokenizer A.gguf --tokenizer B.model --jsonl prompts.jsonl "
+      "--budget 4096\n"
       "\nWithout TEXT or --file, text is read from standard input when it is not a terminal.\n"
       "--report counts tokens without BOS/EOS; inflation is relative to the first --tokenizer.\n"
       "Exit codes: 0 ok, 1 bad input file or error, 2 usage error.");
@@ -147,17 +232,28 @@ void add_tokenize_command(CLI::App& app, Action& action) {
                   "Tokenizer file: sentencepiece .model or GGUF (repeat with --report)")
       ->allow_extra_args(false);
   sub->add_option("text", opt.text, "Text to tokenize");
-  sub->add_option("-f,--file", opt.file, "Read the text (or --report prompts, one per line) verbatim from FILE; - is stdin");
-  sub->add_option("--jsonl", opt.jsonl, "--report prompts: one JSON string or {\"prompt\"|\"text\": ...} per line");
+  sub->add_option(
+      "-f,--file", opt.file,
+      "Read the text (or --report prompts, one per line) verbatim from FILE; - is stdin");
+  sub->add_option("--jsonl", opt.jsonl,
+                  "--report prompts: one JSON string or {\"prompt\"|\"text\": ...} per line");
   sub->add_flag("--no-bos", opt.no_bos, "Do not prepend BOS (default: as the vocabulary says)");
-  sub->add_option("--format", opt.format, "Output: ids (one line), pieces (id<TAB>piece per line), json")
+  sub->add_option("--format", opt.format,
+                  "Output: ids (one line), pieces (id<TAB>piece per line), json")
       ->check(CLI::IsMember({"ids", "pieces", "json"}));
   sub->add_flag("--json", opt.json, "JSON output (same as --format json; also for --report)");
   sub->add_flag("--csv", opt.csv, "CSV output for --report");
   sub->add_option("--decode", opt.decode, "Decode token ids (\"ID ID ...\") to text instead");
   sub->add_flag("--count", opt.count, "Print only the number of tokens");
+  sub->add_flag(
+      "--norms", opt.norms,
+      "Each token's id, piece and embedding L2 norm (table, or --json), and the prompt's mean norm "
+      "against the vocabulary's: their mean and the percentile of the prompt mean among all token "
+      "norms "
+      "(needs -m)");
   sub->add_flag("--report", opt.report, "Token-inflation report comparing the --tokenizer files");
-  sub->add_option("--budget", opt.budget, "--report: flag prompts over N tokens")->check(CLI::PositiveNumber);
+  sub->add_option("--budget", opt.budget, "--report: flag prompts over N tokens")
+      ->check(CLI::PositiveNumber);
   sub->callback([&action, sub] {
     opt.has_text = sub->count("text") > 0;
     action = [] { return run_tokenize(opt); };
