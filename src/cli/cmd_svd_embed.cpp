@@ -330,7 +330,7 @@ Exit codes: 0 ok, 1 bad model file or error, 2 usage error.)");
       ->check(CLI::IsMember({"token_embd", "output"}))
       ->capture_default_str();
   sub->add_option("--top", opt.top, "Singular values listed in the text report")
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
   auto* json =
       sub->add_flag("--json", opt.json, "JSON report (every value, per-token norms included)");
