@@ -189,6 +189,11 @@ TEST_CASE("hostile metadata: tensor shapes that disagree with the configuration"
                 {"a layer tensor missing", drop, 1, "missing tensor 'blk.3.ffn_down.weight'"},
                 {"a NaN weight, no --verify", nan_weight, 1, "sampler: logits contain NaN"},
             });
+  // With --verify the scan names the tensor before anything runs.
+  std::vector<std::string> verified = nan_weight;
+  verified.push_back("--verify");
+  run_cases("tensor values, --verify", {{"a NaN weight, --verify", verified, 1,
+                                         "blk.2.attn_q.weight"}});
 }
 
 TEST_CASE("hostile metadata: vocabulary arrays and special token ids", "[cli]") {
@@ -198,6 +203,14 @@ TEST_CASE("hostile metadata: vocabulary arrays and special token ids", "[cli]") 
     v.arr.pop_back();
     return v;
   };
+  // One more entry, a copy of the last with another piece (for the string array).
+  auto longer = [&](const std::string& key, const std::string& piece) {
+    GgufValue v = *f.find(key);
+    GgufValue extra = v.arr.back();
+    if (!piece.empty()) extra.s = piece;
+    v.arr.push_back(extra);
+    return v;
+  };
   const std::string t = "tokenizer.ggml.";
   std::vector<Case> cases{
       meta_case("scores shorter than tokens", {{t + "scores", shortened(t + "scores")}},
@@ -205,6 +218,11 @@ TEST_CASE("hostile metadata: vocabulary arrays and special token ids", "[cli]") 
       meta_case("token_type shorter than tokens", {{t + "token_type", shortened(t + "token_type")}},
                 "tokenizer.ggml.token_type has 511 entries, tokenizer.ggml.tokens 512"),
       meta_case("no tokens", {{t + "tokens", gv::string_array({})}}, "tokenizer.ggml.tokens"),
+      meta_case("more tokens than embedding rows",
+                {{t + "tokens", longer(t + "tokens", "<extra>")},
+                 {t + "scores", longer(t + "scores", "")},
+                 {t + "token_type", longer(t + "token_type", "")}},
+                "the vocabulary has 513 tokens but the model embeds only 512"),
       meta_case("bos id outside", {{t + "bos_token_id", gv::u32(512)}},
                 "tokenizer.ggml.bos_token_id = 512 is out of range (vocabulary of 512 tokens)"),
       meta_case("eos id outside", {{t + "eos_token_id", gv::u32(1u << 31)}},

@@ -233,16 +233,16 @@ TEST_CASE("weights: wrong shape, missing tensor, wrong dtype name the tensor", "
   CHECK(bind_error(tiny_llama({}, f16_norm)) ==
         "tiny.gguf: tensor 'blk.1.ffn_norm.weight': expected F32 [32], got F16 [32]");
 
-  const auto q5_matrix = [](GgufBuilder::Tensor& t) {
+  const auto q8_1_matrix = [](GgufBuilder::Tensor& t) {
     if (t.name == "blk.0.attn_v.weight") {
-      t.type = GgmlType::Q5_0;  // 22 bytes per block of 32
-      t.bytes.assign(16 * 22, 0);
+      t.type = GgmlType::Q8_1;  // 36 bytes per block of 32; a type the engine does not run
+      t.bytes.assign(16 * 36, 0);
     }
     return true;
   };
-  CHECK(bind_error(tiny_llama({}, q5_matrix)) ==
-        "tiny.gguf: tensor 'blk.0.attn_v.weight': type Q5_0 is not supported (supported: F32, "
-        "F16, BF16, Q8_0, Q4_0, Q4_1)");
+  CHECK(bind_error(tiny_llama({}, q8_1_matrix)) ==
+        "tiny.gguf: tensor 'blk.0.attn_v.weight': type Q8_1 is not supported (supported: F32, "
+        "F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
 
   const auto i32_matrix = [](GgufBuilder::Tensor& t) {
     if (t.name == "blk.0.ffn_down.weight") t.type = GgmlType::I32;  // same byte count as F32
@@ -250,7 +250,7 @@ TEST_CASE("weights: wrong shape, missing tensor, wrong dtype name the tensor", "
   };
   CHECK(bind_error(tiny_llama({}, i32_matrix)) ==
         "tiny.gguf: tensor 'blk.0.ffn_down.weight': type I32 is not supported (supported: F32, "
-        "F16, BF16, Q8_0, Q4_0, Q4_1)");
+        "F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
 }
 
 TEST_CASE("weights: absent output.weight ties the output to token_embd", "[cpu]") {

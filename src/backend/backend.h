@@ -97,7 +97,7 @@ class Buffer {
 // ---------------------------------------------------------------------------
 struct WeightView {
   std::string name;               // GGUF tensor name, for error messages
-  GgmlType type = GgmlType::F32;  // F32, F16, BF16, Q8_0, Q4_0, Q4_1 (matmul, get_rows)
+  GgmlType type = GgmlType::F32;  // an engine type (matmul, get_rows): supports_weight_type()
   int64_t n_cols = 0;             // row length: ggml shape[0]
   int64_t n_rows = 1;             // ggml shape[1]; 1 for a vector
   const void* data = nullptr;     // host (mapping) or device address; see bind_weight()
@@ -199,6 +199,10 @@ class Backend {
   // Batch invariance: every backend computes each output row with arithmetic that does not
   // depend on n_tokens, on the row's place in the batch or on the thread count, so a token
   // gets bit-identical results alone or batched (the scheduler and prefix sharing rely on it).
+  // One opt-in exception: a CUDA backend made with BackendChoice::batch_invariant = false
+  // sends matmuls of at least 16 (F16 weights) or 64 (other dtypes) tokens through cuBLAS
+  // with f16 inputs and f32 accumulation; its results then depend on the batch size and
+  // differ from the matvec's by about 2^-11 * sum|w*x|. The default keeps the contract.
 
   // Embedding lookup: out (n_tokens, n_cols) row t = dequantize(table[ids[t], :]).
   // ids I32 (>= n_tokens); an id outside the table's rows is an error.

@@ -100,6 +100,9 @@ void add_run_command(CLI::App& app, Action& action) {
   sub->add_option("-c,--ctx-size", opt.ctx_size,
                   "Context positions per sequence (default: the model's context length)");
   sub->add_flag("--ignore-eos", opt.ignore_eos, "Keep generating past the end-of-sequence token");
+  sub->add_flag("--verify", opt.verify,
+                "Scan every weight (values and quantization scales) for NaN/Inf before running; "
+                "a bad one is an error naming the tensor (exit 1)");
   sub->add_flag("--echo", opt.echo, "Print the prompt before the generated text");
   sub->add_flag("--no-bos", opt.no_bos, "Do not prepend BOS (default: as the vocabulary says)");
   sub->add_flag("--json", opt.json,
@@ -113,6 +116,13 @@ void add_run_command(CLI::App& app, Action& action) {
       ->capture_default_str()
       ->check(CLI::Range(0, 1024));
   sub->add_option("--device", opt.device, "auto, cpu or cuda[:N]")->capture_default_str();
+  sub->add_option_function<std::string>(
+         "--batch-invariant",
+         [](const std::string& v) { opt.batch_invariant = v == "on"; },
+         "on (default): every token computed bit-identically alone or batched; off: CUDA sends "
+         "prefill-sized matmuls through cuBLAS (faster, f16 rounding, batch-dependent). No effect "
+         "on the CPU")
+      ->check(CLI::IsMember({"on", "off"}));
   sub->add_flag("--cpu-reference", opt.cpu_reference,
                 "Use the scalar reference CPU kernels (one thread) instead of the SIMD ones");
   sub->add_option("--kv-type", opt.kv_type, "KV cache storage: f16 or f32")->capture_default_str();

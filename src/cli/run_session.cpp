@@ -14,6 +14,7 @@
 #include "backend/registry.h"
 #include "cli/interrupt.h"
 #include "core/error.h"
+#include "model/verify_weights.h"
 
 namespace llmctl::cli {
 
@@ -102,6 +103,7 @@ RunSession open_run_session(const RunOptions& opt, int64_t n_sequences) {
   const Clock::time_point t0 = Clock::now();
   RunSession s;
   s.model = load_model(opt.model);
+  if (opt.verify) verify_model_weights(s.model);
   const ModelConfig& config = s.model.config;
   if (s.model.gguf)
     s.tok.emplace(Tokenizer::from_gguf(*s.model.gguf));
@@ -112,12 +114,21 @@ RunSession open_run_session(const RunOptions& opt, int64_t n_sequences) {
                     FileError::kNoOffset,
                     "llmctl reads sentencepiece tokenizer.model files; convert the model to GGUF "
                     "with its vocabulary");
+  // A vocabulary larger than the embedding would produce ids the model cannot embed; a smaller
+  // one (padded embedding rows) is legitimate.
+  if (s.tok->n_vocab() > config.n_vocab)
+    throw FileError(opt.model,
+                    fmt::format("the vocabulary has {} tokens but the model embeds only {} "
+                                "(token_embd rows)",
+                                s.tok->n_vocab(), config.n_vocab),
+                    FileError::kNoOffset, "the tokenizer does not belong to this model");
   s.n_ctx = opt.ctx_size.value_or(config.n_ctx_train);
 
   BackendChoice choice;
   choice.device = opt.device;
   choice.n_threads = opt.threads;
   choice.cpu_reference = opt.cpu_reference;
+  choice.batch_invariant = opt.batch_invariant;
   s.backend = make_backend(choice);
 
   ForwardOptions fo;
@@ -126,6 +137,11 @@ RunSession open_run_session(const RunOptions& opt, int64_t n_sequences) {
   fo.kv.type = *kv_type_from_name(opt.kv_type);
   const int64_t blocks_per_seq = (s.n_ctx + opt.block_size - 1) / opt.block_size;
   fo.kv.n_blocks = blocks_per_seq * n_sequences;
+  // An explicit -c that the host cannot hold is refused with the amount. The default (the
+  // training context) is not: CPU pools are mapped lazily, so an unused long context costs
+  // address space only.
+  if (opt.ctx_size && std::string(s.backend->name()) == "cpu")
+    fo.kv.max_bytes = host_kv_memory_limit();
   s.fwd = std::make_unique<Forward>(config, s.model.weights, *s.backend, fo);
   s.load_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 

@@ -38,7 +38,7 @@ std::vector<Prompt> prompts_from_jsonl(const std::string& content, const std::st
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // parse_error, or a number out of range
       throw Error(fmt::format("{}: invalid JSON: {}", where, e.what()),
                   "each line must be a JSON string or an object with a \"prompt\" or \"text\" string");
     }
