@@ -160,6 +160,14 @@ void launch_top_k_f32(const float* logits, int64_t n_rows, int64_t n_cols, int64
                       int32_t* ids, float* values, cudaStream_t stream);
 
 // ---------------------------------------------------------------------------
+// find_nan_inf (kernels/find_nan_inf.cu): the sampler's check of a logits row on the device
+// ---------------------------------------------------------------------------
+// Per row of logits (n_rows, n_cols) f32, n_cols < 2^31: out (n_rows, 2) i32 = the lowest
+// column holding NaN, then the lowest holding +inf; -1 where there is none.
+void launch_find_nan_inf_f32(const float* logits, int64_t n_rows, int64_t n_cols, int32_t* out,
+                             cudaStream_t stream);
+
+// ---------------------------------------------------------------------------
 // matmul (kernels/matvec_<dtype>.cu, template in kernels/matvec.cuh)
 // ---------------------------------------------------------------------------
 // out (n_tokens, d) = x (n_tokens, n) @ W^T, W (d, n) in ggml layout of the named dtype (block

@@ -4,6 +4,11 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
 #include "core/error.h"
 
 namespace llmctl {
@@ -279,6 +284,32 @@ void Backend::top_k(const Buffer& logits, int64_t n_rows, int64_t n_cols, int64_
   check_i32("top_k", "ids", ids, n_rows * k);
   check_f32("top_k", "values", values, n_rows * k);
   top_k_impl(logits, n_rows, n_cols, k, ids, values);
+}
+
+void Backend::find_nan_inf(const Buffer& logits, int64_t n_rows, int64_t n_cols, Buffer& out) {
+  check_n_tokens("find_nan_inf", n_rows);
+  if (n_cols < 1 || n_cols > INT32_MAX)
+    throw Error(fmt::format("backend find_nan_inf: rows of {}, expected 1 to 2^31 - 1", n_cols));
+  check_f32("find_nan_inf", "logits", logits, n_rows * n_cols);
+  check_i32("find_nan_inf", "out", out, n_rows * 2);
+  find_nan_inf_impl(logits, n_rows, n_cols, out);
+}
+
+// Through download/upload, so it is right for any backend; a device backend overrides it.
+void Backend::find_nan_inf_impl(const Buffer& logits, int64_t n_rows, int64_t n_cols, Buffer& out) {
+  std::vector<float> row(static_cast<size_t>(n_cols));
+  std::vector<int32_t> found(static_cast<size_t>(n_rows * 2), -1);
+  for (int64_t r = 0; r < n_rows; ++r) {
+    download(logits, row.data(), n_cols, r * n_cols);
+    int32_t& nan = found[static_cast<size_t>(2 * r)];
+    int32_t& inf = found[static_cast<size_t>(2 * r + 1)];
+    for (int64_t i = 0; i < n_cols && (nan < 0 || inf < 0); ++i) {
+      const float v = row[static_cast<size_t>(i)];
+      if (nan < 0 && std::isnan(v)) nan = static_cast<int32_t>(i);
+      if (inf < 0 && v == std::numeric_limits<float>::infinity()) inf = static_cast<int32_t>(i);
+    }
+  }
+  upload(out, found.data(), n_rows * 2);
 }
 
 void Backend::silu_mul(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) {

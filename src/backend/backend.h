@@ -239,12 +239,34 @@ class Backend {
   // every number (so a row's NaNs come last). 1 <= k <= n_cols. k = 1 is argmax.
   void top_k(const Buffer& logits, int64_t n_rows, int64_t n_cols, int64_t k, Buffer& ids,
              Buffer& values);
+  // The sampler's step-0 check on the device (sampler.h), so that sampling from top_k's
+  // candidates can refuse exactly the rows a sampler over the whole row refuses:
+  //   logits (n_rows, n_cols) F32  ->  out I32 (n_rows, 2): per row the lowest column holding
+  //   NaN, then the lowest holding +inf; -1 where there is none.
+  void find_nan_inf(const Buffer& logits, int64_t n_rows, int64_t n_cols, Buffer& out);
   // out[i] = silu(gate[i]) * up[i], i < n,  silu(g) = g / (1 + exp(-g))     (SwiGLU)
   void silu_mul(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out);
   // x[i] += y[i], i < n     (residual)
   void add(Buffer& x, const Buffer& y, int64_t n);
   // out (n_rows, row_len) row i = x row rows[i]    (picks the rows that need logits)
   void copy_rows(const Buffer& x, int64_t row_len, const Buffer& rows, int64_t n_rows, Buffer& out);
+
+  // -- where the buffers live, recorded steps (optional) ----------------------------------
+  // Whether buffers are in device memory, so that reading logits on the host costs a download
+  // (the engine then samples from top_k's candidates instead; model/forward.h).
+  virtual bool device_memory() const { return false; }
+  // Recording: a device backend may record the ops of one forward step and replay them as one
+  // unit (CUDA graphs), which saves the launch cost of each op. begin_recording() returns true
+  // when it recorded from now on: the ops up to end_recording() are then recorded, not run, and
+  // no upload, download, sync or alloc may come in between. end_recording() runs what was
+  // recorded and returns true; false means the recording failed: nothing ran, the backend said
+  // so once on stderr and records no more, and the caller issues the same ops again. After an
+  // exception between the two, the caller calls abort_recording(why) with its message (same
+  // effect as a failed end_recording()). n_tokens: the step's batch (a backend may decline some
+  // sizes). Default: no recording.
+  virtual bool begin_recording(int64_t /*n_tokens*/) { return false; }
+  virtual bool end_recording() { return false; }
+  virtual void abort_recording(const char* /*why*/) {}
 
  protected:
   // Implementations receive checked arguments (see the public methods above).
@@ -269,6 +291,9 @@ class Backend {
                                          const AttentionShape& s, Buffer& out, Buffer& stats) = 0;
   virtual void top_k_impl(const Buffer& logits, int64_t n_rows, int64_t n_cols, int64_t k,
                           Buffer& ids, Buffer& values) = 0;
+  // Default: downloads the rows and scans them on the host (right for host-memory backends; a
+  // device backend overrides it with a kernel).
+  virtual void find_nan_inf_impl(const Buffer& logits, int64_t n_rows, int64_t n_cols, Buffer& out);
   virtual void silu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) = 0;
   virtual void add_impl(Buffer& x, const Buffer& y, int64_t n) = 0;
   virtual void copy_rows_impl(const Buffer& x, int64_t row_len, const Buffer& rows, int64_t n_rows,

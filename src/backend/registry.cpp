@@ -57,7 +57,8 @@ int parse_cuda_index(const std::string& device) {
 
 // The CUDA backend on GPU `index`, or an Error with the probe's reason.
 std::unique_ptr<Backend> make_cuda_backend(const std::string& device, int index,
-                                           const GpuProbe& probe, bool batch_invariant) {
+                                           const GpuProbe& probe, bool batch_invariant,
+                                           bool graphs) {
   if (probe.gpus.empty())
     throw Error(fmt::format("device '{}': no GPU available ({})", device, probe.reason),
                 "use --device cpu");
@@ -67,10 +68,11 @@ std::unique_ptr<Backend> make_cuda_backend(const std::string& device, int index,
                 "use --device cuda:0, or list the GPUs with llmctl --version");
 #if defined(LLMCTL_HAVE_CUDA)
   return std::make_unique<cuda::CudaBackend>(probe.gpus[static_cast<size_t>(index)].index,
-                                             batch_invariant);
+                                             batch_invariant, graphs);
 #else
   // probe_gpus() reports no GPU when CUDA is not compiled in, so this is unreachable.
   (void)batch_invariant;
+  (void)graphs;
   throw Error(fmt::format("device '{}': {}", device, probe.reason));
 #endif
 }
@@ -125,10 +127,11 @@ std::unique_ptr<Backend> make_backend(const BackendChoice& choice) {
   const bool cuda = choice.device == "cuda" || choice.device.rfind("cuda:", 0) == 0;
   if (cuda)
     return make_cuda_backend(choice.device, parse_cuda_index(choice.device), probe_gpus(),
-                             choice.batch_invariant);
+                             choice.batch_invariant, choice.cuda_graphs);
   if (choice.device == "auto") {
     const GpuProbe probe = probe_gpus();
-    if (!probe.gpus.empty()) return make_cuda_backend("auto", 0, probe, choice.batch_invariant);
+    if (!probe.gpus.empty())
+      return make_cuda_backend("auto", 0, probe, choice.batch_invariant, choice.cuda_graphs);
     // Said only where a GPU could have been used: a build without CUDA has nothing to fall
     // back from, and saying so on every run would be noise.
     if (probe.cuda_compiled)

@@ -39,6 +39,10 @@ struct BackendChoice {
   // inputs, much faster prefill, results within f16 rounding that depend on the batch). The
   // default is exactness; bench --batch-invariant off measures the fast path. CPU: no effect.
   bool batch_invariant = true;
+  // CUDA: record each decode step into a CUDA graph and replay it (cuda_backend.h); a failed
+  // capture warns once and falls back to plain launches. Off by default until verified on a
+  // GPU. CPU: no effect.
+  bool cuda_graphs = false;
 };
 
 // Builds the backend. Throws Error naming the device for one that is not available, with

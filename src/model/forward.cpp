@@ -61,7 +61,7 @@ Forward::Forward(const ModelConfig& config, const ModelWeights& weights, Backend
       weights_(bind_to_backend(weights, backend)),
       max_batch_(opt.max_batch_tokens),
       cache_(backend, config.n_layers, config.kv_dim(), resolved_cache(config, opt.kv)) {
-  allocate();
+  allocate(opt.max_device_top_k);
 }
 
 Forward::Forward(const ModelConfig& config, const ModelWeights& weights, Backend& backend,
@@ -71,11 +71,11 @@ Forward::Forward(const ModelConfig& config, const ModelWeights& weights, Backend
       weights_(bind_to_backend(weights, backend)),
       max_batch_(std::min<int64_t>(512, n_ctx)),
       cache_(backend, config.n_layers, config.kv_dim(), single_sequence_cache(n_ctx)) {
-  allocate();
+  allocate(ForwardOptions{}.max_device_top_k);
   cache_.add_sequence(n_ctx);  // sequence 0, for step()
 }
 
-void Forward::allocate() {
+void Forward::allocate(int32_t max_device_top_k) {
   const ModelConfig& c = config_;
   LLMCTL_ASSERT(static_cast<int64_t>(weights_.layers.size()) == c.n_layers);
   if (max_batch_ < 1 || max_batch_ > 65536)
@@ -111,6 +111,15 @@ void Forward::allocate() {
   slots_ = b.alloc(n, BufferType::I32);
   logit_rows_ = b.alloc(n, BufferType::I32);
   block_table_ = b.alloc(1, BufferType::I32);  // grown on demand
+  if (max_device_top_k < -1 || max_device_top_k > kMaxDeviceTopK)
+    throw Error(fmt::format("forward: max_device_top_k {} is outside [-1, {}]", max_device_top_k,
+                            kMaxDeviceTopK));
+  max_top_k_ = max_device_top_k >= 0 ? max_device_top_k : b.device_memory() ? kMaxDeviceTopK : 0;
+  if (max_top_k_ > 0) {
+    top_k_ids_ = b.alloc(kLogitsRows * max_top_k_, BufferType::I32);
+    top_k_values_ = b.alloc(kLogitsRows * max_top_k_);
+    nan_inf_ = b.alloc(kLogitsRows * 2, BufferType::I32);
+  }
   const int64_t floats = n * (4 * c.n_embd + 2 * c.q_dim() + 2 * c.kv_dim() + 2 * c.n_ff) +
                          kLogitsRows * (2 * c.n_embd + c.n_vocab);
   scratch_bytes_ = static_cast<uint64_t>(floats) * sizeof(float) + 5 * static_cast<uint64_t>(n) * 4;
@@ -118,10 +127,42 @@ void Forward::allocate() {
 
 const std::vector<float>& Forward::decode(const std::vector<BatchToken>& batch) {
   logits_host_.clear();
+  top_k_ = DecodedTopK{};
+  top_k_where_.clear();
+  top_k_whole_.clear();
+  // One k for the whole call (the largest asked for): rows that asked for fewer read a prefix.
+  decode_k_ = 0;
+  if (max_top_k_ > 0)
+    for (const BatchToken& bt : batch) {
+      if (!bt.logits || bt.top_k <= 0) continue;
+      if (bt.top_k > max_top_k_)
+        throw Error(fmt::format("forward: top_k {} asked for, the device computes at most {}",
+                                bt.top_k, max_top_k_));
+      decode_k_ = std::max(decode_k_, bt.top_k);
+    }
+  decode_k_ = std::min<int32_t>(decode_k_, static_cast<int32_t>(config_.n_vocab));
+  top_k_.k = decode_k_;
   const auto n = static_cast<int64_t>(batch.size());
   for (int64_t i = 0; i < n; i += max_batch_)
-    run_chunk(batch.data() + i, std::min(max_batch_, n - i));
+    run_chunk(batch.data() + i, std::min(max_batch_, n - i), i + max_batch_ >= n);
   return logits_host_;
+}
+
+const std::vector<float>& Forward::top_k_row_logits(size_t r) {
+  if (r >= top_k_where_.size())
+    throw Error(fmt::format("forward: top-k row {} of the last decode, which had {}", r,
+                            top_k_where_.size()));
+  const auto n_vocab = static_cast<size_t>(config_.n_vocab);
+  const int64_t where = top_k_where_[r];
+  top_k_row_.resize(n_vocab);
+  if (where >= 0) {
+    backend_.download(logits_, top_k_row_.data(), config_.n_vocab, where * config_.n_vocab);
+  } else {
+    const auto off = static_cast<size_t>(-1 - where) * n_vocab;
+    std::copy_n(top_k_whole_.begin() + static_cast<std::ptrdiff_t>(off), n_vocab,
+                top_k_row_.begin());
+  }
+  return top_k_row_;
 }
 
 const std::vector<float>& Forward::step(int32_t token) {
@@ -161,17 +202,56 @@ void Forward::reset() {
   cache_.add_sequence(max_len);
 }
 
-void Forward::run_chunk(const BatchToken* batch, int64_t n) {
+// A chunk: host preparation and uploads, the device work (recorded as one unit when it is a
+// decode step and the backend records, see Backend::begin_recording), then the downloads.
+void Forward::run_chunk(const BatchToken* batch, int64_t n, bool last) {
+  const int64_t max_blocks = prepare_chunk(batch, n);
+  const auto n_rows = static_cast<int64_t>(host_logit_rows_.size());
+  const bool one_pass = n_rows > 0 && n_rows <= kLogitsRows;
+  // A decode step: one token of each sequence (the shape that repeats every step, so a
+  // backend's recording can be updated in place), and nothing that downloads mid-step.
+  const bool decode_step = static_cast<int64_t>(seqs_.size()) == n && observer_ == nullptr;
+  bool done = false;
+  if (decode_step && backend_.begin_recording(n)) {
+    try {
+      compute_chunk(n, max_blocks, one_pass);
+      done = backend_.end_recording();
+    } catch (const std::exception& e) {
+      // A launch that failed only because it was being recorded; a real error comes back
+      // from the plain run below.
+      backend_.abort_recording(e.what());
+    }
+  }
+  if (!done) compute_chunk(n, max_blocks, one_pass);
+
+  for (size_t r = 0; r < seqs_.size(); ++r) {
+    toks_.clear();
+    for (int64_t t = 0; t < n; ++t)
+      if (host_rows_[static_cast<size_t>(t)] == static_cast<int32_t>(r))
+        toks_.push_back(batch[t].token);
+    cache_.commit(seqs_[r], toks_.data(), static_cast<int64_t>(toks_.size()));
+  }
+  // Wanted rows, kLogitsRows at a time (the first pass ran above when it was the only one).
+  for (int64_t r0 = 0; r0 < n_rows; r0 += kLogitsRows) {
+    const int64_t m = std::min(kLogitsRows, n_rows - r0);
+    if (!one_pass) {
+      if (r0 > 0) backend_.upload(logit_rows_, host_logit_rows_.data() + r0, m);
+      output_pass(r0, m);
+    }
+    collect_output(r0, m, last && r0 + m == n_rows);
+  }
+}
+
+int64_t Forward::prepare_chunk(const BatchToken* batch, int64_t n) {
   const ModelConfig& c = config_;
   Backend& b = backend_;
-
-  // ---- positions, slots and block tables (host side) --------------------------------------
   host_ids_.resize(static_cast<size_t>(n));
   host_pos_.resize(static_cast<size_t>(n));
   host_rows_.resize(static_cast<size_t>(n));
   host_slots_.resize(static_cast<size_t>(n));
   host_logit_rows_.clear();
-  std::vector<int32_t> seqs;       // distinct sequences, in order of first appearance
+  host_logit_k_.clear();
+  seqs_.clear();                   // distinct sequences, in order of first appearance
   std::vector<int64_t> seq_count;  // tokens of each in this chunk so far
   int64_t max_blocks = 1;
   for (int64_t t = 0; t < n; ++t) {
@@ -179,10 +259,10 @@ void Forward::run_chunk(const BatchToken* batch, int64_t n) {
     if (bt.token < 0 || bt.token >= c.n_vocab)
       throw Error(fmt::format("forward: token id {} is outside the vocabulary [0, {})", bt.token,
                               c.n_vocab));
-    const auto it = std::find(seqs.begin(), seqs.end(), bt.seq);
-    const auto row = static_cast<size_t>(it - seqs.begin());
-    if (it == seqs.end()) {
-      seqs.push_back(bt.seq);
+    const auto it = std::find(seqs_.begin(), seqs_.end(), bt.seq);
+    const auto row = static_cast<size_t>(it - seqs_.begin());
+    if (it == seqs_.end()) {
+      seqs_.push_back(bt.seq);
       seq_count.push_back(0);
       max_blocks =
           std::max<int64_t>(max_blocks, static_cast<int64_t>(cache_.block_table(bt.seq).size()));
@@ -196,12 +276,15 @@ void Forward::run_chunk(const BatchToken* batch, int64_t n) {
     host_pos_[static_cast<size_t>(t)] = static_cast<int32_t>(pos);
     host_rows_[static_cast<size_t>(t)] = static_cast<int32_t>(row);
     host_slots_[static_cast<size_t>(t)] = cache_.slot(bt.seq, pos);
-    if (bt.logits) host_logit_rows_.push_back(static_cast<int32_t>(t));
+    if (bt.logits) {
+      host_logit_rows_.push_back(static_cast<int32_t>(t));
+      host_logit_k_.push_back(decode_k_ > 0 && bt.top_k > 0 ? bt.top_k : 0);
+    }
   }
-  const auto n_seqs = static_cast<int64_t>(seqs.size());
+  const auto n_seqs = static_cast<int64_t>(seqs_.size());
   host_table_.assign(static_cast<size_t>(n_seqs * max_blocks), 0);
   for (int64_t r = 0; r < n_seqs; ++r) {
-    const std::vector<int32_t>& blocks = cache_.block_table(seqs[static_cast<size_t>(r)]);
+    const std::vector<int32_t>& blocks = cache_.block_table(seqs_[static_cast<size_t>(r)]);
     std::copy(blocks.begin(), blocks.end(), host_table_.begin() + r * max_blocks);
   }
   if (block_table_.size() < n_seqs * max_blocks)
@@ -211,9 +294,11 @@ void Forward::run_chunk(const BatchToken* batch, int64_t n) {
   b.upload(seq_rows_, host_rows_.data(), n);
   b.upload(slots_, host_slots_.data(), n);
   b.upload(block_table_, host_table_.data(), n_seqs * max_blocks);
+  const auto n_rows = static_cast<int64_t>(host_logit_rows_.size());
+  if (n_rows > 0) b.upload(logit_rows_, host_logit_rows_.data(), std::min(n_rows, kLogitsRows));
 
   // RoPE positions: the cache positions, unless a sequence maps them (set_rope_positions).
-  const Buffer* rope_pos = &pos_;
+  rope_pos_in_use_ = &pos_;
   if (!rope_positions_.empty()) {
     host_rope_pos_.resize(static_cast<size_t>(n));
     for (int64_t t = 0; t < n; ++t) {
@@ -226,22 +311,28 @@ void Forward::run_chunk(const BatchToken* batch, int64_t n) {
     }
     if (rope_pos_.size() == 0) rope_pos_ = b.alloc(max_batch_, BufferType::I32);
     b.upload(rope_pos_, host_rope_pos_.data(), n);
-    rope_pos = &rope_pos_;
+    rope_pos_in_use_ = &rope_pos_;
   }
 
   // What the observer sees of this chunk.
-  ForwardObserver* obs = observer_;
-  const bool want_stats = obs != nullptr && obs->wants_attention_stats();
-  const bool want_residual = obs != nullptr && obs->wants_residual();
-  if (obs != nullptr) {
+  if (observer_ != nullptr) {
     host_seq_ids_.resize(static_cast<size_t>(n));
     for (int64_t t = 0; t < n; ++t) host_seq_ids_[static_cast<size_t>(t)] = batch[t].seq;
     observed_ = ObservedBatch{n, host_seq_ids_.data(), host_pos_.data(), host_ids_.data()};
-    if (want_stats && attn_stats_.size() == 0)
+    if (observer_->wants_attention_stats() && attn_stats_.size() == 0)
       attn_stats_ = b.alloc(max_batch_ * c.n_heads * kAttnStatFields);
   }
+  return max_blocks;
+}
 
-  // ---- layers ----------------------------------------------------------------------------
+void Forward::compute_chunk(int64_t n, int64_t max_blocks, bool with_output) {
+  const ModelConfig& c = config_;
+  Backend& b = backend_;
+  ForwardObserver* obs = observer_;
+  const bool want_stats = obs != nullptr && obs->wants_attention_stats();
+  const bool want_residual = obs != nullptr && obs->wants_residual();
+  const Buffer& rope_pos = *rope_pos_in_use_;
+
   b.get_rows(weights_.token_embd, ids_, n, x_);  // x (n, n_embd)
   if (want_residual) obs->on_residual(-1, observed_, observe(x_, n * c.n_embd), c.n_embd);
   for (int64_t il = 0; il < c.n_layers; ++il) {
@@ -259,8 +350,8 @@ void Forward::run_chunk(const BatchToken* batch, int64_t n) {
     if (l.bq.present()) b.add_bias(q_, l.bq, n);
     if (l.bk.present()) b.add_bias(k_, l.bk, n);
     if (l.bv.present()) b.add_bias(v_, l.bv, n);
-    b.rope(q_, *rope_pos, n, c.n_heads, rope_);
-    b.rope(k_, *rope_pos, n, c.n_kv_heads, rope_);
+    b.rope(q_, rope_pos, n, c.n_heads, rope_);
+    b.rope(k_, rope_pos, n, c.n_kv_heads, rope_);
     b.kv_store(k_, v_, slots_, n, c.kv_dim(), k_pool, v_pool);
     if (want_stats) {
       b.attention_with_stats(q_, kv, n, attn_, att_, attn_stats_);
@@ -281,34 +372,67 @@ void Forward::run_chunk(const BatchToken* batch, int64_t n) {
     b.add(x_, ffn_, n * c.n_embd);
     if (want_residual) obs->on_residual(il, observed_, observe(x_, n * c.n_embd), c.n_embd);
   }
-  for (int64_t r = 0; r < n_seqs; ++r) {
-    const int32_t seq = seqs[static_cast<size_t>(r)];
-    std::vector<int32_t> toks;
-    for (int64_t t = 0; t < n; ++t)
-      if (host_rows_[static_cast<size_t>(t)] == r) toks.push_back(batch[t].token);
-    cache_.commit(seq, toks.data(), static_cast<int64_t>(toks.size()));
-  }
-  output_logits(static_cast<int64_t>(host_logit_rows_.size()));
+  if (with_output) output_pass(0, static_cast<int64_t>(host_logit_rows_.size()));
 }
 
-// logits of the wanted rows, kLogitsRows at a time:
-//   rmsnorm(x[rows]) * output_norm  output^T   (m, n_vocab), appended to logits_host_
-void Forward::output_logits(int64_t n_rows) {
+void Forward::output_pass(int64_t r0, int64_t m) {
   const ModelConfig& c = config_;
   Backend& b = backend_;
-  if (n_rows == 0) return;
-  b.upload(logit_rows_, host_logit_rows_.data(), n_rows);
-  const size_t old = logits_host_.size();
-  logits_host_.resize(old + static_cast<size_t>(n_rows * c.n_vocab));
-  for (int64_t r0 = 0; r0 < n_rows; r0 += kLogitsRows) {
-    const int64_t m = std::min(kLogitsRows, n_rows - r0);
-    // Pick rows r0 .. r0 + m of the wanted list.
-    if (r0 > 0) b.upload(logit_rows_, host_logit_rows_.data() + r0, m);
-    b.copy_rows(x_, c.n_embd, logit_rows_, m, x_out_);
-    b.rmsnorm(x_out_, weights_.output_norm, c.rms_eps, m, h_out_);
-    matmul(weights_.output, h_out_, m, logits_);  // (m, n_vocab)
-    b.download(logits_, logits_host_.data() + old + static_cast<size_t>(r0 * c.n_vocab),
-               m * c.n_vocab);
+  b.copy_rows(x_, c.n_embd, logit_rows_, m, x_out_);
+  b.rmsnorm(x_out_, weights_.output_norm, c.rms_eps, m, h_out_);
+  matmul(weights_.output, h_out_, m, logits_);  // (m, n_vocab)
+  bool any = false;
+  for (int64_t r = r0; r < r0 + m; ++r) any = any || wants_top_k(r);
+  if (!any) return;
+  b.top_k(logits_, m, c.n_vocab, decode_k_, top_k_ids_, top_k_values_);  // (m, k) each
+  b.find_nan_inf(logits_, m, c.n_vocab, nan_inf_);                       // (m, 2)
+}
+
+// Whole rows go to logits_host_; candidate rows to top_k_, with where their whole logits stay.
+void Forward::collect_output(int64_t r0, int64_t m, bool last) {
+  Backend& b = backend_;
+  const auto n_vocab = static_cast<size_t>(config_.n_vocab);
+  bool any_whole = false, any_top = false;
+  for (int64_t r = r0; r < r0 + m; ++r) {
+    any_whole = any_whole || !wants_top_k(r);
+    any_top = any_top || wants_top_k(r);
+  }
+  // Candidate rows of an earlier pass lose logits_ to the next one: keep them on the host.
+  const bool whole_pass = any_whole || (any_top && !last);
+  if (whole_pass) {
+    chunk_host_.resize(static_cast<size_t>(m) * n_vocab);
+    b.download(logits_, chunk_host_.data(), m * config_.n_vocab);
+  }
+  const auto k = static_cast<size_t>(decode_k_);
+  if (any_top) {
+    chunk_ids_.resize(static_cast<size_t>(m) * k);
+    chunk_values_.resize(static_cast<size_t>(m) * k);
+    chunk_nan_inf_.resize(static_cast<size_t>(m) * 2);
+    // top_k's rows are m rows of k (its buffers are laid out for the k it was called with).
+    b.download(top_k_ids_, chunk_ids_.data(), m * decode_k_);
+    b.download(top_k_values_, chunk_values_.data(), m * decode_k_);
+    b.download(nan_inf_, chunk_nan_inf_.data(), m * 2);
+  }
+  for (int64_t j = 0; j < m; ++j) {
+    const auto ju = static_cast<size_t>(j);
+    if (!wants_top_k(r0 + j)) {
+      const auto row = chunk_host_.begin() + static_cast<std::ptrdiff_t>(ju * n_vocab);
+      logits_host_.insert(logits_host_.end(), row, row + static_cast<std::ptrdiff_t>(n_vocab));
+      continue;
+    }
+    const auto ids = chunk_ids_.begin() + static_cast<std::ptrdiff_t>(ju * k);
+    const auto values = chunk_values_.begin() + static_cast<std::ptrdiff_t>(ju * k);
+    top_k_.ids.insert(top_k_.ids.end(), ids, ids + static_cast<std::ptrdiff_t>(k));
+    top_k_.values.insert(top_k_.values.end(), values, values + static_cast<std::ptrdiff_t>(k));
+    top_k_.nan_inf.push_back(chunk_nan_inf_[2 * ju]);
+    top_k_.nan_inf.push_back(chunk_nan_inf_[2 * ju + 1]);
+    if (whole_pass) {
+      const auto row = chunk_host_.begin() + static_cast<std::ptrdiff_t>(ju * n_vocab);
+      top_k_where_.push_back(-1 - static_cast<int64_t>(top_k_whole_.size() / n_vocab));
+      top_k_whole_.insert(top_k_whole_.end(), row, row + static_cast<std::ptrdiff_t>(n_vocab));
+    } else {
+      top_k_where_.push_back(j);
+    }
   }
 }
 

@@ -28,9 +28,20 @@
 
 namespace llmctl {
 
+// Rows of the output projection computed per pass (bounds the logits buffer).
+constexpr int64_t kLogitsRows = 32;
+// The largest BatchToken::top_k answered on the device (sampling needs small k: greedy is 1,
+// top-k sampling 40 by default).
+constexpr int32_t kMaxDeviceTopK = 256;
+
 struct ForwardOptions {
   int64_t max_batch_tokens = 512;  // activation buffers hold this many tokens
   KvCacheOptions kv;               // kv.n_blocks 0: enough for one sequence of n_ctx_train
+  // Rows asking for BatchToken::top_k <= this get only their top-k candidates (backend top_k
+  // and find_nan_inf, then k pairs downloaded). -1: kMaxDeviceTopK when the backend's buffers
+  // are in device memory (Backend::device_memory()), else 0 (the host reads logits directly,
+  // so the CPU path is unchanged); 0: off. Tests set it on the CPU backend to check the path.
+  int32_t max_device_top_k = -1;
 };
 
 // The positions RoPE rotates a sequence's tokens by, for experiments on positional encoding
@@ -62,6 +73,9 @@ class Forward final : public SequenceModel {
   Reserve reserve(int32_t seq, int64_t n) override { return cache_.reserve(seq, n); }
   // Throws Error for a token outside [0, n_vocab) or a position without a reserved slot.
   const std::vector<float>& decode(const std::vector<BatchToken>& batch) override;
+  int32_t max_device_top_k() const override { return max_top_k_; }
+  const DecodedTopK& decoded_top_k() const override { return top_k_; }
+  const std::vector<float>& top_k_row_logits(size_t r) override;
 
   // -- single sequence (the n_ctx constructor's sequence 0) --------------------------------
   // Runs `token` at position n_past() and returns its logits (n_vocab floats, valid until
@@ -85,10 +99,24 @@ class Forward final : public SequenceModel {
   uint64_t scratch_bytes() const { return scratch_bytes_; }
 
  private:
-  void allocate();
-  // One chunk of at most max_batch_ tokens; appends wanted logits rows to logits_host_.
-  void run_chunk(const BatchToken* batch, int64_t n);
-  void output_logits(int64_t n_rows);
+  void allocate(int32_t max_device_top_k);
+  // One chunk of at most max_batch_ tokens; appends wanted logits rows to logits_host_ (whole
+  // rows) and top_k_ (candidates). `last`: no chunk follows in this decode().
+  void run_chunk(const BatchToken* batch, int64_t n, bool last);
+  // Host side of a chunk: checks, positions, slots, block table, and their uploads. Returns
+  // the block table's width.
+  int64_t prepare_chunk(const BatchToken* batch, int64_t n);
+  // The device work of a chunk: embeddings and layers, and the output pass when all its
+  // wanted rows fit one (`with_output`). No upload or download: a backend may record it.
+  void compute_chunk(int64_t n, int64_t max_blocks, bool with_output);
+  // Output pass over wanted rows r0 .. r0 + m (rows uploaded to logit_rows_ before):
+  //   logits_ (m, n_vocab) = rmsnorm(x[rows]) * output_norm  output^T, then, when one of
+  //   them asks for candidates, top_k and find_nan_inf of those m rows.
+  void output_pass(int64_t r0, int64_t m);
+  // Downloads what the wanted rows r0 .. r0 + m asked for; `last`: logits_ stays on the
+  // device until the next decode() (top_k_row_logits() reads it there).
+  void collect_output(int64_t r0, int64_t m, bool last);
+  bool wants_top_k(int64_t r) const { return host_logit_k_[static_cast<size_t>(r)] > 0; }
   // backend.matmul(), showing the input to the observer first when it asks for it.
   void matmul(const WeightView& w, const Buffer& x, int64_t n, Buffer& out);
   // Downloads `buf`'s first n floats into obs_host_ (for the observer).
@@ -112,6 +140,24 @@ class Forward final : public SequenceModel {
   std::vector<int32_t> host_table_;
   std::vector<float> logits_host_;
 
+  // Candidates on the device (max_device_top_k): the top_k asked for per wanted row of the
+  // current chunk, its k (the largest asked for in this decode()), the results, and where each
+  // candidate row's whole logits are: row j of logits_ (>= 0) or -1 - offset into
+  // top_k_whole_ (rows of an earlier output pass, downloaded then).
+  int32_t max_top_k_ = 0;
+  int32_t decode_k_ = 0;
+  std::vector<int32_t> host_logit_k_;
+  Buffer top_k_ids_, top_k_values_, nan_inf_;  // (kLogitsRows, kMaxDeviceTopK), (kLogitsRows, 2)
+  DecodedTopK top_k_;
+  std::vector<int64_t> top_k_where_;
+  std::vector<float> top_k_whole_, top_k_row_, chunk_host_;
+  std::vector<int32_t> chunk_ids_, chunk_nan_inf_;
+  std::vector<float> chunk_values_;
+  // The chunk being run (prepare_chunk): its sequences in block-table row order, the RoPE
+  // positions it uses, scratch for the cache commit.
+  std::vector<int32_t> seqs_, toks_;
+  const Buffer* rope_pos_in_use_ = nullptr;
+
   // Diagnostics and RoPE experiments (set_observer, set_rope_positions).
   ForwardObserver* observer_ = nullptr;
   ObservedBatch observed_;
@@ -122,8 +168,5 @@ class Forward final : public SequenceModel {
   Buffer rope_pos_;  // RoPE positions when some sequence maps them; else pos_ is used
   std::vector<int32_t> host_rope_pos_;
 };
-
-// Rows of the output projection computed per pass (bounds the logits buffer).
-constexpr int64_t kLogitsRows = 32;
 
 }  // namespace llmctl

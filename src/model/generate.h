@@ -23,6 +23,10 @@ namespace llmctl {
 // Chooses the next token from one row of logits.
 using TokenPicker = std::function<int32_t(const float* logits, int32_t n_vocab)>;
 
+// Chooses the next token from the row's top candidates: row `row` of `top` (sequence_model.h
+// DecodedTopK), a row of n_vocab logits.
+using TopKPicker = std::function<int32_t(const DecodedTopK& top, size_t row, int32_t n_vocab)>;
+
 // argmax; the lowest id wins a tie (as llama.cpp's greedy sampler and numpy's argmax).
 int32_t pick_greedy(const float* logits, int32_t n_vocab);
 
@@ -40,6 +44,17 @@ struct GenerateOptions {
   // they are not emitted. --ignore-eos does not apply to them.
   std::vector<int32_t> end_ids;
   TokenPicker pick;  // empty: pick_greedy
+  // Picking from candidates computed on the device (SequenceModel::max_device_top_k()), so a
+  // pick downloads top_k_candidates (id, logit) pairs instead of n_vocab logits. Both set
+  // (top_k_candidates > 0): pick_top_k must choose exactly what `pick` would from the whole row
+  // (sampler.h sample_top_k). The rule, per request: candidates whenever the model computes
+  // that many on the device, except where something reads the whole row: on_pick_logits
+  // (e.g. --acf's top-1 probability) and on_prompt_logits (e.g. --logits-out) keep the full
+  // download; so does a sampler that needs the whole row (penalties, no top-k: the caller
+  // leaves these unset). The summary's last_logits_hash still covers the whole last row
+  // (downloaded once, when the request finishes).
+  int32_t top_k_candidates = 0;
+  TopKPicker pick_top_k;
   // Called with the logits of every prompt position, in order (BOS included); may be empty.
   std::function<void(int64_t pos, const std::vector<float>& logits)> on_prompt_logits;
   // Called with the logits (n_vocab floats) of every pick, right after it (also when the pick

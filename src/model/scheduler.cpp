@@ -30,6 +30,7 @@ struct Scheduler::Active {
   GenerateResult r;
   Clock::time_point t0;      // admission
   Clock::time_point t_step;  // start of the step that computed the current logits
+  int64_t top_row = -1;      // >= 0: the last logits came as candidates, row of decoded_top_k()
 };
 
 Scheduler::Scheduler(SequenceModel& model, const SchedulerOptions& opt) : model_(model), opt_(opt) {
@@ -100,18 +101,38 @@ bool Scheduler::must_stop(Active& a) {
   return a.finished;
 }
 
-void Scheduler::pick(Active& a, const float* logits) {
+// The rule of GenerateOptions::pick_top_k: candidates when the request can pick from them, no
+// callback reads the whole row, and the model computes that many on the device.
+int32_t Scheduler::top_k_for(const Active& a, bool prompt_row) const {
+  const GenerateOptions& o = a.opt;
+  const int32_t k = o.top_k_candidates;
+  if (k <= 0 || !o.pick_top_k || o.on_pick_logits || (prompt_row && o.on_prompt_logits)) return 0;
+  return k <= model_.max_device_top_k() && k <= model_.n_vocab() ? k : 0;
+}
+
+void Scheduler::settle_hash(Active& a) {
+  if (a.top_row < 0) return;
+  const std::vector<float>& row = model_.top_k_row_logits(static_cast<size_t>(a.top_row));
+  a.r.last_logits_hash = fnv1a_64(row.data(), row.size());
+  a.top_row = -1;
+}
+
+void Scheduler::pick(Active& a, const float* logits, int64_t top_row) {
   const int32_t n_vocab = model_.n_vocab();
-  a.r.last_logits_hash = fnv1a_64(logits, static_cast<size_t>(n_vocab));
+  a.top_row = top_row;
+  if (logits != nullptr) a.r.last_logits_hash = fnv1a_64(logits, static_cast<size_t>(n_vocab));
   if (must_stop(a)) return;
   const bool first = a.r.generated_ids.empty();
-  const int32_t id = a.opt.pick(logits, n_vocab);
+  const int32_t id = logits != nullptr ? a.opt.pick(logits, n_vocab)
+                                       : a.opt.pick_top_k(model_.decoded_top_k(),
+                                                          static_cast<size_t>(top_row), n_vocab);
   if (first)
     a.r.ttft_ms = ms_since(a.t0);
   else
     a.r.decode_ms.push_back(ms_since(a.t_step));
-  // After the timings, which exclude callbacks; the picker took the logits as const.
-  if (a.opt.on_pick_logits) a.opt.on_pick_logits(logits, n_vocab);
+  // After the timings, which exclude callbacks; the picker took the logits as const (with
+  // on_pick_logits set, top_k_for() asked for the whole row).
+  if (a.opt.on_pick_logits && logits != nullptr) a.opt.on_pick_logits(logits, n_vocab);
   if (id < 0 || id >= n_vocab)
     throw Error(fmt::format("generate: the picker chose id {} outside [0, {})", id, n_vocab));
   const bool end_id =
@@ -146,6 +167,7 @@ void Scheduler::step() {
   struct Owner {
     Active* a;
     int64_t prompt_pos;  // -1: a decode token
+    bool top_k;          // answered with candidates (decoded_top_k()), not in the logits
   };
   std::vector<BatchToken> batch;
   std::vector<Owner> owners;                        // one per token with logits
@@ -153,8 +175,9 @@ void Scheduler::step() {
   const int64_t budget = model_.max_batch_tokens();
   for (auto& a : active_)
     if (a->decoding && !a->finished) {
-      batch.push_back(BatchToken{a->seq, a->pending, true});
-      owners.push_back(Owner{a.get(), -1});
+      const int32_t k = top_k_for(*a, false);
+      batch.push_back(BatchToken{a->seq, a->pending, true, k});
+      owners.push_back(Owner{a.get(), -1, k > 0});
     }
   for (auto& a : active_) {
     if (a->decoding || a->finished) continue;
@@ -164,8 +187,9 @@ void Scheduler::step() {
     for (int64_t i = 0; i < k; ++i) {
       const int64_t p = a->fed + i;
       const bool want = p == n_prompt - 1 || static_cast<bool>(a->opt.on_prompt_logits);
-      batch.push_back(BatchToken{a->seq, a->prompt[static_cast<size_t>(p)], want});
-      if (want) owners.push_back(Owner{a.get(), p});
+      const int32_t top_k = want ? top_k_for(*a, true) : 0;
+      batch.push_back(BatchToken{a->seq, a->prompt[static_cast<size_t>(p)], want, top_k});
+      if (want) owners.push_back(Owner{a.get(), p, top_k > 0});
     }
     chunks.emplace_back(a.get(), k);
   }
@@ -176,17 +200,26 @@ void Scheduler::step() {
   for (auto& a : active_) a->t_step = t_step;
   const std::vector<float>& logits = model_.decode(batch);
   const auto n_vocab = static_cast<size_t>(model_.n_vocab());
-  LLMCTL_ASSERT(logits.size() == owners.size() * n_vocab);
+  const size_t n_top = static_cast<size_t>(
+      std::count_if(owners.begin(), owners.end(), [](const Owner& o) { return o.top_k; }));
+  LLMCTL_ASSERT(logits.size() == (owners.size() - n_top) * n_vocab);
+  LLMCTL_ASSERT(model_.decoded_top_k().n_rows() == n_top);
   for (auto& [a, k] : chunks) a->fed += k;
+  size_t whole = 0, top = 0;  // rows of each kind so far
   for (size_t i = 0; i < owners.size(); ++i) {
     Active& a = *owners[i].a;
-    const float* row = logits.data() + i * n_vocab;
     const int64_t p = owners[i].prompt_pos;
+    if (owners[i].top_k) {  // a decode row, or a prompt's last row (top_k_for)
+      if (p >= 0) a.r.prefill_ms = ms_since(a.t0);
+      pick(a, nullptr, static_cast<int64_t>(top++));
+      continue;
+    }
+    const float* row = logits.data() + whole++ * n_vocab;
     if (p >= 0 && a.opt.on_prompt_logits)
       a.opt.on_prompt_logits(p, std::vector<float>(row, row + n_vocab));
     if (p >= 0 && p + 1 < a.r.n_prompt) continue;  // not the prompt's last position
     if (p >= 0) a.r.prefill_ms = ms_since(a.t0);
-    pick(a, row);
+    pick(a, row, -1);
   }
 }
 
@@ -204,6 +237,7 @@ void Scheduler::run(const DoneFn& on_done) {
       if (interrupted(a->opt)) {
         a->r.finish = FinishReason::Interrupted;
         a->finished = true;
+        settle_hash(*a);  // before the step below replaces the model's last logits
       }
       any_running = any_running || !a->finished;
     }
@@ -216,6 +250,7 @@ void Scheduler::run(const DoneFn& on_done) {
       }
       std::unique_ptr<Active> a = std::move(*it);
       it = active_.erase(it);
+      settle_hash(*a);
       model_.remove_sequence(a->seq);
       if (on_done) on_done(a->index, std::move(a->r));
     }

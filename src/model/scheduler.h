@@ -16,6 +16,10 @@
 // prefill_ms from admission to the prompt's last logits, ttft_ms to the first pick, and one
 // decode_ms entry per later token (the step that computed it, shared with the batch, plus the
 // pick).
+//
+// Candidates (GenerateOptions::pick_top_k): a request whose picks need only the top candidates
+// of their row gets those, computed by the model (on the device), instead of the whole row;
+// top_k_for() holds the rule.
 
 #include <cstdint>
 #include <deque>
@@ -55,7 +59,12 @@ class Scheduler {
   void step();
   // Before each pick: whether n_predict or n_ctx ends the sequence here (then finished).
   bool must_stop(Active& a);
-  void pick(Active& a, const float* logits);
+  // The candidates a logits row of `a` asks for (BatchToken::top_k); 0: the whole row.
+  int32_t top_k_for(const Active& a, bool prompt_row) const;
+  // From the whole row (`logits`), or from row `top_row` of the model's decoded_top_k().
+  void pick(Active& a, const float* logits, int64_t top_row);
+  // The hash of a's last logits when only its candidates came back (before the next decode).
+  void settle_hash(Active& a);
 
   SequenceModel& model_;
   SchedulerOptions opt_;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "core/error.h"
 
@@ -22,6 +23,16 @@ struct Before {
     return a.id < b.id;
   }
 };
+
+// The errors of step 0 and of an all -inf row, shared by both paths so they say the same.
+[[noreturn]] void throw_bad_logit(int32_t id, bool nan) {
+  throw Error(fmt::format("sampler: logits contain {} at id {}", nan ? "NaN" : "+inf", id));
+}
+
+[[noreturn]] void throw_all_neg_inf(int32_t n_vocab) {
+  throw Error(
+      fmt::format("sampler: all {} logits are -inf (after penalties); nothing to sample", n_vocab));
+}
 
 }  // namespace
 
@@ -187,9 +198,8 @@ int32_t Sampler::prepare(const float* logits, int32_t n_vocab) {
   logits_.assign(logits, logits + n_vocab);
   for (int32_t i = 0; i < n_vocab; ++i) {
     const float l = logits_[static_cast<size_t>(i)];
-    if (std::isnan(l)) throw Error(fmt::format("sampler: logits contain NaN at id {}", i));
-    if (l == std::numeric_limits<float>::infinity())
-      throw Error(fmt::format("sampler: logits contain +inf at id {}", i));
+    if (std::isnan(l)) throw_bad_logit(i, true);
+    if (l == std::numeric_limits<float>::infinity()) throw_bad_logit(i, false);
   }
 
   apply_penalties(n_vocab);
@@ -198,12 +208,15 @@ int32_t Sampler::prepare(const float* logits, int32_t n_vocab) {
   int32_t best = 0;
   for (int32_t i = 1; i < n_vocab; ++i)
     if (logits_[static_cast<size_t>(i)] > logits_[static_cast<size_t>(best)]) best = i;
-  if (logits_[static_cast<size_t>(best)] == kNegInf)
-    throw Error(fmt::format("sampler: all {} logits are -inf (after penalties); nothing to sample",
-                            n_vocab));
+  if (logits_[static_cast<size_t>(best)] == kNegInf) throw_all_neg_inf(n_vocab);
   if (params_.temperature == 0.0f) return best;
 
   build_candidates(n_vocab);
+  finish_candidates();
+  return -1;
+}
+
+void Sampler::finish_candidates() {
   softmax_with_temperature();
   cut_top_p_min_p();
   // A -inf logit, or one that underflowed, has p = 0: it can never be drawn, so drop it.
@@ -211,7 +224,51 @@ int32_t Sampler::prepare(const float* logits, int32_t n_vocab) {
       std::remove_if(cand_.begin(), cand_.end(), [](const Candidate& c) { return !(c.p > 0.0f); }),
       cand_.end());
   LLMCTL_ASSERT(!cand_.empty());  // the l_max token has p > 0 and survives every cut
+}
+
+// ---------------------------------------------------------------------------
+// From candidates (sampler.h "Sampling from candidates" gives the step-by-step argument)
+// ---------------------------------------------------------------------------
+int32_t Sampler::candidates_needed(int32_t n_vocab) const {
+  const SamplerParams& p = params_;
+  const bool penalties =
+      p.repeat_last_n != 0 &&
+      (p.repeat_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f);
+  if (penalties || n_vocab <= 0) return 0;
+  if (p.temperature == 0.0f) return 1;
+  return p.top_k > 0 && p.top_k < n_vocab ? p.top_k : 0;
+}
+
+int32_t Sampler::prepare_top_k(const TopLogits& c) {
+  const int32_t need = candidates_needed(c.n_vocab);
+  if (need == 0 || c.k < need || c.ids == nullptr || c.values == nullptr)
+    throw Error(fmt::format("sampler: {} candidates of a row of {} given, these parameters need {}",
+                            c.k, c.n_vocab, need == 0 ? "the whole row" : std::to_string(need)));
+  // 0. The first bad id in id order, as prepare()'s scan meets it.
+  if (c.first_nan >= 0 && (c.first_inf < 0 || c.first_nan < c.first_inf))
+    throw_bad_logit(c.first_nan, true);
+  if (c.first_inf >= 0) throw_bad_logit(c.first_inf, false);
+  for (int32_t i = 0; i < need; ++i)
+    if (c.ids[i] < 0 || c.ids[i] >= c.n_vocab || std::isnan(c.values[i]) ||
+        c.values[i] == std::numeric_limits<float>::infinity())
+      throw Error(
+          fmt::format("sampler: candidate {} (id {}, logit {}) is not a finite or -inf "
+                      "logit of the row of {}, though the row was said to hold none",
+                      i, c.ids[i], c.values[i], c.n_vocab));
+  // 1. Penalties: off (candidates_needed). 2. Greedy: the first candidate is the argmax.
+  if (c.values[0] == kNegInf) throw_all_neg_inf(c.n_vocab);
+  if (params_.temperature == 0.0f) return c.ids[0];
+  // 3. top-k: the candidates are build_candidates()' cand_, in its order.
+  cand_.resize(static_cast<size_t>(need));
+  for (int32_t i = 0; i < need; ++i) cand_[static_cast<size_t>(i)] = {c.ids[i], c.values[i], 0.0f};
+  sorted_ = true;
+  finish_candidates();
   return -1;
+}
+
+int32_t Sampler::sample_top_k(const TopLogits& c) {
+  const int32_t greedy = prepare_top_k(c);
+  return greedy >= 0 ? greedy : draw();
 }
 
 std::vector<Sampler::TokenProb> Sampler::probabilities(const float* logits, int32_t n_vocab) {
@@ -231,8 +288,10 @@ std::vector<Sampler::TokenProb> Sampler::probabilities(const float* logits, int3
 // ---------------------------------------------------------------------------
 int32_t Sampler::sample(const float* logits, int32_t n_vocab) {
   const int32_t greedy = prepare(logits, n_vocab);
-  if (greedy >= 0) return greedy;
+  return greedy >= 0 ? greedy : draw();
+}
 
+int32_t Sampler::draw() {
   // One RNG step, scaled by the kept mass (this is the renormalization after the cuts).
   double total = 0.0;
   for (const Candidate& c : cand_) total += static_cast<double>(c.p);

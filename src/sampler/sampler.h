@@ -42,6 +42,23 @@
 //   frequency   l -= c * frequency_penalty                              (0 = off)
 // repeat_last_n: 0 turns all three off, -1 uses the whole history.
 //
+// Sampling from candidates (sample_top_k): a device backend computes the k largest logits of a
+// row (backend.h top_k: descending, ties to the lower id) and where the row holds NaN or +inf
+// (backend.h find_nan_inf), so that k pairs cross to the host instead of n_vocab floats. For
+// the parameters where candidates_needed() says k, sample_top_k() returns exactly what sample()
+// returns on the whole row (same id, same RNG step, same Error), because:
+//   0. check     the row's lowest NaN / +inf id is given, so the same first bad id is named;
+//   1. penalties are off (candidates_needed() is 0 otherwise: they can lift a token from
+//                anywhere in the row into the top);
+//   2. greedy    k = 1: top_k's first id is the argmax with ties to the lowest id, and it is -inf
+//                only when every logit is;
+//   3. top-k     1 <= top_k < n_vocab: sample() keeps the top_k largest logits in top_k's order
+//                (build_candidates sorts by the same total order), which are the candidates;
+//   4-8.         run on that list by the same code (the candidates, their order and values are
+//                bit-identical to sample()'s cand_, so every sum, cut and the draw are too).
+// Without top-k (0, or >= n_vocab) the draw runs over the whole row in id order, so the whole
+// row is needed.
+//
 // Cost: O(n_vocab) to copy and check the logits; top-k uses nth_element and sorts only the k
 // survivors. Without top-k, top-p partially sorts a growing prefix (256, 1024, ... candidates)
 // until it holds top_p of the mass, so a full sort happens only when the nucleus is most of
@@ -53,6 +70,17 @@
 #include "sampler/rng.h"
 
 namespace llmctl {
+
+// The k largest logits of one row of n_vocab and what the row holds that sample() refuses,
+// as a device backend computes them (see above).
+struct TopLogits {
+  const int32_t* ids = nullptr;   // (k,) descending logit, equal logits: lower id first
+  const float* values = nullptr;  // (k,) their logits
+  int32_t k = 0;
+  int32_t n_vocab = 0;
+  int32_t first_nan = -1;  // lowest id whose logit is NaN in the whole row; -1: none
+  int32_t first_inf = -1;  // lowest id whose logit is +inf in the whole row; -1: none
+};
 
 struct SamplerParams {
   float temperature = 0.8f;        // >= 0; 0 = greedy
@@ -75,6 +103,15 @@ class Sampler {
 
   // Picks a token id in [0, n_vocab) from `logits` (not modified). Does not call accept().
   int32_t sample(const float* logits, int32_t n_vocab);
+
+  // How many of a row's largest logits sample_top_k() needs to pick what sample() would pick
+  // from the whole row: 1 for greedy, top_k for 1 <= top_k < n_vocab, both only with the
+  // penalties off; 0: sample() needs the whole row.
+  int32_t candidates_needed(int32_t n_vocab) const;
+  // sample() from the row's candidates: the same id (and RNG step, and Error) as sample() on
+  // the whole row, given c.k >= candidates_needed(c.n_vocab) > 0 (else an Error). Uses the
+  // first candidates_needed() candidates. Does not call accept().
+  int32_t sample_top_k(const TopLogits& c);
 
   // Steps 0-7 without the draw: the tokens a sample() would choose from and their
   // probabilities, renormalized to sum to 1, in candidate order (descending when top-k or
@@ -106,6 +143,12 @@ class Sampler {
 
   // Steps 0-7 into cand_; returns the greedy argmax, or -1 when a draw is needed.
   int32_t prepare(const float* logits, int32_t n_vocab);
+  // The same from candidates (sample_top_k).
+  int32_t prepare_top_k(const TopLogits& c);
+  // Steps 4-7 on cand_ (after top-k), then drops candidates with p == 0.
+  void finish_candidates();
+  // 8. One RNG step, scaled by the kept mass; the winner's id.
+  int32_t draw();
   void apply_penalties(int32_t n_vocab);
   void build_candidates(int32_t n_vocab);
   void softmax_with_temperature();

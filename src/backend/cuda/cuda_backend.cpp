@@ -4,7 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "backend/cuda/check.h"
 #include "backend/cuda/gemm.h"
@@ -82,7 +84,12 @@ const char* device_error_text(int code) {
 // ---------------------------------------------------------------------------
 // Lifetime
 // ---------------------------------------------------------------------------
-CudaBackend::CudaBackend(int device, bool batch_invariant) : device_(device) {
+// Pinned bytes for staging uploads: a decode step uploads a few hundred bytes (ids, positions,
+// slots, block table); a prefill chunk of 512 tokens about 10 KiB.
+constexpr size_t kStagingBytes = size_t{1} << 20;
+
+CudaBackend::CudaBackend(int device, bool batch_invariant, bool graphs)
+    : device_(device), graphs_(graphs) {
   LLMCTL_CUDA_CHECK(cudaSetDevice(device));
   LLMCTL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   try {
@@ -92,8 +99,11 @@ CudaBackend::CudaBackend(int device, bool batch_invariant) : device_(device) {
     LLMCTL_CUDA_CHECK(cudaMallocHost(&pinned, sizeof(int)));
     host_flag_ = static_cast<int*>(pinned);
     *host_flag_ = 0;
+    LLMCTL_CUDA_CHECK(cudaMallocHost(&pinned, kStagingBytes));
+    staging_ = static_cast<uint8_t*>(pinned);
     if (!batch_invariant) gemm_ = std::make_unique<Gemm>(stream_);
   } catch (...) {
+    if (staging_ != nullptr) cudaFreeHost(staging_);
     if (host_flag_ != nullptr) cudaFreeHost(host_flag_);
     if (error_flag_ != nullptr) cudaFree(error_flag_);
     cudaStreamDestroy(stream_);
@@ -104,8 +114,10 @@ CudaBackend::CudaBackend(int device, bool batch_invariant) : device_(device) {
 // Destructors must not throw: failures here mean the context is already broken.
 CudaBackend::~CudaBackend() {
   cudaStreamSynchronize(stream_);
+  if (graph_exec_ != nullptr) cudaGraphExecDestroy(graph_exec_);
   gemm_.reset();  // its cuBLAS handle is bound to stream_
   for (auto& entry : weights_) cudaFree(entry.second);
+  cudaFreeHost(staging_);
   cudaFreeHost(host_flag_);
   cudaFree(error_flag_);
   cudaStreamDestroy(stream_);
@@ -115,6 +127,7 @@ void CudaBackend::sync_and_check() {
   LLMCTL_CUDA_CHECK(
       cudaMemcpyAsync(host_flag_, error_flag_, sizeof(int), cudaMemcpyDeviceToHost, stream_));
   LLMCTL_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  staged_ = 0;  // every queued upload has been read
   const int code = *host_flag_;
   if (code == kDeviceErrorNone) return;
   *host_flag_ = 0;
@@ -143,12 +156,24 @@ Buffer CudaBackend::alloc_impl(int64_t n, BufferType type) {
   return Buffer(p, n, type, [](void* q) { cudaFree(q); });
 }
 
-// Pageable source: cudaMemcpyAsync returns once `src` has been staged, so the caller may reuse
-// it at once; the copy stays ordered with the ops on the stream.
+// The source is copied into the pinned arena first, so the caller may reuse it at once and the
+// copy is a plain DMA ordered with the ops on the stream (a pageable source may make
+// cudaMemcpyAsync wait for the stream). The arena is reused only after a sync, when every copy
+// queued from it has run. Too large for what is left: from pageable memory, which
+// cudaMemcpyAsync stages itself before returning.
 void CudaBackend::upload_impl(Buffer& dst, const void* src, int64_t n, int64_t offset) {
   const size_t es = buffer_type_size(dst.type());
-  LLMCTL_CUDA_CHECK(cudaMemcpyAsync(static_cast<uint8_t*>(dst.raw()) + to_size(offset) * es, src,
-                                    to_size(n) * es, cudaMemcpyHostToDevice, stream_));
+  const size_t bytes = to_size(n) * es;
+  void* to = static_cast<uint8_t*>(dst.raw()) + to_size(offset) * es;
+  constexpr size_t kAlign = 16;
+  if (bytes <= kStagingBytes - staged_) {
+    uint8_t* at = staging_ + staged_;
+    std::memcpy(at, src, bytes);
+    staged_ = std::min(kStagingBytes, staged_ + (bytes + kAlign - 1) / kAlign * kAlign);
+    LLMCTL_CUDA_CHECK(cudaMemcpyAsync(to, at, bytes, cudaMemcpyHostToDevice, stream_));
+    return;
+  }
+  LLMCTL_CUDA_CHECK(cudaMemcpyAsync(to, src, bytes, cudaMemcpyHostToDevice, stream_));
 }
 
 void CudaBackend::download_impl(const Buffer& src, void* dst, int64_t n, int64_t offset) {
@@ -188,17 +213,22 @@ WeightView CudaBackend::bind_weight_impl(const WeightView& host) {
 // ---------------------------------------------------------------------------
 // The ids are checked on the host, with the CPU reference's message, before anything is read:
 // one small copy and a wait at the start of a forward step, when the stream is nearly idle.
+// While recording (a decode step captured into a graph) there can be no copy back and no wait:
+// the check is skipped then, because the ids are the ones the caller (Forward) checked against
+// the vocabulary on the host before uploading them.
 void CudaBackend::get_rows_impl(const WeightView& table, const Buffer& ids, int64_t n_tokens,
                                 Buffer& out) {
-  host_ids_.resize(to_size(n_tokens));
-  LLMCTL_CUDA_CHECK(cudaMemcpyAsync(host_ids_.data(), ids.i32(),
-                                    to_size(n_tokens) * sizeof(int32_t), cudaMemcpyDeviceToHost,
-                                    stream_));
-  sync_and_check();
-  for (const int32_t id : host_ids_)
-    if (id < 0 || id >= table.n_rows)
-      throw Error(fmt::format("backend get_rows: id {} is outside '{}' rows [0, {})", id,
-                              table.name, table.n_rows));
+  if (!recording_) {
+    host_ids_.resize(to_size(n_tokens));
+    LLMCTL_CUDA_CHECK(cudaMemcpyAsync(host_ids_.data(), ids.i32(),
+                                      to_size(n_tokens) * sizeof(int32_t), cudaMemcpyDeviceToHost,
+                                      stream_));
+    sync_and_check();
+    for (const int32_t id : host_ids_)
+      if (id < 0 || id >= table.n_rows)
+        throw Error(fmt::format("backend get_rows: id {} is outside '{}' rows [0, {})", id,
+                                table.name, table.n_rows));
+  }
   launch_get_rows_device_ids(DeviceTable{table.type, table.data, table.n_rows, table.n_cols},
                              ids.i32(), n_tokens, out.data(), stream_);
 }
@@ -316,6 +346,12 @@ void CudaBackend::top_k_impl(const Buffer& logits, int64_t n_rows, int64_t n_col
   if (scratch > top_k_scratch_.size()) top_k_scratch_ = DeviceBuffer(scratch);
   launch_top_k_f32(logits.data(), n_rows, n_cols, k, top_k_scratch_.data(), ids.i32(),
                    values.data(), stream_);
+  LLMCTL_CUDA_CHECK_LAUNCH();
+}
+
+void CudaBackend::find_nan_inf_impl(const Buffer& logits, int64_t n_rows, int64_t n_cols,
+                                    Buffer& out) {
+  launch_find_nan_inf_f32(logits.data(), n_rows, n_cols, out.i32(), stream_);
   LLMCTL_CUDA_CHECK_LAUNCH();
 }
 

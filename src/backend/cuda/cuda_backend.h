@@ -14,6 +14,12 @@
 //     whose results depend on the batch size (within f16 input rounding of the matvec's).
 //   * attention_with_stats is attention's kernel with the statistics reduced beside it (out is
 //     bit-identical); top_k is an argmax (k = 1) or radix select + bitonic sort per row.
+//   * Uploads are staged through a pinned host arena (reset at each sync), so they are truly
+//     asynchronous; one that does not fit goes from pageable memory.
+//   * Recording (graphs = true, Backend::begin_recording): the ops of a forward step are
+//     captured into a CUDA graph on the stream; the executable graph of the previous step is
+//     updated in place (cudaGraphExecUpdate) when the topology matches, else instantiated
+//     again, then launched. Any failure: one warning on stderr, and plain launches from then on.
 //   * Bad device-resident indices (rope positions, kv slots, block tables, copy_rows rows) cannot
 //     throw inside a kernel: they set a device error flag that download() and sync() turn into
 //     llmctl::Error. get_rows checks its ids on the host before launching (as the CPU does).
@@ -25,6 +31,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -39,7 +46,8 @@ class CudaBackend : public Backend {
  public:
   // Makes `device` current, creates the stream and the error flag. Throws llmctl::Error when
   // the device cannot be used, or when batch_invariant is false and cuBLAS cannot be loaded.
-  explicit CudaBackend(int device = 0, bool batch_invariant = true);
+  // graphs: record decode steps into CUDA graphs (Backend::begin_recording).
+  explicit CudaBackend(int device = 0, bool batch_invariant = true, bool graphs = false);
   ~CudaBackend() override;
   CudaBackend(const CudaBackend&) = delete;
   CudaBackend& operator=(const CudaBackend&) = delete;
@@ -52,6 +60,18 @@ class CudaBackend : public Backend {
   cudaStream_t stream() const { return stream_; }
   // Bytes of weights uploaded by bind_weight().
   size_t weight_bytes() const { return weight_bytes_; }
+
+  bool device_memory() const override { return true; }
+  bool begin_recording(int64_t n_tokens) override;
+  bool end_recording() override;
+  void abort_recording(const char* why) override;
+  // What recording did so far: steps captured, executable graphs updated in place, graphs
+  // instantiated, graph launches; failed: recording gave up (it warned once).
+  struct GraphStats {
+    int64_t captured = 0, updated = 0, instantiated = 0, launched = 0;
+    bool failed = false;
+  };
+  GraphStats graph_stats() const { return graph_stats_; }
 
  protected:
   Buffer alloc_impl(int64_t n, BufferType type) override;
@@ -75,6 +95,8 @@ class CudaBackend : public Backend {
                                  const AttentionShape& s, Buffer& out, Buffer& stats) override;
   void top_k_impl(const Buffer& logits, int64_t n_rows, int64_t n_cols, int64_t k, Buffer& ids,
                   Buffer& values) override;
+  void find_nan_inf_impl(const Buffer& logits, int64_t n_rows, int64_t n_cols,
+                         Buffer& out) override;
   void silu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) override;
   void add_impl(Buffer& x, const Buffer& y, int64_t n) override;
   void copy_rows_impl(const Buffer& x, int64_t row_len, const Buffer& rows, int64_t n_rows,
@@ -95,6 +117,16 @@ class CudaBackend : public Backend {
   std::vector<int32_t> host_ids_;  // get_rows: ids checked on the host
   DeviceBuffer top_k_scratch_;     // top_k with k > kTopKSharedKeys
   std::unique_ptr<Gemm> gemm_;     // cuBLAS prefill path; null: batch-invariant matvec only
+
+  // Pinned staging for uploads: [0, staged_) is in use by copies queued since the last sync.
+  uint8_t* staging_ = nullptr;
+  size_t staged_ = 0;
+  // Recording (graph.cpp).
+  void give_up_recording(const std::string& why);
+  bool graphs_ = false;
+  bool recording_ = false;
+  cudaGraphExec_t graph_exec_ = nullptr;
+  GraphStats graph_stats_;
 };
 
 }  // namespace llmctl::cuda
