@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include "core/error.h"
 
@@ -12,6 +13,12 @@ namespace llmctl {
 
 namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// The alert order (attn_stats.h): (layer, stage, position, head), stage 0 for scores and 1
+// for the residual.
+std::tuple<int64_t, int, int64_t, int64_t> alert_order(const AttnAlert& a) {
+  return {a.layer, a.kind == AttnAlert::Kind::NonFiniteResidual ? 1 : 0, a.pos, a.head};
+}
 }  // namespace
 
 double AttnHeadStats::mean() const {
@@ -66,6 +73,10 @@ const char* attn_alert_kind_name(AttnAlert::Kind k) {
       return "nonfinite_residual";
   }
   return "unknown";
+}
+
+void AttnStatsCollector::raise(const AttnAlert& a) {
+  if (!alert_ || alert_order(a) < alert_order(*alert_)) alert_ = a;
 }
 
 AttnStatsCollector::AttnStatsCollector(int64_t n_layers, int64_t n_heads, double alert_threshold)

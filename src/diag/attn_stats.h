@@ -2,19 +2,23 @@
 // Attention-score statistics of a run (`llmctl run --attn-stats`): a ForwardObserver that
 // folds the per (token, head) statistics the backend reduces inside its attention kernel
 // (Backend::attention_with_stats, AttnStat in backend.h) into one record per (layer, head),
-// tracks the residual stream's abs-max per layer, and remembers the first alert.
+// tracks the residual stream's abs-max per layer, and remembers the first alert (in the order
+// below).
 //
 // Everything is aggregated over every query token the forward pass computes, prompt and
 // generated alike (the last generated token is never fed back, so it is not included).
 // Sums are kept in double: a run adds up n_tokens * positions scores per head.
 //
-// Alert: the first event, in the order the forward pass produces them (chunk by chunk, layer
-// by layer inside a chunk, token then head inside a layer), of
+// Alert: of all the events
 //   * a finite scaled score above the threshold (the max of a (token, head) > threshold),
 //   * a NaN or +-Inf score,
-//   * a NaN or +-Inf value in the residual stream after a layer (or in the embeddings).
-// In a prefill chunk every token of layer L comes before any of layer L + 1, so the first
-// alert names the lowest layer that shows the problem within the earliest chunk.
+//   * a NaN or +-Inf value in the residual stream after a layer (or in the embeddings),
+// the first in the order (layer, scores before the residual, position, head): the lowest
+// layer that shows the problem (the embeddings first), at its earliest position. Within one
+// chunk that is the order the forward pass produces them in; over several it does not depend
+// on how the tokens were split into chunks or batched with other sequences (`run --batch`
+// reports per request what a run of the request alone reports), and a NaN is named where it
+// first appears in the layer stack, not where a later token happened to meet it.
 
 #include <cstdint>
 #include <optional>
@@ -92,9 +96,8 @@ class AttnStatsCollector final : public ForwardObserver {
   int64_t n_tokens() const { return n_tokens_; }
 
  private:
-  void raise(const AttnAlert& a) {
-    if (!alert_) alert_ = a;
-  }
+  // Keeps `a` when it comes before the alert so far in the order above.
+  void raise(const AttnAlert& a);
   int64_t n_layers_, n_heads_;
   double threshold_;
   std::vector<AttnHeadStats> heads_;     // (n_layers, n_heads)
