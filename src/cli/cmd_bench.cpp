@@ -45,6 +45,7 @@ struct BenchOptions {
   int64_t batch_size = 512;
   int64_t probe_mib = 1024;
   std::string batch_invariant = "on";
+  std::string cuda_graphs = "off";
   bool json = false;
   bool csv = false;
 };
@@ -109,6 +110,7 @@ void bench_model(const BenchOptions& opt, const std::string& path, int threads, 
   choice.device = opt.device;
   choice.n_threads = threads;
   choice.batch_invariant = opt.batch_invariant == "on";
+  choice.cuda_graphs = opt.cuda_graphs == "on";
   const std::unique_ptr<Backend> backend = make_backend(choice);
   ForwardOptions fo;
   fo.max_batch_tokens =
@@ -199,6 +201,7 @@ void print_rows(const BenchOptions& opt, const std::vector<Row>& rows, const Pro
                                       {"probe", probes.kind},
                                       {"gemm_gflop_s", probes.gemm_gflop_s},
                                       {"batch_invariant", opt.batch_invariant == "on"},
+                                      {"cuda_graphs", opt.cuda_graphs == "on"},
                                       {"rows", j}}
                            .dump(2));
     return;
@@ -232,6 +235,9 @@ int run_bench(const BenchOptions& opt) {
   if (opt.batch_invariant != "on" && opt.batch_invariant != "off")
     throw CLI::ValidationError("--batch-invariant",
                                fmt::format("'{}' is not on or off", opt.batch_invariant));
+  if (opt.cuda_graphs != "on" && opt.cuda_graphs != "off")
+    throw CLI::ValidationError("--cuda-graphs",
+                               fmt::format("'{}' is not on or off", opt.cuda_graphs));
   if (!kv_type_from_name(opt.kv_type))
     throw CLI::ValidationError("--kv-type", fmt::format("'{}' is not f16 or f32", opt.kv_type));
   const std::vector<int> threads = opt.threads.empty() ? std::vector<int>{0} : opt.threads;
@@ -317,6 +323,10 @@ void add_bench_command(CLI::App& app, Action& action) {
   sub->add_option("--batch-invariant", opt.batch_invariant,
                   "CUDA: on = batch-invariant matvec for every matmul; off = cuBLAS GEMMs for "
                   "prefill-sized batches (faster, not bit-reproducible across batch sizes)")
+      ->capture_default_str();
+  sub->add_option("--cuda-graphs", opt.cuda_graphs,
+                  "CUDA: on = each decode step (tgN) recorded into a CUDA graph and replayed; off "
+                  "(default until verified on a GPU) = plain kernel launches")
       ->capture_default_str();
   sub->add_flag("--json", opt.json, "JSON instead of a Markdown table");
   sub->add_flag("--csv", opt.csv, "CSV instead of a Markdown table");

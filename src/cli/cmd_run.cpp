@@ -123,6 +123,12 @@ void add_run_command(CLI::App& app, Action& action) {
          "prefill-sized matmuls through cuBLAS (faster, f16 rounding, batch-dependent). No effect "
          "on the CPU")
       ->check(CLI::IsMember({"on", "off"}));
+  sub->add_option_function<std::string>(
+         "--cuda-graphs", [](const std::string& v) { opt.cuda_graphs = v == "on"; },
+         "on: record each CUDA decode step into a CUDA graph and replay it (fewer kernel launches; "
+         "same results; a failed capture warns once and falls back to plain launches); off "
+         "(default, until verified on a GPU). No effect on the CPU")
+      ->check(CLI::IsMember({"on", "off"}));
   sub->add_flag("--cpu-reference", opt.cpu_reference,
                 "Use the scalar reference CPU kernels (one thread) instead of the SIMD ones");
   sub->add_option("--kv-type", opt.kv_type, "KV cache storage: f16 or f32")->capture_default_str();

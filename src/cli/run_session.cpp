@@ -129,6 +129,7 @@ RunSession open_run_session(const RunOptions& opt, int64_t n_sequences) {
   choice.n_threads = opt.threads;
   choice.cpu_reference = opt.cpu_reference;
   choice.batch_invariant = opt.batch_invariant;
+  choice.cuda_graphs = opt.cuda_graphs;
   s.backend = make_backend(choice);
 
   ForwardOptions fo;

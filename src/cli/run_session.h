@@ -46,6 +46,7 @@ struct RunOptions {
   std::string chat_template;
   bool has_prompt = false;
   bool batch_invariant = true;  // --batch-invariant on|off (CUDA prefill through cuBLAS when off)
+  bool cuda_graphs = false;      // --cuda-graphs on|off (CUDA decode steps as CUDA graphs)
   bool verify = false;  // --verify: scan every weight for NaN/Inf before running
   // Diagnostics (single prompt only): attention statistics (diag/attn_stats.h) with the
   // alert threshold on the scaled score max, and the autocorrelation report (diag/acf.h).

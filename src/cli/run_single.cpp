@@ -13,6 +13,7 @@
 
 #include "cli/interrupt.h"
 #include "cli/run_session.h"
+#include "cli/sampler_picker.h"
 #include "core/error.h"
 #include "core/text_io.h"
 #include "diag/acf_report.h"
@@ -106,11 +107,8 @@ int run_single(const RunOptions& opt) {
   g.n_predict = opt.n_predict;
   g.eos_id = tok.eos_id();
   g.ignore_eos = opt.ignore_eos;
-  g.pick = [&sampler](const float* logits, int32_t n_vocab) {
-    const int32_t id = sampler.sample(logits, n_vocab);
-    sampler.accept(id);
-    return id;
-  };
+  // Picks from device candidates where the sampler allows it (sampler_picker.h).
+  use_sampler(g, sampler, static_cast<int32_t>(s.model.config.n_vocab));
   if (logits_out)
     g.on_prompt_logits = [&](int64_t, const std::vector<float>& row) { logits_out->write(row); };
   g.on_token = [&](int32_t id) {
