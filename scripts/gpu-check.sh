@@ -4,11 +4,13 @@
 # tests (test_kernel_math on the CPU; on the GPU, where a skip is a failure: test_gpu (get_rows
 # wrapper), test_gpu_backend (every Backend op against the CPU reference: paged attention and
 # its statistics, top_k, weight types, batch invariance, the cuBLAS mode) and test_gpu_model
-# (stories260K parity; SKIP when the model file is not found)), times the get_rows kernel
+# (stories260K parity, CUDA graphs on vs off bit for bit, sampling from device candidates;
+# SKIP when the model file is not found)), times the get_rows kernel
 # (tools/bench_get_rows), then benchmarks a random-weight Llama-3.2-1B-shape model in F16 and
 # Q4_0 (tools/make_random_model + llmctl quantize + llmctl bench --device cuda: decode tok/s,
 # GB/s and % of the device's copy bandwidth against issue 4's targets, prefill tok/s with the
-# cuBLAS GEMMs and with the batch-invariant matvec).
+# cuBLAS GEMMs and with the batch-invariant matvec; decode again with --cuda-graphs on, the
+# summary giving decode tok/s with graphs on vs off).
 # Every stage's result goes into the summary, printed LAST (and written to $OUT/gpu-check.txt
 # when OUT is set, with the bench CSVs); exits 1 when any stage failed. Budget: under 8 minutes
 # with the build; the benchmark is skipped (and says so) when the build left too little time.
@@ -53,7 +55,7 @@ while [ $# -gt 0 ]; do
     --build-dir) build_dir="$2"; shift 2 ;;
     --arch) arch="$2"; shift 2 ;;
     --jobs) jobs="$2"; shift 2 ;;
-    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
     *) echo "gpu-check: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -236,7 +238,50 @@ run_gpu_test() {
 }
 run_gpu_test test_gpu 120
 run_gpu_test test_gpu_backend 180
-run_gpu_test test_gpu_model 60
+run_gpu_test test_gpu_model 90
+
+# --- svd-embed on the GPU (issue 6: Gram + cuSOLVER path) -----------------------------------
+# Its own block: builds test_gpu_svd_embed and bench_svd_embed, runs the test (GPU singular
+# values against dgesdd and the CPU path; exit 77 expected with --build-only), then times
+# `llmctl svd-embed --device cuda` on bench_svd_embed's random 32000 x 2048 matrix (seed 1,
+# written once per build dir as a GGUF). About 30 s after the build.
+svd_embed_check() {
+  local t rc=0 gguf="$build_dir/bench-models/svd-embed-32000x2048.gguf" out err t0 t1
+  banner "svd-embed GPU: build"
+  t=$(date +%s)
+  if ! cmake --build "$build_dir" -j "$jobs" --target test_gpu_svd_embed bench_svd_embed; then
+    record "svd-embed build" FAIL $(($(date +%s) - t)); return 0
+  fi
+  record "svd-embed build" ok $(($(date +%s) - t))
+  run_gpu_test test_gpu_svd_embed 120
+  if [ "$build_only" = 1 ]; then return 0; fi
+  mkdir -p "$build_dir/bench-models"
+  if [ ! -s "$gguf" ]; then
+    stage "svd-embed matrix" 60 "$build_dir/tools/bench_svd_embed" --rows 32000 --cols 2048 \
+      --seed 1 --repeat 0 --save-gguf "$gguf.tmp" && mv "$gguf.tmp" "$gguf" || return 0
+  fi
+  banner "llmctl svd-embed --device cuda (32000 x 2048)"
+  out="$build_dir/bench-models/svd-embed-cuda.json"
+  err="$build_dir/bench-models/svd-embed-cuda.err"
+  t=$(date +%s)
+  t0=$(date +%s.%N)
+  timeout 60 "$build_dir/llmctl" svd-embed -m "$gguf" --device cuda --json >"$out" 2>"$err" || rc=$?
+  t1=$(date +%s.%N)
+  cat "$err" >&2
+  if [ "$rc" != 0 ]; then
+    record "svd-embed cuda" FAIL $(($(date +%s) - t)) "exit $rc: $(tail -1 "$err")"; return 0
+  fi
+  local device secs bound
+  device=$(grep -o '"device":"[^"]*"' "$out" | head -1 | cut -d'"' -f4 || true)
+  secs=$(grep -o '"seconds":{[^}]*}' "$out" | head -1 | sed 's/"seconds"://; s/"//g' || true)
+  bound=$(grep -o '"error_bound":[^,}]*' "$out" | head -1 | cut -d: -f2 || true)
+  if [ "$device" != cuda:0 ]; then
+    record "svd-embed cuda" FAIL $(($(date +%s) - t)) "computed on '$device', expected cuda:0"; return 0
+  fi
+  record "svd-embed cuda" ok $(($(date +%s) - t)) "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }') s wall, 32000x2048 F32; in-process $secs; bound $bound"
+}
+svd_embed_check
+
 if [ "$build_only" = 1 ]; then finish; fi
 
 banner "bench_get_rows"
@@ -283,7 +328,7 @@ bench_rows() {
       if ($6 ~ /^tg/) {
         target = ($2 == "F16") ? 75 : (($2 == "Q4_0") ? 60 : 0)
         verdict = (target == 0) ? "" : (($10 + 0 >= target) ? "met" : "MISSED")
-        printf "%-6s %-7s %-10s %9.1f %8.1f %6.1f%%   >=%d%% of copy bw: %s\n", $2, $6, "matvec", $7, $9, $10, target, verdict
+        printf "%-6s %-7s %-10s %9.1f %8.1f %6.1f%%   >=%d%% of copy bw: %s\n", $2, $6, (label == "graphs") ? "graphs" : "matvec", $7, $9, $10, target, verdict
       } else if (gemm + 0 > 0) {
         pct = 100 * $11 / gemm
         printf "%-6s %-7s %-10s %9.1f %8s %6.1f%%   >=50%% of cuBLAS rate: %s (%.0f GFLOP/s)\n", $2, $6, label, $7, "", pct, (pct >= 50) ? "met" : "MISSED", $11
@@ -331,6 +376,23 @@ run_model_bench() {
   elif stage "bench invariant" 90 sh -c "'$build_dir/llmctl' bench --device cuda -m '$f16,$q4' -p 512 -n 0 -r 3 \
       --batch-invariant on --probe-mib 0 --csv >'$models_dir/bench-invariant.csv'"; then
     bench_rows "$models_dir/bench-invariant.csv" invariant || record "bench table" FAIL 0 "could not parse bench-invariant.csv"
+  fi
+  # Decode with each step replayed as a CUDA graph (--cuda-graphs on) against the plain launches
+  # of the first run (the same decode: the mode only changes prefill).
+  if [ "$(elapsed)" -gt $((budget - 45)) ]; then
+    record "bench graphs" SKIP 0 "over the budget"
+  elif stage "bench graphs" 90 sh -c "'$build_dir/llmctl' bench --device cuda -m '$f16,$q4' -p 0 -n 128 -r 3 \
+      --cuda-graphs on --probe-mib 0 --csv >'$models_dir/bench-graphs.csv' 2>'$models_dir/bench-graphs.err'; \
+      rc=\$?; cat '$models_dir/bench-graphs.err' >&2; exit \$rc"; then
+    bench_rows "$models_dir/bench-graphs.csv" graphs || record "bench table" FAIL 0 "could not parse bench-graphs.csv"
+    if grep -q 'CUDA graphs turned off' "$models_dir/bench-graphs.err"; then
+      record "bench graphs" FAIL 0 "a capture failed: $(grep -m1 'CUDA graphs turned off' "$models_dir/bench-graphs.err")"
+    fi
+    local ratio
+    ratio=$(awk -F, 'FNR == 1 { next } $6 ~ /^tg/ { if (FILENAME ~ /graphs/) on[$2] = $7; else off[$2] = $7 }
+      END { for (t in on) if (off[t] > 0) { printf "%s%s %.1f -> %.1f tok/s (x%.2f)", sep, t, off[t], on[t], on[t] / off[t]; sep = "; " } }' \
+      "$models_dir/bench-cublas.csv" "$models_dir/bench-graphs.csv" || true)
+    bench_table+=("decode with CUDA graphs off -> on: ${ratio:-?}")
   fi
   if [ "$with_8b" = 1 ]; then
     local f8="$models_dir/llama-8b-f16.gguf"

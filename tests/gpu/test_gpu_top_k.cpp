@@ -2,7 +2,7 @@
 // with the contract's order): ids exactly and values bit for bit, over row lengths off the warp
 // and block sizes, k = 1 (argmax), k around the warp size, k above the shared-memory limit
 // (kTopKSharedKeys, sorted in global scratch) and k = n_cols; rows with many ties, NaN, +-inf
-// and both zeros.
+// and both zeros. find_nan_inf (sampling from candidates needs it) against the host scan.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -96,4 +96,32 @@ TEST_CASE("cuda top_k argmax on a 128k vocabulary row per token of a batch", "[g
   logits[static_cast<size_t>(2 * n_cols + 5)] = 40.0f;
   logits[static_cast<size_t>(2 * n_cols + 4)] = 40.0f;  // row 2: a tie, id 4 wins
   for (const int64_t k : {1, 40}) compare(cpu, gpu, logits, n_rows, n_cols, k);
+}
+
+TEST_CASE("cuda find_nan_inf equals the host scan: NaN and +inf anywhere, none, all", "[gpu]") {
+  cpu::CpuBackend cpu;
+  cuda::CudaBackend gpu(0);
+  for (const int64_t n_cols : {1, 31, 257, 32000, 128256}) {
+    const int64_t n_rows = 4;
+    auto logits =
+        tricky_logits(static_cast<size_t>(n_rows * n_cols), static_cast<uint64_t>(n_cols));
+    // Row 0 as it comes (NaN and +inf sprinkled in), row 1 clean, row 2 only its last entry
+    // bad, row 3 entirely NaN.
+    const auto row = [&](int64_t r) { return logits.begin() + r * n_cols; };
+    std::fill(row(1), row(2), 0.5f);
+    std::fill(row(2), row(3), -1.0f);
+    logits[static_cast<size_t>(3 * n_cols - 1)] = std::numeric_limits<float>::infinity();
+    std::fill(row(3), logits.end(), std::numeric_limits<float>::quiet_NaN());
+    Buffer cl = make_f32(cpu, logits), gl = make_f32(gpu, logits);
+    Buffer co = cpu.alloc(2 * n_rows, BufferType::I32), go = gpu.alloc(2 * n_rows, BufferType::I32);
+    cpu.find_nan_inf(cl, n_rows, n_cols, co);
+    gpu.find_nan_inf(gl, n_rows, n_cols, go);
+    CAPTURE(n_cols);
+    const std::vector<int32_t> want = fetch_ids(cpu, co, 2 * n_rows);
+    CHECK(fetch_ids(gpu, go, 2 * n_rows) == want);
+    CHECK(want[2] == -1);
+    CHECK(want[3] == -1);
+    CHECK(want[5] == static_cast<int32_t>(n_cols - 1));
+    CHECK(want[6] == 0);
+  }
 }
