@@ -5,6 +5,7 @@
 // logits hashes for one sequence and for batches (3 sequences, and 40: more rows than one
 // output pass holds), with the rule that keeps whole rows where they are needed.
 #include <catch2/catch.hpp>
+#include <functional>
 #include <map>
 #include <vector>
 
@@ -57,7 +58,8 @@ struct Outcome {
 // Runs `requests` together (up to max_sequences at once) on a Forward whose device top-k limit
 // is `max_top_k` (0: whole rows only).
 std::vector<Outcome> generate_all(const Model& m, const std::vector<Request>& requests,
-                                  int32_t max_top_k, int64_t max_sequences) {
+                                  int32_t max_top_k, int64_t max_sequences,
+                                  const std::function<void(GenerateOptions&)>& tweak = nullptr) {
   cpu::CpuBackend backend;
   ForwardOptions fo;
   fo.kv.n_blocks = 128;
@@ -87,6 +89,7 @@ std::vector<Outcome> generate_all(const Model& m, const std::vector<Request>& re
         seen->push_back(pick_greedy(logits, n_vocab));
       };
     }
+    if (tweak) tweak(g);
     s.submit(requests[i].prompt, g);
   }
   s.run([&out](size_t i, GenerateResult&& r) { out[i].r = std::move(r); });
@@ -214,4 +217,37 @@ TEST_CASE("Forward: candidate rows and whole rows in one decode, and whole logit
   CHECK_THROWS_WITH(top.top_k_row_logits(2), Catch::Contains("which had 2"));
   batch.assign(1, BatchToken{0, 5, true, 65});
   CHECK_THROWS_WITH(top.decode(batch), Catch::Contains("at most 64"));
+}
+
+TEST_CASE("candidates: the same finish and logits hash at EOS and at an interrupt", "[cpu]") {
+  const Model m;
+  const std::vector<Request> req{{kPrompt, params(1.0f, 40, 1.0f, 0.0f, 5)},
+                                 {kPrompt, params(0.0f, 0, 1.0f, 0.0f, 6)}};
+  // EOS: the 6th token the first request generates without one ends it there.
+  const int32_t eos = generate_all(m, req, 0, 2)[0].r.generated_ids.at(5);
+  const auto with_eos = [eos](GenerateOptions& g) {
+    g.eos_id = eos;
+    g.ignore_eos = false;
+  };
+  const auto whole_eos = generate_all(m, req, 0, 2, with_eos);
+  const auto cand_eos = generate_all(m, req, kMaxDeviceTopK, 2, with_eos);
+  check_same(whole_eos, cand_eos);
+  CHECK(cand_eos[0].r.finish == FinishReason::Eos);
+  CHECK(cand_eos[0].r.generated_ids.size() <= 5);
+  CHECK(cand_eos[0].candidate_picks > 0);
+  // Interrupt: the second request stops at its 10th check while the first goes on (so the
+  // next step replaces the logits its hash must come from).
+  int tweaked = 0, checks = 0;
+  const auto interrupt = [&tweaked, &checks](GenerateOptions& g) {
+    if (tweaked++ % 2 == 1) g.interrupted = [&checks] { return ++checks >= 10; };
+  };
+  const auto whole_int = generate_all(m, req, 0, 2, interrupt);
+  checks = 0;
+  const auto cand_int = generate_all(m, req, kMaxDeviceTopK, 2, interrupt);
+  check_same(whole_int, cand_int);
+  CHECK(cand_int[0].r.finish == FinishReason::NPredict);
+  CHECK(cand_int[1].r.finish == FinishReason::Interrupted);
+  CHECK(cand_int[1].r.generated_ids.size() < 24);
+  CHECK(cand_int[1].candidate_picks > 0);
+  CHECK(cand_int[1].r.last_logits_hash != 0);
 }
