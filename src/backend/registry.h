@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/gpu_gram_eigen.h"
 
 namespace llmctl {
 
@@ -61,5 +62,10 @@ double measure_gpu_copy_bandwidth(int index, size_t bytes, int runs);
 double measure_gpu_gemm_rate(int index, int64_t size, int runs);
 // The GPU index of a "cuda" / "cuda:N" device string; throws Error for anything else.
 int cuda_device_index(const std::string& device);
+// svd-embed's float64 Gram matrix G = A^T A and its eigenvalues (eigenvectors too with
+// want_vectors) on visible GPU `index`: backend/gpu_gram_eigen.h. A (m, n) row-major, m >= n.
+// Throws Error when there is no such GPU or CUDA is not compiled in, when cuBLAS or cuSOLVER
+// cannot be loaded, or when the buffers do not fit in the free device memory.
+GpuGramEigen gpu_gram_eigen(int index, const float* a, int64_t m, int64_t n, bool want_vectors);
 
 }  // namespace llmctl
