@@ -61,13 +61,57 @@ DenseMatrix load_matrix(const std::string& path, const std::string& which) {
 
 std::string pct(double fraction) { return fmt::format("{:.2f}%", 100 * fraction); }
 
-void print_text(const SvdEmbedCliOptions& opt, const SvdEmbedReport& r, int threads) {
+// Where the spectrum is computed: the CPU (gpu < 0) or visible GPU `gpu`.
+struct ComputeDevice {
+  std::string id = "cpu";  // "cpu" or "cuda:N": the JSON's "device"
+  int gpu = -1;
+  std::string name;  // the GPU's name
+};
+
+// --device: cpu; auto (the first visible GPU, else the CPU); cuda[:N] (that GPU or an error
+// that says why: no CUDA build, no GPU, no such index).
+ComputeDevice resolve_device(const std::string& device) {
+  if (device == "cpu") return {};
+  const GpuProbe probe = probe_gpus();
+  if (device == "auto") {
+    if (probe.gpus.empty()) {
+      if (probe.cuda_compiled)
+        fmt::print(stderr, "llmctl: --device auto: no GPU ({}); computing on the CPU\n",
+                   probe.reason);
+      return {};
+    }
+    return {"cuda:0", 0, probe.gpus.front().name};
+  }
+  const int index = cuda_device_index(device);  // throws for anything but cuda / cuda:N
+  if (!probe.cuda_compiled)
+    throw Error(fmt::format("svd-embed --device {} needs a CUDA build of llmctl: this one was "
+                            "built without CUDA, so the GPU path (cuBLAS + cuSOLVER) is absent",
+                            device),
+                "rebuild with -DLLMCTL_CUDA=ON (docs/cuda.md), or use --device cpu");
+  const auto n_gpus = static_cast<int>(probe.gpus.size());
+  if (index >= n_gpus)
+    throw Error(fmt::format("device '{}': {}", device,
+                            n_gpus == 0 ? fmt::format("no GPU available ({})", probe.reason)
+                                        : fmt::format("there is no GPU {} (GPUs 0 to {} visible)",
+                                                      index, n_gpus - 1)),
+                "use --device cpu, or a GPU that llmctl --version lists");
+  return {fmt::format("cuda:{}", index), index, probe.gpus[static_cast<size_t>(index)].name};
+}
+
+void print_text(const SvdEmbedCliOptions& opt, const SvdEmbedReport& r, int threads,
+                const ComputeDevice& dev) {
   const Spectrum& sp = r.spectrum;
   const SpectrumSummary& su = r.summary;
   const size_t k = sp.sigma.size();
   fmt::print("svd-embed {}  {} {}  [n_vocab {}, n_embd {}]\n", opt.model, r.tensor,
              ggml_type_name(r.type), r.n_rows, r.n_cols);
-  fmt::print("computed on the CPU ({} BLAS threads)\n\n", threads);
+  if (dev.gpu < 0)
+    fmt::print("computed on the CPU ({} BLAS threads)\n\n", threads);
+  else
+    fmt::print(
+        "spectrum computed on the GPU {} ({}): float64 Gram by cuBLAS DGEMM, eigenvalues by "
+        "cuSOLVER Dsyevd; norms and low-rank estimate on the CPU ({} threads)\n\n",
+        dev.id, dev.name, threads);
   fmt::print(
       "Spectrum: {} singular values from a {} Gram matrix{}; every sigma within {:.1e} x "
       "sigma_max\n",
@@ -134,7 +178,8 @@ nlohmann::json finite_or_null(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
 }
 
-void print_json(const SvdEmbedCliOptions& opt, const SvdEmbedReport& r, int threads) {
+void print_json(const SvdEmbedCliOptions& opt, const SvdEmbedReport& r, int threads,
+                const ComputeDevice& dev) {
   const Spectrum& sp = r.spectrum;
   const SpectrumSummary& su = r.summary;
   const NormStats& ns = r.norm_stats;
@@ -146,7 +191,8 @@ void print_json(const SvdEmbedCliOptions& opt, const SvdEmbedReport& r, int thre
                    {"type", ggml_type_name(r.type)},
                    {"n_vocab", r.n_rows},
                    {"n_embd", r.n_cols},
-                   {"device", "cpu"},
+                   {"device", dev.id},
+                   {"device_name", dev.gpu < 0 ? "CPU" : dev.name},
                    {"device_requested", opt.device},
                    {"blas_threads", threads},
                    {"spectrum",
@@ -255,15 +301,7 @@ void write_charts(const std::string& path, const SvdEmbedReport& r) {
 }
 
 int run_svd_embed(const SvdEmbedCliOptions& opt) {
-  if (opt.device != "cpu" && opt.device != "auto") {
-    // Checks the device exists (same errors as run/bench); the computation stays on the CPU.
-    BackendChoice choice;
-    choice.device = opt.device;
-    choice.n_threads = 1;
-    (void)make_backend(choice);
-    fmt::print(stderr,
-               "llmctl: note: svd-embed has no GPU (cuSOLVER) path yet; computing on the CPU\n");
-  }
+  const ComputeDevice dev = resolve_device(opt.device);  // before the (slow) load
   const std::optional<GgmlType> residual = ggml_type_from_name(opt.residual_type);
   if (!residual)
     throw CLI::ValidationError("--residual-type",
@@ -277,14 +315,20 @@ int run_svd_embed(const SvdEmbedCliOptions& opt) {
   so.low_rank = !opt.no_low_rank;
   so.low_rank_options.rank = opt.rank;
   so.low_rank_options.residual_type = *residual;
+  if (dev.gpu >= 0)
+    so.device = [gpu = dev.gpu](const float* a, int64_t m, int64_t n, bool want_vectors) {
+      GpuGramEigen g = gpu_gram_eigen(gpu, a, m, n, want_vectors);
+      return GramEigenResult{std::move(g.lambda), std::move(g.vectors), g.seconds_gram,
+                             g.seconds_eigen};
+    };
   const SvdEmbedReport r = analyze_embedding(e, so);
   if (!opt.svg.empty()) write_charts(opt.svg, r);
   if (opt.json)
-    print_json(opt, r, threads);
+    print_json(opt, r, threads, dev);
   else if (opt.csv)
     print_csv(r);
   else
-    print_text(opt, r, threads);
+    print_text(opt, r, threads, dev);
   return kExitOk;
 }
 
@@ -322,7 +366,12 @@ What it prints (E is the chosen matrix, n_vocab x n_embd, dequantized to float32
   --svg B      writes B-spectrum.svg (sigma, log y), B-energy.svg (cumulative energy) and
                B-norms.svg (norm vs token id).
 
---device cuda[:N] checks the GPU but svd-embed computes on the CPU for now (no cuSOLVER path).
+Device       --device cuda[:N] forms the Gram matrix on that GPU from float64 products (cuBLAS
+               DGEMM) and solves it with cuSOLVER Dsyevd (eigenvectors too for the low-rank
+               estimate); --gram and --tolerance then change nothing (float64 costs
+               milliseconds there) and the bound is that of --gram f64. auto: the first
+               visible GPU, else the CPU. Needs a CUDA build and libcublas/libcusolver at run
+               time; the JSON's "device" says where the spectrum was computed.
 Exit codes: 0 ok, 1 bad model file or error, 2 usage error.)");
   sub->add_option("-m,--model", opt.model, "GGUF model file or Hugging Face model directory")
       ->required();
@@ -339,7 +388,8 @@ Exit codes: 0 ok, 1 bad model file or error, 2 usage error.)");
   sub->add_option("--svg", opt.svg,
                   "Write charts BASE-spectrum.svg, BASE-energy.svg, BASE-norms.svg");
   sub->add_option("--device", opt.device,
-                  "auto, cpu or cuda[:N] (the computation runs on the CPU for now)")
+                  "cpu, cuda[:N] (Gram + eigensolver on that GPU, float64) or auto (a "
+                  "visible GPU, else the CPU)")
       ->capture_default_str();
   sub->add_option("-t,--threads", opt.threads, "BLAS threads (0: every core this process may use)")
       ->check(CLI::NonNegativeNumber)

@@ -258,6 +258,41 @@ double sigma_error_bound(const std::vector<double>& lambda_asc, double dl) {
   return worst / std::sqrt(lmax);
 }
 
+// The float64 Gram's own rounding, as ||E||_2: a probabilistic model of K float64 products
+// summed per entry (Higham & Mary), eps64 sqrt(K) trace(G).
+double f64_gram_error(double trace, int64_t k) {
+  return kEps64 * std::sqrt(static_cast<double>(k)) * trace;
+}
+
+// The per-sigma bound for eigenvalues computed from a Gram with error `gram_error_norm`
+// (Weyl), the eigensolver's backward error (sqrt(dim) eps64 lambda_max) added.
+double spectrum_error_bound(const std::vector<double>& lambda_asc, double gram_error_norm,
+                            int64_t dim) {
+  const double dl =
+      gram_error_norm + std::sqrt(static_cast<double>(dim)) * kEps64 * lambda_asc.back();
+  return sigma_error_bound(lambda_asc, dl);
+}
+
+// sigma_i = sqrt(max(lambda, 0)), descending, from ascending eigenvalues.
+std::vector<double> sigma_from_lambda(const std::vector<double>& lambda) {
+  for (double l : lambda) {
+    if (!std::isfinite(l)) throw Error("the Gram matrix has a non-finite eigenvalue");
+  }
+  std::vector<double> sigma(lambda.size());
+  for (size_t i = 0; i < lambda.size(); ++i)
+    sigma[i] = std::sqrt(std::max(0.0, lambda[lambda.size() - 1 - i]));
+  return sigma;
+}
+
+void require_finite_matrix(const float* a, int64_t m, int64_t n) {
+  if (m <= 0 || n <= 0) throw Error(fmt::format("singular_values: empty matrix ({} x {})", m, n));
+  for (int64_t i = 0; i < m * n; ++i) {
+    if (!std::isfinite(a[i]))
+      throw Error(fmt::format("matrix entry ({}, {}) is {}; the spectrum needs finite values",
+                              i / n, i % n, static_cast<double>(a[i])));
+  }
+}
+
 }  // namespace
 
 void set_blas_threads(int n) {
@@ -265,12 +300,7 @@ void set_blas_threads(int n) {
 }
 
 Spectrum singular_values(const float* a, int64_t m, int64_t n, const SpectrumOptions& opt) {
-  if (m <= 0 || n <= 0) throw Error(fmt::format("singular_values: empty matrix ({} x {})", m, n));
-  for (int64_t i = 0; i < m * n; ++i) {
-    if (!std::isfinite(a[i]))
-      throw Error(fmt::format("matrix entry ({}, {}) is {}; the spectrum needs finite values",
-                              i / n, i % n, static_cast<double>(a[i])));
-  }
+  require_finite_matrix(a, m, n);
   set_blas_threads(opt.n_threads);
   const GramShape s{m, n, m < n};
   Spectrum out;
@@ -282,9 +312,7 @@ Spectrum singular_values(const float* a, int64_t m, int64_t n, const SpectrumOpt
     lambda = opt.keep_gram ? eigenvalues(g, s.dim(), opt.n_threads)
                            : eigenvalues(std::move(g), s.dim(), opt.n_threads);
     out.seconds_eigen += seconds_since(t0);
-    const double dl =
-        out.gram_error_norm + std::sqrt(static_cast<double>(s.dim())) * kEps64 * lambda.back();
-    out.error_bound = sigma_error_bound(lambda, dl);
+    out.error_bound = spectrum_error_bound(lambda, out.gram_error_norm, s.dim());
     out.gram_precision = precision;
   };
   if (opt.gram == GramPrecision::Auto) {
@@ -302,21 +330,62 @@ Spectrum singular_values(const float* a, int64_t m, int64_t n, const SpectrumOpt
     g = gram_f64(a, s);
     double trace = 0;
     for (int64_t i = 0; i < s.dim(); ++i) trace += g[static_cast<size_t>(i * s.dim() + i)];
-    // Probabilistic rounding model of K float64 products summed (Higham & Mary).
-    out.gram_error_norm = kEps64 * std::sqrt(static_cast<double>(s.k())) * trace;
+    out.gram_error_norm = f64_gram_error(trace, s.k());
     out.seconds_gram += seconds_since(t0);
     solve("f64");
   }
-  for (double l : lambda) {
-    if (!std::isfinite(l)) throw Error("the Gram matrix has a non-finite eigenvalue");
-  }
-  out.sigma.resize(lambda.size());
-  for (size_t i = 0; i < lambda.size(); ++i)
-    out.sigma[i] = std::sqrt(std::max(0.0, lambda[lambda.size() - 1 - i]));
+  out.sigma = sigma_from_lambda(lambda);
   if (opt.keep_gram) {
     out.gram = std::move(g);
     out.gram_n = s.dim();
   }
+  return out;
+}
+
+Spectrum singular_values_on(const GramEigenFn& device, const float* a, int64_t m, int64_t n,
+                            const SpectrumOptions& opt) {
+  require_finite_matrix(a, m, n);
+  // A wide A goes over as A^T (n, m): tall, same singular values.
+  std::vector<float> transposed;
+  if (m < n) {
+    transposed.resize(static_cast<size_t>(m * n));
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t c = 0; c < n; ++c) transposed[static_cast<size_t>(c * m + r)] = a[r * n + c];
+    a = transposed.data();
+    std::swap(m, n);
+  }
+  const bool want_vectors = opt.keep_gram && transposed.empty();
+  GramEigenResult g = device(a, m, n, want_vectors);
+  if (static_cast<int64_t>(g.lambda.size()) != n ||
+      (want_vectors && static_cast<int64_t>(g.vectors.size()) != n * n))
+    throw Error(
+        fmt::format("device eigensolver returned {} eigenvalues and {} vector entries for "
+                    "a {} x {} Gram matrix",
+                    g.lambda.size(), g.vectors.size(), n, n));
+  Spectrum out;
+  out.gram_precision = "f64";
+  out.seconds_gram = g.seconds_gram;
+  out.seconds_eigen = g.seconds_eigen;
+  double trace = 0;  // sum of the eigenvalues: G's trace up to the solver's rounding
+  for (double l : g.lambda) trace += l;
+  out.gram_error_norm = f64_gram_error(trace, m);
+  out.sigma = sigma_from_lambda(g.lambda);
+  out.error_bound = spectrum_error_bound(g.lambda, out.gram_error_norm, n);
+  if (want_vectors) {
+    out.eigenvectors = std::move(g.vectors);
+    out.gram_n = n;
+  }
+  return out;
+}
+
+std::vector<double> top_columns(const std::vector<double>& eigenvectors, int64_t n, int64_t r) {
+  if (r < 1 || r > n || static_cast<int64_t>(eigenvectors.size()) != n * n)
+    throw Error(fmt::format("top_columns: rank {} of {} eigenvectors of length {} ({} values)", r,
+                            n, n, eigenvectors.size()));
+  std::vector<double> out(static_cast<size_t>(n * r));
+  for (int64_t j = 0; j < r; ++j)  // column j: the (j+1)-th largest, stored at n - 1 - j
+    std::copy_n(eigenvectors.begin() + static_cast<std::ptrdiff_t>((n - 1 - j) * n), n,
+                out.begin() + static_cast<std::ptrdiff_t>(j * n));
   return out;
 }
 

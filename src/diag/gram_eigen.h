@@ -22,6 +22,7 @@
 //   matrix are not resolved; `error_bound` says how far each result can be trusted.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -47,11 +48,39 @@ struct Spectrum {
   double seconds_eigen = 0;    // the eigensolver (both solves when it fell back)
   std::vector<double> gram;    // keep_gram: G (gram_n, gram_n), lower triangle valid
   int64_t gram_n = 0;
+  // keep_gram on a device (singular_values_on): G's eigenvectors instead of G,
+  // (gram_n, gram_n) column-major, column i for the i-th smallest eigenvalue.
+  std::vector<double> eigenvectors;
 };
 
 // Singular values of A (m, n) row-major. Throws Error for an empty matrix, a non-finite
 // entry's consequence (NaN eigenvalues) or a LAPACK failure.
 Spectrum singular_values(const float* a, int64_t m, int64_t n, const SpectrumOptions& opt);
+
+// G = A^T A's eigen-decomposition computed elsewhere (the GPU: cli wires registry.h's
+// gpu_gram_eigen in), for a tall A (m >= n) row-major: G from float64 products, a float64
+// symmetric eigensolver. diag never sees the device; the caller says where it ran.
+struct GramEigenResult {
+  std::vector<double> lambda;   // (n,) eigenvalues of G, ascending
+  std::vector<double> vectors;  // want_vectors: (n, n) column-major, column i for lambda[i]
+  double seconds_gram = 0;      // forming G (transfers included)
+  double seconds_eigen = 0;     // the eigensolver
+};
+using GramEigenFn =
+    std::function<GramEigenResult(const float* a, int64_t m, int64_t n, bool want_vectors)>;
+
+// singular_values with G formed and decomposed by `device` (always float64 products: the
+// result is that of Gram::F64, with the same error model and bound; opt.gram and
+// opt.tolerance do not change the computation). A wide A (m < n) is transposed on the host
+// first (A and A^T have the same singular values). opt.keep_gram keeps G's eigenvectors in
+// Spectrum::eigenvectors (a tall A only). Throws Error as singular_values does.
+Spectrum singular_values_on(const GramEigenFn& device, const float* a, int64_t m, int64_t n,
+                            const SpectrumOptions& opt);
+
+// The r eigenvectors of the largest eigenvalues from `eigenvectors` (n, n) column-major in
+// ascending eigenvalue order: (n, r) column-major, column 0 for the largest (the layout
+// top_eigenvectors returns).
+std::vector<double> top_columns(const std::vector<double>& eigenvectors, int64_t n, int64_t r);
 
 // Eigenvectors of the symmetric G (n, n) (lower triangle read) for its r largest eigenvalues,
 // returned (n, r) column-major, column 0 for the largest. With G = A^T A these are A's top

@@ -72,7 +72,8 @@ SvdEmbedReport analyze_embedding(const DenseMatrix& e, const SvdEmbedOptions& op
   SpectrumOptions so = opt.spectrum;
   const bool want_low_rank = opt.low_rank && e.n_rows >= e.n_cols;
   so.keep_gram = want_low_rank;
-  r.spectrum = singular_values(e.data.data(), e.n_rows, e.n_cols, so);
+  r.spectrum = opt.device ? singular_values_on(opt.device, e.data.data(), e.n_rows, e.n_cols, so)
+                          : singular_values(e.data.data(), e.n_rows, e.n_cols, so);
   r.summary = summarize_spectrum(r.spectrum.sigma);
 
   auto t0 = std::chrono::steady_clock::now();
@@ -88,8 +89,12 @@ SvdEmbedReport analyze_embedding(const DenseMatrix& e, const SvdEmbedOptions& op
     if (rank > k)
       throw Error(fmt::format("--rank {} exceeds the matrix rank bound min(n_vocab, n_embd) = {}",
                               rank, k));
-    std::vector<double> v = top_eigenvectors(std::move(r.spectrum.gram), r.spectrum.gram_n, rank);
+    // The device already has every eigenvector; the CPU decomposes its kept Gram once more.
+    std::vector<double> v =
+        opt.device ? top_columns(r.spectrum.eigenvectors, r.spectrum.gram_n, rank)
+                   : top_eigenvectors(std::move(r.spectrum.gram), r.spectrum.gram_n, rank);
     r.spectrum.gram.clear();
+    r.spectrum.eigenvectors.clear();
     r.low_rank = estimate_low_rank(e, r.spectrum.sigma, v, rank, opt.low_rank_options);
     r.seconds_low_rank = seconds_since(t0);
   } else {

@@ -65,6 +65,9 @@ LowRankEstimate estimate_low_rank(const DenseMatrix& e, const std::vector<double
 
 struct SvdEmbedOptions {
   SpectrumOptions spectrum;
+  // Set: the Gram matrix and its eigensolver run there (the GPU; singular_values_on), the
+  // low-rank estimate takes its eigenvectors from it. Empty: the CPU (singular_values).
+  GramEigenFn device;
   bool low_rank = true;
   LowRankOptions low_rank_options;
 };
