@@ -131,17 +131,39 @@ TEST_CASE("svd-embed errors and exit codes", "[cli]") {
   CHECK(r.code == 1);
 }
 
-TEST_CASE("svd-embed --device: the CPU computes, cuda is checked", "[cli]") {
+TEST_CASE("svd-embed --device: cpu, auto and cuda say where they computed", "[cli]") {
   const std::string model = require_test_file("models/stories260K.gguf");
-  auto r = run_llmctl({"svd-embed", "-m", model, "--device", "auto", "--json", "--no-low-rank"});
+  const auto version = run_llmctl({"--version"});
+  REQUIRE(version.code == 0);
+  const bool cuda_built = version.out.find("cuda: compiled in") != std::string::npos;
+  const bool gpu_visible = version.out.find("\ngpu 0:") != std::string::npos;
+  auto r = run_llmctl({"svd-embed", "-m", model, "--device", "cpu", "--json", "--no-low-rank"});
   REQUIRE(r.code == 0);
   CHECK(json::parse(r.out)["device"] == "cpu");
-  r = run_llmctl({"svd-embed", "-m", model, "--device", "cuda:0", "--json", "--no-low-rank"});
-  if (r.code == 0) {  // a build with CUDA and a GPU: says so, computes on the CPU
-    CHECK(r.err.find("computing on the CPU") != std::string::npos);
-    CHECK(json::parse(r.out)["device"] == "cpu");
-  } else {
-    CHECK(r.code == 1);
-    CHECK(r.err.find("cuda:0") != std::string::npos);
+  r = run_llmctl({"svd-embed", "-m", model, "--device", "auto", "--json", "--no-low-rank"});
+  REQUIRE(r.code == 0);
+  CHECK(json::parse(r.out)["device"] == (gpu_visible ? "cuda:0" : "cpu"));
+  for (const std::string device : {"cuda", "cuda:0"}) {
+    r = run_llmctl({"svd-embed", "-m", model, "--device", device, "--json", "--no-low-rank"});
+    INFO(device << " cuda_built " << cuda_built << " gpu " << gpu_visible << "\n" << r.err);
+    if (gpu_visible) {  // the GPU path itself is checked against dgesdd in tests/gpu
+      REQUIRE(r.code == 0);
+      CHECK(json::parse(r.out)["device"] == "cuda:0");
+    } else if (cuda_built) {
+      CHECK(r.code == 1);
+      CHECK(r.err.find("no GPU available") != std::string::npos);
+    } else {
+      CHECK(r.code == 1);
+      CHECK(r.err.find("svd-embed --device " + device + " needs a CUDA build") !=
+            std::string::npos);
+      CHECK(r.err.find("-DLLMCTL_CUDA=ON") != std::string::npos);
+    }
   }
+  // Never a GPU index past the visible ones, nor a device name that is not cuda[:N].
+  r = run_llmctl({"svd-embed", "-m", model, "--device", "cuda:7", "--no-low-rank"});
+  CHECK(r.code == 1);
+  CHECK(r.err.find(cuda_built ? "cuda:7" : "needs a CUDA build") != std::string::npos);
+  r = run_llmctl({"svd-embed", "-m", model, "--device", "tpu"});
+  CHECK(r.code == 1);
+  CHECK(r.err.find("'tpu'") != std::string::npos);
 }

@@ -18,72 +18,14 @@
 #include "diag/gram_eigen.h"
 #include "diag/svd_embed.h"
 #include "quant/quantize.h"
-
-extern "C" void dgesdd_(const char* jobz, const int* m, const int* n, double* a, const int* lda,
-                        double* s, double* u, const int* ldu, double* vt, const int* ldvt,
-                        double* work, const int* lwork, int* iwork, int* info);
+#include "support/svd_reference.h"
 
 using namespace llmctl;
-
-namespace {
-
-// Singular values by LAPACK dgesdd (divide and conquer SVD) in float64, descending.
-std::vector<double> reference_svd(const std::vector<float>& a, int m, int n) {
-  std::vector<double> col(static_cast<size_t>(m) * static_cast<size_t>(n));  // column-major copy
-  for (int r = 0; r < m; ++r)
-    for (int c = 0; c < n; ++c)
-      col[static_cast<size_t>(c) * static_cast<size_t>(m) + static_cast<size_t>(r)] =
-          a[static_cast<size_t>(r * n + c)];
-  const int k = std::min(m, n);
-  std::vector<double> s(static_cast<size_t>(k));
-  std::vector<int> iwork(static_cast<size_t>(8 * k));
-  int lwork = -1, info = 0, one = 1;
-  double q = 0, dummy = 0;
-  dgesdd_("N", &m, &n, col.data(), &m, s.data(), &dummy, &one, &dummy, &one, &q, &lwork,
-          iwork.data(), &info);
-  lwork = static_cast<int>(q);
-  std::vector<double> work(static_cast<size_t>(lwork));
-  dgesdd_("N", &m, &n, col.data(), &m, s.data(), &dummy, &one, &dummy, &one, work.data(), &lwork,
-          iwork.data(), &info);
-  REQUIRE(info == 0);
-  return s;
-}
-
-std::vector<float> random_matrix(int m, int n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> normal;
-  std::vector<float> a(static_cast<size_t>(m * n));
-  for (float& v : a) v = static_cast<float>(normal(rng));
-  return a;
-}
-
-double max_rel_diff(const std::vector<double>& x, const std::vector<double>& y) {
-  REQUIRE(x.size() == y.size());
-  double d = 0;
-  for (size_t i = 0; i < x.size(); ++i) d = std::max(d, std::fabs(x[i] - y[i]));
-  return d / y.front();
-}
-
-// An (m, n) matrix with singular values exactly `sigma` (float32-representable): row p(i) holds
-// +-sigma_i in column q(i) for permutations p, q, every other entry 0.
-DenseMatrix known_spectrum(int m, int n, const std::vector<float>& sigma, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<int> rows(static_cast<size_t>(m)), cols(static_cast<size_t>(n));
-  std::iota(rows.begin(), rows.end(), 0);
-  std::iota(cols.begin(), cols.end(), 0);
-  std::shuffle(rows.begin(), rows.end(), rng);
-  std::shuffle(cols.begin(), cols.end(), rng);
-  DenseMatrix e;
-  e.name = "test";
-  e.n_rows = m;
-  e.n_cols = n;
-  e.data.assign(static_cast<size_t>(m * n), 0.0f);
-  for (size_t i = 0; i < sigma.size(); ++i)
-    e.data[static_cast<size_t>(rows[i] * n + cols[i])] = (i % 2 ? -1.0f : 1.0f) * sigma[i];
-  return e;
-}
-
-}  // namespace
+using llmctl::test::ill_conditioned_matrix;
+using llmctl::test::known_spectrum;
+using llmctl::test::max_rel_diff;
+using llmctl::test::random_matrix;
+using llmctl::test::reference_svd;
 
 TEST_CASE("singular values match a float64 SVD (dgesdd) within 1e-6 sigma_max", "[cpu]") {
   struct Case {
@@ -107,40 +49,10 @@ TEST_CASE("singular values match a float64 SVD (dgesdd) within 1e-6 sigma_max", 
 }
 
 TEST_CASE("an ill-conditioned matrix falls back to the float64 Gram and stays accurate", "[cpu]") {
-  // A = U diag(sigma) V^T with sigma from 1 down to 1e-6 and U, V from QR-free Householder
-  // reflections: the float32 Gram cannot resolve the small values, the float64 one can.
+  // A = U diag(sigma) V^T with sigma from 1 down to 1e-6 (support/svd_reference.h): the
+  // float32 Gram cannot resolve the small values, the float64 one can.
   const int m = 400, n = 40;
-  std::vector<float> sigma;
-  for (int i = 0; i < n; ++i)
-    sigma.push_back(static_cast<float>(std::pow(10.0, -6.0 * i / (n - 1))));
-  // Dense mixing: reflections H = I - 2 w w^T / (w^T w) on both sides of the sparse matrix.
-  DenseMatrix e = known_spectrum(m, n, sigma, 3);
-  std::mt19937_64 rng(11);
-  std::normal_distribution<double> normal;
-  std::vector<double> a(e.data.begin(), e.data.end());
-  for (int rep = 0; rep < 2; ++rep) {
-    std::vector<double> w(static_cast<size_t>(n));
-    for (double& x : w) x = normal(rng);
-    const double ww = std::inner_product(w.begin(), w.end(), w.begin(), 0.0);
-    for (int r = 0; r < m; ++r) {  // right: A H
-      double d = 0;
-      for (int c = 0; c < n; ++c)
-        d += a[static_cast<size_t>(r * n + c)] * w[static_cast<size_t>(c)];
-      for (int c = 0; c < n; ++c)
-        a[static_cast<size_t>(r * n + c)] -= 2 * d / ww * w[static_cast<size_t>(c)];
-    }
-    std::vector<double> u(static_cast<size_t>(m));
-    for (double& x : u) x = normal(rng);
-    const double uu = std::inner_product(u.begin(), u.end(), u.begin(), 0.0);
-    for (int c = 0; c < n; ++c) {  // left: H A
-      double d = 0;
-      for (int r = 0; r < m; ++r)
-        d += a[static_cast<size_t>(r * n + c)] * u[static_cast<size_t>(r)];
-      for (int r = 0; r < m; ++r)
-        a[static_cast<size_t>(r * n + c)] -= 2 * d / uu * u[static_cast<size_t>(r)];
-    }
-  }
-  std::vector<float> af(a.begin(), a.end());
+  const std::vector<float> af = ill_conditioned_matrix(m, n, 6.0, 3);
   SpectrumOptions opt;
   opt.n_threads = 2;
   const Spectrum s = singular_values(af.data(), m, n, opt);
