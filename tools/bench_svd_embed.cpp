@@ -4,10 +4,14 @@
 //
 //   bench_svd_embed [--rows 32000] [--cols 2048] [--seed 1] [-t THREADS] [--repeat 3]
 //                   [--gram auto|f64] [--save-matrix A.npy] [--save-sigma sigma.txt]
+//                   [--save-gguf A.gguf]
 //
 // Entries are standard normal (std::normal_distribution over mt19937_64, then rounded to
 // float32); the .npy holds exactly the float32 values the spectrum saw. Prints one line per
 // run and the median; the load average is printed too, as the machine may be shared.
+// --save-gguf writes the matrix as the F32 tensor token_embd.weight of a GGUF (ggml shape
+// [cols, rows]), for timing `llmctl svd-embed` itself (scripts/gpu-check.sh: --device cuda);
+// with --repeat 0 nothing is timed, the files are only written.
 
 #include <fmt/format.h>
 
@@ -15,6 +19,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <string>
@@ -22,6 +27,7 @@
 
 #include "core/error.h"
 #include "diag/gram_eigen.h"
+#include "io/gguf_writer.h"
 
 namespace {
 
@@ -45,6 +51,17 @@ void save_npy(const std::string& path, const std::vector<float>& a, int64_t rows
   if (!f) throw llmctl::FileError(path, "write failed");
 }
 
+void save_gguf(const std::string& path, const std::vector<float>& a, int64_t rows, int64_t cols) {
+  llmctl::GgufBuilder b;
+  b.set("general.architecture", llmctl::gguf_value::string("llama"));
+  b.set("general.name",
+        llmctl::gguf_value::string(fmt::format("bench_svd_embed random {} x {}", rows, cols)));
+  std::vector<uint8_t> bytes(a.size() * sizeof(float));
+  std::memcpy(bytes.data(), a.data(), bytes.size());
+  b.add_tensor("token_embd.weight", llmctl::GgmlType::F32, {cols, rows}, std::move(bytes));
+  b.write(path);
+}
+
 std::string load_average() {
   std::ifstream f("/proc/loadavg");
   std::string a, b, c;
@@ -59,15 +76,17 @@ int main(int argc, char** argv) {
   int64_t rows = 32000, cols = 2048;
   uint64_t seed = 1;
   int threads = 2, repeat = 3;
-  std::string gram = "auto", matrix_path, sigma_path;
+  std::string gram = "auto", matrix_path, sigma_path, gguf_path;
   app.add_option("--rows", rows, "rows (vocabulary size)")->check(CLI::PositiveNumber);
   app.add_option("--cols", cols, "columns (n_embd)")->check(CLI::PositiveNumber);
   app.add_option("--seed", seed, "random seed");
   app.add_option("-t,--threads", threads, "BLAS threads")->check(CLI::PositiveNumber);
-  app.add_option("--repeat", repeat, "timed runs")->check(CLI::PositiveNumber);
+  app.add_option("--repeat", repeat, "timed runs (0: only write the --save-* files)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--gram", gram, "Gram precision")->check(CLI::IsMember({"auto", "f64"}));
   app.add_option("--save-matrix", matrix_path, "write the matrix as .npy");
   app.add_option("--save-sigma", sigma_path, "write the singular values, one per line");
+  app.add_option("--save-gguf", gguf_path, "write the matrix as token_embd.weight (F32) of a GGUF");
   CLI11_PARSE(app, argc, argv);
   try {
     std::vector<float> a(static_cast<size_t>(rows * cols));
@@ -75,6 +94,8 @@ int main(int argc, char** argv) {
     std::normal_distribution<double> normal;
     for (float& v : a) v = static_cast<float>(normal(rng));
     if (!matrix_path.empty()) save_npy(matrix_path, a, rows, cols);
+    if (!gguf_path.empty()) save_gguf(gguf_path, a, rows, cols);
+    if (repeat == 0) return 0;
     llmctl::SpectrumOptions opt;
     opt.gram = gram == "f64" ? llmctl::GramPrecision::F64 : llmctl::GramPrecision::Auto;
     opt.n_threads = threads;
