@@ -397,22 +397,26 @@ void Forward::collect_output(int64_t r0, int64_t m, bool last) {
     any_whole = any_whole || !wants_top_k(r);
     any_top = any_top || wants_top_k(r);
   }
+  if (!any_top) {  // whole rows only (always on a host backend): straight into the result
+    const size_t old = logits_host_.size();
+    logits_host_.resize(old + static_cast<size_t>(m) * n_vocab);
+    b.download(logits_, logits_host_.data() + old, m * config_.n_vocab);
+    return;
+  }
   // Candidate rows of an earlier pass lose logits_ to the next one: keep them on the host.
-  const bool whole_pass = any_whole || (any_top && !last);
+  const bool whole_pass = any_whole || !last;
   if (whole_pass) {
     chunk_host_.resize(static_cast<size_t>(m) * n_vocab);
     b.download(logits_, chunk_host_.data(), m * config_.n_vocab);
   }
   const auto k = static_cast<size_t>(decode_k_);
-  if (any_top) {
-    chunk_ids_.resize(static_cast<size_t>(m) * k);
-    chunk_values_.resize(static_cast<size_t>(m) * k);
-    chunk_nan_inf_.resize(static_cast<size_t>(m) * 2);
-    // top_k's rows are m rows of k (its buffers are laid out for the k it was called with).
-    b.download(top_k_ids_, chunk_ids_.data(), m * decode_k_);
-    b.download(top_k_values_, chunk_values_.data(), m * decode_k_);
-    b.download(nan_inf_, chunk_nan_inf_.data(), m * 2);
-  }
+  chunk_ids_.resize(static_cast<size_t>(m) * k);
+  chunk_values_.resize(static_cast<size_t>(m) * k);
+  chunk_nan_inf_.resize(static_cast<size_t>(m) * 2);
+  // top_k's rows are m rows of k (its buffers are laid out for the k it was called with).
+  b.download(top_k_ids_, chunk_ids_.data(), m * decode_k_);
+  b.download(top_k_values_, chunk_values_.data(), m * decode_k_);
+  b.download(nan_inf_, chunk_nan_inf_.data(), m * 2);
   for (int64_t j = 0; j < m; ++j) {
     const auto ju = static_cast<size_t>(j);
     if (!wants_top_k(r0 + j)) {
