@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <vector>
 
 #include "backend/cpu/matmul_kernels.h"
 #include "backend/cpu/quantize_activations.h"
@@ -14,9 +15,9 @@ namespace llmctl::cpu {
 
 namespace {
 
-// Rows per thread task: a multiple of every tile height (1..4 -> 12), small enough that
-// 2 or 3 threads get balanced shares of a 512-row weight.
-constexpr int64_t kRowsPerTask = 12;
+// Rows per thread task: a multiple of every tile height (1..4 and the quantized 8 -> 24),
+// small enough that 2 or 3 threads get balanced shares of a 512-row weight.
+constexpr int64_t kRowsPerTask = 24;
 // Activation bytes of one prefill token chunk: most of L2 (512 KiB per core here), so that
 // each row tile, read from memory once per chunk, serves as many tokens as possible while the
 // chunk's activations stay in L2 (F16 2048x8192 at 512 tokens: 54 GFLOP/s with 192 KiB,
@@ -74,6 +75,7 @@ void quantize_tokens(bool avx2, const float* x, int64_t n, int64_t t0, int64_t t
       quantize_activations_avx2(x + t * n, n, s.qs.data() + q, s.d.data() + b);
     else
       quantize_activations_scalar(x + t * n, n, s.qs.data() + q, s.d.data() + b);
+    activation_block_sums(s.qs.data() + q, n, s.sum.data() + b);
   }
 }
 
@@ -81,12 +83,14 @@ void quantize_tokens(bool avx2, const float* x, int64_t n, int64_t t0, int64_t t
 void run_rows(const MatmulKernel& k, const TileArgs& base, int64_t n_tokens, int64_t r0,
               int64_t r1) {
   const int64_t n = base.n, nb = n / 32;
-  auto tile = [&](int64_t r, int64_t t, int64_t n_r, int64_t n_t) {
+  auto tile = [&](int64_t r, int64_t t, int64_t n_r, int64_t n_t, const uint8_t* packed) {
     TileArgs a = base;
+    a.panel = packed;
     a.w = base.w + static_cast<size_t>(r) * base.w_stride;
     if (k.quantized) {
       a.qs = base.qs + t * n;
       a.qd = base.qd + t * nb;
+      a.qsum = base.qsum + t * nb;
     } else {
       a.x = base.x + t * n;
     }
@@ -95,19 +99,30 @@ void run_rows(const MatmulKernel& k, const TileArgs& base, int64_t n_tokens, int
   };
   if (n_tokens == 1) {
     for (int64_t r = r0; r < r1; r += k.rows_decode)
-      tile(r, 0, std::min<int64_t>(k.rows_decode, r1 - r), 1);
+      tile(r, 0, std::min<int64_t>(k.rows_decode, r1 - r), 1, nullptr);
     return;
   }
   const int64_t token_bytes = k.quantized ? n + 8 * nb : 4 * n;
   // a whole number of token tiles, so that only the batch's last tile is a narrow one
   const int64_t chunk =
       std::max<int64_t>(1, kChunkBytes / token_bytes / k.tokens_prefill) * k.tokens_prefill;
+  // The packed row tile (per thread; reused across calls): L2-resident while the chunk's
+  // token tiles pass over it.
+  thread_local std::vector<uint8_t> panel;
+  if (k.pack != nullptr) panel.resize(k.panel_bytes_per_block * static_cast<size_t>(nb));
   for (int64_t c0 = 0; c0 < n_tokens; c0 += chunk) {
     const int64_t c1 = std::min(n_tokens, c0 + chunk);
     for (int64_t r = r0; r < r1; r += k.rows_prefill) {
       const int64_t n_r = std::min<int64_t>(k.rows_prefill, r1 - r);
+      const uint8_t* packed = nullptr;
+      if (k.pack != nullptr) {
+        TileArgs a = base;
+        a.w = base.w + static_cast<size_t>(r) * base.w_stride;
+        k.pack(a, static_cast<int>(n_r), panel.data());
+        packed = panel.data();
+      }
       for (int64_t t = c0; t < c1; t += k.tokens_prefill)
-        tile(r, t, n_r, std::min<int64_t>(k.tokens_prefill, c1 - t));
+        tile(r, t, n_r, std::min<int64_t>(k.tokens_prefill, c1 - t), packed);
     }
   }
 }
@@ -149,6 +164,7 @@ void matmul_fast_isa(MatmulIsa isa, const WeightView& w, const float* x, int64_t
     const size_t n_q = static_cast<size_t>(n_tokens * n), n_b = n_q / 32;
     if (scratch.qs.size() < n_q) scratch.qs.resize(n_q);
     if (scratch.d.size() < n_b) scratch.d.resize(n_b);
+    if (scratch.sum.size() < n_b) scratch.sum.resize(n_b);
     // One token (decode) is quantized on the caller: waking the pool costs more than it.
     if (n_tokens == 1 || pool.size() == 1)
       quantize_tokens(avx2, x, n, 0, n_tokens, scratch);
@@ -158,6 +174,7 @@ void matmul_fast_isa(MatmulIsa isa, const WeightView& w, const float* x, int64_t
       });
     base.qs = scratch.qs.data();
     base.qd = scratch.d.data();
+    base.qsum = scratch.sum.data();
   }
   const int64_t n_tasks = (w.n_rows + kRowsPerTask - 1) / kRowsPerTask;
   pool.parallel_for(n_tasks, [&](int64_t b, int64_t e, int) {

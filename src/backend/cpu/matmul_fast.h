@@ -11,18 +11,22 @@
 // (vec_dot_q4_0_q8_0): integer dot products per block, one float multiply-add per block.
 //
 // Threads take contiguous row ranges (ThreadPool's static partition). Within a range, a tile
-// of R rows x T tokens keeps R*T accumulators in registers so each weight block loaded from
+// of R rows x T tokens keeps its accumulators in registers so each weight block loaded from
 // memory serves T tokens; for prefill the tokens are walked in chunks whose activations stay
-// in L2 while the thread's rows stream past.
+// in L2 while the thread's rows stream past. Quantized tiles put 8 rows in the SIMD lanes
+// (matmul_quant_tile.h).
 //
 // INVARIANT (batch and thread invariance): out[t][r] is bit-identical whatever n_tokens is,
 // wherever token t sits in the batch, and whatever the thread count. Every (row, token) pair
-// owns one 8-lane accumulator that sees the same instruction sequence in every tile shape:
-// lane k accumulates, block after block in order, fma(a_k, b_k, acc_k); the lanes are then
-// summed in one fixed order (((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7))). The engine relies on this
-// for "batched generation gives the same tokens as separate runs" and for prefix sharing.
-// The portable scalar kernels follow the same lane structure with std::fma, so they give the
-// same bits as the AVX2 kernels (tested), on any CPU.
+// sees the same instruction sequence in every tile shape:
+//   float weights: one 8-lane accumulator, lane k adds fma(a_k, b_k, acc_k) block after block
+//     in order; the lanes are then summed in one fixed order
+//     (((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7))).
+//   quantized weights: one float lane of the tile's accumulator (lanes are rows, never mixed),
+//     fma(float(isum_b), d_w * d_x, acc) block after block in order.
+// The engine relies on this for "batched generation gives the same tokens as separate runs"
+// and for prefix sharing. The portable scalar kernels follow the same arithmetic with
+// std::fma, so they give the same bits as the AVX2 kernels (tested), on any CPU.
 
 #include <cstdint>
 #include <vector>
@@ -34,8 +38,9 @@ namespace llmctl::cpu {
 
 // Reusable buffers: after the first call with the largest shape, no allocation per call.
 struct MatmulScratch {
-  std::vector<int8_t> qs;  // (n_tokens, n) int8 activations
-  std::vector<float> d;    // (n_tokens, n / 32) block scales
+  std::vector<int8_t> qs;    // (n_tokens, n) int8 activations
+  std::vector<float> d;      // (n_tokens, n / 32) block scales
+  std::vector<int32_t> sum;  // (n_tokens, n / 32) sum of each block's int8 activations
 };
 
 // Which instruction set the kernels use. Auto picks AVX2 when cpu_features() has AVX2, FMA

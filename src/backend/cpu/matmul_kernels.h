@@ -2,15 +2,13 @@
 // Internal to the matmul fast path (matmul_fast.h): the tile kernel interface each dtype file
 // implements, and the lane arithmetic the AVX2 and scalar kernels share.
 //
-// A tile kernel computes out[t][r] for R rows x T tokens (1 <= R, T <= kMaxTile). Each pair
-// (r, t) owns 8 float lanes; lane k accumulates in order over the row:
-//   float weights:     acc_k = fma(w[i + k], x[i + k], acc_k)         for i = 0, 8, 16, ...
-//                      (past the end of the row w = x = 0)
-//   quantized weights: acc_k = fma(float(isum_k), d_w * d_x, acc_k)   for each 32-block, where
-//                      isum_k = sum of q_w[j] * q_x[j], j = 4k .. 4k+3 (exact in int32)
-//                      (Q4_1, w = q * d + m, then also adds its min term per lane:
-//                      acc_k = fma(float(xsum_k) * d_x, m, acc_k), xsum_k = sum of q_x[j])
-// then out = hsum8(acc).
+// A tile kernel computes out[t][r] for R rows x T tokens. Float weights (1 <= R, T <= kMaxTile):
+// each pair (r, t) owns 8 float lanes; lane k accumulates in order over the row
+//   acc_k = fma(w[i + k], x[i + k], acc_k)         for i = 0, 8, 16, ...
+//   (past the end of the row w = x = 0), then out = hsum8(acc).
+// Quantized weights (up to 8 rows, rows as SIMD lanes): one scalar chain per pair over the
+// 32-element blocks, acc = fma(float(isum_b), d_w * d_x, acc) with the block's exact integer
+// dot product isum_b (Q4_1 adds its min term per block); matmul_quant_tile.h has the details.
 //
 // Every float product that feeds a sum is written as an explicit fma (std::fma, fmadd
 // intrinsics) and no float expression has the shape a * b + c: GCC contracts such
@@ -40,16 +38,22 @@ struct TileArgs {
   size_t w_stride;   // bytes from one row to the next
   int64_t n;         // row length in elements
   // Activations of the tile's first token; the next token is one stride further.
-  const float* x;      // f32 (float kernels), stride n
-  const int8_t* qs;    // int8 (quantized kernels), stride n
-  const float* qd;     // block scales, stride n / 32
-  float* out;          // out[t * out_stride + r]
-  int64_t out_stride;  // d (the weight's row count)
-  GgmlType type;       // the weight's dtype (the dequantizing kernel decodes rows with it)
-  uint64_t call_id;    // distinct per matmul_fast call (keys the dequantized-row cache)
+  const float* x;       // f32 (float kernels), stride n
+  const int8_t* qs;     // int8 (quantized kernels), stride n
+  const float* qd;      // block scales, stride n / 32
+  const int32_t* qsum;  // per block: sum of the block's int8 activations, stride n / 32
+  float* out;           // out[t * out_stride + r]
+  int64_t out_stride;   // d (the weight's row count)
+  GgmlType type;        // the weight's dtype (the dequantizing kernel decodes rows with it)
+  uint64_t call_id;     // distinct per matmul_fast call (keys the dequantized-row cache)
+  // Quantized prefill: the tile's rows as MatmulKernel::pack left them (nullptr: read w).
+  const uint8_t* panel;
 };
 
 using TileFn = void (*)(const TileArgs& a, int n_rows, int n_tokens);
+// Rearranges the tile's n_rows rows (a.w) once into panel (panel_bytes_per_block x n / 32 bytes) for the
+// token tiles that follow; the tile then reads a.panel instead of a.w, with the same result.
+using PackFn = void (*)(const TileArgs& a, int n_rows, uint8_t* panel);
 
 // One dtype's kernel and the tile shapes it is fast with.
 struct MatmulKernel {
@@ -59,6 +63,8 @@ struct MatmulKernel {
   int rows_decode = 4;     // R for n_tokens == 1
   int rows_prefill = 2;    // R x T for n_tokens > 1
   int tokens_prefill = 4;
+  PackFn pack = nullptr;             // prefill only; nullptr: tiles read the weights in place
+  size_t panel_bytes_per_block = 0;  // per 32-element block of a row tile
 };
 
 // Per-dtype kernels (matmul_f32.cpp, matmul_f16.cpp, matmul_q8_0.cpp, matmul_q4_0.cpp,
@@ -106,23 +112,6 @@ inline float hsum8_scalar(const float* l) {
   return (v0 + v2) + (v1 + v3);
 }
 
-// Quantized pair (r, t) over one block: lane k += float(sum q_w[4k..4k+3] * q_x[..]) * dd.
-inline void lanes_block_scalar(const int* qw, const int8_t* qx, float dd, float* lanes) {
-  for (int k = 0; k < 8; ++k) {
-    int isum = 0;
-    for (int j = 4 * k; j < 4 * k + 4; ++j) isum += qw[j] * qx[j];
-    lanes[k] = std::fma(static_cast<float>(isum), dd, lanes[k]);
-  }
-}
-
-// Q4_1's min m over one block: lane k += (float(sum q_x[4k..4k+3]) * d_x) * m.
-inline void lanes_min_scalar(const int8_t* qx, float dx, float m, float* lanes) {
-  for (int k = 0; k < 8; ++k) {
-    const int xsum = qx[4 * k] + qx[4 * k + 1] + qx[4 * k + 2] + qx[4 * k + 3];
-    lanes[k] = std::fma(static_cast<float>(xsum) * dx, m, lanes[k]);
-  }
-}
-
 #if defined(LLMCTL_HAVE_X86)
 // ---------------------------------------------------------------------------
 // AVX2 helpers
@@ -136,15 +125,6 @@ LLMCTL_AVX2 inline float hsum8_avx2(__m256 a) {
 LLMCTL_AVX2 inline float fp16_to_f32_f16c(const uint8_t* p) {
   const int bits = p[0] | (p[1] << 8);
   return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(bits)));
-}
-
-// 16 bytes of nibbles -> 32 bytes: low nibbles (elements 0..15), then high (16..31). The
-// bytes are loaded into both halves at once; the upper half is shifted by 4.
-LLMCTL_AVX2 inline __m256i unpack_nibbles_avx2(const uint8_t* qs) {
-  const __m256i both =
-      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
-  const __m256i shifted = _mm256_srlv_epi64(both, _mm256_setr_epi64x(0, 0, 4, 4));
-  return _mm256_and_si256(shifted, _mm256_set1_epi8(0x0f));
 }
 
 #endif

@@ -9,26 +9,16 @@ namespace {
 
 struct BlockQ4_0 {
   static constexpr size_t kBytes = 18;
-  static constexpr bool kSigned = false;
+  static constexpr size_t kQsOffset = 2;
+  static constexpr bool kNibbles = true;
   static constexpr bool kOffset8 = true;
   static constexpr bool kHasMin = false;
-  static void weights(const uint8_t* blk, int* q) {
-    for (int j = 0; j < 16; ++j) {
-      q[j] = (blk[2 + j] & 0x0f) - 8;
-      q[j + 16] = (blk[2 + j] >> 4) - 8;
-    }
-  }
-#if defined(LLMCTL_HAVE_X86)
-  LLMCTL_AVX2 static __m256i weights_avx2(const uint8_t* blk) {
-    return unpack_nibbles_avx2(blk + 2);  // q = w + 8 (kOffset8)
-  }
-#endif
 };
 
 }  // namespace
 
 MatmulKernel matmul_kernel_q4_0(bool avx2) {
-  return make_quant_kernel<BlockQ4_0>(avx2, "q4_0 avx2", "q4_0 scalar", 4, 2, 3);
+  return make_quant_kernel<BlockQ4_0>(avx2, "q4_0 avx2", "q4_0 scalar");
 }
 
 }  // namespace llmctl::cpu

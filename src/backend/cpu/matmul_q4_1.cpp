@@ -9,26 +9,16 @@ namespace {
 
 struct BlockQ4_1 {
   static constexpr size_t kBytes = 20;
-  static constexpr bool kSigned = false;
+  static constexpr size_t kQsOffset = 4;
+  static constexpr bool kNibbles = true;
   static constexpr bool kOffset8 = false;
   static constexpr bool kHasMin = true;
-  static void weights(const uint8_t* blk, int* q) {
-    for (int j = 0; j < 16; ++j) {
-      q[j] = blk[4 + j] & 0x0f;
-      q[j + 16] = blk[4 + j] >> 4;
-    }
-  }
-#if defined(LLMCTL_HAVE_X86)
-  LLMCTL_AVX2 static __m256i weights_avx2(const uint8_t* blk) {
-    return unpack_nibbles_avx2(blk + 4);
-  }
-#endif
 };
 
 }  // namespace
 
 MatmulKernel matmul_kernel_q4_1(bool avx2) {
-  return make_quant_kernel<BlockQ4_1>(avx2, "q4_1 avx2", "q4_1 scalar", 4, 2, 3);
+  return make_quant_kernel<BlockQ4_1>(avx2, "q4_1 avx2", "q4_1 scalar");
 }
 
 }  // namespace llmctl::cpu

@@ -1,146 +1,308 @@
 #pragma once
 // Internal to the matmul fast path: the tile kernel for block-quantized weights (Q8_0, Q4_0,
 // Q4_1) against int8 activations (quantize_activations.h), written once over a block trait.
-// Every block starts with its fp16 scale d; Q4_1's fp16 min m follows at byte 2.
 //
-//   Block::kBytes                   bytes per 32-element block
-//   Block::weights(blk, int q[32])  (scalar) the 32 integer weights w / d: Q8_0 q, Q4_0 q - 8,
-//                                   Q4_1 q (its min is added separately)
-//   Block::weights_avx2(blk)        (AVX2) 32 bytes: Q8_0 q (signed), Q4_0 and Q4_1 the
-//                                   nibbles q in 0..15 (unsigned)
-//   Block::kSigned                  weights_avx2 is signed (Q8_0)
-//   Block::kOffset8                 the weight is q - 8 (Q4_0)
-//   Block::kHasMin                  the weight is q * d + m (Q4_1): adds m * d_x * sum(q_x)
+// Arithmetic (the contract the scalar and the AVX2 kernel share, bit for bit): for each
+// (row r, token t), over the row's 32-element blocks b in order, starting from acc = 0:
+//   isum = sum_j q_w[j] * q_x[j]                       exact in int32
+//   acc  = fma(float(isum), d_w * d_x, acc)
+//   Q4_1 (w = q * d + m) then: acc = fma(float(xsum) * d_x, m, acc), xsum = sum_j q_x[j]
+// and out[t][r] = acc. The integer weights are Q8_0 q, Q4_0 q - 8, Q4_1 q.
 //
-// Per pair (r, t) and block b (matmul_kernels.h): lane k += float(isum_k) * (d_w * d_x), and
-// for Q4_1 then lane k += (float(xsum_k) * d_x) * m; out = hsum8(lanes). The integer sums are exact
-// (|q_w| <= 128, |q_x| <= 127), so the AVX2 and the scalar kernel agree bit for bit.
+// Rows are the SIMD lanes: a tile is 8 rows (fewer at the end of a range: the missing rows
+// repeat the last one and are not stored) x T tokens. For each block the 8 rows' weight bytes
+// are transposed in registers so that one 32-byte vector holds 4 consecutive weights of each
+// row; maddubs against the token's 4 activation bytes broadcast to every row then gives, after
+// 8 such steps and one madd, the 8 rows' isum in the 8 int32 lanes. One float conversion and
+// one fma serve 8 (row, token) pairs, where a lane-per-element layout needs one per pair.
+// The transposition is paid once per block for all T tokens of the tile; it lets the kernel
+// read the GGUF layout in place (no repacked copy of the weights).
+//
+// Block traits:
+//   Block::kBytes, kQsOffset     bytes per block, offset of the quants (after d, and Q4_1's m)
+//   Block::kNibbles              4-bit quants (byte j: element j low, element j + 16 high)
+//   Block::kOffset8              integer weight is q - 8 (Q4_0): isum = sum q*x - 8 * xsum
+//   Block::kHasMin               Q4_1: fp16 m at byte 2
+
+#include <cstring>
 
 #include "backend/cpu/matmul_kernels.h"
 #include "quant/dequant.h"
 
 namespace llmctl::cpu {
 
+constexpr int kQuantTileRows = 8;
+// Tokens per prefill tile: T accumulators and T int sums stay in registers while the packed
+// weights stream from L1/L2 (1 thread, 256 tokens, 2048x2048: Q4_0 T = 4 / 6 / 8 gave 116 /
+// 134 / 149 GFLOP/s; Q8_0, whose sign vectors take registers too, 86 / 112 / 109).
+template <class Block>
+constexpr int quant_tile_tokens() {
+  return Block::kNibbles ? 8 : 6;
+}
+
+// The integer weight j of a block (scalar; the definition the AVX2 kernel must match).
+template <class Block>
+inline int quant_weight(const uint8_t* blk, int j) {
+  const uint8_t* q = blk + Block::kQsOffset;
+  if constexpr (Block::kNibbles) {
+    const int v = j < 16 ? (q[j] & 0x0f) : (q[j - 16] >> 4);
+    return Block::kOffset8 ? v - 8 : v;
+  } else {
+    return static_cast<int8_t>(q[j]);
+  }
+}
+
 template <class Block>
 struct QuantTileScalar {
-  template <int R, int T>
-  static void tile(const TileArgs& a) {
+  template <int T>
+  static void tile(const TileArgs& a, int n_rows) {
     const int64_t nb = a.n / 32;
-    for (int r = 0; r < R; ++r) {
+    for (int r = 0; r < n_rows; ++r) {
       const uint8_t* row = a.w + static_cast<size_t>(r) * a.w_stride;
       for (int t = 0; t < T; ++t) {
-        float lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        float acc = 0.0f;
         for (int64_t b = 0; b < nb; ++b) {
           const uint8_t* blk = row + static_cast<size_t>(b) * Block::kBytes;
-          int qw[32];
-          Block::weights(blk, qw);
-          const float dx = a.qd[t * nb + b];
           const int8_t* qx = a.qs + t * a.n + 32 * b;
-          lanes_block_scalar(qw, qx, fp16_to_f32(load_u16_le(blk)) * dx, lanes);
+          int isum = 0;
+          for (int j = 0; j < 32; ++j) isum += quant_weight<Block>(blk, j) * qx[j];
+          const float dx = a.qd[t * nb + b];
+          acc = std::fma(static_cast<float>(isum), fp16_to_f32(load_u16_le(blk)) * dx, acc);
           if constexpr (Block::kHasMin)
-            lanes_min_scalar(qx, dx, fp16_to_f32(load_u16_le(blk + 2)), lanes);
+            acc = std::fma(static_cast<float>(a.qsum[t * nb + b]) * dx,
+                           fp16_to_f32(load_u16_le(blk + 2)), acc);
         }
-        const float v = hsum8_scalar(lanes);
-        a.out[t * a.out_stride + r] = v;
+        a.out[t * a.out_stride + r] = acc;
       }
     }
   }
 };
 
 #if defined(LLMCTL_HAVE_X86)
-// Per block and row: the weight bytes (Block::weights_avx2), d_w broadcast (F16C); per token:
-// the activation bytes and d_x broadcast; per pair: the lane sums, one multiply d_w * d_x and
-// one fma. The lane sums by weight encoding (all give the scalar kernel's exact isum_k):
-//   kSigned   (Q8_0)    maddubs(|w|, sign(x, w))            the sign trick, as ggml
-//   kOffset8  (Q4_0)    maddubs(q, x) - 8 * (lane sums of x) with q = w + 8 in 0..15: the
-//                       lane sums of x are shared by the tile's rows (cheaper than the sign trick)
-//   unsigned  (Q4_1)    maddubs(q, x)
+// 4x4 transpose of 32-bit elements within each 128-bit lane: in v[i] = (row i dword 0..3 |
+// row i+4 dword 0..3); out g[k] = (rows 0..3 dword k | rows 4..7 dword k).
+LLMCTL_AVX2 inline void transpose_dwords_4x4(const __m256i v[4], __m256i g[4]) {
+  const __m256i t0 = _mm256_unpacklo_epi32(v[0], v[1]);
+  const __m256i t1 = _mm256_unpackhi_epi32(v[0], v[1]);
+  const __m256i t2 = _mm256_unpacklo_epi32(v[2], v[3]);
+  const __m256i t3 = _mm256_unpackhi_epi32(v[2], v[3]);
+  g[0] = _mm256_unpacklo_epi64(t0, t2);
+  g[1] = _mm256_unpackhi_epi64(t0, t2);
+  g[2] = _mm256_unpacklo_epi64(t1, t3);
+  g[3] = _mm256_unpackhi_epi64(t1, t3);
+}
+
+LLMCTL_AVX2 inline __m256i load_two_rows(const uint8_t* lo, const uint8_t* hi) {
+  return _mm256_inserti128_si256(
+      _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(lo))),
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(hi)), 1);
+}
+
 template <class Block>
 struct QuantTileAvx2 {
-  template <int R, int T>
-  LLMCTL_AVX2 static void tile(const TileArgs& a) {
-    constexpr size_t kR = static_cast<size_t>(R), kT = static_cast<size_t>(T);
-    const int64_t nb = a.n / 32;
-    const __m256i ones16 = _mm256_set1_epi16(1);
-    __m256 acc[kR][kT];
-    for (size_t r = 0; r < kR; ++r)
-      for (size_t t = 0; t < kT; ++t) acc[r][t] = _mm256_setzero_ps();
-    // Decode streams each weight byte once: the tile's R rows are one contiguous stretch of
-    // memory, and so is the next tile's. Prefetch the next tile at the pace this one is read
-    // (R * kBytes bytes per block, under two cache lines), so that a new tile does not start
-    // with R cold streams the hardware prefetcher has not learned yet.
-    const uint8_t* next_tile = a.w + kR * a.w_stride;
-    for (int64_t b = 0; b < nb; ++b) {
-      if constexpr (T == 1) {
-        const char* p =
-            reinterpret_cast<const char*>(next_tile) + static_cast<size_t>(b) * kR * Block::kBytes;
-        _mm_prefetch(p, _MM_HINT_T0);
-        _mm_prefetch(p + 64, _MM_HINT_T0);
+  // One block of the 8 rows, transposed (the panel layout; a prefill panel is nb of these):
+  //   w[8]    32 bytes each: weights 4s..4s+3 of rows 0..7 (4 bytes per row, row order);
+  //           nibble blocks: q in 0..15 (the unsigned operand of maddubs); Q8_0: |q|
+  //   sgn[8]  Q8_0 only: q itself (its sign goes onto the activations)
+  //   dw      8 floats: the rows' scales;  mw  Q4_1 only: 8 floats, the rows' mins
+  static constexpr size_t kSgnOffset = 256;
+  static constexpr size_t kDwOffset = Block::kNibbles ? 256 : 512;
+  static constexpr size_t kMwOffset = kDwOffset + 32;
+  static constexpr size_t kPanelBlockBytes = kMwOffset + (Block::kHasMin ? 32 : 0);
+
+  LLMCTL_AVX2 static void store(uint8_t* p, __m256i v) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v);
+  }
+  LLMCTL_AVX2 static __m256i load(const uint8_t* p) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  }
+  // The fp16 at byte offset `off` of each row, as 8 floats.
+  LLMCTL_AVX2 static __m256 gather_fp16(const uint8_t* const rows[8], size_t off) {
+    return _mm256_cvtph_ps(_mm_setr_epi16(static_cast<short>(load_u16_le(rows[0] + off)),
+                                          static_cast<short>(load_u16_le(rows[1] + off)),
+                                          static_cast<short>(load_u16_le(rows[2] + off)),
+                                          static_cast<short>(load_u16_le(rows[3] + off)),
+                                          static_cast<short>(load_u16_le(rows[4] + off)),
+                                          static_cast<short>(load_u16_le(rows[5] + off)),
+                                          static_cast<short>(load_u16_le(rows[6] + off)),
+                                          static_cast<short>(load_u16_le(rows[7] + off))));
+  }
+
+  LLMCTL_AVX2 static void pack_block(const uint8_t* const rows[8], size_t blk, uint8_t* out) {
+    const size_t off = blk + Block::kQsOffset;
+    if constexpr (Block::kNibbles) {
+      __m256i v[4], g[4];
+      for (int i = 0; i < 4; ++i) v[i] = load_two_rows(rows[i] + off, rows[i + 4] + off);
+      transpose_dwords_4x4(v, g);
+      const __m256i low = _mm256_set1_epi8(0x0f);
+      for (int k = 0; k < 4; ++k) {
+        store(out + 32 * k, _mm256_and_si256(g[k], low));  // elements 4k..4k+3
+        store(out + 32 * (k + 4), _mm256_and_si256(_mm256_srli_epi16(g[k], 4), low));  // 16+4k..
       }
-      __m256i wq[kR];
-      __m256 dw[kR];
-      __m256 mw[kR];  // Q4_1's min
-      for (size_t r = 0; r < kR; ++r) {
-        const uint8_t* blk = a.w + r * a.w_stride + static_cast<size_t>(b) * Block::kBytes;
-        wq[r] = Block::weights_avx2(blk);
-        dw[r] = _mm256_broadcastss_ps(
-            _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk))));
-        if constexpr (Block::kHasMin) mw[r] = _mm256_set1_ps(fp16_to_f32_f16c(blk + 2));
-      }
-      for (size_t t = 0; t < kT; ++t) {
-        const int64_t tb = static_cast<int64_t>(t) * nb + b;
-        const __m256i xq = _mm256_loadu_si256(
-            reinterpret_cast<const __m256i*>(a.qs + static_cast<int64_t>(t) * a.n + 32 * b));
-        const __m256 dx = _mm256_broadcast_ss(a.qd + tb);
-        // lane sums of x (Q4_0's offset, Q4_1's min), shared by the tile's rows
-        __m256i xsum = _mm256_setzero_si256();
-        if constexpr (Block::kOffset8 || Block::kHasMin)
-          xsum = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), xq), ones16);
-        const __m256i x8 = _mm256_slli_epi32(xsum, 3);
-        __m256 xs = _mm256_setzero_ps();
-        if constexpr (Block::kHasMin) xs = _mm256_mul_ps(_mm256_cvtepi32_ps(xsum), dx);
-        for (size_t r = 0; r < kR; ++r) {
-          __m256i p;
-          if constexpr (Block::kSigned)
-            p = _mm256_maddubs_epi16(_mm256_sign_epi8(wq[r], wq[r]), _mm256_sign_epi8(xq, wq[r]));
-          else
-            p = _mm256_maddubs_epi16(wq[r], xq);
-          __m256i lanes = _mm256_madd_epi16(p, ones16);
-          if constexpr (Block::kOffset8) lanes = _mm256_sub_epi32(lanes, x8);
-          acc[r][t] =
-              _mm256_fmadd_ps(_mm256_cvtepi32_ps(lanes), _mm256_mul_ps(dw[r], dx), acc[r][t]);
-          if constexpr (Block::kHasMin) acc[r][t] = _mm256_fmadd_ps(xs, mw[r], acc[r][t]);
+    } else {
+      __m256i v[4], g[4];
+      for (int half = 0; half < 2; ++half) {
+        for (int i = 0; i < 4; ++i)
+          v[i] = load_two_rows(rows[i] + off + 16 * half, rows[i + 4] + off + 16 * half);
+        transpose_dwords_4x4(v, g);
+        for (int k = 0; k < 4; ++k) {
+          const size_t s = static_cast<size_t>(4 * half + k);
+          store(out + 32 * s, _mm256_sign_epi8(g[k], g[k]));
+          store(out + kSgnOffset + 32 * s, g[k]);
         }
       }
     }
-    for (size_t t = 0; t < kT; ++t)
-      for (size_t r = 0; r < kR; ++r)
-        a.out[static_cast<int64_t>(t) * a.out_stride + static_cast<int64_t>(r)] =
-            hsum8_avx2(acc[r][t]);
+    _mm256_storeu_ps(reinterpret_cast<float*>(out + kDwOffset), gather_fp16(rows, blk));
+    if constexpr (Block::kHasMin)
+      _mm256_storeu_ps(reinterpret_cast<float*>(out + kMwOffset), gather_fp16(rows, blk + 2));
+  }
+
+  static void tile_rows(const TileArgs& a, int n_rows, const uint8_t* rows[8]) {
+    for (int r = 0; r < 8; ++r)
+      rows[r] = a.w + static_cast<size_t>(r < n_rows ? r : n_rows - 1) * a.w_stride;
+  }
+
+  LLMCTL_AVX2 static void pack(const TileArgs& a, int n_rows, uint8_t* panel) {
+    const uint8_t* rows[8];
+    tile_rows(a, n_rows, rows);
+    for (int64_t b = 0; b < a.n / 32; ++b)
+      pack_block(rows, static_cast<size_t>(b) * Block::kBytes,
+                 panel + static_cast<size_t>(b) * kPanelBlockBytes);
+  }
+
+  // acc[t] (8 rows) over block b of T tokens, from the packed block pb.
+  template <int T>
+  LLMCTL_AVX2 static void block(const uint8_t* pb, const TileArgs& a, int64_t b, __m256* acc) {
+    const int64_t nb = a.n / 32;
+    const __m256i ones16 = _mm256_set1_epi16(1);
+    __m256i sums[static_cast<size_t>(T)];
+    for (int s = 0; s < 8; ++s) {
+      const __m256i w = load(pb + 32 * s);
+      for (int t = 0; t < T; ++t) {
+        const __m256i x = _mm256_set1_epi32(load_i32(a.qs + t * a.n + 32 * b + 4 * s));
+        if constexpr (Block::kNibbles) {
+          // q in 0..15, |x| <= 127: each int16 lane of a maddubs is <= 3810 in magnitude, so
+          // the 8 steps add up in int16 without overflow (<= 30480) before one madd.
+          const __m256i p = _mm256_maddubs_epi16(w, x);
+          sums[t] = s == 0 ? p : _mm256_add_epi16(sums[t], p);
+        } else {
+          // |q| * sign(x, q): a pair of products reaches 32512, so every step is widened
+          const __m256i sg = load(pb + kSgnOffset + 32 * s);
+          const __m256i p =
+              _mm256_madd_epi16(_mm256_maddubs_epi16(w, _mm256_sign_epi8(x, sg)), ones16);
+          sums[t] = s == 0 ? p : _mm256_add_epi32(sums[t], p);
+        }
+      }
+    }
+    const __m256 dw = _mm256_loadu_ps(reinterpret_cast<const float*>(pb + kDwOffset));
+    for (int t = 0; t < T; ++t) {
+      const int64_t tb = t * nb + b;
+      __m256i isum = sums[t];
+      if constexpr (Block::kNibbles) isum = _mm256_madd_epi16(isum, ones16);
+      if constexpr (Block::kOffset8)
+        isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(8 * a.qsum[tb]));
+      const __m256 dx = _mm256_set1_ps(a.qd[tb]);
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, dx), acc[t]);
+      if constexpr (Block::kHasMin)
+        acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(static_cast<float>(a.qsum[tb]) * a.qd[tb]),
+                                 _mm256_loadu_ps(reinterpret_cast<const float*>(pb + kMwOffset)),
+                                 acc[t]);
+    }
+  }
+
+  template <int T>
+  LLMCTL_AVX2 static void tile(const TileArgs& a, int n_rows) {
+    const int64_t nb = a.n / 32;
+    __m256 acc[static_cast<size_t>(T)];
+    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+    if (a.panel != nullptr) {
+      for (int64_t b = 0; b < nb; ++b)
+        block<T>(a.panel + static_cast<size_t>(b) * kPanelBlockBytes, a, b, acc);
+    } else {
+      const uint8_t* rows[8];
+      tile_rows(a, n_rows, rows);
+      const char* next_tile = reinterpret_cast<const char*>(a.w + 8 * a.w_stride);
+      alignas(32) uint8_t pb[kPanelBlockBytes];
+      for (int64_t b = 0; b < nb; ++b) {
+        const size_t blk = static_cast<size_t>(b) * Block::kBytes;
+        if constexpr (T == 1) {
+          // Decode streams each weight byte once, and the next tile's 8 rows are the next
+          // stretch of memory: prefetch it at the pace this tile is read, so that the next
+          // tile does not start with 8 cold streams the hardware prefetcher has not learned.
+          for (size_t off = 0; off < 8 * Block::kBytes; off += 64)
+            _mm_prefetch(next_tile + 8 * blk + off, _MM_HINT_T0);
+        }
+        pack_block(rows, blk, pb);
+        block<T>(pb, a, b, acc);
+      }
+    }
+    for (int t = 0; t < T; ++t) {
+      alignas(32) float v[8];
+      _mm256_store_ps(v, acc[t]);
+      for (int r = 0; r < n_rows; ++r) a.out[t * a.out_stride + r] = v[r];
+    }
+  }
+
+  static int32_t load_i32(const int8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
   }
 };
 #endif
 
+template <class K>
+void dispatch_quant_tile(const TileArgs& a, int n_rows, int n_tokens) {
+  switch (n_tokens) {
+    case 1:
+      K::template tile<1>(a, n_rows);
+      break;
+    case 2:
+      K::template tile<2>(a, n_rows);
+      break;
+    case 3:
+      K::template tile<3>(a, n_rows);
+      break;
+    case 4:
+      K::template tile<4>(a, n_rows);
+      break;
+    case 5:
+      K::template tile<5>(a, n_rows);
+      break;
+    case 6:
+      K::template tile<6>(a, n_rows);
+      break;
+    case 7:
+      K::template tile<7>(a, n_rows);
+      break;
+    default:
+      K::template tile<8>(a, n_rows);
+      break;
+  }
+}
+
 // The MatmulKernel of a block type: AVX2 when asked for (and compiled for x86), else scalar.
 template <class Block>
-MatmulKernel make_quant_kernel(bool avx2, const char* avx2_name, const char* scalar_name,
-                               int rows_decode, int rows_prefill, int tokens_prefill) {
+MatmulKernel make_quant_kernel(bool avx2, const char* avx2_name, const char* scalar_name) {
+  static_assert(quant_tile_tokens<Block>() <= 8, "dispatch_quant_tile handles 1..8 tokens");
   MatmulKernel k;
   k.quantized = true;
-  k.rows_decode = rows_decode;
-  k.rows_prefill = rows_prefill;
-  k.tokens_prefill = tokens_prefill;
+  k.rows_decode = kQuantTileRows;
+  k.rows_prefill = kQuantTileRows;
+  k.tokens_prefill = quant_tile_tokens<Block>();
 #if defined(LLMCTL_HAVE_X86)
   if (avx2) {
     k.name = avx2_name;
-    k.tile = &dispatch_tile<QuantTileAvx2<Block>>;
+    k.tile = &dispatch_quant_tile<QuantTileAvx2<Block>>;
+    k.pack = &QuantTileAvx2<Block>::pack;
+    k.panel_bytes_per_block = QuantTileAvx2<Block>::kPanelBlockBytes;
     return k;
   }
 #endif
   (void)avx2;
   (void)avx2_name;
   k.name = scalar_name;
-  k.tile = &dispatch_tile<QuantTileScalar<Block>>;
+  k.tile = &dispatch_quant_tile<QuantTileScalar<Block>>;
   return k;
 }
 

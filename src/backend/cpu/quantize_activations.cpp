@@ -18,6 +18,14 @@ void quantize_activations_scalar(const float* x, int64_t n, int8_t* qs, float* d
   }
 }
 
+void activation_block_sums(const int8_t* qs, int64_t n, int32_t* sums) {
+  for (int64_t b = 0; b < n / 32; ++b) {
+    int32_t s = 0;
+    for (int j = 0; j < 32; ++j) s += qs[32 * b + j];
+    sums[b] = s;
+  }
+}
+
 #if defined(LLMCTL_HAVE_X86)
 LLMCTL_AVX2 void quantize_activations_avx2(const float* x, int64_t n, int8_t* qs, float* d) {
   const __m256 sign_bit = _mm256_set1_ps(-0.0f);

@@ -20,4 +20,8 @@ void quantize_activations_scalar(const float* x, int64_t n, int8_t* qs, float* d
 // The same with AVX2; only on a CPU with AVX2 (matmul_fast_has_avx2()).
 void quantize_activations_avx2(const float* x, int64_t n, int8_t* qs, float* d);
 
+// sums[b] = qs[32 b] + ... + qs[32 b + 31] for the n / 32 blocks (Q4_0's offset and Q4_1's min
+// term in the quantized matmul kernels).
+void activation_block_sums(const int8_t* qs, int64_t n, int32_t* sums);
+
 }  // namespace llmctl::cpu
