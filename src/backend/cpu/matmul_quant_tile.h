@@ -128,33 +128,75 @@ struct QuantTileAvx2 {
                                           static_cast<short>(load_u16_le(rows[7] + off))));
   }
 
-  LLMCTL_AVX2 static void pack_block(const uint8_t* const rows[8], size_t blk, uint8_t* out) {
+  // One block of the 8 rows in registers (the fields of the panel layout above).
+  struct Unpacked {
+    __m256i w[8], sgn[8];
+    __m256 dw, mw;
+  };
+
+  LLMCTL_AVX2 static void unpack_block(const uint8_t* const rows[8], size_t blk, Unpacked& u) {
     const size_t off = blk + Block::kQsOffset;
+    __m256i v[4], g[4];
     if constexpr (Block::kNibbles) {
-      __m256i v[4], g[4];
       for (int i = 0; i < 4; ++i) v[i] = load_two_rows(rows[i] + off, rows[i + 4] + off);
       transpose_dwords_4x4(v, g);
       const __m256i low = _mm256_set1_epi8(0x0f);
       for (int k = 0; k < 4; ++k) {
-        store(out + 32 * k, _mm256_and_si256(g[k], low));  // elements 4k..4k+3
-        store(out + 32 * (k + 4), _mm256_and_si256(_mm256_srli_epi16(g[k], 4), low));  // 16+4k..
+        u.w[k] = _mm256_and_si256(g[k], low);                            // elements 4k..4k+3
+        u.w[k + 4] = _mm256_and_si256(_mm256_srli_epi16(g[k], 4), low);  // 16 + 4k ..
       }
     } else {
-      __m256i v[4], g[4];
       for (int half = 0; half < 2; ++half) {
         for (int i = 0; i < 4; ++i)
           v[i] = load_two_rows(rows[i] + off + 16 * half, rows[i + 4] + off + 16 * half);
         transpose_dwords_4x4(v, g);
         for (int k = 0; k < 4; ++k) {
-          const size_t s = static_cast<size_t>(4 * half + k);
-          store(out + 32 * s, _mm256_sign_epi8(g[k], g[k]));
-          store(out + kSgnOffset + 32 * s, g[k]);
+          u.sgn[4 * half + k] = g[k];
+          u.w[4 * half + k] = _mm256_sign_epi8(g[k], g[k]);
         }
       }
     }
-    _mm256_storeu_ps(reinterpret_cast<float*>(out + kDwOffset), gather_fp16(rows, blk));
+    u.dw = gather_fp16(rows, blk);
+    if constexpr (Block::kHasMin) u.mw = gather_fp16(rows, blk + 2);
+  }
+
+  LLMCTL_AVX2 static void pack_block(const uint8_t* const rows[8], size_t blk, uint8_t* out) {
+    Unpacked u;
+    unpack_block(rows, blk, u);
+    for (size_t s = 0; s < 8; ++s) {
+      store(out + 32 * s, u.w[s]);
+      if constexpr (!Block::kNibbles) store(out + kSgnOffset + 32 * s, u.sgn[s]);
+    }
+    _mm256_storeu_ps(reinterpret_cast<float*>(out + kDwOffset), u.dw);
+    if constexpr (Block::kHasMin) _mm256_storeu_ps(reinterpret_cast<float*>(out + kMwOffset), u.mw);
+  }
+
+  // Step s of a block for one token: sum += the 8 rows' products with activations 4s..4s+3.
+  LLMCTL_AVX2 static __m256i step(__m256i sum, __m256i w, __m256i sgn, const int8_t* qx, int s) {
+    const __m256i x = _mm256_set1_epi32(load_i32(qx + 4 * s));
+    if constexpr (Block::kNibbles) {
+      // q in 0..15, |x| <= 127: each int16 lane of a maddubs is <= 3810 in magnitude, so
+      // the 8 steps add up in int16 without overflow (<= 30480) before one madd.
+      const __m256i p = _mm256_maddubs_epi16(w, x);
+      return s == 0 ? p : _mm256_add_epi16(sum, p);
+    } else {
+      // |q| * sign(x, q): a pair of products reaches 32512, so every step is widened
+      const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(w, _mm256_sign_epi8(x, sgn)),
+                                          _mm256_set1_epi16(1));
+      return s == 0 ? p : _mm256_add_epi32(sum, p);
+    }
+  }
+
+  // The block's contribution to one token's accumulator (8 rows), from its 8 step sums.
+  LLMCTL_AVX2 static __m256 finish(__m256i sum, __m256 dw, __m256 mw, const TileArgs& a, int64_t tb,
+                                   __m256 acc) {
+    if constexpr (Block::kNibbles) sum = _mm256_madd_epi16(sum, _mm256_set1_epi16(1));
+    if constexpr (Block::kOffset8) sum = _mm256_sub_epi32(sum, _mm256_set1_epi32(8 * a.qsum[tb]));
+    acc =
+        _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, _mm256_set1_ps(a.qd[tb])), acc);
     if constexpr (Block::kHasMin)
-      _mm256_storeu_ps(reinterpret_cast<float*>(out + kMwOffset), gather_fp16(rows, blk + 2));
+      acc = _mm256_fmadd_ps(_mm256_set1_ps(static_cast<float>(a.qsum[tb]) * a.qd[tb]), mw, acc);
+    return acc;
   }
 
   static void tile_rows(const TileArgs& a, int n_rows, const uint8_t* rows[8]) {
@@ -174,40 +216,17 @@ struct QuantTileAvx2 {
   template <int T>
   LLMCTL_AVX2 static void block(const uint8_t* pb, const TileArgs& a, int64_t b, __m256* acc) {
     const int64_t nb = a.n / 32;
-    const __m256i ones16 = _mm256_set1_epi16(1);
     __m256i sums[static_cast<size_t>(T)];
     for (int s = 0; s < 8; ++s) {
       const __m256i w = load(pb + 32 * s);
-      for (int t = 0; t < T; ++t) {
-        const __m256i x = _mm256_set1_epi32(load_i32(a.qs + t * a.n + 32 * b + 4 * s));
-        if constexpr (Block::kNibbles) {
-          // q in 0..15, |x| <= 127: each int16 lane of a maddubs is <= 3810 in magnitude, so
-          // the 8 steps add up in int16 without overflow (<= 30480) before one madd.
-          const __m256i p = _mm256_maddubs_epi16(w, x);
-          sums[t] = s == 0 ? p : _mm256_add_epi16(sums[t], p);
-        } else {
-          // |q| * sign(x, q): a pair of products reaches 32512, so every step is widened
-          const __m256i sg = load(pb + kSgnOffset + 32 * s);
-          const __m256i p =
-              _mm256_madd_epi16(_mm256_maddubs_epi16(w, _mm256_sign_epi8(x, sg)), ones16);
-          sums[t] = s == 0 ? p : _mm256_add_epi32(sums[t], p);
-        }
-      }
+      const __m256i sgn = Block::kNibbles ? w : load(pb + kSgnOffset + 32 * s);
+      for (int t = 0; t < T; ++t) sums[t] = step(sums[t], w, sgn, a.qs + t * a.n + 32 * b, s);
     }
     const __m256 dw = _mm256_loadu_ps(reinterpret_cast<const float*>(pb + kDwOffset));
-    for (int t = 0; t < T; ++t) {
-      const int64_t tb = t * nb + b;
-      __m256i isum = sums[t];
-      if constexpr (Block::kNibbles) isum = _mm256_madd_epi16(isum, ones16);
-      if constexpr (Block::kOffset8)
-        isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(8 * a.qsum[tb]));
-      const __m256 dx = _mm256_set1_ps(a.qd[tb]);
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, dx), acc[t]);
-      if constexpr (Block::kHasMin)
-        acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(static_cast<float>(a.qsum[tb]) * a.qd[tb]),
-                                 _mm256_loadu_ps(reinterpret_cast<const float*>(pb + kMwOffset)),
-                                 acc[t]);
-    }
+    const __m256 mw = Block::kHasMin
+                          ? _mm256_loadu_ps(reinterpret_cast<const float*>(pb + kMwOffset))
+                          : _mm256_setzero_ps();
+    for (int t = 0; t < T; ++t) acc[t] = finish(sums[t], dw, mw, a, t * nb + b, acc[t]);
   }
 
   template <int T>
@@ -222,7 +241,6 @@ struct QuantTileAvx2 {
       const uint8_t* rows[8];
       tile_rows(a, n_rows, rows);
       const char* next_tile = reinterpret_cast<const char*>(a.w + 8 * a.w_stride);
-      alignas(32) uint8_t pb[kPanelBlockBytes];
       for (int64_t b = 0; b < nb; ++b) {
         const size_t blk = static_cast<size_t>(b) * Block::kBytes;
         if constexpr (T == 1) {
@@ -232,8 +250,14 @@ struct QuantTileAvx2 {
           for (size_t off = 0; off < 8 * Block::kBytes; off += 64)
             _mm_prefetch(next_tile + 8 * blk + off, _MM_HINT_T0);
         }
-        pack_block(rows, blk, pb);
-        block<T>(pb, a, b, acc);
+        Unpacked u;
+        unpack_block(rows, blk, u);
+        for (int t = 0; t < T; ++t) {
+          const int8_t* qx = a.qs + t * a.n + 32 * b;
+          __m256i sum = _mm256_setzero_si256();
+          for (int st = 0; st < 8; ++st) sum = step(sum, u.w[st], u.sgn[st], qx, st);
+          acc[t] = finish(sum, u.dw, u.mw, a, t * nb + b, acc[t]);
+        }
       }
     }
     for (int t = 0; t < T; ++t) {
