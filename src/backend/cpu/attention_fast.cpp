@@ -3,6 +3,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "backend/cpu/cpu_backend.h"
@@ -56,26 +57,56 @@ __attribute__((target("avx2,fma,f16c"))) void attend(const float* qh, const Page
     const int64_t slot = int64_t{b} * kv.block_size + j % kv.block_size;
     return static_cast<size_t>(slot * kv_dim + g * d) * es;
   };
-  for (int64_t j = 0; j < n_kv; ++j) {
+  // Scores: four keys at a time, so that four independent FMA chains hide the FMA latency
+  // (each key's dot product is still the same chain in the same order as one at a time).
+  const auto dot_tail = [&](const void* k, float dot) {
+    for (int64_t i = d8; i < d; ++i) dot = std::fma(qh[i], load1(k, f16, i), dot);
+    return dot;
+  };
+  int64_t j = 0;
+  for (; j + 4 <= n_kv; j += 4) {
+    const void* k[4];
+    __m256 acc[4];
+    for (int u = 0; u < 4; ++u) {
+      k[u] = kbase + row_offset(j + u);
+      acc[u] = _mm256_setzero_ps();
+    }
+    for (int64_t i = 0; i < d8; i += 8) {
+      const __m256 qv = _mm256_loadu_ps(qh + i);
+      for (int u = 0; u < 4; ++u) acc[u] = _mm256_fmadd_ps(qv, load8(k[u], f16, i), acc[u]);
+    }
+    for (int u = 0; u < 4; ++u)
+      scores[static_cast<size_t>(j + u)] = dot_tail(k[u], hsum(acc[u])) * scale;
+  }
+  for (; j < n_kv; ++j) {
     const void* k = kbase + row_offset(j);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < d8; i += 8)
       acc = _mm256_fmadd_ps(_mm256_loadu_ps(qh + i), load8(k, f16, i), acc);
-    float dot = hsum(acc);
-    for (int64_t i = d8; i < d; ++i) dot = std::fma(qh[i], load1(k, f16, i), dot);
-    scores[static_cast<size_t>(j)] = dot * scale;
+    scores[static_cast<size_t>(j)] = dot_tail(k, hsum(acc)) * scale;
   }
   if (stats != nullptr) attn_score_stats(scores.data(), n_kv, stats);
   softmax_inplace(scores.data(), n_kv);
   if (stats != nullptr) attn_softmax_entropy(scores.data(), n_kv, stats);
-  for (int64_t i = 0; i < d; ++i) oh[i] = 0.0f;
-  for (int64_t j = 0; j < n_kv; ++j) {
-    const void* v = vbase + row_offset(j);
-    const float a = scores[static_cast<size_t>(j)];
-    const __m256 a8 = _mm256_set1_ps(a);
-    for (int64_t i = 0; i < d8; i += 8)
-      _mm256_storeu_ps(oh + i, _mm256_fmadd_ps(a8, load8(v, f16, i), _mm256_loadu_ps(oh + i)));
-    for (int64_t i = d8; i < d; ++i) oh[i] = std::fma(a, load1(v, f16, i), oh[i]);
+  // Output: up to 64 dimensions at a time held in 8 registers over all keys (oh[i] is the
+  // same fma chain over j in order as through memory, without a store and reload per key).
+  for (int64_t c = 0; c < d8; c += 64) {
+    const int64_t w = std::min<int64_t>(64, d8 - c) / 8;
+    __m256 acc[8];
+    for (int64_t u = 0; u < w; ++u) acc[u] = _mm256_setzero_ps();
+    for (int64_t jj = 0; jj < n_kv; ++jj) {
+      const void* v = vbase + row_offset(jj);
+      const __m256 a8 = _mm256_set1_ps(scores[static_cast<size_t>(jj)]);
+      for (int64_t u = 0; u < w; ++u)
+        acc[u] = _mm256_fmadd_ps(a8, load8(v, f16, c + 8 * u), acc[u]);
+    }
+    for (int64_t u = 0; u < w; ++u) _mm256_storeu_ps(oh + c + 8 * u, acc[u]);
+  }
+  for (int64_t i = d8; i < d; ++i) {
+    float o = 0.0f;
+    for (int64_t jj = 0; jj < n_kv; ++jj)
+      o = std::fma(scores[static_cast<size_t>(jj)], load1(vbase + row_offset(jj), f16, i), o);
+    oh[i] = o;
   }
 }
 
