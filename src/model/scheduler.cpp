@@ -85,6 +85,7 @@ bool Scheduler::admit_one() {
   a->r.n_reused = reused;
   a->t0 = Clock::now();
   waiting_.pop_front();
+  if (opt_.on_admit) opt_.on_admit(a->index, seq);
   active_.push_back(std::move(a));
   return true;
 }

@@ -34,6 +34,11 @@ namespace llmctl {
 
 struct SchedulerOptions {
   int64_t max_sequences = 1;  // sequences decoded together at most
+  // Called when a request is admitted, with the sequence id its tokens carry in every batch
+  // from then on (BatchToken::seq, and ObservedBatch::seq for a ForwardObserver) until its
+  // on_done; ids are reused after that. Lets diagnostics attribute tokens to requests. May be
+  // empty.
+  std::function<void(size_t request, int32_t seq)> on_admit = nullptr;
 };
 
 class Scheduler {
