@@ -285,6 +285,7 @@ std::string batch_result_json(const BatchResult& r) {
                   {"p50_ms", t.p50_ms},
                   {"p95_ms", t.p95_ms}};
   j["logits_hash"] = r.logits_hash;
+  for (const auto& [key, value] : r.diagnostics.items()) j[key] = value;
   return dump_line(j);
 }
 

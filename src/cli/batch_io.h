@@ -25,7 +25,8 @@
 // one and it could be read), in the shape of `llmctl run --json`:
 //   {"index", "id"?, "prompt_ids", "generated_ids", "text", "finish_reason", "seed",
 //    "timings": {"prefill_ms", "ttft_ms", "decode_ms", "prefill_tok_s", "decode_tok_s",
-//                "p50_ms", "p95_ms"}, "logits_hash"}
+//                "p50_ms", "p95_ms"}, "logits_hash",
+//    "attn_stats"?, "acf"?}     with run --attn-stats / --acf: the request's own, as run --json
 //   {"index", "id"?, "error": "line N: ..."}
 // Records may come out of input order (continuous batching); "index" matches them up.
 // Invalid UTF-8 in text becomes U+FFFD in the record.
@@ -80,10 +81,13 @@ struct BatchResult {
   std::vector<int32_t> prompt_ids;
   std::vector<int32_t> generated_ids;
   std::string text;
-  std::string finish_reason;  // eos | length | n_predict | stop
+  std::string finish_reason;  // eos | length | n_predict | stop | loop
   uint64_t seed = 0;
   BatchTimings timings;
   std::string logits_hash;  // 16 hex digits, as run's summary line
+  // More keys of the record: "attn_stats" and "acf" with run --attn-stats / --acf (the
+  // objects of run --json, over this request's tokens only).
+  nlohmann::json diagnostics = nlohmann::json::object();
 };
 
 // One output line each, without the trailing newline.

@@ -14,6 +14,8 @@
 //     --batch ends with its own line (llmctl-batch: ...), see run_batch.cpp.
 //   --attn-stats and --acf print their tables on stderr after the generation, before the
 //   timing and summary lines (with --json: "attn_stats" and "acf" objects in stdout's JSON).
+//   With --batch each record carries its request's own objects; with -i each turn gets a
+//   line or two on stderr (run_chat.cpp).
 #include <CLI/CLI.hpp>
 
 #include "cli/app.h"
@@ -48,8 +50,9 @@ void add_run_command(CLI::App& app, Action& action) {
       "the stop string, which is never printed.\n"
       "KV cache: paged, blocks of --block-size positions; --batch sequences whose prompts share\n"
       "a prefix share its blocks.\n"
-      "Diagnostics (single prompt only; tables on stderr before the summary line, with --json\n"
-      "as \"attn_stats\" and \"acf\" objects instead):\n"
+      "Diagnostics (tables on stderr before the summary line, with --json as \"attn_stats\"\n"
+      "and \"acf\" objects instead; with --batch every record has its own request's objects,\n"
+      "and with -i every turn gets one line each on stderr):\n"
       "  --attn-stats  per layer (and per head in --json) over every query token, prompt and\n"
       "    generated: max/min/mean/std of the scaled scores q.k/sqrt(head_dim) before the\n"
       "    softmax, taken inside the attention kernel; how many were NaN/Inf; the mean entropy\n"
@@ -67,7 +70,14 @@ void add_run_command(CLI::App& app, Action& action) {
       "    some point >= 95% of the last max(2P, 16) tokens equaled the token P before them\n"
       "    for some period P, i.e. the pattern was repeated twice in full; the report says\n"
       "    where, and whether the output still loops at its end.\n"
-      "  --stop-on-loop  runs that loop test after every token and stops with finish=loop.\n"
+      "  --stop-on-loop  runs that loop test after every token and stops with finish=loop:\n"
+      "    with --batch only the looping request (finish_reason \"loop\"), the others go on;\n"
+      "    with -i only the answer (a note on stderr), the chat goes on.\n"
+      "  With --batch the alert and the loop are measured per request, exactly as if it ran\n"
+      "  alone (--attn-stats turns the prefix cache off so every prompt token is measured);\n"
+      "  with -i over the tokens a turn computes (the new part of the conversation and the\n"
+      "  answer: earlier turns come from the cache). The alert is the lowest layer showing the\n"
+      "  problem, at its earliest position, however the tokens were batched.\n"
       "Exit codes: 0 ok, 1 bad input file or error, 2 usage error.");
   sub->add_option("-m,--model", opt.model, "GGUF file or Hugging Face model directory")
       ->capture_default_str();

@@ -10,6 +10,13 @@
 // Seeds: a request's "seed", else the run's --seed (or random seed) plus the line index, so
 // a batch is reproducible and two lines never share a random stream by accident.
 //
+// Diagnostics (--attn-stats, --acf, --stop-on-loop) are per request, as run --json reports
+// them for one prompt: a SequenceRouter hands each request's tokens to its own collector (the
+// scheduler says which sequence id a request got), and --stop-on-loop ends only the request
+// that loops. With --attn-stats the prefix cache is not used, so every request's prompt is
+// computed and measured in full, as when it runs alone. An alert or a loop stop also gets one
+// line on stderr naming the input line.
+//
 // Ctrl-C: the sequences running stop, and neither they nor the queued lines get a record,
 // so `--resume` answers them later; exit code 130.
 //
@@ -27,8 +34,10 @@
 
 #include "cli/batch_io.h"
 #include "cli/interrupt.h"
+#include "cli/run_diagnostics.h"
 #include "cli/run_session.h"
 #include "core/error.h"
+#include "diag/sequence_router.h"
 #include "model/scheduler.h"
 #include "sampler/stop.h"
 
@@ -68,6 +77,8 @@ struct Pending {
   std::unique_ptr<StopMatcher> stop;
   std::unique_ptr<StreamDecoder> stream;
   std::string text;
+  std::unique_ptr<SequenceDiagnostics> diag;
+  int32_t seq = -1;  // its sequence id once admitted
 };
 
 std::vector<int32_t> encode_request(const BatchRequest& rq, const RunSession& s,
@@ -110,8 +121,16 @@ int run_batch(const RunOptions& opt) {
   // ---- queue every good line; error records for the rest ----------------------------------
   using Clock = std::chrono::steady_clock;
   const Clock::time_point t0 = Clock::now();
-  Scheduler sched(*s.fwd, SchedulerOptions{opt.parallel});
   std::vector<std::unique_ptr<Pending>> pending;
+  SequenceRouter router;  // --attn-stats: each request's tokens to its own collector
+  if (opt.attn_stats) s.fwd->set_observer(&router);
+  SchedulerOptions sched_opt{opt.parallel};
+  sched_opt.on_admit = [&pending, &router](size_t k, int32_t seq) {
+    Pending& p = *pending[k];
+    p.seq = seq;
+    if (p.diag->attn() != nullptr) router.bind(seq, p.diag->attn());
+  };
+  Scheduler sched(*s.fwd, sched_opt);
   int64_t n_errors = 0, n_skipped = 0, n_ok = 0, prompt_tokens = 0, gen_tokens = 0, reused = 0;
   for (BatchLine& line : lines) {
     if (previous.answered.count(line.index) != 0) {
@@ -154,6 +173,9 @@ int run_batch(const RunOptions& opt) {
       };
       g.on_token = [raw](int32_t id) { raw->text += raw->stop->push(raw->stream->push(id)).text; };
       g.stop_requested = [raw] { return raw->stop->stopped(); };
+      p->diag = std::make_unique<SequenceDiagnostics>(opt, s.model.config);
+      p->diag->attach(g);
+      g.reuse_prefix = !opt.attn_stats;  // a reused prefix would not be measured
       g.interrupted = [] { return interrupted(); };
       const size_t k = sched.submit(p->prompt_ids, g);
       LLMCTL_ASSERT(k == pending.size());
@@ -169,6 +191,7 @@ int run_batch(const RunOptions& opt) {
   int64_t n_interrupted = 0;
   sched.run([&](size_t k, GenerateResult&& r) {
     Pending& p = *pending[k];
+    router.unbind(p.seq);
     if (r.finish == FinishReason::Interrupted) {  // no record: --resume runs it again
       ++n_interrupted;
       pending[k].reset();
@@ -197,7 +220,13 @@ int run_batch(const RunOptions& opt) {
     out.timings.p50_ms = percentile(r.decode_ms, 50.0);
     out.timings.p95_ms = percentile(r.decode_ms, 95.0);
     out.logits_hash = fmt::format("{:016x}", r.last_logits_hash);
+    p.diag->add_json(out.diagnostics, p.diag->acf_report(r));
     sink.write(batch_result_json(out));
+    if (const auto alert = p.diag->alert_text())
+      fmt::print(stderr, "llmctl: attn-alert: line {}: {}\n", p.index + 1, *alert);
+    if (r.finish == FinishReason::Loop)
+      fmt::print(stderr, "llmctl: note: line {}: {}; this request stopped (--stop-on-loop)\n",
+                 p.index + 1, p.diag->loop_stop_text());
     ++n_ok;
     prompt_tokens += r.n_prompt;
     gen_tokens += static_cast<int64_t>(r.generated_ids.size());
@@ -205,6 +234,7 @@ int run_batch(const RunOptions& opt) {
     pending[k].reset();  // its sampler and text are no longer needed
   });
 
+  s.fwd->set_observer(nullptr);
   if (interrupted() && !output_closed())
     fmt::print(stderr,
                "llmctl: note: interrupted; {} requests have no record yet (--resume "

@@ -10,6 +10,12 @@
 // the chat; Ctrl-C stops the answer being written (a second one ends llmctl). One summary line per
 // answer on stderr: llmctl-chat: turn=N prompt_tokens=N reused_tokens=N gen_tokens=N ttft_ms=F
 // decode_tok_s=F finish=...
+//
+// Diagnostics per turn, before that summary line: --attn-stats prints one line (the turn's
+// alert, or its largest score when there is none) over the query tokens the turn computed
+// (the new part of the conversation and the answer; blocks reused from earlier turns are not
+// computed again); --acf one line with the answer's dominant period and loop verdict;
+// --stop-on-loop ends the answer (finish=loop) with a note, and the chat goes on.
 #include <fmt/format.h>
 
 #include <iostream>
@@ -17,6 +23,7 @@
 #include <string>
 
 #include "cli/interrupt.h"
+#include "cli/run_diagnostics.h"
 #include "cli/run_session.h"
 #include "core/error.h"
 #include "core/text_io.h"
@@ -25,6 +32,50 @@
 #include "tokenizer/chat_template.h"
 
 namespace llmctl::cli {
+
+namespace {
+
+// At most three short lines on stderr: the attention alert (or the largest score), the loop
+// verdict, the --stop-on-loop note.
+void print_turn_diagnostics(int turn, SequenceDiagnostics& diag, const GenerateResult& r) {
+  if (const AttnStatsCollector* attn = diag.attn()) {
+    if (const auto alert = diag.alert_text()) {
+      fmt::print(stderr, "llmctl: attn-alert: turn {}: {}\n", turn, *alert);
+    } else {
+      AttnHeadStats top;  // every layer merged
+      int64_t top_layer = -1;
+      for (int64_t l = 0; l < attn->n_layers(); ++l) {
+        const AttnHeadStats a = attn->layer(l);
+        if (a.n_finite > 0 && (top_layer < 0 || a.max > top.max)) {
+          top = a;
+          top_layer = l;
+        }
+      }
+      fmt::print(stderr, "llmctl: attn-stats: turn {}: {} query tokens, no alert", turn,
+                 attn->n_tokens());
+      if (top_layer >= 0)
+        fmt::print(stderr, " (largest scaled score {:.3f}: layer {} head {} position {})", top.max,
+                   top_layer, top.max_head, top.max_pos);
+      fmt::print(stderr, "\n");
+    }
+  }
+  if (const auto acf = diag.acf_report(r)) {
+    const Period& p = acf->tokens.period;
+    fmt::print(stderr, "llmctl: acf: turn {}: {} tokens, dominant period {}{}; loop: {}\n", turn,
+               acf->n_tokens, p.lag,
+               p.lag > 0 ? fmt::format(" (kappa {:.3f})", p.strength) : std::string(),
+               acf->loop.detected
+                   ? fmt::format("period {} from generated token {}, found at token {}",
+                                 acf->loop.period, acf->loop.start, acf->loop.at)
+                   : std::string("none"));
+  }
+  if (r.finish == FinishReason::Loop)
+    fmt::print(stderr,
+               "llmctl: note: turn {}: {}; answer stopped (--stop-on-loop), the chat goes on\n",
+               turn, diag.loop_stop_text());
+}
+
+}  // namespace
 
 int run_chat(const RunOptions& opt) {
   RunSession s = open_run_session(opt, 1);
@@ -89,7 +140,11 @@ int run_chat(const RunOptions& opt) {
     };
     g.stop_requested = [&stop] { return stop.stopped(); };
     g.interrupted = [] { return interrupted(); };
+    SequenceDiagnostics diag(opt, s.model.config);
+    diag.attach(g);
+    s.fwd->set_observer(diag.attn());
     const GenerateResult r = generate(*s.fwd, ids, g);
+    s.fwd->set_observer(nullptr);
     if (output_closed()) break;
     clear_interrupt();  // Ctrl-C ended this answer, not the chat
     if (!stop.stopped()) {
@@ -102,6 +157,7 @@ int run_chat(const RunOptions& opt) {
     messages.push_back(ChatMessage{ChatRole::Assistant, std::string(python_strip(answer))});
     sp.seed += 1;  // a fresh random stream per turn, still reproducible from --seed
 
+    print_turn_diagnostics(turn, diag, r);
     const double decode_ms = std::accumulate(r.decode_ms.begin(), r.decode_ms.end(), 0.0);
     fmt::print(stderr,
                "llmctl-chat: turn={} prompt_tokens={} reused_tokens={} gen_tokens={} "

@@ -56,15 +56,6 @@ void check_run_options(const RunOptions& opt) {
         "--attn-alert", fmt::format("--attn-alert {} is not a finite number (a scaled attention "
                                     "score such as 15)",
                                     opt.attn_alert));
-  // The diagnostics report on one sequence; --batch and -i would need one report per
-  // request or turn, which they do not have (yet).
-  for (const auto& [on, name] :
-       {std::pair{opt.attn_stats, "--attn-stats"}, std::pair{opt.acf, "--acf"},
-        std::pair{opt.stop_on_loop, "--stop-on-loop"}})
-    if (on && modes > 0)
-      throw CLI::ValidationError(name, fmt::format("{} works with a single prompt only (not with "
-                                                   "--batch or -i)",
-                                                   name));
 }
 
 SamplerParams resolved_sampling(const RunOptions& opt) {

@@ -48,8 +48,9 @@ struct RunOptions {
   bool batch_invariant = true;  // --batch-invariant on|off (CUDA prefill through cuBLAS when off)
   bool cuda_graphs = false;      // --cuda-graphs on|off (CUDA decode steps as CUDA graphs)
   bool verify = false;  // --verify: scan every weight for NaN/Inf before running
-  // Diagnostics (single prompt only): attention statistics (diag/attn_stats.h) with the
-  // alert threshold on the scaled score max, and the autocorrelation report (diag/acf.h).
+  // Diagnostics, per prompt, --batch request or -i turn (run_diagnostics.h): attention
+  // statistics (diag/attn_stats.h) with the alert threshold on the scaled score max, and the
+  // autocorrelation report (diag/acf.h).
   bool attn_stats = false;
   double attn_alert = 15.0;
   bool acf = false;

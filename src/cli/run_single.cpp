@@ -12,12 +12,12 @@
 #include <optional>
 
 #include "cli/interrupt.h"
+#include "cli/run_diagnostics.h"
 #include "cli/run_session.h"
 #include "cli/sampler_picker.h"
 #include "core/error.h"
 #include "core/text_io.h"
 #include "diag/acf_report.h"
-#include "diag/attn_stats.h"
 #include "diag/attn_stats_report.h"
 #include "sampler/stop.h"
 
@@ -94,13 +94,8 @@ int run_single(const RunOptions& opt) {
   };
 
   // ---- diagnostics (off unless asked: no observer, no per-pick work) --------------------------
-  std::optional<AttnStatsCollector> attn;
-  if (opt.attn_stats) {
-    attn.emplace(s.model.config.n_layers, s.model.config.n_heads, opt.attn_alert);
-    s.fwd->set_observer(&*attn);
-  }
-  std::vector<double> top1;  // --acf: top-1 probability of each pick's raw logits
-  LoopDetector loop;         // --stop-on-loop
+  SequenceDiagnostics diag(opt, s.model.config);
+  s.fwd->set_observer(diag.attn());
 
   GenerateOptions g;
   g.n_ctx = s.n_ctx;
@@ -111,16 +106,9 @@ int run_single(const RunOptions& opt) {
   use_sampler(g, sampler, static_cast<int32_t>(s.model.config.n_vocab));
   if (logits_out)
     g.on_prompt_logits = [&](int64_t, const std::vector<float>& row) { logits_out->write(row); };
-  g.on_token = [&](int32_t id) {
-    emit(stop.push(stream.push(id)).text);
-    if (opt.stop_on_loop) loop.push(id);
-  };
+  g.on_token = [&](int32_t id) { emit(stop.push(stream.push(id)).text); };
   g.stop_requested = [&stop] { return stop.stopped(); };
-  if (opt.acf)
-    g.on_pick_logits = [&top1](const float* logits, int32_t n_vocab) {
-      top1.push_back(top1_probability(logits, n_vocab));
-    };
-  if (opt.stop_on_loop) g.loop_detected = [&loop] { return loop.detected(); };
+  diag.attach(g);
   g.interrupted = [] { return interrupted(); };
   const GenerateResult r = generate(*s.fwd, prompt_ids, g);
   s.fwd->set_observer(nullptr);
@@ -141,12 +129,7 @@ int run_single(const RunOptions& opt) {
   const double p95 = percentile(r.decode_ms, 95.0);
   const char* finish = finish_reason_name(r.finish);
   const std::string hash = fmt::format("{:016x}", r.last_logits_hash);
-  std::optional<AcfReport> acf;
-  if (opt.acf) {
-    // One value per generated token: a stopping EOS was picked too but is not in the ids.
-    top1.resize(std::min(top1.size(), r.generated_ids.size()));
-    acf = analyze_acf(r.generated_ids, top1);
-  }
+  const std::optional<AcfReport> acf = diag.acf_report(r);
 
   if (opt.json) {
     nlohmann::json j{{"model", opt.model},
@@ -166,8 +149,7 @@ int run_single(const RunOptions& opt) {
                        {"p50_ms", p50},
                        {"p95_ms", p95}}},
                      {"logits_hash", hash}};
-    if (attn) j["attn_stats"] = attn_stats_json(*attn);
-    if (acf) j["acf"] = acf_json(*acf);
+    diag.add_json(j, acf);
     fmt::print("{}\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     std::fflush(stdout);
   } else if (stdout_is_terminal()) {
@@ -175,17 +157,14 @@ int run_single(const RunOptions& opt) {
   }
 
   if (!opt.json) {
-    if (attn) fmt::print(stderr, "{}", attn_stats_table(*attn));
+    if (diag.attn()) fmt::print(stderr, "{}", attn_stats_table(*diag.attn()));
     if (acf) fmt::print(stderr, "{}", acf_table(*acf));
   }
-  if (attn && attn->alert())
-    fmt::print(stderr, "llmctl: attn-alert: {}\n",
-               attn_alert_text(*attn->alert(), attn->alert_threshold()));
+  if (const auto alert = diag.alert_text())
+    fmt::print(stderr, "llmctl: attn-alert: {}\n", *alert);
   if (r.finish == FinishReason::Loop)
-    fmt::print(stderr,
-               "llmctl: note: loop detected (period {} tokens, repeating since generated token "
-               "{}); generation stopped (--stop-on-loop)\n",
-               loop.match().period, loop.match().start);
+    fmt::print(stderr, "llmctl: note: {}; generation stopped (--stop-on-loop)\n",
+               diag.loop_stop_text());
   if (r.finish == FinishReason::Interrupted)
     fmt::print(stderr, "llmctl: note: interrupted after {} generated tokens\n", n_gen);
   const int code = finish_exit_code();  // its message comes before the summary line
