@@ -39,13 +39,16 @@ inline void rope_pair_index(RopeType type, int64_t pair, int64_t n_rot, int64_t*
 }
 
 // Rotates one pair in place by theta.
-inline void rope_rotate(float* x0, float* x1, double theta) {
-  const float c = static_cast<float>(std::cos(theta));
-  const float s = static_cast<float>(std::sin(theta));
+// The rotation with cos/sin already rounded to float (shared by every head at a position).
+inline void rope_rotate_cs(float* x0, float* x1, float c, float s) {
   const float a = *x0;
   const float b = *x1;
   *x0 = a * c - b * s;
   *x1 = a * s + b * c;
+}
+
+inline void rope_rotate(float* x0, float* x1, double theta) {
+  rope_rotate_cs(x0, x1, static_cast<float>(std::cos(theta)), static_cast<float>(std::sin(theta)));
 }
 
 }  // namespace llmctl

@@ -127,18 +127,26 @@ void CpuBackend::add_bias_impl(Buffer& x, const WeightView& b, int64_t n_tokens)
 // Every head of token t rotated pair by pair for position positions[t] (rope_math.h).
 void CpuBackend::rope_impl(Buffer& x, const Buffer& positions, int64_t n_tokens, int64_t n_heads,
                            const RopeParams& p) {
+  // The angles depend on the position and the pair only: cos/sin once per token, then
+  // every head rotated with them (the pow and sincos were most of the op's time).
+  const int64_t n_pairs = p.n_rot / 2;
+  std::vector<float> cs(static_cast<size_t>(2 * n_pairs));
   for (int64_t t = 0; t < n_tokens; ++t) {
     const int32_t pos = positions.i32()[t];
     if (pos < 0) throw Error(fmt::format("backend rope: position {} is negative", pos));
+    for (int64_t i = 0; i < n_pairs; ++i) {
+      double theta = rope_theta(pos, i, p.n_rot, p.freq_base, p.freq_scale);
+      if (p.freq_factors.present()) theta /= static_cast<double>(load_f32(p.freq_factors.data, i));
+      cs[static_cast<size_t>(2 * i)] = static_cast<float>(std::cos(theta));
+      cs[static_cast<size_t>(2 * i + 1)] = static_cast<float>(std::sin(theta));
+    }
     for (int64_t h = 0; h < n_heads; ++h) {
       float* head = x.data() + (t * n_heads + h) * p.head_dim;
-      for (int64_t i = 0; i < p.n_rot / 2; ++i) {
+      for (int64_t i = 0; i < n_pairs; ++i) {
         int64_t i0 = 0, i1 = 0;
         rope_pair_index(p.type, i, p.n_rot, &i0, &i1);
-        double theta = rope_theta(pos, i, p.n_rot, p.freq_base, p.freq_scale);
-        if (p.freq_factors.present())
-          theta /= static_cast<double>(load_f32(p.freq_factors.data, i));
-        rope_rotate(head + i0, head + i1, theta);
+        rope_rotate_cs(head + i0, head + i1, cs[static_cast<size_t>(2 * i)],
+                       cs[static_cast<size_t>(2 * i + 1)]);
       }
     }
   }
