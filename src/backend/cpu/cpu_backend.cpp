@@ -84,8 +84,13 @@ void CpuBackend::get_rows_impl(const WeightView& table, const Buffer& ids, int64
 // the one reduction whose error scales every element of the output).
 void CpuBackend::rmsnorm_impl(const Buffer& x, const WeightView& w, float eps, int64_t n_tokens,
                               Buffer& out) {
+  rmsnorm_rows(x, w, eps, 0, n_tokens, out);
+}
+
+void CpuBackend::rmsnorm_rows(const Buffer& x, const WeightView& w, float eps, int64_t t0,
+                              int64_t t1, Buffer& out) {
   const int64_t n = w.n_cols;
-  for (int64_t t = 0; t < n_tokens; ++t) {
+  for (int64_t t = t0; t < t1; ++t) {
     const float* xs = x.data() + t * n;
     double ss = 0.0;
     for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(xs[i]) * static_cast<double>(xs[i]);
@@ -127,11 +132,16 @@ void CpuBackend::add_bias_impl(Buffer& x, const WeightView& b, int64_t n_tokens)
 // Every head of token t rotated pair by pair for position positions[t] (rope_math.h).
 void CpuBackend::rope_impl(Buffer& x, const Buffer& positions, int64_t n_tokens, int64_t n_heads,
                            const RopeParams& p) {
+  rope_rows(x, positions, 0, n_tokens, n_heads, p);
+}
+
+void CpuBackend::rope_rows(Buffer& x, const Buffer& positions, int64_t t0, int64_t t1,
+                           int64_t n_heads, const RopeParams& p) {
   // The angles depend on the position and the pair only: cos/sin once per token, then
   // every head rotated with them (the pow and sincos were most of the op's time).
   const int64_t n_pairs = p.n_rot / 2;
   std::vector<float> cs(static_cast<size_t>(2 * n_pairs));
-  for (int64_t t = 0; t < n_tokens; ++t) {
+  for (int64_t t = t0; t < t1; ++t) {
     const int32_t pos = positions.i32()[t];
     if (pos < 0) throw Error(fmt::format("backend rope: position {} is negative", pos));
     for (int64_t i = 0; i < n_pairs; ++i) {
@@ -314,10 +324,15 @@ void CpuBackend::top_k_impl(const Buffer& logits, int64_t n_rows, int64_t n_cols
 }
 
 void CpuBackend::silu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) {
+  silu_mul_range(gate, up, 0, n, out);
+}
+
+void CpuBackend::silu_mul_range(const Buffer& gate, const Buffer& up, int64_t i0, int64_t i1,
+                                Buffer& out) {
   const float* g = gate.data();
   const float* u = up.data();
   float* o = out.data();
-  for (int64_t i = 0; i < n; ++i) o[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+  for (int64_t i = i0; i < i1; ++i) o[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
 }
 
 void CpuBackend::add_impl(Buffer& x, const Buffer& y, int64_t n) {

@@ -58,6 +58,16 @@ class CpuBackend : public Backend {
   // attention, also run per (token, head) by the threaded backend. With `stats` non-null,
   // also writes that (token, head)'s kAttnStatFields statistics there (attn_score_stats,
   // attn_softmax_entropy); out is the same either way.
+  // The element-wise ops on a range of rows / elements: the *_impl are these over the whole
+  // batch; the threaded backend splits the range (every row or element is computed alone,
+  // so the split cannot change a bit).
+  static void rmsnorm_rows(const Buffer& x, const WeightView& w, float eps, int64_t t0, int64_t t1,
+                           Buffer& out);
+  static void rope_rows(Buffer& x, const Buffer& positions, int64_t t0, int64_t t1, int64_t n_heads,
+                        const RopeParams& p);
+  static void silu_mul_range(const Buffer& gate, const Buffer& up, int64_t i0, int64_t i1,
+                             Buffer& out);
+
   static void attend_head(const Buffer& q, const PagedKv& kv, int64_t t, int64_t h,
                           const AttentionShape& s, Buffer& out, std::vector<float>& scores,
                           std::vector<float>& kv_row, float* stats = nullptr);

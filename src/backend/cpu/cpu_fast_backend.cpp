@@ -1,6 +1,8 @@
 // The fast CPU backend (cpu_fast_backend.h).
 #include "backend/cpu/cpu_fast_backend.h"
 
+#include <algorithm>
+
 #include "backend/cpu/attention_fast.h"
 
 namespace llmctl::cpu {
@@ -12,6 +14,7 @@ namespace {
 // (batch and thread invariance), so the choice is free to make per op.
 constexpr int64_t kMinParallelWeightBytes = int64_t{1} << 18;  // matmul: weight bytes x tokens
 constexpr int64_t kMinParallelScores = int64_t{1} << 14;       // attention: heads x positions
+constexpr int64_t kMinParallelElements = int64_t{1} << 15;     // element-wise: floats touched
 }  // namespace
 
 CpuFastBackend::CpuFastBackend(int n_threads)
@@ -57,6 +60,29 @@ void CpuFastBackend::attention_with_stats_impl(const Buffer& q, const PagedKv& k
                                                const AttentionShape& s, Buffer& out,
                                                Buffer& stats) {
   attention_tasks(q, kv, n_tokens, s, out, stats.data());
+}
+
+void CpuFastBackend::rmsnorm_impl(const Buffer& x, const WeightView& w, float eps, int64_t n_tokens,
+                                  Buffer& out) {
+  ThreadPool& pool = n_tokens * w.n_cols >= kMinParallelElements ? pool_ : serial_;
+  pool.parallel_for(n_tokens,
+                    [&](int64_t t0, int64_t t1, int) { rmsnorm_rows(x, w, eps, t0, t1, out); });
+}
+
+void CpuFastBackend::rope_impl(Buffer& x, const Buffer& positions, int64_t n_tokens,
+                               int64_t n_heads, const RopeParams& p) {
+  ThreadPool& pool = n_tokens * n_heads * p.head_dim >= kMinParallelElements ? pool_ : serial_;
+  pool.parallel_for(
+      n_tokens, [&](int64_t t0, int64_t t1, int) { rope_rows(x, positions, t0, t1, n_heads, p); });
+}
+
+void CpuFastBackend::silu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) {
+  // tasks of 4096 elements: whole cache lines per thread, balanced shares
+  constexpr int64_t kChunk = 4096;
+  ThreadPool& pool = n >= kMinParallelElements ? pool_ : serial_;
+  pool.parallel_for((n + kChunk - 1) / kChunk, [&](int64_t b, int64_t e, int) {
+    silu_mul_range(gate, up, b * kChunk, std::min(n, e * kChunk), out);
+  });
 }
 
 }  // namespace llmctl::cpu

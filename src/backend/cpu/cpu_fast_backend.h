@@ -3,7 +3,8 @@
 // threaded SIMD versions: matmul through matmul_fast (AVX2 kernels chosen at run time, int8
 // activations for quantized weights) and attention split over (token, head) pairs, each run by
 // attend_head_fast (AVX2/F16C, attention_fast.h) or, without AVX2, the reference code.
-// The light element-wise ops stay the reference ones: they are a small fraction of a step.
+// The element-wise ops are the reference ones, split over the threads when a batch is big
+// enough to pay for waking them (prefill).
 //
 // Batch invariance holds as in the reference: matmul_fast gives bit-identical rows whatever
 // the batch and thread count, and each (token, head) of attention runs the reference code.
@@ -31,6 +32,11 @@ class CpuFastBackend final : public CpuBackend {
                       Buffer& out) override;
   void attention_with_stats_impl(const Buffer& q, const PagedKv& kv, int64_t n_tokens,
                                  const AttentionShape& s, Buffer& out, Buffer& stats) override;
+  void rmsnorm_impl(const Buffer& x, const WeightView& w, float eps, int64_t n_tokens,
+                    Buffer& out) override;
+  void rope_impl(Buffer& x, const Buffer& positions, int64_t n_tokens, int64_t n_heads,
+                 const RopeParams& p) override;
+  void silu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) override;
 
  private:
   // Both attention ops: (token, head) tasks over the pool; stats nullptr or
