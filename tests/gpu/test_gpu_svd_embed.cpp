@@ -25,10 +25,7 @@
 #include "support/test_data.h"
 
 using namespace llmctl;
-using llmctl::test::ill_conditioned_matrix;
-using llmctl::test::max_rel_diff;
-using llmctl::test::random_matrix;
-using llmctl::test::reference_svd;
+using namespace llmctl::test;  // support/svd_reference.h, test_data.h
 
 namespace {
 

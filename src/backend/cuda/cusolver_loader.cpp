@@ -1,6 +1,5 @@
 #include "backend/cuda/cusolver_loader.h"
 
-#include <mutex>
 #include <string>
 
 #include "backend/cuda/dynamic_library.h"
@@ -28,17 +27,7 @@ CusolverApi load() {
 
 }  // namespace
 
-const CusolverApi& cusolver_api() {
-  static std::mutex mutex;
-  static CusolverApi api;
-  static bool loaded = false;
-  const std::lock_guard<std::mutex> lock(mutex);
-  if (!loaded) {
-    api = load();
-    loaded = true;
-  }
-  return api;
-}
+const CusolverApi& cusolver_api() { return load_once(load); }
 
 const char* cusolver_status_name(cusolverStatus_t status) {
   switch (status) {

@@ -3,6 +3,7 @@
 // link, so that it starts where they are not installed (cusolver_loader.cpp; cublas_loader.cpp
 // has the same steps written out and could use this too).
 
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -26,5 +27,20 @@ struct DynamicLibrary {
 // loader's message for each name>" with `hint` (what to install).
 DynamicLibrary open_library(const std::vector<std::string>& names, const std::string& what,
                             const std::string& hint);
+
+// The API table `load` returns, loaded once per process and kept; a load that throws is tried
+// again by the next call. One table per Api type.
+template <class Api>
+const Api& load_once(Api (*load)()) {
+  static std::mutex mutex;
+  static Api api;
+  static bool loaded = false;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (!loaded) {
+    api = load();
+    loaded = true;
+  }
+  return api;
+}
 
 }  // namespace llmctl::cuda
