@@ -1,7 +1,6 @@
 #pragma once
 // Shared libraries opened at run time (dlopen): the CUDA libraries llmctl uses but does not
-// link, so that it starts where they are not installed (cusolver_loader.cpp; cublas_loader.cpp
-// has the same steps written out and could use this too).
+// link, so that it starts where they are not installed (cublas_loader.cpp, cusolver_loader.cpp).
 
 #include <mutex>
 #include <string>
