@@ -36,6 +36,7 @@
 #include "cli/interrupt.h"
 #include "cli/run_diagnostics.h"
 #include "cli/run_session.h"
+#include "cli/sampler_picker.h"
 #include "core/error.h"
 #include "diag/sequence_router.h"
 #include "model/scheduler.h"
@@ -166,11 +167,8 @@ int run_batch(const RunOptions& opt) {
       g.eos_id = tok.eos_id();
       g.ignore_eos = opt.ignore_eos;
       if (rq.prompt == std::nullopt && tmpl) g.end_ids = chat_stop_ids(*tmpl, tok);
-      g.pick = [raw](const float* logits, int32_t n_vocab) {
-        const int32_t id = raw->sampler->sample(logits, n_vocab);
-        raw->sampler->accept(id);
-        return id;
-      };
+      // Picks from device candidates where the sampler allows it (sampler_picker.h).
+      use_sampler(g, *raw->sampler, static_cast<int32_t>(s.model.config.n_vocab));
       g.on_token = [raw](int32_t id) { raw->text += raw->stop->push(raw->stream->push(id)).text; };
       g.stop_requested = [raw] { return raw->stop->stopped(); };
       p->diag = std::make_unique<SequenceDiagnostics>(opt, s.model.config);

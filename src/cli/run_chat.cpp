@@ -25,6 +25,7 @@
 #include "cli/interrupt.h"
 #include "cli/run_diagnostics.h"
 #include "cli/run_session.h"
+#include "cli/sampler_picker.h"
 #include "core/error.h"
 #include "core/text_io.h"
 #include "model/scheduler.h"
@@ -128,11 +129,8 @@ int run_chat(const RunOptions& opt) {
     g.n_predict = opt.n_predict;
     g.eos_id = tok.eos_id();
     g.end_ids = end_ids;
-    g.pick = [&sampler](const float* logits, int32_t n_vocab) {
-      const int32_t id = sampler.sample(logits, n_vocab);
-      sampler.accept(id);
-      return id;
-    };
+    // Picks from device candidates where the sampler allows it (sampler_picker.h).
+    use_sampler(g, sampler, static_cast<int32_t>(s.model.config.n_vocab));
     g.on_token = [&](int32_t id) {
       const std::string piece = stop.push(stream.push(id)).text;
       answer += piece;
