@@ -39,14 +39,16 @@ void CpuFastBackend::attention_tasks(const Buffer& q, const PagedKv& kv, int64_t
   const int64_t positions = int64_t{kv.positions->i32()[n_tokens - 1]} + 1;
   ThreadPool& pool = n_tokens * s.n_heads * positions >= kMinParallelScores ? pool_ : serial_;
   // Causal attention costs more for later tokens, and the pool hands each thread one
-  // contiguous range of tasks: walk the (token, head) pairs alternately from both ends
-  // (0, N-1, 1, N-2, ...) so that every range holds early and late tokens alike.
-  const int64_t n_pairs = n_tokens * s.n_heads;
-  pool.parallel_for(n_pairs, [&](int64_t begin, int64_t end, int thread) {
+  // contiguous range of tasks: take the tokens alternately from both ends (0, N-1, 1, N-2,
+  // ...; all heads of a token together, as they share the K/V rows) so that every range holds
+  // early and late tokens alike.
+  pool.parallel_for(n_tokens * s.n_heads, [&](int64_t begin, int64_t end, int thread) {
     auto& scores = scores_[static_cast<size_t>(thread)];
     auto& kv_row = kv_rows_[static_cast<size_t>(thread)];
     for (int64_t task = begin; task < end; ++task) {
-      const int64_t i = task % 2 == 0 ? task / 2 : n_pairs - 1 - task / 2;
+      const int64_t k = task / s.n_heads;
+      const int64_t token = k % 2 == 0 ? k / 2 : n_tokens - 1 - k / 2;
+      const int64_t i = token * s.n_heads + task % s.n_heads;
       float* st = stats != nullptr ? stats + i * kAttnStatFields : nullptr;
       if (fast_attention_)
         attend_head_fast(q, kv, i / s.n_heads, i % s.n_heads, s, out, scores, st);
