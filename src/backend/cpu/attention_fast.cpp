@@ -38,75 +38,159 @@ __attribute__((target("avx2,fma,f16c"))) inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-__attribute__((target("avx2,fma,f16c"))) void attend(const float* qh, const PagedKv& kv,
-                                                     const int32_t* blocks, int64_t n_kv,
-                                                     int64_t kv_dim, int64_t g, int64_t d,
-                                                     float* oh, std::vector<float>& scores,
-                                                     float* stats) {
-  const bool f16 = kv.k_pool->type() == BufferType::F16;
-  const size_t es = f16 ? 2 : 4;
-  const auto* kbase = static_cast<const uint8_t*>(kv.k_pool->raw());
-  const auto* vbase = static_cast<const uint8_t*>(kv.v_pool->raw());
-  const int64_t n_blocks = kv.k_pool->size() / (kv_dim * kv.block_size);
-  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
-  const int64_t d8 = d / 8 * 8;
-  scores.resize(static_cast<size_t>(n_kv));
-  const auto row_offset = [&](int64_t j) {
+#define LLMCTL_ATTN_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+// Where K or V rows live: position j's row of KV head g in the pool (bytes from the base).
+struct KvRows {
+  const PagedKv& kv;
+  const int32_t* blocks;
+  int64_t n_blocks, kv_dim, g, d;
+  size_t es;
+  size_t offset(int64_t j) const {
     const int32_t b = blocks[j / kv.block_size];
     LLMCTL_ASSERT(b >= 0 && b < n_blocks);
     const int64_t slot = int64_t{b} * kv.block_size + j % kv.block_size;
     return static_cast<size_t>(slot * kv_dim + g * d) * es;
-  };
-  // Scores: four keys at a time, so that four independent FMA chains hide the FMA latency
-  // (each key's dot product is still the same chain in the same order as one at a time).
-  const auto dot_tail = [&](const void* k, float dot) {
+  }
+};
+
+// Scaled scores of HN heads (query rows q, q + d, ...) against keys 0 .. n_kv-1, two keys at a
+// time: each K row is loaded once for the HN heads of its group. Per (head, key) the dot
+// product is one 8-lane FMA chain over the dimensions in order, then hsum and the scalar tail:
+// the same arithmetic whatever HN and whichever key it is paired with.
+template <size_t HN>
+LLMCTL_ATTN_AVX2 void group_scores(const float* q, const uint8_t* kbase, const KvRows& rows,
+                                   bool f16, int64_t n_kv, float scale, float* scores) {
+  const int64_t d = rows.d, d8 = d / 8 * 8;
+  const auto dot_tail = [&](const float* qh, const void* k, float dot) {
     for (int64_t i = d8; i < d; ++i) dot = std::fma(qh[i], load1(k, f16, i), dot);
     return dot;
   };
   int64_t j = 0;
-  for (; j + 4 <= n_kv; j += 4) {
-    const void* k[4];
-    __m256 acc[4];
-    for (int u = 0; u < 4; ++u) {
-      k[u] = kbase + row_offset(j + u);
-      acc[u] = _mm256_setzero_ps();
-    }
+  for (; j + 2 <= n_kv; j += 2) {
+    const void* k[2] = {kbase + rows.offset(j), kbase + rows.offset(j + 1)};
+    __m256 acc[2][HN];
+    for (size_t e = 0; e < 2; ++e)
+      for (size_t h = 0; h < HN; ++h) acc[e][h] = _mm256_setzero_ps();
     for (int64_t i = 0; i < d8; i += 8) {
-      const __m256 qv = _mm256_loadu_ps(qh + i);
-      for (int u = 0; u < 4; ++u) acc[u] = _mm256_fmadd_ps(qv, load8(k[u], f16, i), acc[u]);
+      const __m256 k0 = load8(k[0], f16, i), k1 = load8(k[1], f16, i);
+      for (size_t h = 0; h < HN; ++h) {
+        const __m256 qv = _mm256_loadu_ps(q + static_cast<int64_t>(h) * d + i);
+        acc[0][h] = _mm256_fmadd_ps(qv, k0, acc[0][h]);
+        acc[1][h] = _mm256_fmadd_ps(qv, k1, acc[1][h]);
+      }
     }
-    for (int u = 0; u < 4; ++u)
-      scores[static_cast<size_t>(j + u)] = dot_tail(k[u], hsum(acc[u])) * scale;
+    for (size_t h = 0; h < HN; ++h)
+      for (size_t e = 0; e < 2; ++e)
+        scores[static_cast<int64_t>(h) * n_kv + j + static_cast<int64_t>(e)] = dot_tail(q + static_cast<int64_t>(h) * d, k[e], hsum(acc[e][h])) * scale;
   }
   for (; j < n_kv; ++j) {
-    const void* k = kbase + row_offset(j);
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t i = 0; i < d8; i += 8)
-      acc = _mm256_fmadd_ps(_mm256_loadu_ps(qh + i), load8(k, f16, i), acc);
-    scores[static_cast<size_t>(j)] = dot_tail(k, hsum(acc)) * scale;
-  }
-  if (stats != nullptr) attn_score_stats(scores.data(), n_kv, stats);
-  softmax_inplace(scores.data(), n_kv);
-  if (stats != nullptr) attn_softmax_entropy(scores.data(), n_kv, stats);
-  // Output: up to 64 dimensions at a time held in 8 registers over all keys (oh[i] is the
-  // same fma chain over j in order as through memory, without a store and reload per key).
-  for (int64_t c = 0; c < d8; c += 64) {
-    const int64_t w = std::min<int64_t>(64, d8 - c) / 8;
-    __m256 acc[8];
-    for (int64_t u = 0; u < w; ++u) acc[u] = _mm256_setzero_ps();
-    for (int64_t jj = 0; jj < n_kv; ++jj) {
-      const void* v = vbase + row_offset(jj);
-      const __m256 a8 = _mm256_set1_ps(scores[static_cast<size_t>(jj)]);
-      for (int64_t u = 0; u < w; ++u)
-        acc[u] = _mm256_fmadd_ps(a8, load8(v, f16, c + 8 * u), acc[u]);
+    const void* k = kbase + rows.offset(j);
+    __m256 acc[HN];
+    for (size_t h = 0; h < HN; ++h) acc[h] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < d8; i += 8) {
+      const __m256 kv = load8(k, f16, i);
+      for (size_t h = 0; h < HN; ++h)
+        acc[h] = _mm256_fmadd_ps(_mm256_loadu_ps(q + static_cast<int64_t>(h) * d + i), kv, acc[h]);
     }
-    for (int64_t u = 0; u < w; ++u) _mm256_storeu_ps(oh + c + 8 * u, acc[u]);
+    for (size_t h = 0; h < HN; ++h)
+      scores[static_cast<int64_t>(h) * n_kv + j] = dot_tail(q + static_cast<int64_t>(h) * d, k, hsum(acc[h])) * scale;
   }
-  for (int64_t i = d8; i < d; ++i) {
-    float o = 0.0f;
-    for (int64_t jj = 0; jj < n_kv; ++jj)
-      o = std::fma(scores[static_cast<size_t>(jj)], load1(vbase + row_offset(jj), f16, i), o);
-    oh[i] = o;
+}
+
+// out rows (o, o + d, ...) of HN heads = sum_j a[h][j] V[j]: 32 dimensions at a time held in
+// registers for the HN heads over all keys, each V row loaded once for the group. Per output
+// element one fma chain over the keys in order, starting from zero, whatever HN.
+template <size_t HN>
+LLMCTL_ATTN_AVX2 void group_values(const float* a, const uint8_t* vbase, const KvRows& rows,
+                                   bool f16, int64_t n_kv, float* o) {
+  const int64_t d = rows.d, d8 = d / 8 * 8;
+  for (int64_t c = 0; c < d8; c += 32) {
+    const int64_t w = std::min<int64_t>(32, d8 - c) / 8;
+    __m256 acc[HN][4];
+    for (size_t h = 0; h < HN; ++h)
+      for (size_t u = 0; u < 4; ++u) acc[h][u] = _mm256_setzero_ps();
+    for (int64_t j = 0; j < n_kv; ++j) {
+      const void* v = vbase + rows.offset(j);
+      __m256 vv[4];
+      for (int64_t u = 0; u < w; ++u) vv[u] = load8(v, f16, c + 8 * u);
+      for (size_t h = 0; h < HN; ++h) {
+        const __m256 a8 = _mm256_set1_ps(a[static_cast<int64_t>(h) * n_kv + j]);
+        for (int64_t u = 0; u < w; ++u) acc[h][u] = _mm256_fmadd_ps(a8, vv[u], acc[h][u]);
+      }
+    }
+    for (size_t h = 0; h < HN; ++h)
+      for (int64_t u = 0; u < w; ++u) _mm256_storeu_ps(o + static_cast<int64_t>(h) * d + c + 8 * u, acc[h][u]);
+  }
+  for (size_t h = 0; h < HN; ++h) {
+    for (int64_t i = d8; i < d; ++i) {
+      float out = 0.0f;
+      for (int64_t j = 0; j < n_kv; ++j)
+        out = std::fma(a[static_cast<int64_t>(h) * n_kv + j], load1(vbase + rows.offset(j), f16, i), out);
+      o[static_cast<int64_t>(h) * d + i] = out;
+    }
+  }
+}
+
+// Heads h0 .. h0 + nh - 1 of one query token, all in KV group g: q and out rows of consecutive
+// heads (stride d). stats: nh rows of kAttnStatFields, or nullptr.
+LLMCTL_ATTN_AVX2 void attend(const float* q, const PagedKv& kv, const int32_t* blocks, int64_t n_kv,
+                             int64_t kv_dim, int64_t g, int64_t d, int64_t nh, float* out,
+                             std::vector<float>& scores, float* stats) {
+  const bool f16 = kv.k_pool->type() == BufferType::F16;
+  const KvRows rows{kv,
+                    blocks,
+                    kv.k_pool->size() / (kv_dim * kv.block_size),
+                    kv_dim,
+                    g,
+                    d,
+                    f16 ? size_t{2} : size_t{4}};
+  const auto* kbase = static_cast<const uint8_t*>(kv.k_pool->raw());
+  const auto* vbase = static_cast<const uint8_t*>(kv.v_pool->raw());
+  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+  scores.resize(static_cast<size_t>(nh * n_kv));
+  // heads in chunks of up to 4: 2 keys x 4 heads (scores) and 4 heads x 32 dims (values) of
+  // accumulators fit the 16 registers
+  for (int64_t h0 = 0; h0 < nh; h0 += 4) {
+    const int64_t hn = std::min<int64_t>(4, nh - h0);
+    float* sc = scores.data() + h0 * n_kv;
+    const float* qh = q + h0 * d;
+    switch (hn) {
+      case 1:
+        group_scores<1>(qh, kbase, rows, f16, n_kv, scale, sc);
+        break;
+      case 2:
+        group_scores<2>(qh, kbase, rows, f16, n_kv, scale, sc);
+        break;
+      case 3:
+        group_scores<3>(qh, kbase, rows, f16, n_kv, scale, sc);
+        break;
+      default:
+        group_scores<4>(qh, kbase, rows, f16, n_kv, scale, sc);
+        break;
+    }
+    for (int64_t h = 0; h < hn; ++h) {
+      float* sh = sc + h * n_kv;
+      float* st = stats != nullptr ? stats + (h0 + h) * kAttnStatFields : nullptr;
+      if (st != nullptr) attn_score_stats(sh, n_kv, st);
+      softmax_inplace(sh, n_kv);
+      if (st != nullptr) attn_softmax_entropy(sh, n_kv, st);
+    }
+    float* oh = out + h0 * d;
+    switch (hn) {
+      case 1:
+        group_values<1>(sc, vbase, rows, f16, n_kv, oh);
+        break;
+      case 2:
+        group_values<2>(sc, vbase, rows, f16, n_kv, oh);
+        break;
+      case 3:
+        group_values<3>(sc, vbase, rows, f16, n_kv, oh);
+        break;
+      default:
+        group_values<4>(sc, vbase, rows, f16, n_kv, oh);
+        break;
+    }
   }
 }
 
@@ -128,7 +212,23 @@ void attend_head_fast(const Buffer& q, const PagedKv& kv, int64_t t, int64_t h,
   LLMCTL_ASSERT((static_cast<int64_t>(row) + 1) * kv.max_blocks <= kv.block_table->size());
   attend(q.data() + (t * s.n_heads + h) * s.head_dim, kv,
          kv.block_table->i32() + row * kv.max_blocks, int64_t{pos} + 1, kv_dim, h / group,
-         s.head_dim, out.data() + (t * s.n_heads + h) * s.head_dim, scores, stats);
+         s.head_dim, 1, out.data() + (t * s.n_heads + h) * s.head_dim, scores, stats);
+}
+
+void attend_group_fast(const Buffer& q, const PagedKv& kv, int64_t t, int64_t g,
+                       const AttentionShape& s, Buffer& out, std::vector<float>& scores,
+                       float* stats) {
+  const int64_t group = s.n_heads / s.n_kv_heads;
+  const int64_t kv_dim = s.n_kv_heads * s.head_dim;
+  const int32_t row = kv.token_seq->i32()[t];
+  const int32_t pos = kv.positions->i32()[t];
+  LLMCTL_ASSERT(row >= 0 && pos >= 0 && (pos / kv.block_size) < kv.max_blocks);
+  LLMCTL_ASSERT((static_cast<int64_t>(row) + 1) * kv.max_blocks <= kv.block_table->size());
+  const int64_t h0 = g * group;
+  attend(q.data() + (t * s.n_heads + h0) * s.head_dim, kv,
+         kv.block_table->i32() + row * kv.max_blocks, int64_t{pos} + 1, kv_dim, g, s.head_dim,
+         group, out.data() + (t * s.n_heads + h0) * s.head_dim, scores,
+         stats != nullptr ? stats + h0 * kAttnStatFields : nullptr);
 }
 
 }  // namespace llmctl::cpu

@@ -1,6 +1,7 @@
 #pragma once
-// Attention of one (query token, head) over its sequence's pages, vectorized: the fast CPU
-// backend's kernel (the reference is CpuBackend::attend_head). K and V rows are read where
+// Attention of one (query token, head), or of all heads of one KV group, over its sequence's
+// pages, vectorized: the fast CPU backend's kernel (the reference is CpuBackend::attend_head).
+// A group reads each K and V row once for its heads (GQA). K and V rows are read where
 // they lie in the pool, f16 converted 8 lanes at a time by F16C, with no per-row copy.
 //
 //   s[j] = q . K[j, g] / sqrt(head_dim), j = 0 .. pos;  a = softmax(s);  out = sum_j a[j] V[j, g]
@@ -26,5 +27,13 @@ bool attention_fast_available();
 void attend_head_fast(const Buffer& q, const PagedKv& kv, int64_t t, int64_t h,
                       const AttentionShape& s, Buffer& out, std::vector<float>& scores,
                       float* stats = nullptr);
+
+// All heads of KV group g (heads g * group .. (g + 1) * group - 1, group = n_heads /
+// n_kv_heads) of query token t, reading each K and V row once for the group. Every head's
+// output and statistics are bit-identical to attend_head_fast's for that head. stats, when
+// non-null, points at the token's first head's row (n_heads rows of kAttnStatFields).
+void attend_group_fast(const Buffer& q, const PagedKv& kv, int64_t t, int64_t g,
+                       const AttentionShape& s, Buffer& out, std::vector<float>& scores,
+                       float* stats = nullptr);
 
 }  // namespace llmctl::cpu

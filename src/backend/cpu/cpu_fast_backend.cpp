@@ -30,9 +30,9 @@ void CpuFastBackend::matmul_impl(const WeightView& w, const Buffer& x, int64_t n
   matmul_fast(w, x.data(), n_tokens, out.data(), pool, scratch_);
 }
 
-// Tasks are (token, head) pairs; each runs the reference code for one head. The statistics
-// of a (token, head) come from the task that computes its scores, so they are as thread- and
-// batch-invariant as the output.
+// Tasks are (token, KV group) pairs for the fast kernel, (token, head) pairs for the reference. The
+// statistics of a (token, head) come from the task that computes its scores, so they are as thread-
+// and batch-invariant as the output.
 void CpuFastBackend::attention_tasks(const Buffer& q, const PagedKv& kv, int64_t n_tokens,
                                      const AttentionShape& s, Buffer& out, float* stats) {
   // Work estimate from the last token's position (positions grow along a prefill chunk).
@@ -40,20 +40,24 @@ void CpuFastBackend::attention_tasks(const Buffer& q, const PagedKv& kv, int64_t
   ThreadPool& pool = n_tokens * s.n_heads * positions >= kMinParallelScores ? pool_ : serial_;
   // Causal attention costs more for later tokens, and the pool hands each thread one
   // contiguous range of tasks: take the tokens alternately from both ends (0, N-1, 1, N-2,
-  // ...; all heads of a token together, as they share the K/V rows) so that every range holds
-  // early and late tokens alike.
-  pool.parallel_for(n_tokens * s.n_heads, [&](int64_t begin, int64_t end, int thread) {
+  // ...; all tasks of a token together, as they share the K/V rows) so that every range holds
+  // early and late tokens alike. A fast task is a whole KV group (its heads read each K/V row
+  // once), a reference task one head.
+  const int64_t per_token = fast_attention_ ? s.n_kv_heads : s.n_heads;
+  pool.parallel_for(n_tokens * per_token, [&](int64_t begin, int64_t end, int thread) {
     auto& scores = scores_[static_cast<size_t>(thread)];
     auto& kv_row = kv_rows_[static_cast<size_t>(thread)];
     for (int64_t task = begin; task < end; ++task) {
-      const int64_t k = task / s.n_heads;
-      const int64_t token = k % 2 == 0 ? k / 2 : n_tokens - 1 - k / 2;
-      const int64_t i = token * s.n_heads + task % s.n_heads;
-      float* st = stats != nullptr ? stats + i * kAttnStatFields : nullptr;
-      if (fast_attention_)
-        attend_head_fast(q, kv, i / s.n_heads, i % s.n_heads, s, out, scores, st);
-      else
-        attend_head(q, kv, i / s.n_heads, i % s.n_heads, s, out, scores, kv_row, st);
+      const int64_t k = task / per_token;
+      const int64_t t = k % 2 == 0 ? k / 2 : n_tokens - 1 - k / 2;
+      const int64_t sub = task % per_token;
+      if (fast_attention_) {
+        attend_group_fast(q, kv, t, sub, s, out, scores,
+                          stats != nullptr ? stats + t * s.n_heads * kAttnStatFields : nullptr);
+      } else {
+        float* st = stats != nullptr ? stats + (t * s.n_heads + sub) * kAttnStatFields : nullptr;
+        attend_head(q, kv, t, sub, s, out, scores, kv_row, st);
+      }
     }
   });
 }
