@@ -82,7 +82,8 @@ LLMCTL_ATTN_AVX2 void group_scores(const float* q, const uint8_t* kbase, const K
     }
     for (size_t h = 0; h < HN; ++h)
       for (size_t e = 0; e < 2; ++e)
-        scores[static_cast<int64_t>(h) * n_kv + j + static_cast<int64_t>(e)] = dot_tail(q + static_cast<int64_t>(h) * d, k[e], hsum(acc[e][h])) * scale;
+        scores[static_cast<int64_t>(h) * n_kv + j + static_cast<int64_t>(e)] =
+            dot_tail(q + static_cast<int64_t>(h) * d, k[e], hsum(acc[e][h])) * scale;
   }
   for (; j < n_kv; ++j) {
     const void* k = kbase + rows.offset(j);
@@ -94,7 +95,8 @@ LLMCTL_ATTN_AVX2 void group_scores(const float* q, const uint8_t* kbase, const K
         acc[h] = _mm256_fmadd_ps(_mm256_loadu_ps(q + static_cast<int64_t>(h) * d + i), kv, acc[h]);
     }
     for (size_t h = 0; h < HN; ++h)
-      scores[static_cast<int64_t>(h) * n_kv + j] = dot_tail(q + static_cast<int64_t>(h) * d, k, hsum(acc[h])) * scale;
+      scores[static_cast<int64_t>(h) * n_kv + j] =
+          dot_tail(q + static_cast<int64_t>(h) * d, k, hsum(acc[h])) * scale;
   }
 }
 
@@ -120,13 +122,15 @@ LLMCTL_ATTN_AVX2 void group_values(const float* a, const uint8_t* vbase, const K
       }
     }
     for (size_t h = 0; h < HN; ++h)
-      for (int64_t u = 0; u < w; ++u) _mm256_storeu_ps(o + static_cast<int64_t>(h) * d + c + 8 * u, acc[h][u]);
+      for (int64_t u = 0; u < w; ++u)
+        _mm256_storeu_ps(o + static_cast<int64_t>(h) * d + c + 8 * u, acc[h][u]);
   }
   for (size_t h = 0; h < HN; ++h) {
     for (int64_t i = d8; i < d; ++i) {
       float out = 0.0f;
       for (int64_t j = 0; j < n_kv; ++j)
-        out = std::fma(a[static_cast<int64_t>(h) * n_kv + j], load1(vbase + rows.offset(j), f16, i), out);
+        out = std::fma(a[static_cast<int64_t>(h) * n_kv + j], load1(vbase + rows.offset(j), f16, i),
+                       out);
       o[static_cast<int64_t>(h) * d + i] = out;
     }
   }
@@ -201,34 +205,35 @@ bool attention_fast_available() {
   return f.avx2 && f.fma && f.f16c;
 }
 
-void attend_head_fast(const Buffer& q, const PagedKv& kv, int64_t t, int64_t h,
-                      const AttentionShape& s, Buffer& out, std::vector<float>& scores,
-                      float* stats) {
+namespace {
+// Heads h0 .. h0 + nh - 1 (one KV group) of query token t: checks the token's cache row and
+// position, then attend(). stats: the first of those heads' rows, or nullptr.
+void attend_heads(const Buffer& q, const PagedKv& kv, int64_t t, int64_t h0, int64_t nh,
+                  const AttentionShape& s, Buffer& out, std::vector<float>& scores, float* stats) {
   const int64_t group = s.n_heads / s.n_kv_heads;
   const int64_t kv_dim = s.n_kv_heads * s.head_dim;
   const int32_t row = kv.token_seq->i32()[t];
   const int32_t pos = kv.positions->i32()[t];
   LLMCTL_ASSERT(row >= 0 && pos >= 0 && (pos / kv.block_size) < kv.max_blocks);
   LLMCTL_ASSERT((static_cast<int64_t>(row) + 1) * kv.max_blocks <= kv.block_table->size());
-  attend(q.data() + (t * s.n_heads + h) * s.head_dim, kv,
-         kv.block_table->i32() + row * kv.max_blocks, int64_t{pos} + 1, kv_dim, h / group,
-         s.head_dim, 1, out.data() + (t * s.n_heads + h) * s.head_dim, scores, stats);
+  attend(q.data() + (t * s.n_heads + h0) * s.head_dim, kv,
+         kv.block_table->i32() + row * kv.max_blocks, int64_t{pos} + 1, kv_dim, h0 / group,
+         s.head_dim, nh, out.data() + (t * s.n_heads + h0) * s.head_dim, scores, stats);
+}
+}  // namespace
+
+void attend_head_fast(const Buffer& q, const PagedKv& kv, int64_t t, int64_t h,
+                      const AttentionShape& s, Buffer& out, std::vector<float>& scores,
+                      float* stats) {
+  attend_heads(q, kv, t, h, 1, s, out, scores, stats);
 }
 
 void attend_group_fast(const Buffer& q, const PagedKv& kv, int64_t t, int64_t g,
                        const AttentionShape& s, Buffer& out, std::vector<float>& scores,
                        float* stats) {
   const int64_t group = s.n_heads / s.n_kv_heads;
-  const int64_t kv_dim = s.n_kv_heads * s.head_dim;
-  const int32_t row = kv.token_seq->i32()[t];
-  const int32_t pos = kv.positions->i32()[t];
-  LLMCTL_ASSERT(row >= 0 && pos >= 0 && (pos / kv.block_size) < kv.max_blocks);
-  LLMCTL_ASSERT((static_cast<int64_t>(row) + 1) * kv.max_blocks <= kv.block_table->size());
-  const int64_t h0 = g * group;
-  attend(q.data() + (t * s.n_heads + h0) * s.head_dim, kv,
-         kv.block_table->i32() + row * kv.max_blocks, int64_t{pos} + 1, kv_dim, g, s.head_dim,
-         group, out.data() + (t * s.n_heads + h0) * s.head_dim, scores,
-         stats != nullptr ? stats + h0 * kAttnStatFields : nullptr);
+  attend_heads(q, kv, t, g * group, group, s, out, scores,
+               stats != nullptr ? stats + g * group * kAttnStatFields : nullptr);
 }
 
 }  // namespace llmctl::cpu
