@@ -11,17 +11,12 @@
 #include "backend/cpu/attention_fast.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_fast_backend.h"
+#include "support/random_data.h"
 
 using namespace llmctl;
+using llmctl::test::random_floats;
 
 namespace {
-
-std::vector<float> random_floats(std::mt19937& rng, size_t n) {
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
 
 Buffer upload_f32(Backend& be, const std::vector<float>& v) {
   Buffer b = be.alloc(static_cast<int64_t>(v.size()));

@@ -15,8 +15,10 @@
 #include "core/rope_math.h"
 #include "core/softmax.h"
 #include "quant/dequant.h"
+#include "support/random_data.h"
 
 using namespace llmctl;
+using llmctl::test::random_floats;
 
 namespace {
 
@@ -29,13 +31,6 @@ Buffer make(Backend& b, const std::vector<float>& v) {
 std::vector<float> read(Backend& b, const Buffer& buf) {
   std::vector<float> v(static_cast<size_t>(buf.size()));
   b.download(buf, v.data(), buf.size());
-  return v;
-}
-
-std::vector<float> random_floats(std::mt19937& rng, size_t n) {
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
   return v;
 }
 

@@ -20,6 +20,7 @@
 #include "model/config.h"
 #include "model/forward.h"
 #include "model/weights.h"
+#include "support/random_data.h"
 
 using namespace llmctl;
 namespace gv = llmctl::gguf_value;
@@ -36,13 +37,6 @@ std::vector<uint8_t> f32_bytes(const std::vector<float>& v) {
   std::vector<uint8_t> b(v.size() * sizeof(float));
   std::memcpy(b.data(), v.data(), b.size());
   return b;
-}
-
-std::vector<float> random_floats(std::mt19937& rng, int64_t n, float scale) {
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = d(rng);
-  return v;
 }
 
 // Tensor hook: may rewrite (name, type, shape, bytes) or drop a tensor by returning false.
@@ -63,7 +57,7 @@ GgufBuilder tiny_llama(const Tiny& t = {}, const Edit& edit = nullptr, uint32_t 
   auto add = [&](const std::string& name, std::vector<int64_t> shape, float scale, float mean) {
     int64_t n = 1;
     for (int64_t d : shape) n *= d;
-    std::vector<float> v = random_floats(rng, n, scale);
+    std::vector<float> v = test::random_floats(rng, static_cast<size_t>(n), scale);
     for (float& x : v) x += mean;
     GgufBuilder::Tensor tensor{name, GgmlType::F32, std::move(shape), f32_bytes(v)};
     if (edit && !edit(tensor)) return;

@@ -15,8 +15,9 @@
 // row; maddubs against the token's 4 activation bytes broadcast to every row then gives, after
 // 8 such steps and one madd, the 8 rows' isum in the 8 int32 lanes. One float conversion and
 // one fma serve 8 (row, token) pairs, where a lane-per-element layout needs one per pair.
-// The transposition is paid once per block for all T tokens of the tile; it lets the kernel
-// read the GGUF layout in place (no repacked copy of the weights).
+// Decode transposes each block in registers as it reads the GGUF layout in place; prefill
+// transposes each 8-row tile once per chunk of tokens into a per-thread panel (pack()) that
+// the chunk's token tiles then read. The weights are never copied at load.
 //
 // Block traits:
 //   Block::kBytes, kQsOffset     bytes per block, offset of the quants (after d, and Q4_1's m)
@@ -137,6 +138,7 @@ struct QuantTileAvx2 {
   LLMCTL_AVX2 static void unpack_block(const uint8_t* const rows[8], size_t blk, Unpacked& u) {
     const size_t off = blk + Block::kQsOffset;
     __m256i v[4], g[4];
+    u.mw = _mm256_setzero_ps();
     if constexpr (Block::kNibbles) {
       for (int i = 0; i < 4; ++i) v[i] = load_two_rows(rows[i] + off, rows[i + 4] + off);
       transpose_dwords_4x4(v, g);
@@ -145,6 +147,7 @@ struct QuantTileAvx2 {
         u.w[k] = _mm256_and_si256(g[k], low);                            // elements 4k..4k+3
         u.w[k + 4] = _mm256_and_si256(_mm256_srli_epi16(g[k], 4), low);  // 16 + 4k ..
       }
+      for (int k = 0; k < 8; ++k) u.sgn[k] = u.w[k];  // unused by nibble blocks
     } else {
       for (int half = 0; half < 2; ++half) {
         for (int i = 0; i < 4; ++i)
@@ -217,6 +220,7 @@ struct QuantTileAvx2 {
   LLMCTL_AVX2 static void block(const uint8_t* pb, const TileArgs& a, int64_t b, __m256* acc) {
     const int64_t nb = a.n / 32;
     __m256i sums[static_cast<size_t>(T)];
+    for (int t = 0; t < T; ++t) sums[t] = _mm256_setzero_si256();  // step 0 overwrites them
     for (int s = 0; s < 8; ++s) {
       const __m256i w = load(pb + 32 * s);
       const __m256i sgn = Block::kNibbles ? w : load(pb + kSgnOffset + 32 * s);
