@@ -18,6 +18,7 @@
 #include "backend/cpu/quantize_activations.h"
 #include "backend/cpu/thread_pool.h"
 #include "core/error.h"
+#include "core/fp16.h"
 #include "quant/dequant.h"
 #include "quant/quantize.h"
 
@@ -35,6 +36,9 @@ const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlT
 bool is_quantized(GgmlType t) {
   return t == GgmlType::Q8_0 || t == GgmlType::Q4_0 || t == GgmlType::Q4_1;
 }
+
+// Whether the kernel multiplies f16-rounded activations (F16 weights, matmul_kernels.h).
+bool is_half(GgmlType t) { return t == GgmlType::F16; }
 
 std::vector<MatmulIsa> isas() {
   std::vector<MatmulIsa> v{MatmulIsa::Scalar};
@@ -105,6 +109,13 @@ std::vector<double> quantized_x(const float* x, int64_t n) {
   return xq;
 }
 
+// x rounded to f16 (round to nearest even), as the F16-weight kernels multiply it.
+std::vector<double> half_x(const float* x, int64_t n) {
+  std::vector<double> xh(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j) xh[static_cast<size_t>(j)] = fp16_to_f32(f32_to_fp16(x[j]));
+  return xh;
+}
+
 // Tolerance for one output element, u = 2^-24 (float unit roundoff):
 //  * Float rounding. Each of the 8 lanes is a chain of fma over n/8 terms (float kernels) or
 //    one fma per 32-block (two for Q4_1: the q * d part, then the min part), then 3 adds; the
@@ -117,10 +128,22 @@ std::vector<double> quantized_x(const float* x, int64_t n) {
 //  * Activation quantization (quantized kernels only, against the f32 x): round-to-nearest
 //    leaves |x_j - d_x q_j| <= d_x / 2 = amax_b / 254 (times 1 + a few u for the rounding of
 //    d and x * id), so act_tol = sum_j |w_j| * amax_b / 254 * (1 + 1e-5).
+//  * f16 activations (F16 weights, against the f32 x): |x_j - fp16(x_j)| <= 2^-11 |x_j| for
+//    normal halves, <= 2^-25 below them, so act_tol = sum_j |w_j| (2^-11 |x_j| + 2^-25).
 double tolerance(GgmlType type, const std::vector<float>& w, float m_w_max, const float* x,
                  int64_t n, bool with_activation_error) {
   const double u = std::ldexp(1.0, -24);
   const bool q = is_quantized(type);
+  if (is_half(type)) {
+    double p = 0.0, act = 0.0;
+    for (int64_t j = 0; j < n; ++j) {
+      const double wj = std::fabs(double{w[static_cast<size_t>(j)]}), xj = std::fabs(x[j]);
+      p += wj * (xj * (1.0 + std::ldexp(1.0, -11)) + std::ldexp(1.0, -25));
+      act += wj * (std::ldexp(1.0, -11) * xj + std::ldexp(1.0, -25));
+    }
+    return (static_cast<double>(n) / 8.0 + 5.0) * u * p + (with_activation_error ? act : 0.0) +
+           1e-30;
+  }
   double p = 0.0, act = 0.0;
   for (int64_t b = 0; b < n; b += (q ? 32 : n)) {
     const int64_t e = q ? b + 32 : n;
@@ -152,8 +175,10 @@ void check_against_reference(const Weight& w, const std::vector<float>& x, int64
     const std::vector<float> wr = w.row(r);
     for (int64_t t = 0; t < n_tokens; ++t) {
       const float* xt = x.data() + t * w.n;
-      const bool q = is_quantized(w.type);
-      const std::vector<double> xq = q ? quantized_x(xt, w.n) : std::vector<double>(xt, xt + w.n);
+      const bool q = is_quantized(w.type) || is_half(w.type);
+      const std::vector<double> xq = is_quantized(w.type) ? quantized_x(xt, w.n)
+                                     : is_half(w.type)    ? half_x(xt, w.n)
+                                                          : std::vector<double>(xt, xt + w.n);
       double exact = 0.0, exact_q = 0.0;
       for (int64_t j = 0; j < w.n; ++j) {
         exact += double{wr[static_cast<size_t>(j)]} * double{xt[j]};
@@ -163,7 +188,7 @@ void check_against_reference(const Weight& w, const std::vector<float>& x, int64
       INFO(ggml_type_name(w.type) << " d=" << w.d << " n=" << w.n << " row " << r << " token " << t
                                   << " got " << got << " exact " << exact);
       CHECK(std::fabs(got - exact) <= tolerance(w.type, wr, max_min(w, r), xt, w.n, q));
-      // Quantized kernels against the int8 activations: float rounding only.
+      // Against the int8 (or f16) activations: float rounding only.
       if (q)
         CHECK(std::fabs(got - exact_q) <= tolerance(w.type, wr, max_min(w, r), xt, w.n, false));
     }
@@ -250,6 +275,68 @@ TEST_CASE("activation quantization: scalar and AVX2 follow the documented rule",
     for (int64_t j = 0; j < n; ++j)
       CHECK(double{d[static_cast<size_t>(j / 32)]} * qs[static_cast<size_t>(j)] ==
             xq[static_cast<size_t>(j)]);
+  }
+}
+
+TEST_CASE("f16 activations: scalar and AVX2 round to nearest even and flag overflow", "[cpu]") {
+  std::mt19937 rng(17);
+  for (int64_t n : {0, 1, 7, 8, 9, 100}) {
+    std::vector<float> x = make_x(1, n, rng);
+    // ties at 1 + 2^-11 (to 1) and 1 + 3 * 2^-11 (to 1 + 2^-9), a subnormal half, the limit
+    const float special[] = {1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 3e-6f, -65519.99f, 1e-30f};
+    for (int64_t j = 0; j < n && j < 5; ++j) x[static_cast<size_t>(j)] = special[j];
+    for (float bad : {65520.0f, -1e6f, INFINITY, NAN}) {
+      for (MatmulIsa isa : isas()) {
+        INFO("n " << n << " isa " << static_cast<int>(isa) << " bad " << bad);
+        std::vector<uint16_t> xh(static_cast<size_t>(n), 0xffff);
+        auto convert = [&](const std::vector<float>& v) {
+          return isa == MatmulIsa::Avx2 ? activations_to_f16_avx2(v.data(), n, xh.data())
+                                        : activations_to_f16_scalar(v.data(), n, xh.data());
+        };
+        CHECK(convert(x));
+        for (int64_t j = 0; j < n; ++j)
+          CHECK(xh[static_cast<size_t>(j)] == f32_to_fp16(x[static_cast<size_t>(j)]));
+        if (n >= 2) CHECK(xh[0] == 0x3c00);
+        if (n >= 2) CHECK(fp16_to_f32(xh[1]) == 1.0f + 0x1p-9f);
+        for (int64_t at : {int64_t{0}, n - 1}) {  // one bad value, in the vector part or the tail
+          if (n == 0) continue;
+          std::vector<float> y = x;
+          y[static_cast<size_t>(at)] = bad;
+          CHECK_FALSE(convert(y));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("matmul_fast: F16 tokens that overflow f16 keep f32 activations, batch-invariant",
+          "[cpu]") {
+  std::mt19937 rng(23);
+  for (int64_t n : {13, 100, 1059}) {
+    const int64_t d = 7, n_tokens = 9;
+    const Weight w = make_weight(GgmlType::F16, d, n, rng);
+    std::vector<float> x = make_x(n_tokens, n, rng);
+    x[static_cast<size_t>(2 * n + n / 2)] = 1.0e5f;   // token 2: a value past f16's range
+    x[static_cast<size_t>(5 * n + n - 1)] = -7.0e4f;  // token 5: in the last (tail) element
+    for (MatmulIsa isa : isas()) {
+      INFO("n " << n << " isa " << static_cast<int>(isa));
+      const std::vector<float> batch = run(isa, w, x, n_tokens, 2);
+      for (int64_t t = 0; t < n_tokens; ++t) {
+        const std::vector<float> one(x.begin() + t * n, x.begin() + (t + 1) * n);
+        const std::vector<float> alone = run(isa, w, one, 1, 1);
+        CHECK(same_bits(alone.data(), batch.data() + t * d, d));
+        if (t != 2 && t != 5) continue;
+        // f32 activations: the float bound alone, which the f16 rounding (or inf) would break
+        for (int64_t r = 0; r < d; ++r) {
+          const std::vector<float> wr = w.row(r);
+          double exact = 0.0;
+          for (int64_t j = 0; j < n; ++j)
+            exact += double{wr[static_cast<size_t>(j)]} * double{one[static_cast<size_t>(j)]};
+          const double got = batch[static_cast<size_t>(t * d + r)];
+          CHECK(std::fabs(got - exact) <= tolerance(GgmlType::F32, wr, 0.0f, one.data(), n, false));
+        }
+      }
+    }
   }
 }
 
@@ -345,11 +432,10 @@ TEST_CASE("matmul_fast: kernel names, bad arguments", "[cpu]") {
 // The dequantizing kernel's contract: exactly the F32 kernel on the dequantized weight, for
 // every tile shape (decode and prefill) and thread count, and no stale rows when one call's
 // weight is replaced by another at the same address (the row cache is per call).
-TEST_CASE("matmul_fast: dequantizing kernel equals the F32 kernel on the decoded weight",
-          "[cpu]") {
+TEST_CASE("matmul_fast: dequantizing kernel equals the F32 kernel on the decoded weight", "[cpu]") {
   std::mt19937 rng(77);
-  for (GgmlType type : {GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K, GgmlType::Q5_K,
-                        GgmlType::Q6_K}) {
+  for (GgmlType type :
+       {GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     Weight w = make_weight(type, 23, 512, rng);
     Weight f{GgmlType::F32, w.d, w.n, {}};
     f.bytes.resize(static_cast<size_t>(w.d * w.n) * 4);

@@ -61,7 +61,8 @@ struct LoadHalf {
 }  // namespace
 
 MatmulKernel matmul_kernel_f16(bool avx2) {
-  return make_float_kernel<LoadHalf<F16Bits>>(avx2, "f16 avx2", "f16 scalar");
+  return make_float_kernel<LoadHalf<F16Bits>>(avx2, "f16 avx2", "f16 scalar",
+                                              /*half_activations=*/true);
 }
 
 MatmulKernel matmul_kernel_bf16(bool avx2) {

@@ -79,11 +79,21 @@ void quantize_tokens(bool avx2, const float* x, int64_t n, int64_t t0, int64_t t
   }
 }
 
+void half_tokens(bool avx2, const float* x, int64_t n, int64_t t0, int64_t t1, MatmulScratch& s) {
+  for (int64_t t = t0; t < t1; ++t) {
+    uint16_t* xh = s.xh.data() + t * n;
+    const bool fits = avx2 ? activations_to_f16_avx2(x + t * n, n, xh)
+                           : activations_to_f16_scalar(x + t * n, n, xh);
+    s.fits[static_cast<size_t>(t)] = fits ? 1 : 0;
+  }
+}
+
 // Rows [r0, r1) of the output for every token, tile by tile.
-void run_rows(const MatmulKernel& k, const TileArgs& base, int64_t n_tokens, int64_t r0,
-              int64_t r1) {
+void run_rows(const MatmulKernel& k, const TileArgs& base, const uint8_t* fits, int64_t n_tokens,
+              int64_t r0, int64_t r1) {
   const int64_t n = base.n, nb = n / 32;
-  auto tile = [&](int64_t r, int64_t t, int64_t n_r, int64_t n_t, const uint8_t* packed) {
+  auto tile_with = [&](TileFn fn, int64_t r, int64_t t, int64_t n_r, int64_t n_t,
+                       const uint8_t* packed) {
     TileArgs a = base;
     a.panel = packed;
     a.w = base.w + static_cast<size_t>(r) * base.w_stride;
@@ -93,16 +103,28 @@ void run_rows(const MatmulKernel& k, const TileArgs& base, int64_t n_tokens, int
       a.qsum = base.qsum + t * nb;
     } else {
       a.x = base.x + t * n;
+      if (k.half_activations) a.xh = base.xh + t * n;
     }
     a.out = base.out + t * base.out_stride + r;
-    k.tile(a, static_cast<int>(n_r), static_cast<int>(n_t));
+    fn(a, static_cast<int>(n_r), static_cast<int>(n_t));
+  };
+  // Half-width activations: a tile whose tokens all fit f16 as usual; otherwise each token
+  // alone, with the f32 tile for those that do not fit (the rare path: only the token's own
+  // values decide its arithmetic, so batch invariance holds).
+  auto tile = [&](int64_t r, int64_t t, int64_t n_r, int64_t n_t, const uint8_t* packed) {
+    if (!k.half_activations || std::all_of(fits + t, fits + t + n_t, [](uint8_t f) { return f; })) {
+      tile_with(k.tile, r, t, n_r, n_t, packed);
+      return;
+    }
+    for (int64_t j = t; j < t + n_t; ++j)
+      tile_with(fits[j] ? k.tile : k.tile_wide, r, j, n_r, 1, packed);
   };
   if (n_tokens == 1) {
     for (int64_t r = r0; r < r1; r += k.rows_decode)
       tile(r, 0, std::min<int64_t>(k.rows_decode, r1 - r), 1, nullptr);
     return;
   }
-  const int64_t token_bytes = k.quantized ? n + 8 * nb : 4 * n;
+  const int64_t token_bytes = k.quantized ? n + 8 * nb : k.half_activations ? 2 * n : 4 * n;
   // a whole number of token tiles, so that only the batch's last tile is a narrow one
   const int64_t chunk =
       std::max<int64_t>(1, kChunkBytes / token_bytes / k.tokens_prefill) * k.tokens_prefill;
@@ -176,9 +198,22 @@ void matmul_fast_isa(MatmulIsa isa, const WeightView& w, const float* x, int64_t
     base.qd = scratch.d.data();
     base.qsum = scratch.sum.data();
   }
+  if (k.half_activations) {
+    const size_t n_x = static_cast<size_t>(n_tokens * n);
+    if (scratch.xh.size() < n_x) scratch.xh.resize(n_x);
+    if (scratch.fits.size() < static_cast<size_t>(n_tokens))
+      scratch.fits.resize(static_cast<size_t>(n_tokens));
+    if (n_tokens == 1 || pool.size() == 1)
+      half_tokens(avx2, x, n, 0, n_tokens, scratch);
+    else
+      pool.parallel_for(
+          n_tokens, [&](int64_t t0, int64_t t1, int) { half_tokens(avx2, x, n, t0, t1, scratch); });
+    base.xh = scratch.xh.data();
+  }
   const int64_t n_tasks = (w.n_rows + kRowsPerTask - 1) / kRowsPerTask;
   pool.parallel_for(n_tasks, [&](int64_t b, int64_t e, int) {
-    run_rows(k, base, n_tokens, b * kRowsPerTask, std::min(w.n_rows, e * kRowsPerTask));
+    run_rows(k, base, scratch.fits.data(), n_tokens, b * kRowsPerTask,
+             std::min(w.n_rows, e * kRowsPerTask));
   });
 }
 

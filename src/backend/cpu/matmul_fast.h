@@ -5,10 +5,12 @@
 //
 // W is read in place (ggml layout: F32, F16, BF16, Q8_0, Q4_0, Q4_1). Q5_0, Q5_1, Q4_K, Q5_K
 // and Q6_K have no integer kernel yet: their rows are dequantized to f32 a tile at a time and
-// go through the F32 kernel (same invariance, F32 speed plus the decoding). Float weights are
-// multiplied with the f32 activations directly; quantized weights are multiplied with the
-// activations quantized to int8 per 32-element block (quantize_activations.h), as ggml does
-// (vec_dot_q4_0_q8_0): integer dot products per block, one float multiply-add per block.
+// go through the F32 kernel (same invariance, F32 speed plus the decoding). F32 and BF16
+// weights are multiplied with the f32 activations directly, F16 weights with the activations
+// rounded to f16 (as ggml does; a token whose values overflow f16 keeps f32); quantized weights are
+// multiplied with the activations quantized to int8 per 32-element block (quantize_activations.h),
+// as ggml does (vec_dot_q4_0_q8_0): integer dot products per block, one float multiply-add per
+// block.
 //
 // Threads take contiguous row ranges (ThreadPool's static partition). Within a range, a tile
 // of R rows x T tokens keeps its accumulators in registers so each weight block loaded from
@@ -38,9 +40,11 @@ namespace llmctl::cpu {
 
 // Reusable buffers: after the first call with the largest shape, no allocation per call.
 struct MatmulScratch {
-  std::vector<int8_t> qs;    // (n_tokens, n) int8 activations
-  std::vector<float> d;      // (n_tokens, n / 32) block scales
-  std::vector<int32_t> sum;  // (n_tokens, n / 32) sum of each block's int8 activations
+  std::vector<int8_t> qs;     // (n_tokens, n) int8 activations
+  std::vector<float> d;       // (n_tokens, n / 32) block scales
+  std::vector<int32_t> sum;   // (n_tokens, n / 32) sum of each block's int8 activations
+  std::vector<uint16_t> xh;   // (n_tokens, n) f16 activations (F16 weights)
+  std::vector<uint8_t> fits;  // (n_tokens,) 1: the token's activations fit f16 (xh is used)
 };
 
 // Which instruction set the kernels use. Auto picks AVX2 when cpu_features() has AVX2, FMA

@@ -6,6 +6,10 @@
 // each pair (r, t) owns 8 float lanes; lane k accumulates in order over the row
 //   acc_k = fma(w[i + k], x[i + k], acc_k)         for i = 0, 8, 16, ...
 //   (past the end of the row w = x = 0), then out = hsum8(acc).
+// F16 weights multiply f16 activations (MatmulKernel::half_activations): x is x rounded to
+// f16 (round to nearest even) for every token whose values all fit (|x| < 65520, finite), and
+// the f32 x for a token that does not (tile_wide), so a token's bits depend on its own values
+// only. Half-width activations halve the bytes the tile streams from L2 per FMA.
 // Quantized weights (up to 8 rows, rows as SIMD lanes): one scalar chain per pair over the
 // 32-element blocks, acc = fma(float(isum_b), d_w * d_x, acc) with the block's exact integer
 // dot product isum_b (Q4_1 adds its min term per block); matmul_quant_tile.h has the details.
@@ -39,6 +43,7 @@ struct TileArgs {
   int64_t n;         // row length in elements
   // Activations of the tile's first token; the next token is one stride further.
   const float* x;       // f32 (float kernels), stride n
+  const uint16_t* xh;   // f16 (kernels with half_activations), stride n
   const int8_t* qs;     // int8 (quantized kernels), stride n
   const float* qd;      // block scales, stride n / 32
   const int32_t* qsum;  // per block: sum of the block's int8 activations, stride n / 32
@@ -51,8 +56,9 @@ struct TileArgs {
 };
 
 using TileFn = void (*)(const TileArgs& a, int n_rows, int n_tokens);
-// Rearranges the tile's n_rows rows (a.w) once into panel (panel_bytes_per_block x n / 32 bytes) for the
-// token tiles that follow; the tile then reads a.panel instead of a.w, with the same result.
+// Rearranges the tile's n_rows rows (a.w) once into panel (panel_bytes_per_block x n / 32 bytes)
+// for the token tiles that follow; the tile then reads a.panel instead of a.w, with the same
+// result.
 using PackFn = void (*)(const TileArgs& a, int n_rows, uint8_t* panel);
 
 // One dtype's kernel and the tile shapes it is fast with.
@@ -60,8 +66,12 @@ struct MatmulKernel {
   const char* name = "unsupported";  // "q4_0 avx2"
   TileFn tile = nullptr;
   bool quantized = false;  // reads qs/qd instead of x
-  int rows_decode = 4;     // R for n_tokens == 1
-  int rows_prefill = 2;    // R x T for n_tokens > 1
+  // Reads xh instead of x, except for the tokens whose activations overflow f16: tile_wide,
+  // the same tile over x, multiplies those (one token per call).
+  bool half_activations = false;
+  TileFn tile_wide = nullptr;
+  int rows_decode = 4;   // R for n_tokens == 1
+  int rows_prefill = 2;  // R x T for n_tokens > 1
   int tokens_prefill = 4;
   PackFn pack = nullptr;             // prefill only; nullptr: tiles read the weights in place
   size_t panel_bytes_per_block = 0;  // per 32-element block of a row tile

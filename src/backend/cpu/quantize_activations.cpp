@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "backend/cpu/matmul_kernels.h"
+#include "core/fp16.h"
 
 namespace llmctl::cpu {
 
@@ -26,7 +27,34 @@ void activation_block_sums(const int8_t* qs, int64_t n, int32_t* sums) {
   }
 }
 
+// Below this magnitude an f32 rounds to a finite f16 (65504 + half an ulp of 32).
+constexpr float kF16Limit = 65520.0f;
+
+bool activations_to_f16_scalar(const float* x, int64_t n, uint16_t* xh) {
+  bool fits = true;
+  for (int64_t j = 0; j < n; ++j) {
+    xh[j] = f32_to_fp16(x[j]);
+    fits = fits && std::fabs(x[j]) < kF16Limit;  // false for NaN
+  }
+  return fits;
+}
+
 #if defined(LLMCTL_HAVE_X86)
+LLMCTL_AVX2 bool activations_to_f16_avx2(const float* x, int64_t n, uint16_t* xh) {
+  const __m256 sign_bit = _mm256_set1_ps(-0.0f), limit = _mm256_set1_ps(kF16Limit);
+  __m256 all_fit = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m256 v = _mm256_loadu_ps(x + j);
+    // imm 0: round to nearest even, as f32_to_fp16 (inf on overflow, NaN stays NaN)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(xh + j), _mm256_cvtps_ph(v, 0));
+    all_fit = _mm256_and_ps(all_fit, _mm256_cmp_ps(_mm256_andnot_ps(sign_bit, v), limit,
+                                                   _CMP_LT_OQ));  // false for NaN
+  }
+  const bool head_fits = _mm256_movemask_ps(all_fit) == 0xff;
+  return activations_to_f16_scalar(x + j, n - j, xh + j) && head_fits;
+}
+
 LLMCTL_AVX2 void quantize_activations_avx2(const float* x, int64_t n, int8_t* qs, float* d) {
   const __m256 sign_bit = _mm256_set1_ps(-0.0f);
   for (int64_t b = 0; b < n / 32; ++b) {
@@ -59,6 +87,9 @@ LLMCTL_AVX2 void quantize_activations_avx2(const float* x, int64_t n, int8_t* qs
 #else
 void quantize_activations_avx2(const float* x, int64_t n, int8_t* qs, float* d) {
   quantize_activations_scalar(x, n, qs, d);
+}
+bool activations_to_f16_avx2(const float* x, int64_t n, uint16_t* xh) {
+  return activations_to_f16_scalar(x, n, xh);
 }
 #endif
 

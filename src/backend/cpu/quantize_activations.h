@@ -24,4 +24,11 @@ void quantize_activations_avx2(const float* x, int64_t n, int8_t* qs, float* d);
 // term in the quantized matmul kernels).
 void activation_block_sums(const int8_t* qs, int64_t n, int32_t* sums);
 
+// Activations rounded to f16 for the F16-weight kernels: xh[j] = f32_to_fp16(x[j]) (round to
+// nearest even, core/fp16.h). Returns whether the token fits: every value finite with
+// |x| < 65520 (the smallest magnitude that rounds to inf). When it does not, xh is not used
+// (the kernel multiplies that token's f32 values). Any n >= 0; same bits scalar and AVX2.
+bool activations_to_f16_scalar(const float* x, int64_t n, uint16_t* xh);
+bool activations_to_f16_avx2(const float* x, int64_t n, uint16_t* xh);
+
 }  // namespace llmctl::cpu
