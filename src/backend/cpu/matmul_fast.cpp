@@ -89,6 +89,7 @@ void half_tokens(bool avx2, const float* x, int64_t n, int64_t t0, int64_t t1, M
 }
 
 // Rows [r0, r1) of the output for every token, tile by tile.
+// fits: per-token f16 flags when some token of a half_activations call does not fit, else null.
 void run_rows(const MatmulKernel& k, const TileArgs& base, const uint8_t* fits, int64_t n_tokens,
               int64_t r0, int64_t r1) {
   const int64_t n = base.n, nb = n / 32;
@@ -112,7 +113,7 @@ void run_rows(const MatmulKernel& k, const TileArgs& base, const uint8_t* fits, 
   // alone, with the f32 tile for those that do not fit (the rare path: only the token's own
   // values decide its arithmetic, so batch invariance holds).
   auto tile = [&](int64_t r, int64_t t, int64_t n_r, int64_t n_t, const uint8_t* packed) {
-    if (!k.half_activations || std::all_of(fits + t, fits + t + n_t, [](uint8_t f) { return f; })) {
+    if (fits == nullptr || std::all_of(fits + t, fits + t + n_t, [](uint8_t f) { return f; })) {
       tile_with(k.tile, r, t, n_r, n_t, packed);
       return;
     }
@@ -210,10 +211,14 @@ void matmul_fast_isa(MatmulIsa isa, const WeightView& w, const float* x, int64_t
           n_tokens, [&](int64_t t0, int64_t t1, int) { half_tokens(avx2, x, n, t0, t1, scratch); });
     base.xh = scratch.xh.data();
   }
+  // Per-token fit flags only when some token does not fit f16 (the rare case).
+  const uint8_t* fits = nullptr;
+  if (k.half_activations && !std::all_of(scratch.fits.begin(), scratch.fits.begin() + n_tokens,
+                                         [](uint8_t f) { return f; }))
+    fits = scratch.fits.data();
   const int64_t n_tasks = (w.n_rows + kRowsPerTask - 1) / kRowsPerTask;
   pool.parallel_for(n_tasks, [&](int64_t b, int64_t e, int) {
-    run_rows(k, base, scratch.fits.data(), n_tokens, b * kRowsPerTask,
-             std::min(w.n_rows, e * kRowsPerTask));
+    run_rows(k, base, fits, n_tokens, b * kRowsPerTask, std::min(w.n_rows, e * kRowsPerTask));
   });
 }
 
