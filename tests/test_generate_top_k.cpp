@@ -75,7 +75,8 @@ std::vector<Outcome> generate_all(const Model& m, const std::vector<Request>& re
     g.n_ctx = 64;
     g.n_predict = 24;
     g.ignore_eos = true;
-    cli::use_sampler(g, samplers.back(), static_cast<int32_t>(m.c.n_vocab));
+    cli::use_sampler(g, samplers.back(), static_cast<int32_t>(m.c.n_vocab),
+                     static_cast<int32_t>(m.c.n_vocab));
     const TopKPicker inner = g.pick_top_k;
     int64_t* count = &out[i].candidate_picks;
     if (inner)

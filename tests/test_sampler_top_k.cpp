@@ -257,3 +257,30 @@ TEST_CASE("find_nan_inf (the host default) finds the lowest NaN and +inf per row
   CHECK(got == std::vector<int32_t>{1, 2, -1, -1, -1, 0, -1, -1});
   CHECK_THROWS_WITH(b.find_nan_inf(logits, 5, 4, out), Catch::Contains("expected at least"));
 }
+
+// A model whose embedding is padded past its vocabulary: the padding ids never come out, even
+// when their logits are the largest; the device candidates (which may hold padding) are off.
+TEST_CASE("use_sampler never picks the padding ids of a padded embedding", "[cpu]") {
+  const int32_t n_vocab = 10, n_valid = 6;
+  std::vector<float> logits = {0.1f, 0.5f, 0.3f, 2.0f, -1.0f, 1.5f, 0.0f, 0.2f, 9.0f, 8.0f};
+  for (float temperature : {0.0f, 0.8f}) {
+    for (uint64_t seed = 0; seed < 50; ++seed) {
+      Sampler s(params(temperature, 40, 1.0f, 0.0f, seed));
+      llmctl::GenerateOptions g;
+      llmctl::cli::use_sampler(g, s, n_vocab, n_valid);
+      CHECK(g.top_k_candidates == 0);
+      CHECK(g.pick_top_k == nullptr);
+      const int32_t id = g.pick(logits.data(), n_vocab);
+      CHECK(id >= 0);
+      CHECK(id < n_valid);
+      if (temperature == 0.0f) CHECK(id == 3);  // the argmax of the first n_valid
+    }
+  }
+  Sampler greedy(params(0.0f, 40, 1.0f, 0.0f, 1));
+  llmctl::GenerateOptions g;
+  llmctl::cli::use_sampler(g, greedy, n_vocab, n_vocab);  // no padding: the whole row
+  CHECK(g.top_k_candidates == 1);
+  CHECK(g.pick(logits.data(), n_vocab) == 8);
+  CHECK_THROWS_WITH(llmctl::cli::use_sampler(g, greedy, n_vocab, n_vocab + 1),
+                    Catch::Contains("expected 1 to n_vocab = 10"));
+}

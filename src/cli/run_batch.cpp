@@ -168,7 +168,7 @@ int run_batch(const RunOptions& opt) {
       g.ignore_eos = opt.ignore_eos;
       if (rq.prompt == std::nullopt && tmpl) g.end_ids = chat_stop_ids(*tmpl, tok);
       // Picks from device candidates where the sampler allows it (sampler_picker.h).
-      use_sampler(g, *raw->sampler, static_cast<int32_t>(s.model.config.n_vocab));
+      use_sampler(g, *raw->sampler, static_cast<int32_t>(s.model.config.n_vocab), s.tok->n_vocab());
       g.on_token = [raw](int32_t id) { raw->text += raw->stop->push(raw->stream->push(id)).text; };
       g.stop_requested = [raw] { return raw->stop->stopped(); };
       p->diag = std::make_unique<SequenceDiagnostics>(opt, s.model.config);

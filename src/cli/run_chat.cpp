@@ -130,7 +130,7 @@ int run_chat(const RunOptions& opt) {
     g.eos_id = tok.eos_id();
     g.end_ids = end_ids;
     // Picks from device candidates where the sampler allows it (sampler_picker.h).
-    use_sampler(g, sampler, static_cast<int32_t>(s.model.config.n_vocab));
+    use_sampler(g, sampler, static_cast<int32_t>(s.model.config.n_vocab), s.tok->n_vocab());
     g.on_token = [&](int32_t id) {
       const std::string piece = stop.push(stream.push(id)).text;
       answer += piece;

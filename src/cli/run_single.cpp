@@ -103,7 +103,7 @@ int run_single(const RunOptions& opt) {
   g.eos_id = tok.eos_id();
   g.ignore_eos = opt.ignore_eos;
   // Picks from device candidates where the sampler allows it (sampler_picker.h).
-  use_sampler(g, sampler, static_cast<int32_t>(s.model.config.n_vocab));
+  use_sampler(g, sampler, static_cast<int32_t>(s.model.config.n_vocab), s.tok->n_vocab());
   if (logits_out)
     g.on_prompt_logits = [&](int64_t, const std::vector<float>& row) { logits_out->write(row); };
   g.on_token = [&](int32_t id) { emit(stop.push(stream.push(id)).text); };
@@ -160,8 +160,7 @@ int run_single(const RunOptions& opt) {
     if (diag.attn()) fmt::print(stderr, "{}", attn_stats_table(*diag.attn()));
     if (acf) fmt::print(stderr, "{}", acf_table(*acf));
   }
-  if (const auto alert = diag.alert_text())
-    fmt::print(stderr, "llmctl: attn-alert: {}\n", *alert);
+  if (const auto alert = diag.alert_text()) fmt::print(stderr, "llmctl: attn-alert: {}\n", *alert);
   if (r.finish == FinishReason::Loop)
     fmt::print(stderr, "llmctl: note: {}; generation stopped (--stop-on-loop)\n",
                diag.loop_stop_text());
