@@ -147,7 +147,8 @@ TEST_CASE("generation from device candidates picks the ids of whole rows on the 
       g.n_ctx = 96;
       g.n_predict = 40;
       g.ignore_eos = true;
-      cli::use_sampler(g, samplers.back(), static_cast<int32_t>(c.n_vocab));
+      cli::use_sampler(g, samplers.back(), static_cast<int32_t>(c.n_vocab),
+                       static_cast<int32_t>(c.n_vocab));
       s.submit(kGraphPrompt, g);
     }
     s.run([&out](size_t i, GenerateResult&& r) { out[i] = std::move(r); });
