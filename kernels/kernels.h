@@ -119,6 +119,18 @@ void launch_attention_paged_f16(const float* q, const uint16_t* k_pool, const ui
                                 const PagedAttentionArgs& args, float* out, int* error_flag,
                                 cudaStream_t stream);
 
+// launch_attention_paged_* for prefill (kernels/attention_prefill.cu): the same contract and
+// the same `out`, bit for bit, with K/V staged in shared memory per tile of the batch's tokens
+// and one KV head group, so each K/V row is read once per tile instead of once per (token,
+// head). Tiles whose tokens mix sequences (any token_seq/positions are allowed) read K/V per
+// (token, head) from global memory instead, with the same result.
+void launch_attention_prefill_f32(const float* q, const float* k_pool, const float* v_pool,
+                                  const PagedAttentionArgs& args, float* out, int* error_flag,
+                                  cudaStream_t stream);
+void launch_attention_prefill_f16(const float* q, const uint16_t* k_pool, const uint16_t* v_pool,
+                                  const PagedAttentionArgs& args, float* out, int* error_flag,
+                                  cudaStream_t stream);
+
 // The fields attention_paged_stats writes per (token, head), in backend.h AttnStat's order
 // (cuda_backend.cpp static_asserts that the two agree): over the scaled scores s[0 .. p],
 // max, min, sum, sum of squares (f64 sums) of the finite ones, NaN and Inf counts, the entropy

@@ -317,13 +317,17 @@ static_assert(same_field(kAttnFieldsPerHead, kAttnStatFields) &&
 
 void CudaBackend::attention_impl(const Buffer& q, const PagedKv& kv, int64_t n_tokens,
                                  const AttentionShape& s, Buffer& out) {
+  // Several tokens: the prefill kernel (K/V staged per tile of tokens); one token: the
+  // per-token paged kernel. Both give the same bits per token (kernels/attention_tile_math.cuh),
+  // so batch invariance and attention_with_stats()'s bit-identical `out` hold across the switch.
   const PagedAttentionArgs a = attention_args(kv, n_tokens, s);
+  const bool prefill = n_tokens > 1;
   if (kv.k_pool->type() == BufferType::F32)
-    launch_attention_paged_f32(q.data(), kv.k_pool->data(), kv.v_pool->data(), a, out.data(),
-                               error_flag_, stream_);
+    (prefill ? launch_attention_prefill_f32 : launch_attention_paged_f32)(
+        q.data(), kv.k_pool->data(), kv.v_pool->data(), a, out.data(), error_flag_, stream_);
   else
-    launch_attention_paged_f16(q.data(), kv.k_pool->f16(), kv.v_pool->f16(), a, out.data(),
-                               error_flag_, stream_);
+    (prefill ? launch_attention_prefill_f16 : launch_attention_paged_f16)(
+        q.data(), kv.k_pool->f16(), kv.v_pool->f16(), a, out.data(), error_flag_, stream_);
   LLMCTL_CUDA_CHECK_LAUNCH();
 }
 

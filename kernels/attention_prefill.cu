@@ -1,0 +1,227 @@
+// attention_prefill: causal attention of a batch of query tokens over the paged KV cache
+// (backend.h PagedKv) with K/V staged in shared memory, for prefill. Same contract and same
+// result, bit for bit, as attention_paged.cu (kernels.h); index math and the argument for the
+// bitwise equality in kernels/attention_tile_math.cuh.
+//
+// Block (tile, y): KV head g = y / head_chunks, a tile of consecutive batch tokens times some of
+// g's query heads, one warp per (token, head) pair (plan_prefill). The tile's good tokens are
+// collected first (collect_tile_rows). All of one sequence (a prefill chunk): the block walks
+// that sequence's positions 0 .. (largest position of its tokens) in tiles of kv_rows:
+//   1. every thread: s_slot[jj] = pool slot of position j0 + jj, or -1 (bad block, past the end)
+//   2. every thread: s_k, s_v (kv_rows, head_dim) f32 = the K/V rows of head g at those slots
+//   3. each warp, its token at position p: positions j0 .. min(p, j0 + kv_rows - 1), in order,
+//      position j into its online softmax state j % 4 (registers, attend()):
+//        s = (q . K[j]) * scale   (lane l: elements l, l + 32, ...; fmaf chain, warp-shuffle sum)
+//        m' = max(m, s); c = exp(m - m'); p = exp(s - m'); l = l c + p; acc = acc c + p V[j]
+// Tokens of several sequences in one tile (decode batches, chunk boundaries, interleaved
+// batches): each warp walks its own positions 0 .. p from global memory, the same states in the
+// same order, without block-wide syncs. At the end each warp merges its 4 states in order
+// (merge_softmax) and writes its head. Nothing is shared between pairs except staged K/V values,
+// so a pair's result does not depend on the other tokens of the batch or on its place in it.
+//
+// Shared memory: 2 x kPrefillTileFloats floats (32 KiB) + slots and the tile's tokens, static,
+// under the 48 KiB that needs no opt-in. Registers per lane: q (8), 4 accumulators (32), 4
+// (m, l); 512 threads at most, so __launch_bounds__ caps them at 128 (ptxas: ~100, no spills).
+//
+// Errors as attention_paged.cu: a token whose sequence row or position is out of range gets a
+// NaN head; a bad block or slot skips that position; both set kDeviceErrorAttentionIndex.
+
+#include "kernels/attention_math.cuh"
+#include "kernels/attention_tile_math.cuh"
+#include "kernels/common.cuh"
+#include "kernels/kernels.h"
+
+namespace llmctl::cuda {
+
+namespace {
+
+constexpr int kMaxThreads = kPrefillMaxWarps * kWarpSize;
+constexpr int kPerLane = kAttentionMaxHeadDim / kWarpSize;  // head elements per lane
+
+__device__ __forceinline__ float to_f32(float x) { return x; }
+__device__ __forceinline__ float to_f32(uint16_t bits) { return fp16_to_float(bits); }
+
+// One position into state (m, l, acc) of a warp's query q (lane: elements lane + 32 k), K/V
+// rows kj, vj (staged f32 or the pool's T): attention_paged.cu's statements in its order.
+template <class P>
+__device__ __forceinline__ void attend(const P* kj, const P* vj, const float (&qr)[kPerLane],
+                                       float scale, int lane, int head_dim, float& m, float& l,
+                                       float (&acc)[kPerLane]) {
+  float dot = 0.0f;
+#pragma unroll
+  for (int k = 0; k < kPerLane; ++k) {
+    const int i = lane + k * kWarpSize;
+    if (i < head_dim) dot = fmaf(qr[k], to_f32(kj[i]), dot);
+  }
+  const float s = warp_reduce_sum(dot) * scale;
+  ScoreStats unused = ScoreStats::empty();  // online_softmax_step<false> never touches it
+  const SoftmaxStep step = online_softmax_step<false>(s, m, l, unused);
+  const float c = step.c, p = step.p;
+#pragma unroll
+  for (int k = 0; k < kPerLane; ++k) {
+    const int i = lane + k * kWarpSize;
+    if (i < head_dim) acc[k] = fmaf(p, to_f32(vj[i]), acc[k] * c);
+  }
+}
+
+template <class T>
+static __global__ void __launch_bounds__(kMaxThreads)
+    attention_prefill_kernel(const float* __restrict__ q, const T* __restrict__ k_pool,
+                             const T* __restrict__ v_pool, const PagedAttentionArgs a,
+                             const PrefillPlan plan, float* __restrict__ out, int* error_flag) {
+  __shared__ float s_k[kPrefillTileFloats], s_v[kPrefillTileFloats];
+  __shared__ int64_t s_slot[kPrefillMaxKvRows];
+  __shared__ int32_t s_tok_row[kPrefillMaxWarps], s_tok_pos[kPrefillMaxWarps];
+  __shared__ bool s_tok_ok[kPrefillMaxWarps];
+  __shared__ TileRows s_rows;
+  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+  const PrefillPair pair =
+      prefill_pair(plan, blockIdx.x, blockIdx.y, warp, a.n_tokens, a.n_heads, a.n_kv_heads);
+  const int head_dim = static_cast<int>(a.head_dim);
+  const int64_t kv_dim = a.n_kv_heads * a.head_dim;
+
+  // This warp's token; a bad one gets its NaN head now and computes nothing.
+  int32_t row = -1, pos = -1;
+  bool ok = false;
+  if (pair.active) {
+    row = a.token_seq[pair.token];
+    pos = a.positions[pair.token];
+    ok = attention_token_ok(row, pos, a.n_seq_rows, a.block_size, a.max_blocks);
+    if (!ok) {
+      if (lane == 0) atomicCAS(error_flag, 0, kDeviceErrorAttentionIndex);
+      float* oh = out + (pair.token * a.n_heads + pair.head) * a.head_dim;
+      for (int i = lane; i < head_dim; i += kWarpSize) oh[i] = __int_as_float(0x7fc00000);
+    }
+  }
+  if (threadIdx.x == 0) {  // the block's tokens (in shared memory: no per-thread stack)
+    int n_tok = 0;
+    for (int i = 0; i < plan.tokens_per_block; ++i) {
+      const int64_t t = static_cast<int64_t>(blockIdx.x) * plan.tokens_per_block + i;
+      if (t >= a.n_tokens) break;
+      s_tok_row[n_tok] = a.token_seq[t];
+      s_tok_pos[n_tok] = a.positions[t];
+      s_tok_ok[n_tok] = attention_token_ok(s_tok_row[n_tok], s_tok_pos[n_tok], a.n_seq_rows,
+                                           a.block_size, a.max_blocks);
+      ++n_tok;
+    }
+    collect_tile_rows(s_tok_row, s_tok_pos, s_tok_ok, n_tok, s_rows);
+  }
+
+  float qr[kPerLane], acc[kPrefillResidues][kPerLane], m[kPrefillResidues], l[kPrefillResidues];
+  const float* qh =
+      pair.active && ok ? q + (pair.token * a.n_heads + pair.head) * a.head_dim : nullptr;
+#pragma unroll
+  for (int k = 0; k < kPerLane; ++k) {
+    const int i = lane + k * kWarpSize;
+    qr[k] = qh != nullptr && i < head_dim ? qh[i] : 0.0f;
+  }
+#pragma unroll
+  for (int w = 0; w < kPrefillResidues; ++w) {
+    m[w] = -INFINITY;
+    l[w] = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kPerLane; ++k) acc[w][k] = 0.0f;
+  }
+  bool bad = false;
+  __syncthreads();  // s_rows
+
+  if (s_rows.n == 1) {
+    // One sequence: stage its K/V tile by tile, every warp reads them from shared memory.
+    const int32_t last = s_rows.max_pos[0];
+    const int32_t* blocks = a.block_table + static_cast<int64_t>(s_rows.row[0]) * a.max_blocks;
+    const int n_elems = plan.kv_rows * head_dim;
+    for (int64_t j0 = 0; j0 <= last; j0 += plan.kv_rows) {
+      __syncthreads();  // every warp is done with the previous tile
+      for (int jj = threadIdx.x; jj < plan.kv_rows; jj += blockDim.x) {
+        const int64_t j = j0 + jj;
+        s_slot[jj] = j <= last ? attention_slot(blocks, a.block_size, a.n_slots, j) : -1;
+      }
+      __syncthreads();
+      for (int e = threadIdx.x; e < n_elems; e += blockDim.x) {
+        const int64_t slot = s_slot[e / head_dim];
+        if (slot < 0) continue;
+        const int64_t at = slot * kv_dim + pair.kv_head * a.head_dim + e % head_dim;
+        s_k[e] = to_f32(k_pool[at]);
+        s_v[e] = to_f32(v_pool[at]);
+      }
+      __syncthreads();
+      if (!pair.active || !ok) continue;
+      const int n_here = tile_positions(j0, plan.kv_rows, pos);
+      for (int jj = 0; jj < n_here; jj += kPrefillResidues) {
+#pragma unroll
+        for (int w = 0; w < kPrefillResidues; ++w) {
+          const int at = jj + w;  // position j0 + at, state (j0 + at) % 4 == w
+          if (at >= n_here) break;
+          if (s_slot[at] < 0) {
+            bad = true;
+            continue;
+          }
+          attend(s_k + at * head_dim, s_v + at * head_dim, qr, a.scale, lane, head_dim, m[w], l[w],
+                 acc[w]);
+        }
+      }
+    }
+  } else if (pair.active && ok) {
+    // Tokens of several sequences (a decode batch, a chunk boundary): each warp on its own,
+    // K/V from global memory, the same states and order. No block-wide sync on this path.
+    const int32_t* blocks = a.block_table + static_cast<int64_t>(row) * a.max_blocks;
+    for (int64_t j0 = 0; j0 <= pos; j0 += kPrefillResidues) {
+#pragma unroll
+      for (int w = 0; w < kPrefillResidues; ++w) {
+        const int64_t j = j0 + w;
+        if (j > pos) break;
+        const int64_t slot = attention_slot(blocks, a.block_size, a.n_slots, j);
+        if (slot < 0) {
+          bad = true;
+          continue;
+        }
+        const int64_t at = slot * kv_dim + pair.kv_head * a.head_dim;
+        attend(k_pool + at, v_pool + at, qr, a.scale, lane, head_dim, m[w], l[w], acc[w]);
+      }
+    }
+  }
+  if (bad && lane == 0) atomicCAS(error_flag, 0, kDeviceErrorAttentionIndex);
+  if (!pair.active || !ok) return;
+  // Merge the 4 states in order, as attention_paged.cu merges its 4 warps.
+  float big_m = 0.0f, factor[kPrefillResidues];
+  const float total = merge_softmax(m, l, kPrefillResidues, big_m, factor);
+  const float inv = 1.0f / total;
+  float* oh = out + (pair.token * a.n_heads + pair.head) * a.head_dim;
+#pragma unroll
+  for (int k = 0; k < kPerLane; ++k) {
+    const int i = lane + k * kWarpSize;
+    if (i >= head_dim) continue;
+    float sum = 0.0f;
+    for (int w = 0; w < kPrefillResidues; ++w) sum = fmaf(acc[w][k], factor[w], sum);
+    oh[i] = sum * inv;
+  }
+}
+
+template <class T>
+void launch(const float* q, const T* k_pool, const T* v_pool, const PagedAttentionArgs& a,
+            float* out, int* error_flag, cudaStream_t stream) {
+  if (a.n_tokens <= 0 || a.n_heads <= 0) return;
+  const PrefillPlan plan = plan_prefill(a.n_heads, a.n_kv_heads, a.head_dim);
+  const int64_t tiles = (a.n_tokens + plan.tokens_per_block - 1) / plan.tokens_per_block;
+  const dim3 grid(static_cast<unsigned>(tiles),
+                  static_cast<unsigned>(a.n_kv_heads * plan.head_chunks));
+  attention_prefill_kernel<T><<<grid, static_cast<unsigned>(plan.warps * kWarpSize), 0, stream>>>(
+      q, k_pool, v_pool, a, plan, out, error_flag);
+}
+
+}  // namespace
+
+void launch_attention_prefill_f32(const float* q, const float* k_pool, const float* v_pool,
+                                  const PagedAttentionArgs& args, float* out, int* error_flag,
+                                  cudaStream_t stream) {
+  launch<float>(q, k_pool, v_pool, args, out, error_flag, stream);
+}
+
+void launch_attention_prefill_f16(const float* q, const uint16_t* k_pool, const uint16_t* v_pool,
+                                  const PagedAttentionArgs& args, float* out, int* error_flag,
+                                  cudaStream_t stream) {
+  launch<uint16_t>(q, k_pool, v_pool, args, out, error_flag, stream);
+}
+
+}  // namespace llmctl::cuda
