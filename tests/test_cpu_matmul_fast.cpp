@@ -235,6 +235,31 @@ TEST_CASE("thread pool: every task once, static partition, caller is thread 0", 
   }
 }
 
+TEST_CASE("thread pool: dynamic ranges cover every task once, at most grain long", "[cpu]") {
+  for (int n_threads : {1, 2, 3}) {
+    ThreadPool pool(n_threads);
+    for (int64_t n_tasks : {0, 1, 5, 64, 1001}) {
+      for (int64_t grain : {1, 3, 4, 2000}) {
+        std::vector<std::atomic<int>> count(static_cast<size_t>(n_tasks) + 1);
+        std::atomic<bool> bad_range{false};
+        pool.parallel_for_dynamic(n_tasks, grain, [&](int64_t b, int64_t e, int t) {
+          if (e - b < 1 || e - b > grain || t < 0 || t >= n_threads) bad_range = true;
+          for (int64_t i = b; i < e; ++i) ++count[static_cast<size_t>(i)];
+        });
+        INFO("threads " << n_threads << " tasks " << n_tasks << " grain " << grain);
+        CHECK_FALSE(bad_range);
+        for (int64_t i = 0; i < n_tasks; ++i) REQUIRE(count[static_cast<size_t>(i)] == 1);
+        CHECK(count[static_cast<size_t>(n_tasks)] == 0);
+      }
+    }
+    CHECK_THROWS_AS(pool.parallel_for_dynamic(100, 7,
+                                              [](int64_t b, int64_t, int) {
+                                                if (b == 49) throw std::runtime_error("49");
+                                              }),
+                    std::runtime_error);
+  }
+}
+
 TEST_CASE("thread pool: many short jobs, exceptions reach the caller, bad size", "[cpu]") {
   ThreadPool pool(3);
   std::atomic<int64_t> sum{0};

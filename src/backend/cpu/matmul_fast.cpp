@@ -18,6 +18,9 @@ namespace {
 // Rows per thread task: a multiple of every tile height (1..4 and the quantized 8 -> 24),
 // small enough that 2 or 3 threads get balanced shares of a 512-row weight.
 constexpr int64_t kRowsPerTask = 24;
+// Prefill row blocks handed out per grab (x kRowsPerTask rows): large enough that each grab
+// reuses the L2-resident token chunk over several row tiles, small enough to balance.
+constexpr int64_t kPrefillGrainTasks = 4;
 // Activation bytes of one prefill token chunk: most of L2 (512 KiB per core here), so that
 // each row tile, read from memory once per chunk, serves as many tokens as possible while the
 // chunk's activations stay in L2 (F16 2048x8192 at 512 tokens: 54 GFLOP/s with 192 KiB,
@@ -217,9 +220,16 @@ void matmul_fast_isa(MatmulIsa isa, const WeightView& w, const float* x, int64_t
                                          [](uint8_t f) { return f; }))
     fits = scratch.fits.data();
   const int64_t n_tasks = (w.n_rows + kRowsPerTask - 1) / kRowsPerTask;
-  pool.parallel_for(n_tasks, [&](int64_t b, int64_t e, int) {
+  auto rows = [&](int64_t b, int64_t e, int) {
     run_rows(k, base, fits, n_tokens, b * kRowsPerTask, std::min(w.n_rows, e * kRowsPerTask));
-  });
+  };
+  // Decode: a fixed contiguous share per thread (streams the weights in order, nothing to
+  // balance at these sizes). Prefill: row blocks on demand, so a thread slowed by a neighbour
+  // does not leave the other waiting at the end of every matmul.
+  if (n_tokens == 1)
+    pool.parallel_for(n_tasks, rows);
+  else
+    pool.parallel_for_dynamic(n_tasks, kPrefillGrainTasks, rows);
 }
 
 void matmul_fast(const WeightView& w, const float* x, int64_t n_tokens, float* out,

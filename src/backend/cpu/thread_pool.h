@@ -10,7 +10,13 @@
 // task range [i * c, min(n_tasks, (i + 1) * c)), c = ceil(n_tasks / p). Task 0 always goes to
 // thread 0, and for a given (n_tasks, p) task i always goes to the same thread. fn is called
 // only for non-empty ranges.
+//
+// parallel_for_dynamic(n_tasks, grain, fn) instead hands out ranges of `grain` tasks from a
+// shared counter, first come first served: which thread runs a task is not fixed, so use it
+// only where the result does not depend on that (matmul rows). It keeps both threads busy
+// when one runs slower (a shared core, another process), where the static split waits.
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -46,6 +52,25 @@ class ThreadPool {
     using Fn = std::remove_reference_t<F>;
     run(n_tasks, const_cast<void*>(static_cast<const void*>(&fn)),
         [](void* ctx, int64_t b, int64_t e, int t) { (*static_cast<Fn*>(ctx))(b, e, t); });
+  }
+
+  // Calls fn(begin, end, thread_index) for ranges of at most `grain` (>= 1) tasks that cover
+  // [0, n_tasks) once, handed to whichever thread asks first. Same rules as parallel_for.
+  template <class F>
+  void parallel_for_dynamic(int64_t n_tasks, int64_t grain, F&& fn) {
+    if (n_tasks <= 0) return;
+    grain = std::max<int64_t>(grain, 1);
+    if (n_threads_ == 1 || n_tasks <= grain) {
+      for (int64_t b = 0; b < n_tasks; b += grain) fn(b, std::min(n_tasks, b + grain), 0);
+      return;
+    }
+    std::atomic<int64_t> next{0};
+    const int64_t n_ranges = (n_tasks + grain - 1) / grain;
+    parallel_for(n_threads_, [&](int64_t, int64_t, int t) {
+      for (int64_t i = next.fetch_add(1, std::memory_order_relaxed); i < n_ranges;
+           i = next.fetch_add(1, std::memory_order_relaxed))
+        fn(i * grain, std::min(n_tasks, (i + 1) * grain), t);
+    });
   }
 
   // Thread i's range of [0, n_tasks) (see the partition above); begin == end when empty.
