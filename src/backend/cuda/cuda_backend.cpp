@@ -317,11 +317,16 @@ static_assert(same_field(kAttnFieldsPerHead, kAttnStatFields) &&
 
 void CudaBackend::attention_impl(const Buffer& q, const PagedKv& kv, int64_t n_tokens,
                                  const AttentionShape& s, Buffer& out) {
-  // Several tokens: the prefill kernel (K/V staged per tile of tokens); one token: the
-  // per-token paged kernel. Both give the same bits per token (kernels/attention_tile_math.cuh),
-  // so batch invariance and attention_with_stats()'s bit-identical `out` hold across the switch.
+  // Both kernels give the same bits per token (kernels/attention_tile_math.cuh), so batch
+  // invariance and attention_with_stats()'s bit-identical `out` hold whichever runs; the choice
+  // is speed only. The prefill kernel (K/V staged per tile of one sequence's tokens) gives each
+  // (token, head) one warp, the paged kernel four, so the prefill kernel pays off where tiles
+  // share K/V: several tokens per sequence row (more tokens than rows; spare rows in the table
+  // only err towards the paged kernel) and enough tokens to fill the GPU. Decode steps, one
+  // token per sequence, stay on the paged kernel. Untuned: no GPU measurement yet.
+  constexpr int64_t kPrefillMinTokens = 16;
   const PagedAttentionArgs a = attention_args(kv, n_tokens, s);
-  const bool prefill = n_tokens > 1;
+  const bool prefill = n_tokens >= kPrefillMinTokens && n_tokens > a.n_seq_rows;
   if (kv.k_pool->type() == BufferType::F32)
     (prefill ? launch_attention_prefill_f32 : launch_attention_paged_f32)(
         q.data(), kv.k_pool->data(), kv.v_pool->data(), a, out.data(), error_flag_, stream_);
