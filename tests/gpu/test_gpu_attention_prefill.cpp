@@ -7,12 +7,19 @@
 //   - the paged per-token kernel (attention_with_stats keeps it): bit for bit, which the design
 //     guarantees (kernels/attention_tile_math.cuh) and batch invariance needs;
 //   - itself alone (one token: the paged kernel) and in other batches: bit for bit;
-//   - bad indices: NaN heads for bad tokens, skipped bad blocks, the error at the next sync.
+//   - bad indices: NaN heads for bad tokens, skipped bad blocks, the error at the next sync;
+//   - and, calling both launchers directly, the paged kernel bit for bit at any batch size
+//     (1 to 146 tokens, also those attention_impl gives the paged kernel; mixed tiles, bad
+//     tokens, the same error flag).
+#include <cuda_runtime_api.h>
+
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <vector>
 
+#include "backend/cuda/buffer.h"
 #include "backend_pair.h"
+#include "kernels/kernels.h"
 #include "paged_layout.h"
 #include "prefill_layout.h"
 
@@ -151,5 +158,68 @@ TEST_CASE("cuda prefill attention: bad indices give NaN heads and the error at t
     gpu.attention_with_stats(bq, c.kv(), n_tok, sh, po, stats);
     REQUIRE_THROWS_WITH(gpu.sync(), Catch::Contains("attention got a sequence row"));
     CHECK(same_bits(got, fetch(gpu, po, len)));
+  }
+}
+
+TEST_CASE("the prefill launcher equals the paged one bit for bit at any batch size", "[gpu]") {
+  // Both launchers directly (attention_impl picks one by batch size), on windows of the batch
+  // with bad tokens: one-sequence tiles, mixed tiles, bad tokens, 1 to 146 tokens.
+  cuda::CudaBackend gpu(0);
+  const AttentionShape sh{12, 4, 80};  // GQA 3: tiles of 5 tokens
+  for (const BufferType pool : {BufferType::F32, BufferType::F16}) {
+    CAPTURE(buffer_type_name(pool));
+    const Layout l = make_prefill_layout(16, sh.n_kv_heads * sh.head_dim, true);
+    const PagedSetup c = fill_random(gpu, l, pool);
+    const auto n_all = static_cast<int64_t>(l.tok_seq.size());
+    const int64_t head_len = sh.n_heads * sh.head_dim;
+    const auto q = random_floats(static_cast<size_t>(n_all * head_len), 26, -2.0f, 2.0f);
+    const struct {
+      int64_t first, n;
+    } windows[] = {{0, 1}, {0, 2}, {35, 3}, {36, 7}, {60, 16}, {85, 9}, {100, 17}, {0, n_all}};
+    for (const auto& w : windows) {
+      CAPTURE(w.first, w.n);
+      const int64_t off = w.first * head_len, len = w.n * head_len;
+      Buffer bq = make_f32(gpu, std::vector<float>(q.begin() + off, q.begin() + off + len));
+      Buffer seq = make_i32(gpu, std::vector<int32_t>(l.tok_seq.begin() + w.first,
+                                                      l.tok_seq.begin() + w.first + w.n));
+      Buffer pos = make_i32(gpu, std::vector<int32_t>(l.tok_pos.begin() + w.first,
+                                                      l.tok_pos.begin() + w.first + w.n));
+      Buffer out_prefill = gpu.alloc(len), out_paged = gpu.alloc(len);
+      gpu.sync();  // the launches below run on the default stream
+      cuda::PagedAttentionArgs a;
+      a.n_tokens = w.n;
+      a.n_heads = sh.n_heads;
+      a.n_kv_heads = sh.n_kv_heads;
+      a.head_dim = sh.head_dim;
+      a.n_slots = l.n_blocks * l.block_size;
+      a.block_size = l.block_size;
+      a.block_table = c.block_table.i32();
+      a.n_seq_rows = static_cast<int64_t>(l.table.size()) / l.max_blocks;
+      a.max_blocks = l.max_blocks;
+      a.token_seq = seq.i32();
+      a.positions = pos.i32();
+      a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(sh.head_dim)));
+      const int zero[2] = {0, 0};
+      cuda::DeviceBuffer flags(sizeof zero);
+      flags.upload(zero, sizeof zero);
+      int* flag = flags.as<int>();
+      if (pool == BufferType::F32) {
+        cuda::launch_attention_prefill_f32(bq.data(), c.k_pool.data(), c.v_pool.data(), a,
+                                           out_prefill.data(), flag, nullptr);
+        cuda::launch_attention_paged_f32(bq.data(), c.k_pool.data(), c.v_pool.data(), a,
+                                         out_paged.data(), flag + 1, nullptr);
+      } else {
+        cuda::launch_attention_prefill_f16(bq.data(), c.k_pool.f16(), c.v_pool.f16(), a,
+                                           out_prefill.data(), flag, nullptr);
+        cuda::launch_attention_paged_f16(bq.data(), c.k_pool.f16(), c.v_pool.f16(), a,
+                                         out_paged.data(), flag + 1, nullptr);
+      }
+      REQUIRE(cudaGetLastError() == cudaSuccess);
+      REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+      int got_flags[2] = {-1, -1};
+      flags.download(got_flags, sizeof got_flags);
+      CHECK(got_flags[0] == got_flags[1]);  // kDeviceErrorAttentionIndex where bad tokens are
+      CHECK(same_bits(fetch(gpu, out_prefill, len), fetch(gpu, out_paged, len)));
+    }
   }
 }
