@@ -38,10 +38,38 @@ using llmctl::test::same_bits;
 
 namespace {
 
-// K/V rows for every stored position of the layout (prefill_layout.h) on backend b.
-PagedSetup fill_random(Backend& b, const Layout& l, BufferType pool) {
-  const size_t n = l.slots.size() * static_cast<size_t>(l.kv_dim);
-  return fill(b, l, pool, random_floats(n, 21, -2.0f, 2.0f), random_floats(n, 22));
+// prefill_layout.h's batch on backend b: pools filled through kv_store and random queries q
+// (n_tok, n_heads, head_dim); fixed seeds, so every backend gets the same values.
+struct Batch {
+  Layout l;
+  PagedSetup cache;
+  int64_t n_tok = 0, head_len = 0;
+  std::vector<float> q;
+};
+
+Batch make_batch(Backend& b, const AttentionShape& sh, int64_t block_size, BufferType pool,
+                 bool bad_tokens) {
+  Batch x;
+  x.l = make_prefill_layout(block_size, sh.n_kv_heads * sh.head_dim, bad_tokens);
+  const size_t n = x.l.slots.size() * static_cast<size_t>(x.l.kv_dim);
+  x.cache = fill(b, x.l, pool, random_floats(n, 21, -2.0f, 2.0f), random_floats(n, 22));
+  x.n_tok = static_cast<int64_t>(x.l.tok_seq.size());
+  x.head_len = sh.n_heads * sh.head_dim;
+  x.q = random_floats(static_cast<size_t>(x.n_tok * x.head_len), 23, -2.0f, 2.0f);
+  return x;
+}
+
+// Tokens [first, first + n) of a batch as a batch of their own on b.
+struct Window {
+  Buffer q, seq, pos;
+};
+
+Window window(Backend& b, const Batch& x, int64_t first, int64_t n) {
+  const auto q0 = x.q.begin() + first * x.head_len;
+  const auto s0 = x.l.tok_seq.begin() + first, p0 = x.l.tok_pos.begin() + first;
+  return Window{make_f32(b, std::vector<float>(q0, q0 + n * x.head_len)),
+                make_i32(b, std::vector<int32_t>(s0, s0 + n)),
+                make_i32(b, std::vector<int32_t>(p0, p0 + n))};
 }
 
 // `out` of the paged kernel for the same call (attention_with_stats always uses it).
@@ -65,20 +93,18 @@ TEST_CASE("cuda prefill attention equals the CPU, and the paged kernel bit for b
     for (const int64_t block_size : {16, 1}) {
       for (const BufferType pool : {BufferType::F32, BufferType::F16}) {
         CAPTURE(sh.n_heads, sh.n_kv_heads, sh.head_dim, block_size, buffer_type_name(pool));
-        const Layout l = make_prefill_layout(block_size, sh.n_kv_heads * sh.head_dim, false);
-        const auto n_tok = static_cast<int64_t>(l.tok_seq.size());
-        const PagedSetup cc = fill_random(cpu, l, pool), gc = fill_random(gpu, l, pool);
-        const int64_t len = n_tok * sh.n_heads * sh.head_dim;
-        const auto q = random_floats(static_cast<size_t>(len), 23, -2.0f, 2.0f);
-        Buffer cq = make_f32(cpu, q), gq = make_f32(gpu, q);
+        const Batch cb = make_batch(cpu, sh, block_size, pool, false);
+        const Batch gb = make_batch(gpu, sh, block_size, pool, false);
+        const int64_t len = gb.n_tok * gb.head_len;
+        Buffer cq = make_f32(cpu, cb.q), gq = make_f32(gpu, gb.q);
         Buffer co = cpu.alloc(len), go = gpu.alloc(len);
-        cpu.attention(cq, cc.kv(), n_tok, sh, co);
-        gpu.attention(gq, gc.kv(), n_tok, sh, go);
+        cpu.attention(cq, cb.cache.kv(), cb.n_tok, sh, co);
+        gpu.attention(gq, gb.cache.kv(), gb.n_tok, sh, go);
         const auto got = fetch(gpu, go, len);
         // As test_gpu_attention.cpp: ~1e-6 apart typically, 1e-4 for the long heads; a wrong
         // position, block, head or sequence moves outputs by ~1e-1.
         CHECK(max_abs_diff(got, fetch(cpu, co, len)) <= 1e-4);
-        CHECK(same_bits(got, paged_out(gpu, gq, gc.kv(), n_tok, sh)));
+        CHECK(same_bits(got, paged_out(gpu, gq, gb.cache.kv(), gb.n_tok, sh)));
       }
     }
   }
@@ -88,38 +114,30 @@ TEST_CASE("cuda prefill attention is batch-invariant: alone or in any batch, bit
   cuda::CudaBackend gpu(0);
   for (const AttentionShape& sh : {AttentionShape{16, 4, 128}, AttentionShape{4, 4, 80}}) {
     CAPTURE(sh.n_heads, sh.n_kv_heads, sh.head_dim);
-    const Layout l = make_prefill_layout(16, sh.n_kv_heads * sh.head_dim, false);
-    const PagedSetup c = fill_random(gpu, l, BufferType::F16);
-    const auto n_tok = static_cast<int64_t>(l.tok_seq.size());
-    const int64_t head_len = sh.n_heads * sh.head_dim;
-    const auto q = random_floats(static_cast<size_t>(n_tok * head_len), 24, -2.0f, 2.0f);
-    Buffer bq = make_f32(gpu, q), bo = gpu.alloc(n_tok * head_len);
-    gpu.attention(bq, c.kv(), n_tok, sh, bo);
-    const auto batched = fetch(gpu, bo, n_tok * head_len);
-    // Tokens [first, first + n) as a batch of their own: other tiles, other tile neighbours;
-    // n = 1 runs the paged kernel, n >= 16 the prefill kernel.
+    const Batch x = make_batch(gpu, sh, 16, BufferType::F16, false);
+    Buffer bq = make_f32(gpu, x.q), bo = gpu.alloc(x.n_tok * x.head_len);
+    gpu.attention(bq, x.cache.kv(), x.n_tok, sh, bo);
+    const auto batched = fetch(gpu, bo, x.n_tok * x.head_len);
+    // Tokens [first, first + n) through the backend as a batch of their own: other tiles, other
+    // tile neighbours; n = 1 runs the paged kernel, n >= 16 the prefill kernel.
     auto sub_batch = [&](int64_t first, int64_t n) {
-      const int64_t off = first * head_len;
-      const std::vector<float> qs(q.begin() + off, q.begin() + off + n * head_len);
-      const std::vector<int32_t> seq(l.tok_seq.begin() + first, l.tok_seq.begin() + first + n);
-      const std::vector<int32_t> pos(l.tok_pos.begin() + first, l.tok_pos.begin() + first + n);
-      Buffer sq = make_f32(gpu, qs), so = gpu.alloc(n * head_len);
-      Buffer sseq = make_i32(gpu, seq), spos = make_i32(gpu, pos);
-      PagedKv kv = c.kv();
-      kv.token_seq = &sseq;
-      kv.positions = &spos;
-      gpu.attention(sq, kv, n, sh, so);
-      const auto got = fetch(gpu, so, n * head_len);
-      const std::vector<float> want(batched.begin() + off, batched.begin() + off + n * head_len);
-      return same_bits(got, want);
+      const Window w = window(gpu, x, first, n);
+      Buffer out = gpu.alloc(n * x.head_len);
+      PagedKv kv = x.cache.kv();
+      kv.token_seq = &w.seq;
+      kv.positions = &w.pos;
+      gpu.attention(w.q, kv, n, sh, out);
+      const auto want = batched.begin() + first * x.head_len;
+      return same_bits(fetch(gpu, out, n * x.head_len),
+                       std::vector<float>(want, want + n * x.head_len));
     };
-    for (int64_t t = 0; t < n_tok; t += 7) {
+    for (int64_t t = 0; t < x.n_tok; t += 7) {
       CAPTURE(t);
       CHECK(sub_batch(t, 1));
     }
-    CHECK(sub_batch(n_tok - 1, 1));
-    CHECK(sub_batch(1, n_tok - 1));  // every tile boundary moves by one token
-    CHECK(sub_batch(30, 20));        // the end of the run and the start of the interleaving
+    CHECK(sub_batch(x.n_tok - 1, 1));
+    CHECK(sub_batch(1, x.n_tok - 1));  // every tile boundary moves by one token
+    CHECK(sub_batch(30, 20));          // the end of the run and the start of the interleaving
     CHECK(sub_batch(60, 17));
   }
 }
@@ -130,32 +148,29 @@ TEST_CASE("cuda prefill attention: bad indices give NaN heads and the error at t
   const AttentionShape sh{8, 2, 64};
   for (const BufferType pool : {BufferType::F32, BufferType::F16}) {
     CAPTURE(buffer_type_name(pool));
-    const Layout l = make_prefill_layout(16, sh.n_kv_heads * sh.head_dim, true);
-    const PagedSetup c = fill_random(gpu, l, pool);
-    const auto n_tok = static_cast<int64_t>(l.tok_seq.size());
-    const int64_t head_len = sh.n_heads * sh.head_dim;
-    const auto q = random_floats(static_cast<size_t>(n_tok * head_len), 25);
-    Buffer bq = make_f32(gpu, q), bo = gpu.alloc(n_tok * head_len);
-    gpu.attention(bq, c.kv(), n_tok, sh, bo);
+    const Batch x = make_batch(gpu, sh, 16, pool, true);
+    const int64_t len = x.n_tok * x.head_len;
+    Buffer bq = make_f32(gpu, x.q), bo = gpu.alloc(len);
+    gpu.attention(bq, x.cache.kv(), x.n_tok, sh, bo);
     REQUIRE_THROWS_WITH(gpu.sync(), Catch::Contains("attention got a sequence row"));
-    const auto got = fetch(gpu, bo, n_tok * head_len);  // the flag is clear again
+    const auto got = fetch(gpu, bo, len);  // the flag is clear again
     int n_bad = 0;
-    for (int64_t t = 0; t < n_tok; ++t) {
-      CAPTURE(t, l.tok_seq[static_cast<size_t>(t)], l.tok_pos[static_cast<size_t>(t)]);
-      const float* oh = got.data() + t * head_len;
-      if (prefill_token_good(l, t) || l.tok_seq[static_cast<size_t>(t)] == 3) {
+    for (int64_t t = 0; t < x.n_tok; ++t) {
+      const int32_t seq = x.l.tok_seq[static_cast<size_t>(t)];
+      CAPTURE(t, seq, x.l.tok_pos[static_cast<size_t>(t)]);
+      const float* oh = got.data() + t * x.head_len;
+      if (prefill_token_good(x.l, t) || seq == 3) {
         // Row 3's token sees its good block (zero K/V rows) and skips the bad ones.
-        for (int64_t i = 0; i < head_len; ++i) REQUIRE(std::isfinite(oh[i]));
+        for (int64_t i = 0; i < x.head_len; ++i) REQUIRE(std::isfinite(oh[i]));
       } else {
         ++n_bad;
-        for (int64_t i = 0; i < head_len; ++i) REQUIRE(std::isnan(oh[i]));
+        for (int64_t i = 0; i < x.head_len; ++i) REQUIRE(std::isnan(oh[i]));
       }
     }
     CHECK(n_bad == 4);
     // The paged kernel: the same bits, NaN heads included, and the same error.
-    const int64_t len = n_tok * head_len;
-    Buffer po = gpu.alloc(len), stats = gpu.alloc(n_tok * sh.n_heads * kAttnStatFields);
-    gpu.attention_with_stats(bq, c.kv(), n_tok, sh, po, stats);
+    Buffer po = gpu.alloc(len), stats = gpu.alloc(x.n_tok * sh.n_heads * kAttnStatFields);
+    gpu.attention_with_stats(bq, x.cache.kv(), x.n_tok, sh, po, stats);
     REQUIRE_THROWS_WITH(gpu.sync(), Catch::Contains("attention got a sequence row"));
     CHECK(same_bits(got, fetch(gpu, po, len)));
   }
@@ -168,50 +183,43 @@ TEST_CASE("the prefill launcher equals the paged one bit for bit at any batch si
   const AttentionShape sh{12, 4, 80};  // GQA 3: tiles of 5 tokens
   for (const BufferType pool : {BufferType::F32, BufferType::F16}) {
     CAPTURE(buffer_type_name(pool));
-    const Layout l = make_prefill_layout(16, sh.n_kv_heads * sh.head_dim, true);
-    const PagedSetup c = fill_random(gpu, l, pool);
-    const auto n_all = static_cast<int64_t>(l.tok_seq.size());
-    const int64_t head_len = sh.n_heads * sh.head_dim;
-    const auto q = random_floats(static_cast<size_t>(n_all * head_len), 26, -2.0f, 2.0f);
+    const Batch x = make_batch(gpu, sh, 16, pool, true);
     const struct {
       int64_t first, n;
-    } windows[] = {{0, 1}, {0, 2}, {35, 3}, {36, 7}, {60, 16}, {85, 9}, {100, 17}, {0, n_all}};
-    for (const auto& w : windows) {
-      CAPTURE(w.first, w.n);
-      const int64_t off = w.first * head_len, len = w.n * head_len;
-      Buffer bq = make_f32(gpu, std::vector<float>(q.begin() + off, q.begin() + off + len));
-      Buffer seq = make_i32(gpu, std::vector<int32_t>(l.tok_seq.begin() + w.first,
-                                                      l.tok_seq.begin() + w.first + w.n));
-      Buffer pos = make_i32(gpu, std::vector<int32_t>(l.tok_pos.begin() + w.first,
-                                                      l.tok_pos.begin() + w.first + w.n));
+    } windows[] = {{0, 1}, {0, 2}, {35, 3}, {36, 7}, {60, 16}, {85, 9}, {100, 17}, {0, x.n_tok}};
+    for (const auto& wi : windows) {
+      CAPTURE(wi.first, wi.n);
+      const Window w = window(gpu, x, wi.first, wi.n);
+      const int64_t len = wi.n * x.head_len;
       Buffer out_prefill = gpu.alloc(len), out_paged = gpu.alloc(len);
       gpu.sync();  // the launches below run on the default stream
       cuda::PagedAttentionArgs a;
-      a.n_tokens = w.n;
+      a.n_tokens = wi.n;
       a.n_heads = sh.n_heads;
       a.n_kv_heads = sh.n_kv_heads;
       a.head_dim = sh.head_dim;
-      a.n_slots = l.n_blocks * l.block_size;
-      a.block_size = l.block_size;
-      a.block_table = c.block_table.i32();
-      a.n_seq_rows = static_cast<int64_t>(l.table.size()) / l.max_blocks;
-      a.max_blocks = l.max_blocks;
-      a.token_seq = seq.i32();
-      a.positions = pos.i32();
+      a.n_slots = x.l.n_blocks * x.l.block_size;
+      a.block_size = x.l.block_size;
+      a.block_table = x.cache.block_table.i32();
+      a.n_seq_rows = static_cast<int64_t>(x.l.table.size()) / x.l.max_blocks;
+      a.max_blocks = x.l.max_blocks;
+      a.token_seq = w.seq.i32();
+      a.positions = w.pos.i32();
       a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(sh.head_dim)));
       const int zero[2] = {0, 0};
       cuda::DeviceBuffer flags(sizeof zero);
       flags.upload(zero, sizeof zero);
       int* flag = flags.as<int>();
+      const PagedSetup& c = x.cache;
       if (pool == BufferType::F32) {
-        cuda::launch_attention_prefill_f32(bq.data(), c.k_pool.data(), c.v_pool.data(), a,
+        cuda::launch_attention_prefill_f32(w.q.data(), c.k_pool.data(), c.v_pool.data(), a,
                                            out_prefill.data(), flag, nullptr);
-        cuda::launch_attention_paged_f32(bq.data(), c.k_pool.data(), c.v_pool.data(), a,
+        cuda::launch_attention_paged_f32(w.q.data(), c.k_pool.data(), c.v_pool.data(), a,
                                          out_paged.data(), flag + 1, nullptr);
       } else {
-        cuda::launch_attention_prefill_f16(bq.data(), c.k_pool.f16(), c.v_pool.f16(), a,
+        cuda::launch_attention_prefill_f16(w.q.data(), c.k_pool.f16(), c.v_pool.f16(), a,
                                            out_prefill.data(), flag, nullptr);
-        cuda::launch_attention_paged_f16(bq.data(), c.k_pool.f16(), c.v_pool.f16(), a,
+        cuda::launch_attention_paged_f16(w.q.data(), c.k_pool.f16(), c.v_pool.f16(), a,
                                          out_paged.data(), flag + 1, nullptr);
       }
       REQUIRE(cudaGetLastError() == cudaSuccess);
