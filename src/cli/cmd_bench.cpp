@@ -75,18 +75,20 @@ std::vector<int32_t> token_ids(int64_t n, int32_t n_vocab) {
   return v;
 }
 
-// Seconds for one ppN (n_gen == 0) or tgN run on a fresh sequence.
+// Seconds for one ppN (n_gen == 0) or tgN run on a fresh sequence. Each wanted row asks for
+// its top-1 candidate, as greedy `run` does: a model that samples on the device (CUDA) then
+// downloads one (id, logit) pair per token instead of the whole row; the CPU reads the row.
 double time_one(Forward& fwd, const std::vector<int32_t>& ids, bool decode_steps) {
   const auto n = static_cast<int64_t>(ids.size());
   const int32_t seq = fwd.add_sequence(n + 1);
   if (fwd.reserve(seq, n) != Reserve::Ok) throw Error("bench: the KV pool is too small");
   const Clock::time_point t0 = Clock::now();
   if (decode_steps) {
-    for (const int32_t t : ids) fwd.decode({BatchToken{seq, t, true}});
+    for (const int32_t t : ids) fwd.decode({BatchToken{seq, t, true, 1}});
   } else {
     std::vector<BatchToken> batch;
     for (int64_t i = 0; i < n; ++i)
-      batch.push_back(BatchToken{seq, ids[static_cast<size_t>(i)], i + 1 == n});
+      batch.push_back(BatchToken{seq, ids[static_cast<size_t>(i)], i + 1 == n, 1});
     fwd.decode(batch);
   }
   const double s = seconds_since(t0);
