@@ -53,6 +53,7 @@ MatmulKernel matmul_kernel_dequant(GgmlType type, bool avx2) {
   k.name = avx2 ? "dequant+f32 avx2" : "dequant+f32 scalar";
   k.tile = avx2 ? &dequant_tile<true> : &dequant_tile<false>;
   k.quantized = false;
+  k.row_blocks = false;  // a tile's decoded rows are cached while the chunk's token tiles pass
   return k;
 }
 

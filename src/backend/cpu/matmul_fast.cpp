@@ -21,6 +21,8 @@ constexpr int64_t kRowsPerTask = 24;
 // Prefill row blocks handed out per grab (x kRowsPerTask rows): large enough that each grab
 // reuses the L2-resident token chunk over several row tiles, small enough to balance.
 constexpr int64_t kPrefillGrainTasks = 4;
+// Weight bytes of one prefill row block (MatmulKernel::row_blocks): a small part of L2.
+constexpr int64_t kRowBlockBytes = 96 * 1024;
 // Activation bytes of one prefill token chunk: most of L2 (512 KiB per core here), so that
 // each row tile, read from memory once per chunk, serves as many tokens as possible while the
 // chunk's activations stay in L2 (F16 2048x8192 at 512 tokens: 54 GFLOP/s with 192 KiB,
@@ -126,6 +128,21 @@ void run_rows(const MatmulKernel& k, const TileArgs& base, const uint8_t* fits, 
   if (n_tokens == 1) {
     for (int64_t r = r0; r < r1; r += k.rows_decode)
       tile(r, 0, std::min<int64_t>(k.rows_decode, r1 - r), 1, nullptr);
+    return;
+  }
+  if (k.row_blocks) {
+    // A block of rows stays in L2 while each token tile (in L1) passes over its row tiles:
+    // measured 5 to 20 % faster than the token-chunk order for F16 at 480 tokens (one core).
+    const int64_t rows = std::max<int64_t>(1, kRowBlockBytes / static_cast<int64_t>(base.w_stride) /
+                                                  k.rows_prefill) *
+                         k.rows_prefill;
+    for (int64_t b = r0; b < r1; b += rows) {
+      const int64_t e = std::min(r1, b + rows);
+      for (int64_t t = 0; t < n_tokens; t += k.tokens_prefill)
+        for (int64_t r = b; r < e; r += k.rows_prefill)
+          tile(r, t, std::min<int64_t>(k.rows_prefill, e - r),
+               std::min<int64_t>(k.tokens_prefill, n_tokens - t), nullptr);
+    }
     return;
   }
   const int64_t token_bytes = k.quantized ? n + 8 * nb : k.half_activations ? 2 * n : 4 * n;

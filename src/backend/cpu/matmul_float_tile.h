@@ -127,6 +127,7 @@ MatmulKernel make_float_kernel(bool avx2, const char* avx2_name, const char* sca
   k.rows_prefill = 3;
   k.tokens_prefill = 4;
   k.half_activations = half_activations;
+  k.row_blocks = true;
 #if defined(LLMCTL_HAVE_X86)
   if (avx2) {
     k.name = avx2_name;

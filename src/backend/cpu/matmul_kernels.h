@@ -73,6 +73,10 @@ struct MatmulKernel {
   int rows_decode = 4;   // R for n_tokens == 1
   int rows_prefill = 2;  // R x T for n_tokens > 1
   int tokens_prefill = 4;
+  // Prefill order. false: token chunks (L2) outer, each row tile read once per chunk and
+  // packed if pack is set. true: blocks of rows (L2) outer, every token tile in turn against
+  // the block's row tiles (float kernels reading rows in place).
+  bool row_blocks = false;
   PackFn pack = nullptr;             // prefill only; nullptr: tiles read the weights in place
   size_t panel_bytes_per_block = 0;  // per 32-element block of a row tile
 };
