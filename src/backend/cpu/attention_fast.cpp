@@ -40,35 +40,37 @@ __attribute__((target("avx2,fma,f16c"))) inline float hsum(__m256 v) {
 
 #define LLMCTL_ATTN_AVX2 __attribute__((target("avx2,fma,f16c")))
 
-// Where K or V rows live: position j's row of KV head g in the pool (bytes from the base).
-struct KvRows {
-  const PagedKv& kv;
-  const int32_t* blocks;
-  int64_t n_blocks, kv_dim, g, d;
-  size_t es;
-  size_t offset(int64_t j) const {
-    const int32_t b = blocks[j / kv.block_size];
+// Byte offsets, from the pool's base, of KV head g's rows at positions 0 .. n_kv - 1: walked
+// block by block once per (token, group), so the loops below do no division per key.
+void kv_row_offsets(const PagedKv& kv, const int32_t* blocks, int64_t n_kv, int64_t kv_dim,
+                    int64_t g, int64_t d, size_t es, std::vector<size_t>& off) {
+  const int64_t n_blocks = kv.k_pool->size() / (kv_dim * kv.block_size);
+  off.resize(static_cast<size_t>(n_kv));
+  for (int64_t j0 = 0; j0 < n_kv; j0 += kv.block_size) {
+    const int32_t b = blocks[j0 / kv.block_size];
     LLMCTL_ASSERT(b >= 0 && b < n_blocks);
-    const int64_t slot = int64_t{b} * kv.block_size + j % kv.block_size;
-    return static_cast<size_t>(slot * kv_dim + g * d) * es;
+    const int64_t n = std::min<int64_t>(kv.block_size, n_kv - j0);
+    for (int64_t i = 0; i < n; ++i)
+      off[static_cast<size_t>(j0 + i)] =
+          static_cast<size_t>((int64_t{b} * kv.block_size + i) * kv_dim + g * d) * es;
   }
-};
+}
 
 // Scaled scores of HN heads (query rows q, q + d, ...) against keys 0 .. n_kv-1, two keys at a
 // time: each K row is loaded once for the HN heads of its group. Per (head, key) the dot
 // product is one 8-lane FMA chain over the dimensions in order, then hsum and the scalar tail:
 // the same arithmetic whatever HN and whichever key it is paired with.
 template <size_t HN>
-LLMCTL_ATTN_AVX2 void group_scores(const float* q, const uint8_t* kbase, const KvRows& rows,
-                                   bool f16, int64_t n_kv, float scale, float* scores) {
-  const int64_t d = rows.d, d8 = d / 8 * 8;
+LLMCTL_ATTN_AVX2 void group_scores(const float* q, const uint8_t* kbase, const size_t* off,
+                                   int64_t d, bool f16, int64_t n_kv, float scale, float* scores) {
+  const int64_t d8 = d / 8 * 8;
   const auto dot_tail = [&](const float* qh, const void* k, float dot) {
     for (int64_t i = d8; i < d; ++i) dot = std::fma(qh[i], load1(k, f16, i), dot);
     return dot;
   };
   int64_t j = 0;
   for (; j + 2 <= n_kv; j += 2) {
-    const void* k[2] = {kbase + rows.offset(j), kbase + rows.offset(j + 1)};
+    const void* k[2] = {kbase + off[j], kbase + off[j + 1]};
     __m256 acc[2][HN];
     for (size_t e = 0; e < 2; ++e)
       for (size_t h = 0; h < HN; ++h) acc[e][h] = _mm256_setzero_ps();
@@ -86,7 +88,7 @@ LLMCTL_ATTN_AVX2 void group_scores(const float* q, const uint8_t* kbase, const K
             dot_tail(q + static_cast<int64_t>(h) * d, k[e], hsum(acc[e][h])) * scale;
   }
   for (; j < n_kv; ++j) {
-    const void* k = kbase + rows.offset(j);
+    const void* k = kbase + off[j];
     __m256 acc[HN];
     for (size_t h = 0; h < HN; ++h) acc[h] = _mm256_setzero_ps();
     for (int64_t i = 0; i < d8; i += 8) {
@@ -100,37 +102,46 @@ LLMCTL_ATTN_AVX2 void group_scores(const float* q, const uint8_t* kbase, const K
   }
 }
 
-// out rows (o, o + d, ...) of HN heads = sum_j a[h][j] V[j]: 32 dimensions at a time held in
-// registers for the HN heads over all keys, each V row loaded once for the group. Per output
-// element one fma chain over the keys in order, starting from zero, whatever HN.
-template <size_t HN>
-LLMCTL_ATTN_AVX2 void group_values(const float* a, const uint8_t* vbase, const KvRows& rows,
-                                   bool f16, int64_t n_kv, float* o) {
-  const int64_t d = rows.d, d8 = d / 8 * 8;
-  for (int64_t c = 0; c < d8; c += 32) {
-    const int64_t w = std::min<int64_t>(32, d8 - c) / 8;
-    __m256 acc[HN][4];
-    for (size_t h = 0; h < HN; ++h)
-      for (size_t u = 0; u < 4; ++u) acc[h][u] = _mm256_setzero_ps();
-    for (int64_t j = 0; j < n_kv; ++j) {
-      const void* v = vbase + rows.offset(j);
-      __m256 vv[4];
-      for (int64_t u = 0; u < w; ++u) vv[u] = load8(v, f16, c + 8 * u);
-      for (size_t h = 0; h < HN; ++h) {
-        const __m256 a8 = _mm256_set1_ps(a[static_cast<int64_t>(h) * n_kv + j]);
-        for (int64_t u = 0; u < w; ++u) acc[h][u] = _mm256_fmadd_ps(a8, vv[u], acc[h][u]);
-      }
+// Dimensions c .. c + 8 W - 1 of the HN heads' outputs: W x HN accumulators in registers over
+// all keys, each V slice loaded once for the group. Per output element one fma chain over the
+// keys in order, starting from zero, whatever HN and W.
+template <size_t HN, size_t W>
+LLMCTL_ATTN_AVX2 void values_slice(const float* a, const uint8_t* vbase, const size_t* off,
+                                   int64_t d, bool f16, int64_t n_kv, int64_t c, float* o) {
+  __m256 acc[HN][W];
+  for (size_t h = 0; h < HN; ++h)
+    for (size_t u = 0; u < W; ++u) acc[h][u] = _mm256_setzero_ps();
+  for (int64_t j = 0; j < n_kv; ++j) {
+    const void* v = vbase + off[j];
+    __m256 vv[W];
+    for (size_t u = 0; u < W; ++u) vv[u] = load8(v, f16, c + 8 * static_cast<int64_t>(u));
+    for (size_t h = 0; h < HN; ++h) {
+      const __m256 a8 = _mm256_set1_ps(a[static_cast<int64_t>(h) * n_kv + j]);
+      for (size_t u = 0; u < W; ++u) acc[h][u] = _mm256_fmadd_ps(a8, vv[u], acc[h][u]);
     }
-    for (size_t h = 0; h < HN; ++h)
-      for (int64_t u = 0; u < w; ++u)
-        _mm256_storeu_ps(o + static_cast<int64_t>(h) * d + c + 8 * u, acc[h][u]);
   }
+  for (size_t h = 0; h < HN; ++h)
+    for (size_t u = 0; u < W; ++u)
+      _mm256_storeu_ps(o + static_cast<int64_t>(h) * d + c + 8 * static_cast<int64_t>(u),
+                       acc[h][u]);
+}
+
+// out rows (o, o + d, ...) of HN heads = sum_j a[h][j] V[j], in slices of kW x 8 dimensions
+// (compile-time widths, so the accumulators stay in registers: 2 x 8 for 3 or 4 heads, 4 x 8
+// for 1 or 2), then the last < 8 dimensions one scalar chain each.
+template <size_t HN>
+LLMCTL_ATTN_AVX2 void group_values(const float* a, const uint8_t* vbase, const size_t* off,
+                                   int64_t d, bool f16, int64_t n_kv, float* o) {
+  constexpr size_t kW = HN > 2 ? 2 : 4;
+  const int64_t d8 = d / 8 * 8, step = 8 * static_cast<int64_t>(kW);
+  int64_t c = 0;
+  for (; c + step <= d8; c += step) values_slice<HN, kW>(a, vbase, off, d, f16, n_kv, c, o);
+  for (; c < d8; c += 8) values_slice<HN, 1>(a, vbase, off, d, f16, n_kv, c, o);
   for (size_t h = 0; h < HN; ++h) {
     for (int64_t i = d8; i < d; ++i) {
       float out = 0.0f;
       for (int64_t j = 0; j < n_kv; ++j)
-        out = std::fma(a[static_cast<int64_t>(h) * n_kv + j], load1(vbase + rows.offset(j), f16, i),
-                       out);
+        out = std::fma(a[static_cast<int64_t>(h) * n_kv + j], load1(vbase + off[j], f16, i), out);
       o[static_cast<int64_t>(h) * d + i] = out;
     }
   }
@@ -142,13 +153,9 @@ LLMCTL_ATTN_AVX2 void attend(const float* q, const PagedKv& kv, const int32_t* b
                              int64_t kv_dim, int64_t g, int64_t d, int64_t nh, float* out,
                              std::vector<float>& scores, float* stats) {
   const bool f16 = kv.k_pool->type() == BufferType::F16;
-  const KvRows rows{kv,
-                    blocks,
-                    kv.k_pool->size() / (kv_dim * kv.block_size),
-                    kv_dim,
-                    g,
-                    d,
-                    f16 ? size_t{2} : size_t{4}};
+  thread_local std::vector<size_t> offsets;  // per thread, reused: no allocation per call
+  kv_row_offsets(kv, blocks, n_kv, kv_dim, g, d, f16 ? size_t{2} : size_t{4}, offsets);
+  const size_t* off = offsets.data();
   const auto* kbase = static_cast<const uint8_t*>(kv.k_pool->raw());
   const auto* vbase = static_cast<const uint8_t*>(kv.v_pool->raw());
   const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
@@ -161,16 +168,16 @@ LLMCTL_ATTN_AVX2 void attend(const float* q, const PagedKv& kv, const int32_t* b
     const float* qh = q + h0 * d;
     switch (hn) {
       case 1:
-        group_scores<1>(qh, kbase, rows, f16, n_kv, scale, sc);
+        group_scores<1>(qh, kbase, off, d, f16, n_kv, scale, sc);
         break;
       case 2:
-        group_scores<2>(qh, kbase, rows, f16, n_kv, scale, sc);
+        group_scores<2>(qh, kbase, off, d, f16, n_kv, scale, sc);
         break;
       case 3:
-        group_scores<3>(qh, kbase, rows, f16, n_kv, scale, sc);
+        group_scores<3>(qh, kbase, off, d, f16, n_kv, scale, sc);
         break;
       default:
-        group_scores<4>(qh, kbase, rows, f16, n_kv, scale, sc);
+        group_scores<4>(qh, kbase, off, d, f16, n_kv, scale, sc);
         break;
     }
     for (int64_t h = 0; h < hn; ++h) {
@@ -183,16 +190,16 @@ LLMCTL_ATTN_AVX2 void attend(const float* q, const PagedKv& kv, const int32_t* b
     float* oh = out + h0 * d;
     switch (hn) {
       case 1:
-        group_values<1>(sc, vbase, rows, f16, n_kv, oh);
+        group_values<1>(sc, vbase, off, d, f16, n_kv, oh);
         break;
       case 2:
-        group_values<2>(sc, vbase, rows, f16, n_kv, oh);
+        group_values<2>(sc, vbase, off, d, f16, n_kv, oh);
         break;
       case 3:
-        group_values<3>(sc, vbase, rows, f16, n_kv, oh);
+        group_values<3>(sc, vbase, off, d, f16, n_kv, oh);
         break;
       default:
-        group_values<4>(sc, vbase, rows, f16, n_kv, oh);
+        group_values<4>(sc, vbase, off, d, f16, n_kv, oh);
         break;
     }
   }
