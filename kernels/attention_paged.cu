@@ -15,6 +15,7 @@
 // warp the statistics of its scores (ScoreStats), merged by thread 0 at the end.
 
 #include "kernels/attention_math.cuh"
+#include "kernels/attention_tile_math.cuh"
 #include "kernels/common.cuh"
 #include "kernels/kernels.h"
 
@@ -23,6 +24,9 @@ namespace llmctl::cuda {
 namespace {
 
 constexpr int kWarps = 4;
+// attention_prefill.cu repeats this kernel's arithmetic with one softmax state per warp here:
+// the two must agree for its outputs to stay bit-identical to this kernel's.
+static_assert(kWarps == kPrefillResidues, "attention_prefill.cu keeps kWarps softmax states");
 
 __device__ __forceinline__ float load_kv(const float* p) { return *p; }
 __device__ __forceinline__ float load_kv(const uint16_t* p) { return fp16_to_float(*p); }
