@@ -7,10 +7,10 @@
 #include <cmath>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/softmax_fast.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
 #include "core/fp16.h"
-#include "core/softmax.h"
 
 namespace llmctl::cpu {
 
@@ -184,7 +184,7 @@ LLMCTL_ATTN_AVX2 void attend(const float* q, const PagedKv& kv, const int32_t* b
       float* sh = sc + h * n_kv;
       float* st = stats != nullptr ? stats + (h0 + h) * kAttnStatFields : nullptr;
       if (st != nullptr) attn_score_stats(sh, n_kv, st);
-      softmax_inplace(sh, n_kv);
+      softmax_fast(sh, n_kv);
       if (st != nullptr) attn_softmax_entropy(sh, n_kv, st);
     }
     float* oh = out + h0 * d;

@@ -8,7 +8,8 @@
 //
 // The result of a (token, head) depends only on its inputs, never on the batch or the thread
 // that runs it (batch invariance, backend.h). It differs from the reference by rounding: the
-// dot products accumulate in 8 lanes with FMA instead of one running sum.
+// dot products accumulate in 8 lanes with FMA instead of one running sum, and the softmax's
+// exp is computed in 8 lanes (softmax_fast.h).
 
 #include <cstdint>
 #include <vector>
