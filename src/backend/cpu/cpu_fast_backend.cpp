@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "backend/cpu/attention_fast.h"
+#include "backend/cpu/silu_mul_fast.h"
 
 namespace llmctl::cpu {
 
@@ -92,7 +93,11 @@ void CpuFastBackend::silu_mul_impl(const Buffer& gate, const Buffer& up, int64_t
   constexpr int64_t kChunk = 4096;
   ThreadPool& pool = n >= kMinParallelElements ? pool_ : serial_;
   pool.parallel_for((n + kChunk - 1) / kChunk, [&](int64_t b, int64_t e, int) {
-    silu_mul_range(gate, up, b * kChunk, std::min(n, e * kChunk), out);
+    const int64_t i0 = b * kChunk, i1 = std::min(n, e * kChunk);
+    if (fast_attention_)  // AVX2 + FMA + F16C: the same check
+      silu_mul_fast(gate.data() + i0, up.data() + i0, i1 - i0, out.data() + i0);
+    else
+      silu_mul_range(gate, up, i0, i1, out);
   });
 }
 

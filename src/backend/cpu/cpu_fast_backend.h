@@ -3,11 +3,12 @@
 // threaded SIMD versions: matmul through matmul_fast (AVX2 kernels chosen at run time, int8
 // activations for quantized weights) and attention split over (token, head) pairs, each run by
 // attend_head_fast (AVX2/F16C, attention_fast.h) or, without AVX2, the reference code.
-// The element-wise ops are the reference ones, split over the threads when a batch is big
-// enough to pay for waking them (prefill).
+// The element-wise ops are the reference ones (SiLU with an 8-lane exp, silu_mul_fast.h),
+// split over the threads when a batch is big enough to pay for waking them (prefill).
 //
 // Batch invariance holds as in the reference: matmul_fast gives bit-identical rows whatever
-// the batch and thread count, and each (token, head) of attention runs the reference code.
+// the batch and thread count, and each (token, head) of attention and each element of the
+// element-wise ops is computed the same way wherever it sits.
 // The fast path differs from the reference by rounding (documented in matmul_fast.h); tests
 // compare the two.
 
