@@ -19,7 +19,7 @@ constexpr int64_t kMinParallelElements = int64_t{1} << 15;     // element-wise: 
 }  // namespace
 
 CpuFastBackend::CpuFastBackend(int n_threads)
-    : fast_attention_(attention_fast_available()),
+    : simd_(attention_fast_available()),
       pool_(n_threads),
       scores_(static_cast<size_t>(n_threads)),
       kv_rows_(static_cast<size_t>(n_threads)) {}
@@ -44,7 +44,7 @@ void CpuFastBackend::attention_tasks(const Buffer& q, const PagedKv& kv, int64_t
   // ...; all tasks of a token together, as they share the K/V rows) so that every range holds
   // early and late tokens alike. A fast task is a whole KV group (its heads read each K/V row
   // once), a reference task one head.
-  const int64_t per_token = fast_attention_ ? s.n_kv_heads : s.n_heads;
+  const int64_t per_token = simd_ ? s.n_kv_heads : s.n_heads;
   pool.parallel_for(n_tokens * per_token, [&](int64_t begin, int64_t end, int thread) {
     auto& scores = scores_[static_cast<size_t>(thread)];
     auto& kv_row = kv_rows_[static_cast<size_t>(thread)];
@@ -52,7 +52,7 @@ void CpuFastBackend::attention_tasks(const Buffer& q, const PagedKv& kv, int64_t
       const int64_t k = task / per_token;
       const int64_t t = k % 2 == 0 ? k / 2 : n_tokens - 1 - k / 2;
       const int64_t sub = task % per_token;
-      if (fast_attention_) {
+      if (simd_) {
         attend_group_fast(q, kv, t, sub, s, out, scores,
                           stats != nullptr ? stats + t * s.n_heads * kAttnStatFields : nullptr);
       } else {
@@ -94,7 +94,7 @@ void CpuFastBackend::silu_mul_impl(const Buffer& gate, const Buffer& up, int64_t
   ThreadPool& pool = n >= kMinParallelElements ? pool_ : serial_;
   pool.parallel_for((n + kChunk - 1) / kChunk, [&](int64_t b, int64_t e, int) {
     const int64_t i0 = b * kChunk, i1 = std::min(n, e * kChunk);
-    if (fast_attention_)  // AVX2 + FMA + F16C: the same check
+    if (simd_)
       silu_mul_fast(gate.data() + i0, up.data() + i0, i1 - i0, out.data() + i0);
     else
       silu_mul_range(gate, up, i0, i1, out);

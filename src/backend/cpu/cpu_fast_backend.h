@@ -44,7 +44,7 @@ class CpuFastBackend final : public CpuBackend {
   // (n_tokens, n_heads, kAttnStatFields), each task writing its own row.
   void attention_tasks(const Buffer& q, const PagedKv& kv, int64_t n_tokens,
                        const AttentionShape& s, Buffer& out, float* stats);
-  bool fast_attention_;
+  bool simd_;  // AVX2, FMA and F16C (attention_fast_available()): the SIMD attention and SiLU
   ThreadPool pool_;
   ThreadPool serial_{1};  // ops too small to be worth waking the other threads
   MatmulScratch scratch_;

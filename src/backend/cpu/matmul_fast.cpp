@@ -146,7 +146,7 @@ void run_rows(const MatmulKernel& k, const TileArgs& base, const uint8_t* fits, 
     }
     return;
   }
-  const int64_t token_bytes = k.quantized ? n + 8 * nb : k.half_activations ? 2 * n : 4 * n;
+  const int64_t token_bytes = k.quantized ? n + 8 * nb : 4 * n;
   // a whole number of token tiles, so that only the batch's last tile is a narrow one
   const int64_t chunk =
       std::max<int64_t>(1, kChunkBytes / token_bytes / k.tokens_prefill) * k.tokens_prefill;
