@@ -91,6 +91,19 @@ TEST_CASE("SpecialTokenSplitter cuts longest tokens first, as llama.cpp", "[cpu]
   CHECK(s.size() == 3);  // the empty text is dropped
 }
 
+TEST_CASE("SpecialTokenSplitter fragments are views into the input, tokens included",
+          "[cpu][tokenizer]") {
+  // chat.cpp locates each fragment in the rendered prompt by its pointer.
+  const llmctl::SpecialTokenSplitter s({{7, "xyz"}, {10, "<a>"}});
+  const std::string text = "ab<a>cxyz<a>";
+  size_t expected_offset = 0;
+  for (const auto& f : s.split(text)) {
+    CHECK(static_cast<size_t>(f.text.data() - text.data()) == expected_offset);
+    expected_offset += f.text.size();
+  }
+  CHECK(expected_offset == text.size());
+}
+
 TEST_CASE("llama-spm: <s>, </s> and <unk> text parsed as tokens", "[cpu][tokenizer][golden]") {
   const Tokenizer tok = Tokenizer::from_file(llmctl::test::require_test_file(kSpmVocab));
   const int32_t bos = id_of(tok, "<s>", TokenType::Control);

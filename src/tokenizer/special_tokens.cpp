@@ -31,7 +31,7 @@ std::vector<TextFragment> SpecialTokenSplitter::split(std::string_view text) con
       for (size_t hit = rest.find(special); hit != std::string_view::npos;
            hit = rest.find(special)) {
         if (hit > 0) next.push_back({-1, rest.substr(0, hit)});
-        next.push_back({id, std::string_view(special)});
+        next.push_back({id, rest.substr(hit, special.size())});  // a view into the input
         rest.remove_prefix(hit + special.size());
         changed = true;
       }

@@ -20,7 +20,8 @@
 namespace llmctl {
 
 // One piece of the partitioned input: a special token (id >= 0) or a run of plain text
-// (id == -1, text non-empty, a view into the input).
+// (id == -1, text non-empty). Either way `text` is a view into the input, so a caller can
+// tell where each fragment lies.
 struct TextFragment {
   int32_t id = -1;
   std::string_view text;

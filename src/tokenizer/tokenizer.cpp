@@ -138,6 +138,10 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos,
   return out;
 }
 
+std::vector<TextFragment> Tokenizer::split_special(std::string_view text) const {
+  return impl_->specials.split(text);
+}
+
 int32_t Tokenizer::special_token_id(std::string_view piece) const {
   return impl_->specials.find(piece);
 }

@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "tokenizer/special_tokens.h"
+
 namespace llmctl {
 
 class GgufFile;
@@ -47,6 +49,10 @@ class Tokenizer {
   // unchanged (llama.cpp splits USER_DEFINED tokens out even then; for sentencepiece kinds
   // libsentencepiece matches them itself, for gpt2 they stay BPE text).
   std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special) const;
+  // The input as encode(..., parse_special=true) partitions it: special-token matches (id >= 0)
+  // and the runs of text between them (special_tokens.h). Lets a caller keep parts of a text
+  // from being parsed (chat.h: message contents) and encode the rest the same way.
+  std::vector<TextFragment> split_special(std::string_view text) const;
   // The id whose piece is exactly `piece` among the special (CONTROL, USER_DEFINED, UNKNOWN)
   // tokens, e.g. "<|eot_id|>"; -1 when there is none.
   int32_t special_token_id(std::string_view piece) const;
