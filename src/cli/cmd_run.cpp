@@ -34,7 +34,8 @@ void add_run_command(CLI::App& app, Action& action) {
       "  echo \"Once upon a time\" | llmctl run -m stories260K.gguf --json | jq .generated_ids\n"
       "  llmctl run -m stories260K.gguf -p \"Once upon a time\" -n 0 --logits-out logits.f32\n"
       "  llmctl run -m model.gguf --batch prompts.jsonl --parallel 8 > answers.jsonl\n"
-      "  llmctl run -m model.gguf -i --chat-template chatml\n"
+      "  llmctl run -m SmolLM2-135M-Instruct.Q4_1.gguf -i           # the model's own chat template\n"
+      "  llmctl run -m model.gguf -i --chat-template chatml --system \"Be brief.\"\n"
       "\nWithout -p or -f, the prompt is read from standard input when it is not a terminal.\n"
       "stdout carries only the generated text (--json: one JSON object). stderr ends with one\n"
       "summary line of key=value pairs:\n"
@@ -115,6 +116,10 @@ void add_run_command(CLI::App& app, Action& action) {
                 "a bad one is an error naming the tensor (exit 1)");
   sub->add_flag("--echo", opt.echo, "Print the prompt before the generated text");
   sub->add_flag("--no-bos", opt.no_bos, "Do not prepend BOS (default: as the vocabulary says)");
+  sub->add_flag("--no-parse-special", opt.no_parse_special,
+                "Treat special-token text in -p/-f/--batch prompts as plain text (default: "
+                "\"<|im_start|>\" becomes its token, as llama.cpp does; chat turns are never "
+                "parsed)");
   sub->add_flag("--json", opt.json,
                 "Print one JSON object (ids, text, finish_reason, timings) instead of text");
   sub->add_option(
@@ -160,7 +165,13 @@ void add_run_command(CLI::App& app, Action& action) {
   sub->add_flag("-i,--interactive", opt.interactive,
                 "Chat: read user turns from stdin, answer with the model's chat template");
   sub->add_option("--chat-template", opt.chat_template,
-                  "llama2, llama3, chatml or zephyr (default: detected from the model)");
+                  "A built-in template for -i and --batch \"messages\": llama2, llama3, chatml or "
+                  "zephyr (default: the model's own Jinja template)");
+  sub->add_option("--chat-template-file", opt.chat_template_file,
+                  "A Jinja chat template file instead of the model's (Hugging Face semantics)");
+  sub->add_option("--system,--system-prompt", opt.system,
+                  "-i: the system message (default: -p/-f if given, else the template's own "
+                  "default, if any)");
   // Diagnostics (footer above)
   sub->add_flag("--attn-stats", opt.attn_stats,
                 "Attention-score statistics per layer and head (max/min/mean/std of the scaled "

@@ -86,7 +86,8 @@ std::vector<int32_t> encode_request(const BatchRequest& rq, const RunSession& s,
                                     const RunOptions& opt,
                                     const std::optional<ChatTemplate>& tmpl) {
   const Tokenizer& tok = *s.tok;
-  if (rq.prompt) return tok.encode(*rq.prompt, !opt.no_bos && tok.add_bos_default());
+  if (rq.prompt)
+    return tok.encode(*rq.prompt, !opt.no_bos && tok.add_bos_default(), !opt.no_parse_special);
   if (!tmpl) throw Error(kUnrecognizedChatTemplate);
   const std::string bos = tok.bos_id() >= 0 ? tok.piece(tok.bos_id()) : "";
   const std::string eos = tok.eos_id() >= 0 ? tok.piece(tok.eos_id()) : "";

@@ -38,12 +38,15 @@ struct RunOptions {
   bool ignore_eos = false;
   bool echo = false;
   bool no_bos = false;
+  bool no_parse_special = false;  // --no-parse-special: "<|im_start|>" in a prompt stays text
   bool json = false;
   std::string logits_out;
   std::string batch_file;  // --batch
   std::string resume;      // --resume
   bool interactive = false;
-  std::string chat_template;
+  std::string chat_template;       // --chat-template NAME (built-in)
+  std::string chat_template_file;  // --chat-template-file FILE.jinja
+  std::string system;              // --system: -i's system message
   bool has_prompt = false;
   bool batch_invariant = true;  // --batch-invariant on|off (CUDA prefill through cuBLAS when off)
   bool cuda_graphs = false;      // --cuda-graphs on|off (CUDA decode steps as CUDA graphs)

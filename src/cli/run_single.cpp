@@ -69,7 +69,7 @@ int run_single(const RunOptions& opt) {
   RunSession s = open_run_session(opt, 1);
   const Tokenizer& tok = *s.tok;
   const bool add_bos = !opt.no_bos && tok.add_bos_default();
-  const std::vector<int32_t> prompt_ids = tok.encode(text, add_bos);
+  const std::vector<int32_t> prompt_ids = tok.encode(text, add_bos, !opt.no_parse_special);
 
   // ---- generate --------------------------------------------------------------------------
   StreamDecoder stream(tok);
