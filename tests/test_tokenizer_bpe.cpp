@@ -258,6 +258,8 @@ TEST_CASE("gpt2 GGUF metadata: defaults as llama.cpp has them", "[cpu][tokenizer
     CHECK_FALSE(t->add_bos_default());
     CHECK(t->encode("hello", false) == std::vector<int32_t>{257, byte_id('l'), byte_id('o')});
     CHECK(t->encode("hello", true).front() == 11);
+    CHECK(t->pre_tokenizer == "default");  // llama.cpp's fallback, flagged for a warning
+    CHECK(t->pre_tokenizer_defaulted);
   }
   SECTION("the Llama 3 pre-tokenizer adds BOS unless told otherwise") {
     const auto t = tiny_tokenizer([](llmctl::GgufBuilder& b) {
@@ -292,9 +294,9 @@ TEST_CASE("gpt2 GGUF metadata: bad values are clear errors", "[cpu][tokenizer]")
     return "(no error)";
   };
   const std::string pre = message(
-      [](llmctl::GgufBuilder& b) { b.set("tokenizer.ggml.pre", v::string("deepseek-coder")); });
-  CHECK_THAT(pre, Catch::Contains("tiny.gguf") && Catch::Contains("'deepseek-coder'") &&
-                      Catch::Contains("gpt-2") && Catch::Contains("llama-bpe"));
+      [](llmctl::GgufBuilder& b) { b.set("tokenizer.ggml.pre", v::string("deepseek-koder")); });
+  CHECK_THAT(pre, Catch::Contains("tiny.gguf") && Catch::Contains("'deepseek-koder'") &&
+                      Catch::Contains("deepseek-coder"));  // the closest known name
   CHECK_THAT(
       message([](llmctl::GgufBuilder& b) { b.set("tokenizer.ggml.bos_token_id", v::u32(259)); }),
       Catch::Contains("bos_token_id") && Catch::Contains("259"));

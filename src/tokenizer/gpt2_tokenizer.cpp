@@ -3,10 +3,11 @@
 //   tokenizer.ggml.tokens      byte-level strings ("Ġthe")
 //   tokenizer.ggml.token_type  optional; absent means every token is Normal
 //   tokenizer.ggml.merges      "left right", in rank order
-//   tokenizer.ggml.pre         pre-tokenizer name (pretokenizer.h); absent means "default"
+//   tokenizer.ggml.pre         pre-tokenizer name (pre_tokenizer_table.h); absent means
+//                              "default" (flagged, the caller warns); an override wins
 //   tokenizer.ggml.bos_token_id / eos_token_id   absent: llama.cpp's gpt2 default, id 11
-//   tokenizer.ggml.add_bos_token                 absent: true for the Llama 3 pre-tokenizer,
-//                                                false otherwise (llama.cpp's defaults)
+//   tokenizer.ggml.add_bos_token                 absent: the pre-tokenizer row's default
+//                                                (true for Llama 3, Tekken, Chameleon)
 // Special/control token text in the input is plain text: it is never matched as a token.
 
 #include <memory>
@@ -49,11 +50,11 @@ std::string byte_level_decode(std::string_view text) {
 class Gpt2Tokenizer final : public TokenizerImpl {
  public:
   Gpt2Tokenizer(std::vector<std::string> pieces, std::vector<TokenType> types, BpeModel bpe,
-                PreTokenizer pre, int32_t bos, int32_t eos, bool add_bos)
+                const PreTokenizerSpec& pre, int32_t bos, int32_t eos, bool add_bos)
       : pieces_(std::move(pieces)),
         types_(std::move(types)),
         bpe_(std::move(bpe)),
-        pre_(pre),
+        splitter_(pre_tokenizer_splitter(pre)),
         bos_(bos),
         eos_(eos),
         add_bos_(add_bos) {
@@ -80,7 +81,7 @@ class Gpt2Tokenizer final : public TokenizerImpl {
     ids.reserve(text.size() / 3 + 2);
     if (add_bos && bos_ >= 0) ids.push_back(bos_);
     BpeModel::Scratch scratch;
-    for (std::string_view piece : pre_tokenize(pre_, text)) bpe_.encode(piece, ids, scratch);
+    for (std::string_view piece : splitter_.split(text)) bpe_.encode(piece, ids, scratch);
     return ids;
   }
 
@@ -111,7 +112,7 @@ class Gpt2Tokenizer final : public TokenizerImpl {
   std::vector<TokenType> types_;
   std::vector<std::string> bytes_;
   BpeModel bpe_;
-  PreTokenizer pre_;
+  const RegexSplitter& splitter_;  // owned by the process-wide cache (pretokenizer.h)
   int32_t bos_;
   int32_t eos_;
   bool add_bos_;
@@ -131,7 +132,8 @@ int32_t special_id(const GgufFile& file, const char* key, int32_t fallback, size
 
 }  // namespace
 
-std::unique_ptr<TokenizerImpl> make_gpt2_gguf_tokenizer(const GgufFile& file) {
+std::unique_ptr<TokenizerImpl> make_gpt2_gguf_tokenizer(const GgufFile& file,
+                                                        std::string_view pre_tokenizer) {
   const std::string& path = file.path();
   std::vector<std::string> pieces = file.get_string_array("tokenizer.ggml.tokens");
   if (pieces.empty())
@@ -178,31 +180,44 @@ std::unique_ptr<TokenizerImpl> make_gpt2_gguf_tokenizer(const GgufFile& file) {
     }
   }
 
-  PreTokenizer pre;
-  const std::string pre_name = file.get_string_or("tokenizer.ggml.pre", "default");
-  try {
-    pre = pre_tokenizer_from_name(pre_name);
-  } catch (const Error& e) {
-    throw FileError(path, e.what(), FileError::kNoOffset,
-                    "this vocabulary's pre-tokenizer is not implemented in llmctl");
+  PreTokenizerChoice choice;
+  {
+    const GgufValue* key = file.find("tokenizer.ggml.pre");
+    const std::string value = key != nullptr ? file.get_string("tokenizer.ggml.pre") : "";
+    try {
+      choice = choose_pre_tokenizer(key != nullptr ? &value : nullptr, pre_tokenizer);
+    } catch (const Error& e) {
+      throw FileError(path, e.what(), FileError::kNoOffset,
+                      "a newer llama.cpp may know this name; an override picks a known one "
+                      "(TokenizerOptions::pre_tokenizer, --pre-tokenizer)");
+    }
   }
+  const PreTokenizerSpec& pre = *choice.spec;
+  if (!pre.byte_encode)
+    throw FileError(path, fmt::format("pre-tokenizer '{}' is for BPE on raw UTF-8 "
+                                      "(SentencePiece-style), not for a byte-level gpt2 "
+                                      "vocabulary; llmctl does not support it",
+                                      pre.name));
 
   std::vector<std::optional<std::string>> token_bytes(n);
   for (size_t id = 0; id < n; ++id) {
     // Control tokens stay out of BPE, so their text in the input is always plain text.
     if (types[id] != TokenType::Control) token_bytes[id] = byte_level_to_bytes(pieces[id]);
   }
-  BpeModel bpe(token_bytes, merges, /*ignore_merges=*/pre == PreTokenizer::Llama3);
+  BpeModel bpe(token_bytes, merges, pre.ignore_merges);
 
-  const int32_t bos = special_id(file, "tokenizer.ggml.bos_token_id", kLlamaCppDefaultSpecialId, n);
+  const int32_t bos = special_id(file, "tokenizer.ggml.bos_token_id",
+                                 pre.no_bos ? -1 : kLlamaCppDefaultSpecialId, n);
   const int32_t eos = special_id(file, "tokenizer.ggml.eos_token_id", kLlamaCppDefaultSpecialId, n);
   const bool add_bos =
-      file.get_bool_or("tokenizer.ggml.add_bos_token", pre == PreTokenizer::Llama3);
+      file.get_bool_or("tokenizer.ggml.add_bos_token", pre.add_bos);
 
   auto impl = std::make_unique<Gpt2Tokenizer>(std::move(pieces), std::move(types), std::move(bpe),
                                               pre, bos, eos, add_bos);
   impl->kind = "gpt2";
   impl->source = path;
+  impl->pre_tokenizer = pre.name;
+  impl->pre_tokenizer_defaulted = choice.defaulted;
   return impl;
 }
 

@@ -1,12 +1,8 @@
 #pragma once
 // Pre-tokenizers of byte-level BPE vocabularies (tokenizer.ggml.pre): split text into the
-// pieces that BPE merges never cross. Hand-written matchers over code points that give the
-// same splits as these patterns under a backtracking regex engine (Python `regex`, HF
-// tokenizers, tiktoken); tests/fixtures/pretokenizer_cases.json holds the proof:
-//
-//   Gpt2    's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-//   Llama3  (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
-//           ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+// pieces that BPE merges never cross. Every name llama.cpp accepts is a row of
+// pre_tokenizer_table.h; its regex list runs through PCRE2 (regex_split.h), compiled once per
+// list and shared by every tokenizer and thread.
 //
 // Invalid UTF-8 never fails: each bad byte is a unit of its own, classed like U+FFFD
 // (neither letter, number nor space), and stays in its piece as the original byte.
@@ -15,19 +11,33 @@
 #include <string_view>
 #include <vector>
 
+#include "tokenizer/pre_tokenizer_table.h"
+#include "tokenizer/regex_split.h"
+
 namespace llmctl {
 
-enum class PreTokenizer { Gpt2, Llama3 };
+// The row for a tokenizer.ggml.pre value. Throws Error for an unknown name, listing the
+// closest known names (edit distance) and where to find them all.
+const PreTokenizerSpec& find_pre_tokenizer(std::string_view name);
 
-// Maps a tokenizer.ggml.pre value: "default", "gpt-2", "gpt2" and "" (absent) -> Gpt2;
-// "llama3", "llama-bpe", "llama-v3" -> Llama3. Throws Error listing the supported values.
-PreTokenizer pre_tokenizer_from_name(std::string_view name);
-const char* pre_tokenizer_name(PreTokenizer kind);  // "gpt2" or "llama3"
-// The accepted tokenizer.ggml.pre values, comma-separated, for messages.
-std::string supported_pre_tokenizer_names();
+// Which pre-tokenizer a vocabulary uses: `override_name` when not empty, else the file's
+// value, else llama.cpp's "default" with `defaulted` set (the caller warns, as llama.cpp
+// does: generation quality degrades with the wrong splits).
+struct PreTokenizerChoice {
+  const PreTokenizerSpec* spec = nullptr;
+  bool defaulted = false;
+};
+PreTokenizerChoice choose_pre_tokenizer(const std::string* file_value,
+                                        std::string_view override_name);
+
+// Every accepted tokenizer.ggml.pre value, in table order (for --pre-tokenizer help).
+std::vector<std::string> known_pre_tokenizer_names();
+
+// The compiled regex list of a row; compiled on first use and kept for the process.
+const RegexSplitter& pre_tokenizer_splitter(const PreTokenizerSpec& spec);
 
 // Splits text into consecutive, non-empty pieces that concatenate back to `text`.
 // The views point into `text`.
-std::vector<std::string_view> pre_tokenize(PreTokenizer kind, std::string_view text);
+std::vector<std::string_view> pre_tokenize(const PreTokenizerSpec& spec, std::string_view text);
 
 }  // namespace llmctl

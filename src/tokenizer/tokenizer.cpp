@@ -67,27 +67,42 @@ Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
 Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 Tokenizer::~Tokenizer() = default;
 
-Tokenizer Tokenizer::from_file(const std::string& path) {
+Tokenizer Tokenizer::from_file(const std::string& path) { return from_file(path, {}); }
+
+Tokenizer Tokenizer::from_file(const std::string& path, const TokenizerOptions& options) {
   const std::string head = read_head(path, 4);
   if (head.empty())
     throw FileError(path, "empty file; expected a GGUF file or a sentencepiece .model");
-  if (head == "GGUF") return from_gguf(GgufFile::open(path));
-  if (looks_like_sentencepiece(head)) return from_sentencepiece(path);
+  if (head == "GGUF") return from_gguf(GgufFile::open(path), options);
+  if (looks_like_sentencepiece(head)) {
+    if (!options.pre_tokenizer.empty())
+      throw FileError(path, fmt::format("a pre-tokenizer ('{}') was asked for, but a "
+                                        "sentencepiece model has none",
+                                        options.pre_tokenizer));
+    return from_sentencepiece(path);
+  }
   throw FileError(path, fmt::format("not a GGUF file or a sentencepiece .model (starts with bytes {})",
                                     hex_bytes(head)),
                   FileError::kNoOffset, "a tokenizer is a GGUF model/vocabulary or a sentencepiece tokenizer.model");
 }
 
-Tokenizer Tokenizer::from_gguf(const GgufFile& file) {
+Tokenizer Tokenizer::from_gguf(const GgufFile& file) { return from_gguf(file, {}); }
+
+Tokenizer Tokenizer::from_gguf(const GgufFile& file, const TokenizerOptions& options) {
   const GgufValue* model = file.find("tokenizer.ggml.model");
   if (model == nullptr)
     throw FileError(file.path(), "no tokenizer: metadata key 'tokenizer.ggml.model' is missing (supported: llama, gpt2)");
   const std::string name = file.get_string("tokenizer.ggml.model");
   std::unique_ptr<TokenizerImpl> impl;
+  if (name != "gpt2" && !options.pre_tokenizer.empty())
+    throw FileError(file.path(), fmt::format("a pre-tokenizer ('{}') was asked for, but "
+                                             "tokenizer.ggml.model = '{}' has none (only gpt2 "
+                                             "vocabularies do)",
+                                             options.pre_tokenizer, name));
   if (name == "llama") {
     impl = make_llama_gguf_tokenizer(file);
   } else if (name == "gpt2") {
-    impl = make_gpt2_gguf_tokenizer(file);
+    impl = make_gpt2_gguf_tokenizer(file, options.pre_tokenizer);
   } else {
     throw FileError(file.path(),
                     fmt::format("tokenizer.ggml.model = '{}' is not supported (supported: llama, gpt2)", name));
@@ -173,6 +188,8 @@ int32_t Tokenizer::eos_id() const { return impl_->eos_id(); }
 bool Tokenizer::add_bos_default() const { return impl_->add_bos_default(); }
 const std::string& Tokenizer::kind() const { return impl_->kind; }
 const std::string& Tokenizer::source() const { return impl_->source; }
+const std::string& Tokenizer::pre_tokenizer() const { return impl_->pre_tokenizer; }
+bool Tokenizer::pre_tokenizer_defaulted() const { return impl_->pre_tokenizer_defaulted; }
 
 // ---------------------------------------------------------------------------
 // StreamDecoder

@@ -25,11 +25,20 @@ enum class TokenType : int32_t {
   Undefined = 0, Normal = 1, Unknown = 2, Control = 3, UserDefined = 4, Unused = 5, Byte = 6,
 };
 
+// How a vocabulary is loaded. Default-constructed: exactly as the file says.
+struct TokenizerOptions {
+  // A tokenizer.ggml.pre name (known_pre_tokenizer_names() in pretokenizer.h) used instead
+  // of the file's; empty keeps the file's. Only byte-level BPE (gpt2) vocabularies have one.
+  std::string pre_tokenizer;
+};
+
 class Tokenizer {
  public:
   // Opens a .model (sentencepiece protobuf) or .gguf file, told apart by content, not name.
   static Tokenizer from_file(const std::string& path);
+  static Tokenizer from_file(const std::string& path, const TokenizerOptions& options);
   static Tokenizer from_gguf(const GgufFile& file);
+  static Tokenizer from_gguf(const GgufFile& file, const TokenizerOptions& options);
   static Tokenizer from_sentencepiece(const std::string& path);
 
   Tokenizer(Tokenizer&&) noexcept;
@@ -74,6 +83,10 @@ class Tokenizer {
   TokenType token_type(int32_t id) const;
   const std::string& kind() const;  // "sentencepiece", "llama" or "gpt2"
   const std::string& source() const;  // the path it was loaded from
+  // Byte-level BPE: the tokenizer.ggml.pre name in use ("" for other kinds), and whether the
+  // file had none so llama.cpp's "default" is used (worth a warning: splits may be wrong).
+  const std::string& pre_tokenizer() const;
+  bool pre_tokenizer_defaulted() const;
 
  private:
   friend class StreamDecoder;  // applies decode()'s leading-space rule token by token

@@ -28,6 +28,10 @@ class TokenizerImpl {
 
   std::string kind;
   std::string source;
+  // Byte-level BPE only: the tokenizer.ggml.pre row in use, and whether the file had none
+  // (llama.cpp's "default" then; callers warn).
+  std::string pre_tokenizer;
+  bool pre_tokenizer_defaulted = false;
   // The special tokens for encode(..., parse_special); filled by the Tokenizer facade.
   SpecialTokenSplitter specials;
 };
@@ -35,6 +39,8 @@ class TokenizerImpl {
 // Factories, one per implementation file.
 std::unique_ptr<TokenizerImpl> make_sentencepiece_tokenizer(const std::string& path);
 std::unique_ptr<TokenizerImpl> make_llama_gguf_tokenizer(const GgufFile& file);
-std::unique_ptr<TokenizerImpl> make_gpt2_gguf_tokenizer(const GgufFile& file);
+// pre_tokenizer: a tokenizer.ggml.pre name that replaces the file's; empty keeps the file's.
+std::unique_ptr<TokenizerImpl> make_gpt2_gguf_tokenizer(const GgufFile& file,
+                                                        std::string_view pre_tokenizer = {});
 
 }  // namespace llmctl
