@@ -14,6 +14,24 @@ Only valid UTF-8 appears here: JSON cannot hold invalid bytes, and the C++ tests
 A string with a character that the `regex` module's Unicode version classifies differently
 from this Python's unicodedata (which generated the C++ tables) is refused, so the fixture
 never encodes a Unicode version difference.
+
+Fuzz mode: every regex list of the C++ pre-tokenizer table against `regex` on 5,000 seeded
+strings (tests/fixtures/pretokenizer_fuzz.json, checked by tests/test_pretokenizer_fuzz.cpp):
+
+    build/tools/pre_tokenizer_lists > /tmp/pre_tokenizer_lists.json
+    python3 tools/gen_pretokenizer_fixture.py --fuzz /tmp/pre_tokenizer_lists.json \\
+        > tests/fixtures/pretokenizer_fuzz.json
+
+The split follows llama.cpp's unicode_regex_split: each pattern splits every piece of the
+previous one, matches and the text between them are pieces, empty pieces are dropped. The
+strings are stored once; per list only an FNV-1a 64 hash per block of 100 strings of the
+piece boundaries (code point offsets, uint32 little endian, each string closed by
+0xFFFFFFFF), which keeps the file well under 1 MB. \\x{HHHH} in a pattern (PCRE2 syntax) is
+turned into the character itself for `regex`, and \\p{Han} into \\p{scx=Han} (PCRE2's script
+properties are Script_Extensions, as in the Rust regex tiktoken uses). The characters are drawn from a fixed pool of
+code points assigned by Unicode 11 or earlier, so that PCRE2 10.42 (Unicode 14) and this
+`regex` (newer) class every one of them the same way; characters whose class changed
+between Unicode versions (new letters, new White_Space members) never appear.
 """
 import json
 import os
@@ -95,7 +113,118 @@ def split(pattern, text):
     return pieces
 
 
+# The fuzz pool: single characters and fragments, chosen to hit every branch of the
+# patterns (contractions, case runs, digit groups, whitespace/newline runs, CJK blocks of the
+# DeepSeek/AFMoE/Kimi lists, Chameleon's sentinels, punctuation classes of Poro/BLOOM).
+FUZZ_POOL = (
+    list("abcxyzABCXYZ") * 3 + list("0123456789") * 2 + list(" ") * 8 +
+    ["\t", "\n", "\r", "\r\n", "\n\n", "  ", "    ", "\u00a0", "\u3000", "\u2009", "\u000b",
+     "'s", "'S", "'t", "'re", "'VE", "'m", "'ll", "'LL", "'d", "'D", "'x", "'", "\u017f",
+     "\u2019s", "\u212a", "Straße", "ĳ", "Éé", "Ωω", "Привет", "мир", "Ǆǅǆ", "ǈ",
+     "中", "文", "漢字", "日本", "ひらがな", "カタカナ", "ｶﾀｶﾅ", "한국어", "ㄱ", "ㄅㄆ",
+     "ก่อน", "ເລ", "ខ្មែរ", "မြန်", "नमस्ते", "e\u0301", "a\u0300\u0301", "\u0301",
+     "مرحبا", "١٢٣", "٣", "߀", "½", "Ⅻ", "²", "①",
+     "😀", "👍🏽", "🦙", "👨\u200d👩\u200d👧", "🇺🇸", "✓", "→", "∑", "€", "$", "£",
+     ".", ",", "!", "?", "-", "_", "/", "\\", "(", ")", "[", "]", "{", "}", "<", ">", "=",
+     "+", "^", "~", "|", "`", "@", "#", "%", "&", "*", ":", ";", "\"", "...", "…", "。",
+     "，", "、", "।", "۔", "،", "！", "：", "—", "“", "”", "‘", "’", "〜", "﹏",
+     "<sentinel:12>", "IMGIMGABZ", "\u200b", "\ufeff", "\u00ad", "\ufffd"])
+
+BLOCK = 100
+
+
+def fuzz_strings(count, seed):
+    rng = random.Random(seed)
+    out = []
+    while len(out) < count:
+        n = rng.choice((1, 2, 3, 5, 8, 12, 20, 30))
+        out.append("".join(rng.choice(FUZZ_POOL) for _ in range(n)))
+    return out
+
+
+def pcre_to_regex(pattern):
+    # PCRE2 syntax -> regex syntax: \x{HHHH} escapes, and PCRE2's script names, which mean
+    # Script_Extensions there (\p{Han} -> \p{scx=Han}).
+    pattern = regex.sub(r"\\x\{([0-9A-Fa-f]+)\}", lambda m: chr(int(m.group(1), 16)), pattern)
+    return pattern.replace(r"\p{Han}", r"\p{scx=Han}")
+
+
+def list_split(compiled, text):
+    pieces = [text] if text else []
+    for rx in compiled:
+        nxt = []
+        for piece in pieces:
+            last = 0
+            for m in rx.finditer(piece):
+                if m.start() > last:
+                    nxt.append(piece[last:m.start()])
+                if m.end() > m.start():
+                    nxt.append(piece[m.start():m.end()])
+                last = m.end()
+            if last < len(piece):
+                nxt.append(piece[last:])
+        pieces = nxt
+    return pieces
+
+
+def fnv1a64(data, h=0xcbf29ce484222325):
+    for b in data:
+        h ^= b
+        h = (h * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def boundary_bytes(pieces):
+    out = bytearray()
+    pos = 0
+    for p in pieces:
+        pos += len(p)
+        out += pos.to_bytes(4, "little")
+    return bytes(out) + b"\xff\xff\xff\xff"
+
+
+def fuzz_main(lists_path):
+    with open(lists_path, encoding="utf-8") as f:
+        lists = json.load(f)
+    texts = fuzz_strings(5000, seed=20261201)
+    hashes = {}
+    for list_id, patterns in lists.items():
+        compiled = [regex.compile(pcre_to_regex(p)) for p in patterns]
+        blocks = []
+        for start in range(0, len(texts), BLOCK):
+            h = 0xcbf29ce484222325
+            for text in texts[start:start + BLOCK]:
+                pieces = list_split(compiled, text)
+                if "".join(pieces) != text:
+                    sys.exit(f"list {list_id} does not cover {text!r}")
+                h = fnv1a64(boundary_bytes(pieces), h)
+            blocks.append(f"{h:016x}")
+        hashes[list_id] = blocks
+    doc = {
+        "generator": "tools/gen_pretokenizer_fixture.py --fuzz",
+        "regex_version": regex.__version__,
+        "block": BLOCK,
+        "lists": lists,
+        "hashes": hashes,
+        "strings": texts,
+    }
+    out = sys.stdout
+    out.write("{\n")
+    keys = list(doc)
+    for i, k in enumerate(keys):
+        sep = "," if i + 1 < len(keys) else ""
+        if k == "strings":
+            out.write(f'"{k}": [\n' + ",\n".join(json.dumps(t, ensure_ascii=False) for t in texts) +
+                      f"\n]{sep}\n")
+        else:
+            out.write(f"{json.dumps(k)}: {json.dumps(doc[k], ensure_ascii=False)}{sep}\n")
+    out.write("}\n")
+
+
 def main():
+    if len(sys.argv) > 2 and sys.argv[1] == "--fuzz":
+        fuzz_main(sys.argv[2])
+        return
     here = os.path.dirname(os.path.abspath(__file__))
     default_inp = os.path.join(here, "..", "..", "shared", "vocab", "ggml-vocab-gpt-2.gguf.inp")
     inp = sys.argv[1] if len(sys.argv) > 1 else default_inp

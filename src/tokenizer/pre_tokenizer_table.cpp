@@ -67,12 +67,16 @@ const std::vector<ListDef>& lists() {
       // (resp. A-Z) in place of the case classes, so combining marks stay with their letter.
       {"granite-embed-multi-97m",
        {R"re([^\r\n\p{L}\p{N}]?((?=[\p{L}\p{M}])([^a-z]))*((?=[\p{L}\p{M}])([^A-Z]))+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?((?=[\p{L}\p{M}])([^a-z]))+((?=[\p{L}\p{M}])([^A-Z]))*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)re"}},
+      // tokenizer.json has \d{1,3}(?=(?:\d{3})*\b); \b after a digit is "no word character
+      // next", spelled out with Oniguruma's (HF tokenizers') word class, since PCRE2's UCP
+      // \w also counts \p{No} (superscripts, circled digits) as word characters.
       {"tiny_aya",
-       {R"re(\d{1,3}(?=(?:\d{3})*\b))re",
+       {R"re(\d{1,3}(?=(?:\d{3})*(?![\p{L}\p{Nl}\p{M}\p{Nd}\p{Pc}\x{200C}\x{200D}])))re",
         CASED_WORDS(CONTRACTION_OPT, "\\p{M}") "|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"}},
       // Kimi K2 (tokenization_kimi.py): Han runs alone, and the cased-word classes without
       // Han ("&&[^\p{Han}]" there, a negative lookahead per character here). llama.cpp
-      // hand-codes the same pattern.
+      // hand-codes the same pattern. \p{Han} is Script_Extensions in PCRE2 as in tiktoken's
+      // Rust regex (so U+301C WAVE DASH counts as Han); Python's regex needs \p{scx=Han}.
       {"kimi-k2",
        {R"re([\p{Han}]+|[^\r\n\p{L}\p{N}]?(?:(?!\p{Han})[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}])*(?:(?!\p{Han})[\p{Ll}\p{Lm}\p{Lo}\p{M}])+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?(?:(?!\p{Han})[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}])+(?:(?!\p{Han})[\p{Ll}\p{Lm}\p{Lo}\p{M}])*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re"}},
       {"superbpe", {R"re(\p{N}+)re", R"re((?=(\d{3})+(?!\d)))re"}},
