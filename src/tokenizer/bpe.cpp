@@ -54,15 +54,30 @@ std::string bytes_to_byte_level(std::string_view bytes) {
 }
 
 std::optional<std::string> byte_level_to_bytes(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
+  // Every mapped code point is below U+0144, so it is one byte (ASCII) or two (lead
+  // 0xC2..0xC5); anything else cannot be byte-level text. Decoded inline: this runs once per
+  // token and merge side at load time (300k times for a Qwen2 vocabulary).
+  const ByteMap& m = byte_map();
+  std::string out(text.size(), '\0');
+  size_t n = 0;
   for (size_t pos = 0; pos < text.size();) {
-    const Utf8Unit u = decode_utf8(text, pos);
-    const int b = u.valid ? unicode_to_byte(u.cp) : -1;
+    const auto b0 = static_cast<uint8_t>(text[pos]);
+    char32_t cp;
+    if (b0 < 0x80) {
+      cp = b0;
+      pos += 1;
+    } else if (b0 >= 0xC2 && b0 <= 0xDF && pos + 1 < text.size() &&
+               (static_cast<uint8_t>(text[pos + 1]) & 0xC0) == 0x80) {
+      cp = (char32_t{b0 & 0x1Fu} << 6) | (static_cast<uint8_t>(text[pos + 1]) & 0x3Fu);
+      pos += 2;
+    } else {
+      return std::nullopt;
+    }
+    const int b = cp < m.to_byte.size() ? m.to_byte[cp] : -1;
     if (b < 0) return std::nullopt;
-    out.push_back(static_cast<char>(static_cast<uint8_t>(b)));
-    pos += u.size;
+    out[n++] = static_cast<char>(static_cast<uint8_t>(b));
   }
+  out.resize(n);
   return out;
 }
 
@@ -76,30 +91,32 @@ BpeModel::BpeModel(const std::vector<std::optional<std::string>>& token_bytes,
   if (token_bytes.size() >= static_cast<size_t>(std::numeric_limits<int32_t>::max() / 2))
     throw Error(fmt::format("vocabulary of {} tokens is too large", token_bytes.size()));
   n_vocab_ = static_cast<int32_t>(token_bytes.size());
-  ids_.reserve(token_bytes.size() + merges.size() / 8);
+  ids_.reserve(token_bytes.size() + merges.size() / 4);
   for (size_t id = 0; id < token_bytes.size(); ++id)
-    if (token_bytes[id]) ids_[*token_bytes[id]] = static_cast<int32_t>(id);
+    if (token_bytes[id]) ids_.insert(*token_bytes[id], static_cast<int32_t>(id), /*overwrite=*/true);
   for (uint32_t b = 0; b < 256; ++b) byte_ids_[b] = intern(std::string(1, static_cast<char>(b)));
 
   merges_.reserve(merges.size());
+  std::string joined;
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     const Merge& m = merges[rank];
     if (m.left.empty() || m.right.empty()) continue;  // cannot apply to any pair of symbols
     const int32_t left = intern(m.left);
     const int32_t right = intern(m.right);
-    const int32_t merged = intern(m.left + m.right);
+    joined.assign(m.left).append(m.right);
+    const int32_t merged = intern(joined);
     merges_.emplace(pair_key(left, right), MergeResult{static_cast<int32_t>(rank), merged});
   }
 }
 
-int32_t BpeModel::intern(const std::string& bytes) {
-  const auto it = ids_.find(bytes);
-  if (it != ids_.end()) return it->second;
+int32_t BpeModel::intern(std::string_view bytes) {
+  const int32_t found = ids_.find(bytes);
+  if (found >= 0) return found;
   const size_t id = static_cast<size_t>(n_vocab_) + internal_.size();
   if (id >= static_cast<size_t>(std::numeric_limits<int32_t>::max()))
     throw Error("too many BPE merges");
-  internal_.push_back(bytes);
-  ids_.emplace(bytes, static_cast<int32_t>(id));
+  internal_.emplace_back(bytes);
+  ids_.insert(bytes, static_cast<int32_t>(id), /*overwrite=*/false);
   return static_cast<int32_t>(id);
 }
 
@@ -131,11 +148,10 @@ bool BpeModel::add_candidate(Scratch& scratch, int32_t left) const {
   const Scratch::Symbol& l = scratch.symbols[static_cast<size_t>(left)];
   if (l.next < 0) return false;
   const Scratch::Symbol& r = scratch.symbols[static_cast<size_t>(l.next)];
-  const auto it = merges_.find(pair_key(l.id, r.id));
-  if (it == merges_.end()) return false;
-  const uint64_t order =
-      (static_cast<uint64_t>(it->second.rank) << 32) | static_cast<uint32_t>(left);
-  scratch.heap.push_back({order, l.next, l.id, r.id, it->second.merged_id});
+  const MergeResult* m = merges_.find(pair_key(l.id, r.id));
+  if (m == nullptr) return false;
+  const uint64_t order = (static_cast<uint64_t>(m->rank) << 32) | static_cast<uint32_t>(left);
+  scratch.heap.push_back({order, l.next, l.id, r.id, m->merged_id});
   return true;
 }
 
@@ -151,9 +167,9 @@ void BpeModel::encode(std::string_view piece, std::vector<int32_t>& out, Scratch
     return;
   }
   if (ignore_merges_) {
-    const auto it = ids_.find(std::string(piece));
-    if (it != ids_.end() && it->second < n_vocab_) {
-      out.push_back(it->second);
+    const int32_t id = ids_.find(piece);
+    if (id >= 0 && id < n_vocab_) {
+      out.push_back(id);
       return;
     }
   }

@@ -13,8 +13,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
+
+#include "tokenizer/bpe_tables.h"
 
 namespace llmctl {
 
@@ -79,7 +80,7 @@ class BpeModel {
     return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) |
            static_cast<uint32_t>(right);
   }
-  int32_t intern(const std::string& bytes);
+  int32_t intern(std::string_view bytes);
   void emit(int32_t id, std::vector<int32_t>& out) const;
   // Queues the pair (left, its next symbol) when a merge exists for it; push_candidate
   // also restores the heap order.
@@ -88,10 +89,10 @@ class BpeModel {
 
   int32_t n_vocab_ = 0;
   bool ignore_merges_ = false;
-  std::unordered_map<std::string, int32_t> ids_;  // raw bytes -> id (tokens and internal)
-  std::vector<std::string> internal_;             // bytes of internal id n_vocab_ + i
+  ByteStringIds ids_;                  // raw bytes -> id (tokens and internal)
+  std::vector<std::string> internal_;  // bytes of internal id n_vocab_ + i
   std::array<int32_t, 256> byte_ids_{};           // the symbol each byte starts as
-  std::unordered_map<uint64_t, MergeResult> merges_;
+  PairMap<MergeResult> merges_;
 };
 
 }  // namespace llmctl

@@ -176,7 +176,8 @@ std::unique_ptr<TokenizerImpl> make_gpt2_gguf_tokenizer(const GgufFile& file,
         left = byte_level_to_bytes(std::string_view(m).substr(0, sep));
         right = byte_level_to_bytes(std::string_view(m).substr(sep + 1));
       }
-      merges.push_back(left && right ? BpeModel::Merge{*left, *right} : BpeModel::Merge{});
+      merges.push_back(left && right ? BpeModel::Merge{std::move(*left), std::move(*right)}
+                                      : BpeModel::Merge{});
     }
   }
 
