@@ -153,9 +153,14 @@ void Evaluator::exec_for(const Stmt& s, const ScopePtr& scope, std::string& out,
       !iterable.is_string()) {
     throw TemplateError(fmt::format("'{}' object is not iterable", type_name(iterable)));
   }
-  auto loop_scope = std::make_shared<Scope>();
-  loop_scope->parent = scope;
-  const auto bind = [&](const Value& item) { bind_names(s.targets, item, *loop_scope); };
+  // Each iteration starts from the enclosing scope: a set in the body neither survives the
+  // loop nor the iteration (Jinja loads outer names afresh every iteration).
+  ScopePtr loop_scope;
+  const auto bind = [&](const Value& item) {
+    loop_scope = std::make_shared<Scope>();
+    loop_scope->parent = scope;
+    bind_names(s.targets, item, *loop_scope);
+  };
   Array items;
   for (const Value& item : iterate(iterable)) {
     if (s.cond) {

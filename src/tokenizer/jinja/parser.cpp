@@ -85,8 +85,11 @@ class Parser {
     while (true) {
       const Token& t = peek();
       if (t.kind == Token::End) {
-        if (ends.size() != 0)
-          fail(t, fmt::format("unexpected end of template, expected '{}'", *ends.begin()));
+        if (ends.size() != 0) {
+          std::string names;
+          for (const char* e : ends) names += std::string(names.empty() ? "" : " or ") + "'" + e + "'";
+          fail(t, "unexpected end of template, expected " + names);
+        }
         return body;
       }
       if (t.kind == Token::Text) {
@@ -246,7 +249,7 @@ class Parser {
     t->flag = true;
     t->args.push_back(std::move(first));
     while (accept_op(",")) {
-      if (peek().kind == Token::VarEnd || peek().kind == Token::BlockEnd) break;
+      if (peek().kind == Token::VarEnd || peek().kind == Token::BlockEnd || is_op(")")) break;
       t->args.push_back(allow_cond ? parse_expression() : parse_or());
     }
     return t;
