@@ -5,10 +5,13 @@
 // string_view, pair keys in one array.
 
 #include <cstdint>
+#include <limits>
 #include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "core/error.h"
 
 namespace llmctl {
 
@@ -34,6 +37,9 @@ class ByteStringIds {
   }
   // Sets s -> id (replacing an existing id when overwrite); returns the id now stored.
   int32_t insert(std::string_view s, int32_t id, bool overwrite) {
+    if (arena_.size() + s.size() > std::numeric_limits<uint32_t>::max())
+      throw Error(fmt::format("BPE vocabulary: more than 4 GiB of token bytes (at {} + {})",
+                              arena_.size(), s.size()));
     if ((entries_.size() + 1) * 2 > slots_.size()) rehash(capacity_for(entries_.size() + 1));
     const size_t h = std::hash<std::string_view>{}(s);
     size_t i = h & mask_;
@@ -48,7 +54,7 @@ class ByteStringIds {
       }
     }
     slots_[i] = make_slot(h, entries_.size());
-    entries_.push_back({h, arena_.size(), s.size(), id});
+    entries_.push_back({static_cast<uint32_t>(arena_.size()), static_cast<uint32_t>(s.size()), id});
     arena_.append(s);
     return id;
   }
@@ -63,10 +69,9 @@ class ByteStringIds {
     return (uint64_t{tag_of(h)} << 32) | static_cast<uint32_t>(entry);
   }
 
-  struct Entry {
-    size_t hash;
-    size_t offset;
-    size_t size;
+  struct Entry {  // 12 bytes: the table is probed at random, so size is cache misses
+    uint32_t offset;
+    uint32_t size;
     int32_t id;
   };
   std::string_view view(const Entry& e) const {
@@ -82,9 +87,10 @@ class ByteStringIds {
     slots_.assign(capacity, kEmptySlot);
     mask_ = capacity - 1;
     for (size_t e = 0; e < entries_.size(); ++e) {
-      size_t i = entries_[e].hash & mask_;
+      const size_t h = std::hash<std::string_view>{}(view(entries_[e]));
+      size_t i = h & mask_;
       while (slots_[i] != kEmptySlot) i = (i + 1) & mask_;
-      slots_[i] = make_slot(entries_[e].hash, e);
+      slots_[i] = make_slot(h, e);
     }
   }
 
@@ -94,7 +100,7 @@ class ByteStringIds {
   size_t mask_ = 0;
 };
 
-// 64-bit key (never ~0) -> value, insert-if-absent.
+// 64-bit key (never ~0) -> value, insert-if-absent; key and value share a slot (one miss).
 template <typename Value>
 class PairMap {
  public:
@@ -103,48 +109,47 @@ class PairMap {
   void reserve(size_t n) {
     size_t c = 16;
     while (c < n * 2) c *= 2;
-    keys_.assign(c, kEmpty);
-    values_.resize(c);
+    slots_.assign(c, Slot{kEmpty, Value{}});
     mask_ = c - 1;
     size_ = 0;
   }
   const Value* find(uint64_t key) const {
-    if (keys_.empty()) return nullptr;
+    if (slots_.empty()) return nullptr;
     for (size_t i = slot(key);; i = (i + 1) & mask_) {
-      if (keys_[i] == key) return &values_[i];
-      if (keys_[i] == kEmpty) return nullptr;
+      if (slots_[i].key == key) return &slots_[i].value;
+      if (slots_[i].key == kEmpty) return nullptr;
     }
   }
   // Keeps an existing value (a repeated merge keeps its first rank).
   void emplace(uint64_t key, const Value& v) {
-    if ((size_ + 1) * 2 > keys_.size()) grow();
+    if ((size_ + 1) * 2 > slots_.size()) grow();
     size_t i = slot(key);
-    while (keys_[i] != kEmpty) {
-      if (keys_[i] == key) return;
+    while (slots_[i].key != kEmpty) {
+      if (slots_[i].key == key) return;
       i = (i + 1) & mask_;
     }
-    keys_[i] = key;
-    values_[i] = v;
+    slots_[i] = Slot{key, v};
     ++size_;
   }
   size_t size() const { return size_; }
 
  private:
+  struct Slot {
+    uint64_t key;
+    Value value;
+  };
   size_t slot(uint64_t key) const {
     return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> 20) & mask_;
   }
   void grow() {
-    std::vector<uint64_t> old_keys;
-    std::vector<Value> old_values;
-    old_keys.swap(keys_);
-    old_values.swap(values_);
-    reserve(old_keys.empty() ? 8 : old_keys.size());
-    for (size_t i = 0; i < old_keys.size(); ++i)
-      if (old_keys[i] != kEmpty) emplace(old_keys[i], old_values[i]);
+    std::vector<Slot> old;
+    old.swap(slots_);
+    reserve(old.empty() ? 8 : old.size());
+    for (const Slot& s : old)
+      if (s.key != kEmpty) emplace(s.key, s.value);
   }
 
-  std::vector<uint64_t> keys_;
-  std::vector<Value> values_;
+  std::vector<Slot> slots_;
   size_t mask_ = 0;
   size_t size_ = 0;
 };

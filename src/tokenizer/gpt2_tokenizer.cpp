@@ -49,8 +49,11 @@ std::string byte_level_decode(std::string_view text) {
 
 class Gpt2Tokenizer final : public TokenizerImpl {
  public:
+  // decoded[id]: the token's bytes when its text is all byte-level (what BPE loading
+  // computed already), reused for Normal tokens instead of decoding their text again.
   Gpt2Tokenizer(std::vector<std::string> pieces, std::vector<TokenType> types, BpeModel bpe,
-                const PreTokenizerSpec& pre, int32_t bos, int32_t eos, bool add_bos)
+                std::vector<std::optional<std::string>> decoded, const PreTokenizerSpec& pre,
+                int32_t bos, int32_t eos, bool add_bos)
       : pieces_(std::move(pieces)),
         types_(std::move(types)),
         bpe_(std::move(bpe)),
@@ -64,7 +67,7 @@ class Gpt2Tokenizer final : public TokenizerImpl {
       // bytes, UserDefined ones are literal text, all other kinds (control...) print nothing.
       switch (types_[id]) {
         case TokenType::Normal:
-          bytes_.push_back(byte_level_decode(pieces_[id]));
+          bytes_.push_back(decoded[id] ? std::move(*decoded[id]) : byte_level_decode(pieces_[id]));
           break;
         case TokenType::UserDefined:
           bytes_.push_back(pieces_[id]);
@@ -214,7 +217,7 @@ std::unique_ptr<TokenizerImpl> make_gpt2_gguf_tokenizer(const GgufFile& file,
       file.get_bool_or("tokenizer.ggml.add_bos_token", pre.add_bos);
 
   auto impl = std::make_unique<Gpt2Tokenizer>(std::move(pieces), std::move(types), std::move(bpe),
-                                              pre, bos, eos, add_bos);
+                                              std::move(token_bytes), pre, bos, eos, add_bos);
   impl->kind = "gpt2";
   impl->source = path;
   impl->pre_tokenizer = pre.name;
