@@ -105,18 +105,39 @@ CONVERSATIONS = {
         {"role": "system", "content": "You can call tools."},
         {"role": "user", "content": "What is the weather in Paris?"},
     ],
+    "tool_call": [
+        {"role": "user", "content": "What is the weather in Paris?"},
+        {"role": "assistant", "content": "",
+         "tool_calls": [{"id": "call_1", "type": "function",
+                         "function": {"name": "get_weather",
+                                      "arguments": {"city": "Paris", "unit": "celsius"}}}]},
+        {"role": "tool", "tool_call_id": "call_1", "name": "get_weather",
+         "content": "{\"temperature\": 18, \"sky\": \"clear\"}"},
+        {"role": "assistant", "content": "It is 18 °C and clear in Paris."},
+        {"role": "user", "content": "Thanks!"},
+    ],
 }
+
+# Variables a template's model card says to pass besides the standard ones (merged into every
+# case's context; the fixture records them per template).
+EXTRA_CONTEXT = {
+    "fireworks-ai-llama-3-firefunction-v2.jinja": {"functions": json.dumps([TOOL["function"]]),
+                                                   "datetime": "2026-01-15"},
+}
+
+# Cases with tools only for templates that mention them.
+TOOL_CASES = {"tools", "tool_call"}
 
 
 def cases_for(source):
     out = []
     for name, messages in CONVERSATIONS.items():
-        if name == "tools" and "tools" not in source:
+        if name in TOOL_CASES and "tools" not in source:
             continue
         for agp in (False, True):
             ctx = {"messages": messages, "bos_token": "<s>", "eos_token": "</s>",
                    "add_generation_prompt": agp}
-            if name == "tools":
+            if name in TOOL_CASES:
                 ctx["tools"] = [TOOL]
             out.append((f"{name}/{'gen' if agp else 'nogen'}", ctx))
     return out
@@ -138,12 +159,15 @@ def main():
             tmpl = env.from_string(source)
         except jinja2.TemplateError as e:
             tmpl, entry["parse_error"] = None, str(e)
+        extra = EXTRA_CONTEXT.get(fname, {})
+        if extra:
+            entry["extra_context"] = extra
         for case, ctx in cases_for(source):
             contexts[case] = ctx
             if tmpl is None:
                 continue
             try:
-                entry["results"][case] = {"output": tmpl.render(**ctx)}
+                entry["results"][case] = {"output": tmpl.render(**ctx, **extra)}
             except RaisedException as e:
                 entry["results"][case] = {"raised": str(e)}
             except Exception as e:  # jinja2 errors and TypeErrors from the template alike
