@@ -52,12 +52,12 @@ class Gpt2Tokenizer final : public TokenizerImpl {
   // decoded[id]: the token's bytes when its text is all byte-level (what BPE loading
   // computed already), reused for Normal tokens instead of decoding their text again.
   Gpt2Tokenizer(std::vector<std::string> pieces, std::vector<TokenType> types, BpeModel bpe,
-                std::vector<std::optional<std::string>> decoded, const PreTokenizerSpec& pre,
+                std::vector<std::optional<std::string>> decoded, const RegexSplitter& splitter,
                 int32_t bos, int32_t eos, bool add_bos)
       : pieces_(std::move(pieces)),
         types_(std::move(types)),
         bpe_(std::move(bpe)),
-        splitter_(pre_tokenizer_splitter(pre)),
+        splitter_(splitter),
         bos_(bos),
         eos_(eos),
         add_bos_(add_bos) {
@@ -135,6 +135,43 @@ int32_t special_id(const GgufFile& file, const char* key, int32_t fallback, size
 
 }  // namespace
 
+std::unique_ptr<TokenizerImpl> make_byte_level_bpe_tokenizer(std::vector<std::string> pieces,
+                                                             std::vector<TokenType> types,
+                                                             const std::vector<std::string>& merge_text,
+                                                             const RegexSplitter& splitter,
+                                                             bool ignore_merges, int32_t bos,
+                                                             int32_t eos, bool add_bos) {
+  const size_t n = pieces.size();
+  LLMCTL_ASSERT(types.size() == n);
+  std::vector<BpeModel::Merge> merges;
+  {
+    const std::vector<std::string>& raw = merge_text;
+    merges.reserve(raw.size());
+    for (const std::string& m : raw) {
+      // "left right": the separator is the first space after the first byte, as llama.cpp
+      // splits it. A merge that does not split, or whose sides are not byte-level text, can
+      // never apply; it keeps its rank slot so the other ranks stay as in the file.
+      const size_t sep = m.find(' ', 1);
+      std::optional<std::string> left, right;
+      if (sep != std::string::npos) {
+        left = byte_level_to_bytes(std::string_view(m).substr(0, sep));
+        right = byte_level_to_bytes(std::string_view(m).substr(sep + 1));
+      }
+      merges.push_back(left && right ? BpeModel::Merge{std::move(*left), std::move(*right)}
+                                      : BpeModel::Merge{});
+    }
+  }
+
+  std::vector<std::optional<std::string>> token_bytes(n);
+  for (size_t id = 0; id < n; ++id) {
+    // Control tokens stay out of BPE, so their text in the input is always plain text.
+    if (types[id] != TokenType::Control) token_bytes[id] = byte_level_to_bytes(pieces[id]);
+  }
+  BpeModel bpe(token_bytes, merges, ignore_merges);
+  return std::make_unique<Gpt2Tokenizer>(std::move(pieces), std::move(types), std::move(bpe),
+                                         std::move(token_bytes), splitter, bos, eos, add_bos);
+}
+
 std::unique_ptr<TokenizerImpl> make_gpt2_gguf_tokenizer(const GgufFile& file,
                                                         std::string_view pre_tokenizer) {
   const std::string& path = file.path();
@@ -165,24 +202,7 @@ std::unique_ptr<TokenizerImpl> make_gpt2_gguf_tokenizer(const GgufFile& file,
     throw FileError(path,
                     "metadata key 'tokenizer.ggml.merges' is missing (a gpt2 vocabulary "
                     "needs its BPE merges)");
-  std::vector<BpeModel::Merge> merges;
-  {
-    const std::vector<std::string> raw = file.get_string_array("tokenizer.ggml.merges");
-    merges.reserve(raw.size());
-    for (const std::string& m : raw) {
-      // "left right": the separator is the first space after the first byte, as llama.cpp
-      // splits it. A merge that does not split, or whose sides are not byte-level text, can
-      // never apply; it keeps its rank slot so the other ranks stay as in the file.
-      const size_t sep = m.find(' ', 1);
-      std::optional<std::string> left, right;
-      if (sep != std::string::npos) {
-        left = byte_level_to_bytes(std::string_view(m).substr(0, sep));
-        right = byte_level_to_bytes(std::string_view(m).substr(sep + 1));
-      }
-      merges.push_back(left && right ? BpeModel::Merge{std::move(*left), std::move(*right)}
-                                      : BpeModel::Merge{});
-    }
-  }
+  const std::vector<std::string> merges = file.get_string_array("tokenizer.ggml.merges");
 
   PreTokenizerChoice choice;
   {
@@ -203,21 +223,15 @@ std::unique_ptr<TokenizerImpl> make_gpt2_gguf_tokenizer(const GgufFile& file,
                                       "vocabulary; llmctl does not support it",
                                       pre.name));
 
-  std::vector<std::optional<std::string>> token_bytes(n);
-  for (size_t id = 0; id < n; ++id) {
-    // Control tokens stay out of BPE, so their text in the input is always plain text.
-    if (types[id] != TokenType::Control) token_bytes[id] = byte_level_to_bytes(pieces[id]);
-  }
-  BpeModel bpe(token_bytes, merges, pre.ignore_merges);
-
   const int32_t bos = special_id(file, "tokenizer.ggml.bos_token_id",
                                  pre.no_bos ? -1 : kLlamaCppDefaultSpecialId, n);
   const int32_t eos = special_id(file, "tokenizer.ggml.eos_token_id", kLlamaCppDefaultSpecialId, n);
   const bool add_bos =
       file.get_bool_or("tokenizer.ggml.add_bos_token", pre.add_bos);
 
-  auto impl = std::make_unique<Gpt2Tokenizer>(std::move(pieces), std::move(types), std::move(bpe),
-                                              std::move(token_bytes), pre, bos, eos, add_bos);
+  auto impl = make_byte_level_bpe_tokenizer(std::move(pieces), std::move(types), merges,
+                                            pre_tokenizer_splitter(pre), pre.ignore_merges, bos,
+                                            eos, add_bos);
   impl->kind = "gpt2";
   impl->source = path;
   impl->pre_tokenizer = pre.name;

@@ -59,15 +59,19 @@ std::vector<std::string> known_pre_tokenizer_names() {
   return out;
 }
 
-const RegexSplitter& pre_tokenizer_splitter(const PreTokenizerSpec& spec) {
-  // One compiled list per list id; entries are never removed, so references stay valid.
+const RegexSplitter& regex_splitter_for(const std::vector<std::string>& patterns) {
+  // One compiled splitter per distinct list; entries are never removed, so references stay
+  // valid for the process.
   static std::mutex mutex;
-  static std::map<std::string, std::unique_ptr<RegexSplitter>> cache;
+  static std::map<std::vector<std::string>, std::unique_ptr<RegexSplitter>> cache;
   const std::lock_guard<std::mutex> lock(mutex);
-  auto it = cache.find(spec.list);
-  if (it == cache.end())
-    it = cache.emplace(spec.list, std::make_unique<RegexSplitter>(spec.patterns)).first;
+  auto it = cache.find(patterns);
+  if (it == cache.end()) it = cache.emplace(patterns, std::make_unique<RegexSplitter>(patterns)).first;
   return *it->second;
+}
+
+const RegexSplitter& pre_tokenizer_splitter(const PreTokenizerSpec& spec) {
+  return regex_splitter_for(spec.patterns);
 }
 
 std::vector<std::string_view> pre_tokenize(const PreTokenizerSpec& spec, std::string_view text) {

@@ -36,6 +36,10 @@ std::vector<std::string> known_pre_tokenizer_names();
 // The compiled regex list of a row; compiled on first use and kept for the process.
 const RegexSplitter& pre_tokenizer_splitter(const PreTokenizerSpec& spec);
 
+// The compiled splitter of any regex list (a tokenizer.json's pre_tokenizer), cached as above
+// by the patterns themselves.
+const RegexSplitter& regex_splitter_for(const std::vector<std::string>& patterns);
+
 // Splits text into consecutive, non-empty pieces that concatenate back to `text`.
 // The views point into `text`.
 std::vector<std::string_view> pre_tokenize(const PreTokenizerSpec& spec, std::string_view text);

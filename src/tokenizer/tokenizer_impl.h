@@ -2,6 +2,7 @@
 // Internal interface behind Tokenizer (not included outside src/tokenizer/).
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +40,16 @@ class TokenizerImpl {
 // Factories, one per implementation file.
 std::unique_ptr<TokenizerImpl> make_sentencepiece_tokenizer(const std::string& path);
 std::unique_ptr<TokenizerImpl> make_llama_gguf_tokenizer(const GgufFile& file);
+class RegexSplitter;
+// A byte-level BPE vocabulary however it is stored (GGUF, tokenizer.json): pieces as stored
+// ("Ġthe"), one type per piece, merges as "left right" in rank order, the splitter that
+// pre-tokenizes (kept by reference: a process-lifetime cache owns it, pretokenizer.h).
+std::unique_ptr<TokenizerImpl> make_byte_level_bpe_tokenizer(std::vector<std::string> pieces,
+                                                             std::vector<TokenType> types,
+                                                             const std::vector<std::string>& merges,
+                                                             const RegexSplitter& splitter,
+                                                             bool ignore_merges, int32_t bos,
+                                                             int32_t eos, bool add_bos);
 // pre_tokenizer: a tokenizer.ggml.pre name that replaces the file's; empty keeps the file's.
 std::unique_ptr<TokenizerImpl> make_gpt2_gguf_tokenizer(const GgufFile& file,
                                                         std::string_view pre_tokenizer = {});
