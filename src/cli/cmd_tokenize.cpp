@@ -15,10 +15,7 @@
 
 namespace llmctl::cli {
 
-namespace {
-
-// Shows a piece on one line: control bytes escaped, everything else verbatim.
-std::string printable(const std::string& s) {
+std::string printable_piece(const std::string& s) {
   std::string out;
   for (const char ch : s) {
     const auto c = static_cast<unsigned char>(ch);
@@ -37,6 +34,24 @@ std::string printable(const std::string& s) {
   }
   return out;
 }
+
+void print_ids(const Tokenizer& tok, const std::vector<int32_t>& ids, const std::string& format,
+               nlohmann::json header) {
+  if (format == "ids") {
+    fmt::print("{}\n", fmt::join(ids, " "));
+  } else if (format == "pieces") {
+    for (const int32_t id : ids) fmt::print("{}\t{}\n", id, printable_piece(tok.piece(id)));
+  } else {
+    nlohmann::json pieces = nlohmann::json::array();
+    for (const int32_t id : ids) pieces.push_back(tok.piece(id));
+    header["n_tokens"] = ids.size();
+    header["ids"] = ids;
+    header["pieces"] = pieces;
+    fmt::print("{}\n", header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  }
+}
+
+namespace {
 
 std::vector<int32_t> parse_ids(const std::string& s) {
   std::vector<int32_t> ids;
@@ -137,7 +152,7 @@ void print_token_norms(const Tokenizer& tok, const std::vector<int32_t>& ids,
   for (size_t i = 0; i < ids.size(); ++i) {
     const double n = norms[static_cast<size_t>(ids[i])];
     fmt::print("{:>5}  {:>7}  {:>10.5g}  {:>9.1f}%  {}\n", i, ids[i], n, percentile_of(norms, n),
-               printable(tok.piece(ids[i])));
+               printable_piece(tok.piece(ids[i])));
   }
   if (ids.empty()) {
     fmt::print("prompt: no tokens\n");
@@ -154,7 +169,7 @@ void print_token_norms(const Tokenizer& tok, const std::vector<int32_t>& ids,
 int run_encode(const Tokenizer& tok, const TokenizeOptions& opt) {
   const std::string text = input_text(opt);
   const bool add_bos = !opt.no_bos && tok.add_bos_default();
-  const std::vector<int32_t> ids = tok.encode(text, add_bos);
+  const std::vector<int32_t> ids = tok.encode(text, add_bos, !opt.no_parse_special);
   if (opt.count) {
     if (opt.json)
       fmt::print("{}\n", nlohmann::json{{"n_tokens", ids.size()}}.dump());
@@ -166,20 +181,9 @@ int run_encode(const Tokenizer& tok, const TokenizeOptions& opt) {
     print_token_norms(tok, ids, opt);
     return kExitOk;
   }
-  const std::string format = opt.json ? "json" : opt.format;
-  if (format == "ids") {
-    fmt::print("{}\n", fmt::join(ids, " "));
-  } else if (format == "pieces") {
-    for (const int32_t id : ids) fmt::print("{}\t{}\n", id, printable(tok.piece(id)));
-  } else {
-    nlohmann::json pieces = nlohmann::json::array();
-    for (const int32_t id : ids) pieces.push_back(tok.piece(id));
-    const nlohmann::json j{{"tokenizer", tok.source()}, {"kind", tok.kind()},
-                           {"n_vocab", tok.n_vocab()},  {"add_bos", add_bos},
-                           {"n_tokens", ids.size()},    {"ids", ids},
-                           {"pieces", pieces}};
-    fmt::print("{}\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  }
+  print_ids(tok, ids, opt.json ? "json" : opt.format,
+            {{"tokenizer", tok.source()}, {"kind", tok.kind()}, {"n_vocab", tok.n_vocab()},
+             {"add_bos", add_bos}});
   return kExitOk;
 }
 
@@ -201,6 +205,11 @@ int run_tokenize(const TokenizeOptions& opt) {
   if (opt.norms && (opt.decode || opt.count))
     throw CLI::ValidationError("--norms", "--norms does not combine with --decode or --count");
   const Tokenizer tok = open_tokenizer(opt);
+  if (!opt.chat_file.empty()) return run_tokenize_chat(tok, opt);
+  if (!opt.chat_template.empty() || !opt.chat_template_file.empty() || opt.no_generation_prompt)
+    throw CLI::ValidationError("--chat-template", "template options need --chat FILE.json");
+  if (opt.format == "text")
+    throw CLI::ValidationError("--format", "--format text shows a rendered chat: it needs --chat FILE.json");
   if (opt.decode) {
     if (opt.has_text || !opt.file.empty() || opt.count)
       throw CLI::ValidationError(
@@ -222,10 +231,16 @@ void add_tokenize_command(CLI::App& app, Action& action) {
       "  llmctl tokenize --tokenizer llama2-tokenizer.model --file prompt.txt --format pieces\n"
       "  llmctl tokenize -m stories260K.gguf --decode \"1 403 407 261 378\"\n"
       "  llmctl tokenize -m stories260K.gguf --norms \"Once upon a time\"\n"
+      "  llmctl tokenize -m SmolLM2-135M-Instruct.Q4_1.gguf --chat chat.json --format text\n"
       "  llmctl tokenize --report --tokenizer A.gguf --tokenizer B.model --jsonl prompts.jsonl "
       "--budget 4096\n"
       "\nWithout TEXT or --file, text is read from standard input when it is not a terminal.\n"
       "--report counts tokens without BOS/EOS; inflation is relative to the first --tokenizer.\n"
+      "Special-token text (\"<|im_start|>\") becomes its token, as llama.cpp does; "
+      "--no-parse-special keeps it text.\n"
+      "--chat FILE.json renders an OpenAI-style messages array (or {\"messages\": [...], "
+      "\"tools\": ...}) with the model's Jinja chat template; --format text prints the prompt "
+      "exactly, ids the ids `run` prefills (BOS added as llama.cpp does).\n"
       "Exit codes: 0 ok, 1 bad input file or error, 2 usage error.");
   sub->add_option("-m,--model", opt.model, "GGUF model whose embedded vocabulary to use");
   sub->add_option("--tokenizer", opt.tokenizers,
@@ -239,8 +254,20 @@ void add_tokenize_command(CLI::App& app, Action& action) {
                   "--report prompts: one JSON string or {\"prompt\"|\"text\": ...} per line");
   sub->add_flag("--no-bos", opt.no_bos, "Do not prepend BOS (default: as the vocabulary says)");
   sub->add_option("--format", opt.format,
-                  "Output: ids (one line), pieces (id<TAB>piece per line), json")
-      ->check(CLI::IsMember({"ids", "pieces", "json"}));
+                  "Output: ids (one line), pieces (id<TAB>piece per line), json, text (--chat: the "
+      "rendered prompt)")
+      ->check(CLI::IsMember({"ids", "pieces", "json", "text"}));
+  sub->add_flag("--no-parse-special", opt.no_parse_special,
+                "Treat special-token text in the input as plain text");
+  sub->add_option("--chat", opt.chat_file,
+                  "Render a conversation (OpenAI-style messages JSON) with the chat template");
+  sub->add_option("--chat-template", opt.chat_template,
+                  "--chat: a built-in template (llama2, llama3, chatml, zephyr) instead of the "
+                  "model's");
+  sub->add_option("--chat-template-file", opt.chat_template_file,
+                  "--chat: a Jinja template file instead of the model's");
+  sub->add_flag("--no-generation-prompt", opt.no_generation_prompt,
+                "--chat: do not append the assistant header (add_generation_prompt=false)");
   sub->add_flag("--json", opt.json, "JSON output (same as --format json; also for --report)");
   sub->add_flag("--csv", opt.csv, "CSV output for --report");
   sub->add_option("--decode", opt.decode, "Decode token ids (\"ID ID ...\") to text instead");

@@ -30,9 +30,12 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
 
 #include "cli/batch_io.h"
+#include "cli/chat_setup.h"
 #include "cli/interrupt.h"
 #include "cli/run_diagnostics.h"
 #include "cli/run_session.h"
@@ -82,16 +85,38 @@ struct Pending {
   int32_t seq = -1;  // its sequence id once admitted
 };
 
+// The chat template for "messages" requests, or why there is none (each such request then
+// gets an error record; prompt requests are unaffected).
+struct ChatChoice {
+  std::optional<ChatFormatter> formatter;
+  std::string error;
+  std::string hint;
+};
+
+ChatChoice choose_batch_chat(const RunOptions& opt, const RunSession& s) {
+  ChatChoice c;
+  try {
+    c.formatter.emplace(choose_chat_formatter(
+        ChatTemplateChoice{opt.chat_template, opt.chat_template_file},
+        model_chat_template_text(s.model.path, s.model.gguf.get()), *s.tok));
+  } catch (const Error& e) {
+    c.error = e.what();
+    c.hint = e.hint();
+  }
+  return c;
+}
+
 std::vector<int32_t> encode_request(const BatchRequest& rq, const RunSession& s,
                                     const RunOptions& opt,
-                                    const std::optional<ChatTemplate>& tmpl) {
+                                    const ChatChoice& chat) {
   const Tokenizer& tok = *s.tok;
   if (rq.prompt)
     return tok.encode(*rq.prompt, !opt.no_bos && tok.add_bos_default(), !opt.no_parse_special);
-  if (!tmpl) throw Error(kUnrecognizedChatTemplate);
-  const std::string bos = tok.bos_id() >= 0 ? tok.piece(tok.bos_id()) : "";
-  const std::string eos = tok.eos_id() >= 0 ? tok.piece(tok.eos_id()) : "";
-  return tok.encode(render_chat(*tmpl, rq.messages, true, bos, eos), false, true);
+  if (!chat.formatter) throw Error(chat.error, chat.hint);
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  for (const ChatMessage& m : rq.messages)
+    messages.push_back({{"role", chat_role_name(m.role)}, {"content", m.content}});
+  return chat.formatter->encode(messages, nlohmann::ordered_json(), true);
 }
 
 }  // namespace
@@ -115,9 +140,7 @@ int run_batch(const RunOptions& opt) {
 
   RunSession s = open_run_session(opt, opt.parallel);
   const Tokenizer& tok = *s.tok;
-  std::optional<ChatTemplate> tmpl;
-  if (!opt.chat_template.empty()) tmpl = chat_template_from_name(opt.chat_template);
-  if (!tmpl) tmpl = detect_chat_template(model_chat_template(s));
+  const ChatChoice chat = choose_batch_chat(opt, s);
   const SamplerParams base = resolved_sampling(opt);
 
   // ---- queue every good line; error records for the rest ----------------------------------
@@ -156,7 +179,7 @@ int run_batch(const RunOptions& opt) {
     if (rq.min_p) p->sampling.min_p = *rq.min_p;
     try {
       validate_sampler_params(p->sampling);
-      p->prompt_ids = encode_request(rq, s, opt, tmpl);
+      p->prompt_ids = encode_request(rq, s, opt, chat);
       p->sampler = std::make_unique<Sampler>(p->sampling);
       for (const int32_t t : p->prompt_ids) p->sampler->accept(t);
       p->stop = std::make_unique<StopMatcher>(rq.stop.empty() ? opt.stops : rq.stop);
@@ -167,7 +190,7 @@ int run_batch(const RunOptions& opt) {
       g.n_predict = rq.n_predict.value_or(opt.n_predict);
       g.eos_id = tok.eos_id();
       g.ignore_eos = opt.ignore_eos;
-      if (rq.prompt == std::nullopt && tmpl) g.end_ids = chat_stop_ids(*tmpl, tok);
+      if (rq.prompt == std::nullopt && chat.formatter) g.end_ids = chat.formatter->stop_ids();
       // Picks from device candidates where the sampler allows it (sampler_picker.h).
       use_sampler(g, *raw->sampler, static_cast<int32_t>(s.model.config.n_vocab), s.tok->n_vocab());
       g.on_token = [raw](int32_t id) { raw->text += raw->stop->push(raw->stream->push(id)).text; };

@@ -1,12 +1,15 @@
 // llmctl run -i: interactive chat. Each line on stdin is a user turn; the whole conversation
-// is rendered with the chat template (chat_template.h) and the answer streams to stdout.
+// is rendered with the chat template and the answer streams to stdout.
 //
-// Template: --chat-template NAME, else detected from the GGUF's tokenizer.chat_template;
-// neither gives a clear error. -p/-f, when given, is the system message.
-// The conversation is re-rendered each turn, and the paged cache's prefix sharing finds the
-// blocks of the previous turns (they stay cached after their sequence ends), so only the new
-// turn is computed. stdin that is not a terminal is read line by line to its end (scripted
-// chats); on a terminal a "> " prompt is shown on stderr. An empty line is skipped; EOF ends
+// Template (chat_setup.h): the model's own Jinja template by default, --chat-template-file or
+// a built-in --chat-template NAME otherwise. --system TEXT (or -p/-f) is the system message;
+// without one the template's own default system prompt, if it has one, stays. What the user
+// types is never parsed for special tokens (chat.h). The conversation is re-rendered each
+// turn, and the paged cache's prefix sharing finds the blocks of the previous turns (they stay
+// cached after their sequence ends), so only the new suffix is computed. When the history
+// outgrows -c, the oldest turns after the system message are dropped, with a note on stderr.
+// On a terminal, lines are read through libedit (editing, history); otherwise stdin is read
+// line by line to its end (scripted chats). An empty line is skipped; EOF ends
 // the chat; Ctrl-C stops the answer being written (a second one ends llmctl). One summary line per
 // answer on stderr: llmctl-chat: turn=N prompt_tokens=N reused_tokens=N gen_tokens=N ttft_ms=F
 // decode_tok_s=F finish=...
@@ -18,11 +21,14 @@
 // --stop-on-loop ends the answer (finish=loop) with a note, and the chat goes on.
 #include <fmt/format.h>
 
-#include <iostream>
+#include <algorithm>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <string>
 
+#include "cli/chat_setup.h"
 #include "cli/interrupt.h"
+#include "cli/line_reader.h"
 #include "cli/run_diagnostics.h"
 #include "cli/run_session.h"
 #include "cli/sampler_picker.h"
@@ -30,11 +36,46 @@
 #include "core/text_io.h"
 #include "model/scheduler.h"
 #include "sampler/stop.h"
-#include "tokenizer/chat_template.h"
+#include "tokenizer/chat.h"
 
 namespace llmctl::cli {
 
 namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::string role_of(const Json& message) {
+  const auto it = message.find("role");
+  return it != message.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// The prompt ids for the conversation, leaving room for an answer: `reserve` positions of the
+// context stay free. Drops the oldest messages after the system message (a user turn with the
+// answer that follows it) until the prompt fits; never the newest user turn. Returns empty
+// ids when even that turn does not fit.
+std::vector<int32_t> fit_history(const ChatFormatter& chat, Json& messages, int64_t n_ctx,
+                                 int64_t reserve) {
+  const size_t first = !messages.empty() && role_of(messages[0]) == "system" ? 1 : 0;
+  size_t dropped = 0;
+  for (;;) {
+    std::vector<int32_t> ids = chat.encode(messages, Json(), true);
+    if (static_cast<int64_t>(ids.size()) + reserve <= n_ctx) {
+      if (dropped > 0)
+        fmt::print(stderr,
+                   "llmctl: note: the conversation outgrew the context (-c {}): dropped the {} "
+                   "oldest message{} after the system prompt\n",
+                   n_ctx, dropped, dropped == 1 ? "" : "s");
+      return ids;
+    }
+    if (messages.size() <= first + 1) return {};
+    // One user turn and the assistant answer after it, so roles keep alternating.
+    size_t n = 1;
+    if (messages.size() > first + 2 && role_of(messages[first + 1]) == "assistant") n = 2;
+    messages.erase(messages.begin() + static_cast<std::ptrdiff_t>(first),
+                   messages.begin() + static_cast<std::ptrdiff_t>(first + n));
+    dropped += n;
+  }
+}
 
 // At most three short lines on stderr: the attention alert (or the largest score), the loop
 // verdict, the --stop-on-loop note.
@@ -81,43 +122,42 @@ void print_turn_diagnostics(int turn, SequenceDiagnostics& diag, const GenerateR
 int run_chat(const RunOptions& opt) {
   RunSession s = open_run_session(opt, 1);
   const Tokenizer& tok = *s.tok;
-  std::optional<ChatTemplate> tmpl;
-  if (!opt.chat_template.empty()) {
-    tmpl = chat_template_from_name(opt.chat_template);
-    if (!tmpl)
-      throw Error(fmt::format("--chat-template '{}' is not known", opt.chat_template),
-                  "use llama2, llama3, chatml or zephyr");
-  } else {
-    const std::string jinja = model_chat_template(s);
-    tmpl = detect_chat_template(jinja);
-    if (!tmpl)
-      throw Error(jinja.empty() ? "the model has no chat template (tokenizer.chat_template)"
-                                : "the model's chat template is not one llmctl knows",
-                  kUnrecognizedChatTemplate);
-  }
-  fmt::print(stderr, "llmctl: chat template {}; one line per turn, end with EOF (Ctrl-D)\n",
-             chat_template_name(*tmpl));
+  const ChatFormatter chat = choose_chat_formatter(
+      ChatTemplateChoice{opt.chat_template, opt.chat_template_file},
+      model_chat_template_text(s.model.path, s.model.gguf.get()), tok);
+  fmt::print(stderr, "llmctl: chat with the {}; one line per turn, end with EOF (Ctrl-D)\n",
+             chat.description());
 
-  std::vector<ChatMessage> messages;
-  if (opt.has_prompt) messages.push_back(ChatMessage{ChatRole::System, opt.prompt});
-  const std::string bos = tok.bos_id() >= 0 ? tok.piece(tok.bos_id()) : "";
-  const std::string eos = tok.eos_id() >= 0 ? tok.piece(tok.eos_id()) : "";
-  const std::vector<int32_t> end_ids = chat_stop_ids(*tmpl, tok);
-  const bool terminal = stdin_is_terminal();
+  Json messages = Json::array();
+  if (!opt.system.empty())
+    messages.push_back({{"role", "system"}, {"content", opt.system}});
+  else if (opt.has_prompt)
+    messages.push_back({{"role", "system"}, {"content", opt.prompt}});
+  const std::vector<int32_t>& end_ids = chat.stop_ids();
+  LineReader reader;
   SamplerParams sp = resolved_sampling(opt);
+  // Room left for each answer: -n, at most half the context.
+  const int64_t reserve =
+      std::clamp<int64_t>(opt.n_predict < 0 ? s.n_ctx / 2 : opt.n_predict, 1, s.n_ctx / 2);
 
   for (int turn = 1;; ++turn) {
-    if (terminal) fmt::print(stderr, "> ");
-    std::string line;
-    if (!std::getline(std::cin, line)) break;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find_first_not_of(" \t") == std::string::npos) {
+    const std::optional<std::string> line = reader.read("> ");
+    if (!line) break;
+    if (line->find_first_not_of(" \t") == std::string::npos) {
       --turn;
       continue;
     }
-    messages.push_back(ChatMessage{ChatRole::User, line});
-    const std::vector<int32_t> ids =
-        tok.encode(render_chat(*tmpl, messages, true, bos, eos), false, true);
+    messages.push_back({{"role", "user"}, {"content", *line}});
+    const std::vector<int32_t> ids = fit_history(chat, messages, s.n_ctx, reserve);
+    if (ids.empty()) {
+      fmt::print(stderr,
+                 "llmctl: note: turn {} does not fit in the context (-c {}) with room for an "
+                 "answer; skipped, the chat goes on\n",
+                 turn, s.n_ctx);
+      messages.erase(messages.end() - 1);
+      --turn;
+      continue;
+    }
 
     Sampler sampler(sp);
     for (const int32_t id : ids) sampler.accept(id);
@@ -152,7 +192,7 @@ int run_chat(const RunOptions& opt) {
       write_out(tail);
     }
     write_out("\n");
-    messages.push_back(ChatMessage{ChatRole::Assistant, std::string(python_strip(answer))});
+    messages.push_back({{"role", "assistant"}, {"content", std::string(python_strip(answer))}});
     sp.seed += 1;  // a fresh random stream per turn, still reproducible from --seed
 
     print_turn_diagnostics(turn, diag, r);

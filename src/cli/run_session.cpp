@@ -69,10 +69,6 @@ SamplerParams resolved_sampling(const RunOptions& opt) {
   return sp;
 }
 
-std::string model_chat_template(const RunSession& s) {
-  return s.model.gguf ? s.model.gguf->get_string_or("tokenizer.chat_template", "") : "";
-}
-
 int finish_exit_code() {
   if (output_closed()) {
     fmt::print(stderr, "llmctl: error: stdout was closed before generation finished\n");

@@ -79,8 +79,6 @@ RunSession open_run_session(const RunOptions& opt, int64_t n_sequences);
 // The sampler parameters with the seed resolved (--seed, or a random one).
 SamplerParams resolved_sampling(const RunOptions& opt);
 std::string human_bytes(uint64_t n);
-// The GGUF's tokenizer.chat_template, "" for a Hugging Face directory or a model without one.
-std::string model_chat_template(const RunSession& s);
 // Writes and flushes; ignores an empty string. A failed write (stdout closed) stops
 // generation through interrupt.h.
 void write_out(const std::string& s);
