@@ -37,8 +37,14 @@ LoadedModel load_hf_model(const std::string& dir) {
   m.weights = bind_hf_weights(*checkpoint, m.hf, *owned);
   m.safetensors = std::move(checkpoint);
   m.owned = std::move(owned);
+  // sentencepiece first; a directory with only tokenizer.json (Llama 3, Qwen2.5, SmolLM2)
+  // gets it (Tokenizer::from_file tells the two apart by content).
   const fs::path sp = d / "tokenizer.model";
-  if (fs::exists(sp)) m.tokenizer_path = sp.string();
+  const fs::path hf_json = d / "tokenizer.json";
+  if (fs::exists(sp))
+    m.tokenizer_path = sp.string();
+  else if (fs::exists(hf_json))
+    m.tokenizer_path = hf_json.string();
   return m;
 }
 

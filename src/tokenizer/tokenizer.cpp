@@ -74,6 +74,13 @@ Tokenizer Tokenizer::from_file(const std::string& path, const TokenizerOptions& 
   if (head.empty())
     throw FileError(path, "empty file; expected a GGUF file or a sentencepiece .model");
   if (head == "GGUF") return from_gguf(GgufFile::open(path), options);
+  if (head[0] == '{') {
+    if (!options.pre_tokenizer.empty())
+      throw FileError(path, fmt::format("a pre-tokenizer ('{}') was asked for, but a "
+                                        "tokenizer.json brings its own",
+                                        options.pre_tokenizer));
+    return from_hf_tokenizer_json(path);
+  }
   if (looks_like_sentencepiece(head)) {
     if (!options.pre_tokenizer.empty())
       throw FileError(path, fmt::format("a pre-tokenizer ('{}') was asked for, but a "
@@ -109,6 +116,13 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& file, const TokenizerOptions& opt
   }
   impl->kind = name;
   impl->source = file.path();
+  return Tokenizer(std::move(impl));
+}
+
+Tokenizer Tokenizer::from_hf_tokenizer_json(const std::string& path) {
+  std::unique_ptr<TokenizerImpl> impl = make_hf_json_tokenizer(path);
+  impl->kind = "gpt2";
+  impl->source = path;
   return Tokenizer(std::move(impl));
 }
 

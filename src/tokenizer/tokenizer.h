@@ -34,12 +34,17 @@ struct TokenizerOptions {
 
 class Tokenizer {
  public:
-  // Opens a .model (sentencepiece protobuf) or .gguf file, told apart by content, not name.
+  // Opens a .model (sentencepiece protobuf), .gguf or tokenizer.json file, told apart by
+  // content, not name.
   static Tokenizer from_file(const std::string& path);
   static Tokenizer from_file(const std::string& path, const TokenizerOptions& options);
   static Tokenizer from_gguf(const GgufFile& file);
   static Tokenizer from_gguf(const GgufFile& file, const TokenizerOptions& options);
   static Tokenizer from_sentencepiece(const std::string& path);
+  // A Hugging Face tokenizer.json with a byte-level BPE model (kind "gpt2"); EOS, and BOS
+  // when no post_processor template names one, from tokenizer_config.json beside it.
+  // Unsupported parts (normalizers, byte_fallback, other models) are errors that name them.
+  static Tokenizer from_hf_tokenizer_json(const std::string& path);
 
   Tokenizer(Tokenizer&&) noexcept;
   Tokenizer& operator=(Tokenizer&&) noexcept;

@@ -50,6 +50,8 @@ std::unique_ptr<TokenizerImpl> make_byte_level_bpe_tokenizer(std::vector<std::st
                                                              const RegexSplitter& splitter,
                                                              bool ignore_merges, int32_t bos,
                                                              int32_t eos, bool add_bos);
+// A Hugging Face tokenizer.json with a byte-level BPE model (hf_tokenizer_json.cpp).
+std::unique_ptr<TokenizerImpl> make_hf_json_tokenizer(const std::string& path);
 // pre_tokenizer: a tokenizer.ggml.pre name that replaces the file's; empty keeps the file's.
 std::unique_ptr<TokenizerImpl> make_gpt2_gguf_tokenizer(const GgufFile& file,
                                                         std::string_view pre_tokenizer = {});
