@@ -20,6 +20,7 @@
 #include <optional>
 
 #include "backend/registry.h"
+#include "cli/model_tokenizer.h"
 #include "cli/app.h"
 #include "cli/run_session.h"
 #include "core/error.h"
@@ -40,6 +41,7 @@ namespace {
 constexpr int64_t kDefaultCtx = 512;
 
 struct EvalOptions {
+  std::string pre_tokenizer;  // --pre-tokenizer NAME (model and --base)
   std::string model = kDefaultModel;
   std::string text;                      // file, "-" = stdin; "" = built-in text
   std::string builtin_text = "stories";  // --builtin-text
@@ -59,7 +61,7 @@ struct EvalModel {
   std::optional<Tokenizer> tok;
 };
 
-EvalModel open_model(const std::string& path, const char* role) {
+EvalModel open_model(const std::string& path, const char* role, const std::string& pre_tokenizer) {
   if (!std::filesystem::exists(path))
     throw Error(fmt::format("{}: no such {} file or directory", path, role),
                 path == kDefaultModel
@@ -67,10 +69,7 @@ EvalModel open_model(const std::string& path, const char* role) {
                     : "check the path");
   EvalModel e;
   e.m = load_model(path);
-  if (e.m.gguf)
-    e.tok.emplace(Tokenizer::from_gguf(*e.m.gguf));
-  else if (!e.m.tokenizer_path.empty())
-    e.tok.emplace(Tokenizer::from_file(e.m.tokenizer_path));
+  e.tok = open_model_tokenizer(e.m, TokenizerOptions{pre_tokenizer});
   return e;
 }
 
@@ -130,7 +129,7 @@ int run_eval(const EvalOptions& opt) {
   EvalSubject subj;
   const std::string text = read_text(opt, subj.text);
 
-  EvalModel model = open_model(opt.model, "model");
+  EvalModel model = open_model(opt.model, "model", opt.pre_tokenizer);
   if (!model.tok)
     throw FileError(opt.model, "no vocabulary to tokenize the text with", FileError::kNoOffset,
                     "eval needs a GGUF file with its vocabulary or a directory with "
@@ -156,7 +155,7 @@ int run_eval(const EvalOptions& opt) {
   BaseTopK base_top;
   EvalResult base_result;
   if (!opt.base.empty()) {
-    EvalModel base = open_model(opt.base, "base model");
+    EvalModel base = open_model(opt.base, "base model", opt.pre_tokenizer);
     check_same_vocabulary(model, base);
     if (opt.top_k < 1 || opt.top_k > cfg.n_vocab)
       throw Error(fmt::format("--top-k {} is outside [1, n_vocab = {}]", opt.top_k, cfg.n_vocab));
@@ -220,6 +219,7 @@ void add_eval_command(CLI::App& app, Action& action) {
   auto opt = std::make_shared<EvalOptions>();
   CLI::App* sub = app.add_subcommand(
       "eval", "Perplexity over a text; KL divergence, top-1 agreement against a base model");
+  sub->add_option("--pre-tokenizer", opt->pre_tokenizer, kPreTokenizerHelp);
   sub->add_option("-m,--model", opt->model, "GGUF file or Hugging Face model directory")
       ->capture_default_str();
   sub->add_option("--text", opt->text,

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "backend/registry.h"
+#include "cli/model_tokenizer.h"
 #include "cli/app.h"
 #include "cli/rope_probe_report.h"
 #include "cli/run_session.h"
@@ -23,6 +24,7 @@ namespace llmctl::cli {
 namespace {
 
 struct RopeProbeCliOptions {
+  std::string pre_tokenizer;  // --pre-tokenizer NAME
   std::string model = kDefaultModel;
   bool json = false;
   bool check = false;
@@ -85,8 +87,7 @@ int run_rope_probe_cli(RopeProbeCliOptions& opt) {
   const LoadedModel m = load_model(opt.model);
   if (!m.gguf && m.tokenizer_path.empty())
     throw FileError(opt.model, "no vocabulary: the directory has no tokenizer.model");
-  const Tokenizer tok =
-      m.gguf ? Tokenizer::from_gguf(*m.gguf) : Tokenizer::from_file(m.tokenizer_path);
+  const Tokenizer tok = *open_model_tokenizer(m, TokenizerOptions{opt.pre_tokenizer});
   BackendChoice choice;
   choice.device = opt.device;
   choice.n_threads = opt.threads;
@@ -154,6 +155,7 @@ void add_rope_probe_command(CLI::App& app, Action& action) {
       "  llmctl rope-probe -m stories260K.gguf --baseline base.json --svg rope.svg\n"
       "  llmctl rope-probe -m model.gguf --rope-scale linear:4 --offsets 4096,65536\n"
       "Exit codes: 0 ok, 1 error, 2 usage error, 3 a check failed or drift.");
+  sub->add_option("--pre-tokenizer", opt.pre_tokenizer, kPreTokenizerHelp);
   sub->add_option("-m,--model", opt.model, "GGUF file or Hugging Face model directory")
       ->capture_default_str();
   sub->add_flag("--json", opt.json, "Print one JSON object instead of tables");

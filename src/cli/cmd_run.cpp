@@ -19,6 +19,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/app.h"
+#include "cli/model_tokenizer.h"
 #include "cli/run_session.h"
 
 namespace llmctl::cli {
@@ -116,6 +117,7 @@ void add_run_command(CLI::App& app, Action& action) {
                 "a bad one is an error naming the tensor (exit 1)");
   sub->add_flag("--echo", opt.echo, "Print the prompt before the generated text");
   sub->add_flag("--no-bos", opt.no_bos, "Do not prepend BOS (default: as the vocabulary says)");
+  sub->add_option("--pre-tokenizer", opt.pre_tokenizer, kPreTokenizerHelp);
   sub->add_flag("--no-parse-special", opt.no_parse_special,
                 "Treat special-token text in -p/-f/--batch prompts as plain text (default: "
                 "\"<|im_start|>\" becomes its token, as llama.cpp does; chat turns are never "

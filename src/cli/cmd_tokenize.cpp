@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/app.h"
+#include "cli/model_tokenizer.h"
 #include "cli/tokenize_options.h"
 #include "core/error.h"
 #include "core/text_io.h"
@@ -79,8 +80,8 @@ std::vector<int32_t> parse_ids(const std::string& s) {
 }
 
 Tokenizer open_tokenizer(const TokenizeOptions& opt) {
-  if (!opt.model.empty()) return Tokenizer::from_file(opt.model);
-  return Tokenizer::from_file(opt.tokenizers.at(0));
+  const TokenizerOptions t{opt.pre_tokenizer};
+  return open_tokenizer_file(opt.model.empty() ? opt.tokenizers.at(0) : opt.model, t);
 }
 
 std::string input_text(const TokenizeOptions& opt) {
@@ -257,6 +258,7 @@ void add_tokenize_command(CLI::App& app, Action& action) {
                   "Output: ids (one line), pieces (id<TAB>piece per line), json, text (--chat: the "
       "rendered prompt)")
       ->check(CLI::IsMember({"ids", "pieces", "json", "text"}));
+  sub->add_option("--pre-tokenizer", opt.pre_tokenizer, kPreTokenizerHelp);
   sub->add_flag("--no-parse-special", opt.no_parse_special,
                 "Treat special-token text in the input as plain text");
   sub->add_option("--chat", opt.chat_file,

@@ -3,6 +3,7 @@
 
 #include <editline/readline.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 
@@ -15,7 +16,10 @@ LineReader::LineReader() : terminal_(stdin_is_terminal()) {}
 std::optional<std::string> LineReader::read(const char* prompt) {
   std::string line;
   if (terminal_) {
-    char* raw = readline(prompt);  // libedit writes the prompt and echoes the editing itself
+    // The prompt and the editing go to stderr, so stdout carries only the answers even when
+    // it is redirected.
+    rl_outstream = stderr;
+    char* raw = readline(prompt);
     if (raw == nullptr) return std::nullopt;
     line = raw;
     std::free(raw);  // NOLINT: readline's buffer comes from malloc

@@ -13,6 +13,7 @@
 
 #include "backend/registry.h"
 #include "cli/interrupt.h"
+#include "cli/model_tokenizer.h"
 #include "core/error.h"
 #include "model/verify_weights.h"
 
@@ -92,11 +93,8 @@ RunSession open_run_session(const RunOptions& opt, int64_t n_sequences) {
   s.model = load_model(opt.model);
   if (opt.verify) verify_model_weights(s.model);
   const ModelConfig& config = s.model.config;
-  if (s.model.gguf)
-    s.tok.emplace(Tokenizer::from_gguf(*s.model.gguf));
-  else if (!s.model.tokenizer_path.empty())
-    s.tok.emplace(Tokenizer::from_file(s.model.tokenizer_path));
-  else
+  s.tok = open_model_tokenizer(s.model, TokenizerOptions{opt.pre_tokenizer});
+  if (!s.tok)
     throw FileError(opt.model, "no vocabulary: the directory has no tokenizer.model",
                     FileError::kNoOffset,
                     "llmctl reads sentencepiece tokenizer.model files; convert the model to GGUF "

@@ -38,6 +38,7 @@ struct RunOptions {
   bool ignore_eos = false;
   bool echo = false;
   bool no_bos = false;
+  std::string pre_tokenizer;      // --pre-tokenizer NAME
   bool no_parse_special = false;  // --no-parse-special: "<|im_start|>" in a prompt stays text
   bool json = false;
   std::string logits_out;

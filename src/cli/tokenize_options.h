@@ -26,6 +26,7 @@ struct TokenizeOptions {
   bool report = false;
   std::optional<long long> budget;
   bool norms = false;  // --norms: each token's embedding norm (needs -m)
+  std::string pre_tokenizer;       // --pre-tokenizer NAME
   bool no_parse_special = false;  // --no-parse-special: special-token text stays text
   std::string chat_file;           // --chat FILE.json
   std::string chat_template;       // --chat-template NAME (built-in)

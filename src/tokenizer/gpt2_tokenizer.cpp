@@ -212,8 +212,8 @@ std::unique_ptr<TokenizerImpl> make_gpt2_gguf_tokenizer(const GgufFile& file,
       choice = choose_pre_tokenizer(key != nullptr ? &value : nullptr, pre_tokenizer);
     } catch (const Error& e) {
       throw FileError(path, e.what(), FileError::kNoOffset,
-                      "a newer llama.cpp may know this name; an override picks a known one "
-                      "(TokenizerOptions::pre_tokenizer, --pre-tokenizer)");
+                      "pass --pre-tokenizer NAME with one of the known names (a newer "
+                      "llama.cpp may know this one)");
     }
   }
   const PreTokenizerSpec& pre = *choice.spec;
