@@ -107,7 +107,10 @@ TEST_CASE("tokenize reports bad input with exit codes", "[cli]") {
 }
 
 TEST_CASE("every reference case passes through the CLI", "[cli][golden][slow]") {
-  for (const char* vocab : {"vocab/ggml-vocab-llama-spm.gguf", "vocab/ggml-vocab-gpt-2.gguf"}) {
+  for (const char* vocab :
+       {"vocab/ggml-vocab-llama-spm.gguf", "vocab/ggml-vocab-gpt-2.gguf",
+        "vocab/ggml-vocab-llama-bpe.gguf", "vocab/ggml-vocab-qwen2.gguf",
+        "vocab/ggml-vocab-starcoder.gguf", "vocab/ggml-vocab-deepseek-coder.gguf"}) {
     const std::string path = require_test_file(vocab);
     const auto cases = llmctl::test::load_vocab_cases(vocab);
     REQUIRE(cases.size() > 10);

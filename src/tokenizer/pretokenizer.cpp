@@ -42,7 +42,7 @@ const PreTokenizerSpec& find_pre_tokenizer(std::string_view name) {
     closest += *ranked[i].second;
   }
   throw Error(fmt::format("unknown pre-tokenizer (tokenizer.ggml.pre) '{}'; closest known: {} "
-                          "({} names in all, listed by known_pre_tokenizer_names())",
+                          "(llmctl knows {} names, those llama.cpp accepts)",
                           name, closest, table.size()));
 }
 
