@@ -177,6 +177,15 @@ TEST_CASE("jinja errors name the place", "[cpu]") {
   CHECK_THROWS_WITH(render("{{ " + deep + "1" + closing + " }}"), Catch::Contains("nested too deeply"));
 }
 
+TEST_CASE("jinja hostile templates fail with TemplateError, never crash", "[cpu]") {
+  // Cases a mutation fuzzer (random edits of the shared templates, under ASan) found.
+  CHECK_THROWS_AS(render("{{ '{99999999999999999999}'.format(1) }}"), TemplateError);
+  CHECK_THROWS_AS(render("{{ 'x' | indent('a' | int + 'b') }}"), TemplateError);
+  CHECK_THROWS_AS(render("{{ [1] | batch('two') | list }}"), TemplateError);
+  CHECK_THROWS_WITH(render("{% for x in [1] recursive %}{{ loop([1]) }}{% endfor %}"), Catch::Contains("recursion depth"));
+  CHECK(render("{% for x in [[1]] recursive %}{% set ns = namespace(l=loop) %}{{ x }}{% endfor %}") == "[1]");
+}
+
 TEST_CASE("jinja strftime_now uses Options::now, else SOURCE_DATE_EPOCH", "[cpu]") {
   Options opt;
   opt.now = 1768480496;  // 2026-01-15 12:34:56 UTC

@@ -12,6 +12,18 @@ namespace {
 constexpr size_t kMaxOutput = 64u << 20;       // bytes one render may produce
 constexpr int kMaxCallDepth = 100;             // nested macro calls
 constexpr int64_t kMaxIterations = 10'000'000;  // loop iterations of one render
+// Counts nested macro and recursive-loop calls; too many is an error, not a stack overflow.
+struct CallDepth {
+  explicit CallDepth(int& depth) : depth_(depth) {
+    if (depth_ >= kMaxCallDepth) throw TemplateError("maximum recursion depth exceeded (macro or recursive loop)");
+    ++depth_;
+  }
+  ~CallDepth() { --depth_; }
+  CallDepth(const CallDepth&) = delete;
+  CallDepth& operator=(const CallDepth&) = delete;
+  int& depth_;
+};
+
 }  // namespace
 
 Value* Scope::find(std::string_view name) {
@@ -187,13 +199,21 @@ void Evaluator::exec_for(const Stmt& s, const ScopePtr& scope, std::string& out,
       if (a.pos.empty()) throw TemplateError("no items for cycling given");
       return a.pos[static_cast<size_t>(i) % a.pos.size()];
     }));
-    if (s.recursive)
-      loop.emplace_back("__call__", Value::function("loop", [this, &s, &scope, depth](CallArgs& a) -> Value {
+    if (s.recursive) {
+      // loop(children) may be kept past this loop ({% set ns.l = loop %}): hold the scope
+      // weakly and pinned, as macros do.
+      pinned_scopes_.push_back(scope);
+      std::weak_ptr<Scope> weak = scope;
+      loop.emplace_back("__call__", Value::function("loop", [this, &s, weak, depth](CallArgs& a) -> Value {
         if (a.pos.size() != 1) throw TemplateError("loop() takes exactly one argument");
+        const CallDepth guard(call_depth_);
+        const ScopePtr outer = weak.lock();
+        if (!outer) throw TemplateError("loop() called after its render ended");
         std::string text;
-        exec_for(s, scope, text, a.pos[0], depth + 1);
+        exec_for(s, outer, text, a.pos[0], depth + 1);
         return Value(std::move(text));
       }));
+    }
     loop_scope->set("loop", Value::object(std::move(loop)));
     const Flow f = exec(s.body, loop_scope, out);
     if (f == Flow::Break) break;
@@ -201,10 +221,15 @@ void Evaluator::exec_for(const Stmt& s, const ScopePtr& scope, std::string& out,
 }
 
 Value Evaluator::make_macro(const Stmt& s, const ScopePtr& scope, const std::string& name) {
-  return Value::function(name, [this, &s, scope](CallArgs& a) -> Value {
-    if (call_depth_ >= kMaxCallDepth) throw TemplateError("maximum macro recursion depth exceeded");
+  // The macro lives in the scope it closes over: it holds the scope weakly (a strong
+  // reference would be a cycle that leaks) and the evaluator keeps the scope alive.
+  pinned_scopes_.push_back(scope);
+  std::weak_ptr<Scope> weak = scope;
+  return Value::function(name, [this, &s, weak](CallArgs& a) -> Value {
+    const CallDepth guard(call_depth_);
     auto local = std::make_shared<Scope>();
-    local->parent = scope;
+    local->parent = weak.lock();
+    if (!local->parent) throw TemplateError("macro called after its render ended");
     for (size_t i = 0; i < s.params.size(); ++i) {
       const auto& [pname, def] = s.params[i];
       const Value* given = a.get(i, pname);
@@ -224,14 +249,7 @@ Value Evaluator::make_macro(const Stmt& s, const ScopePtr& scope, const std::str
     }
     local->set("kwargs", Value::object(std::move(kwargs)));
     std::string text;
-    ++call_depth_;
-    try {
-      exec(s.body, local, text);
-    } catch (...) {
-      --call_depth_;
-      throw;
-    }
-    --call_depth_;
+    exec(s.body, local, text);
     return Value(std::move(text));
   });
 }

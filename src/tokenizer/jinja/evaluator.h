@@ -51,6 +51,7 @@ class Evaluator {
   const Options& opt_;
   ScopePtr globals_;
   int call_depth_ = 0;
+  std::vector<ScopePtr> pinned_scopes_;  // scopes that macros close over
   int64_t iterations_ = 0;
 };
 

@@ -18,8 +18,8 @@ Value attribute_of(const Value& item, const std::string& path) {  // "a.b" or "0
   while (true) {
     const size_t dot = path.find('.', pos);
     const std::string part = path.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos);
-    if (!part.empty() && std::all_of(part.begin(), part.end(), ::isdigit))
-      v = get_item(v, Value(static_cast<int64_t>(std::stoll(part))));
+    if (!part.empty() && part.size() < 19 && std::all_of(part.begin(), part.end(), ::isdigit))
+      v = get_item(v, Value(static_cast<int64_t>(std::strtoll(part.c_str(), nullptr, 10))));
     else
       v = get_item(v, Value(part));
     if (dot == std::string::npos) return v;

@@ -147,7 +147,9 @@ std::string format(const std::string& f, const CallArgs& a) {
     const Value* v = nullptr;
     if (field.empty()) v = auto_index < a.pos.size() ? &a.pos[auto_index++] : nullptr;
     else if (std::isdigit(static_cast<unsigned char>(field[0]))) {
-      const auto k = static_cast<size_t>(std::stoul(field));
+      size_t k = 0;  // digits past the argument count cannot name one; stop before overflow
+      for (size_t j = 0; j < field.size() && k <= a.pos.size(); ++j)
+        k = std::isdigit(static_cast<unsigned char>(field[j])) ? k * 10 + static_cast<size_t>(field[j] - '0') : a.pos.size() + 1;
       v = k < a.pos.size() ? &a.pos[k] : nullptr;
     } else {
       for (const auto& [k, x] : a.kw)

@@ -12,7 +12,10 @@ namespace llmctl::jinja {
 
 int64_t Value::as_int() const {
   if (is_bool()) return std::get<bool>(v) ? 1 : 0;
-  return std::get<int64_t>(v);
+  if (is_int()) return std::get<int64_t>(v);
+  if (is_float()) return static_cast<int64_t>(std::get<double>(v));
+  if (is_undefined()) throw TemplateError(undefined_reason());
+  throw TemplateError(fmt::format("expected a number, got '{}'", type_name(*this)));
 }
 
 double Value::as_double() const {

@@ -84,8 +84,8 @@ struct Value {
   Object& obj() const { return *std::get<ObjectRef>(v).items; }
   const Callable& callable() const { return std::get<Callable>(v); }
   const std::string& undefined_reason() const { return std::get<Undefined>(v).reason; }
-  int64_t as_int() const;     // bool or int
-  double as_double() const;   // bool, int or float
+  int64_t as_int() const;     // bool, int or float (truncated); throws TemplateError otherwise
+  double as_double() const;   // bool, int or float; throws TemplateError otherwise
 };
 
 struct CallArgs {
