@@ -183,6 +183,9 @@ TEST_CASE("jinja hostile templates fail with TemplateError, never crash", "[cpu]
   CHECK_THROWS_AS(render("{{ 'x' | indent('a' | int + 'b') }}"), TemplateError);
   CHECK_THROWS_AS(render("{{ [1] | batch('two') | list }}"), TemplateError);
   CHECK_THROWS_WITH(render("{% for x in [1] recursive %}{{ loop([1]) }}{% endfor %}"), Catch::Contains("recursion depth"));
+  CHECK_THROWS_WITH(render("{{ 2 ** 99999999999 }}"), Catch::Contains("overflow"));
+  CHECK(render("{{ 3 ** 5 }} {{ (-2) ** 3 }} {{ 2 ** 0 }}") == "243 -8 1");
+  CHECK_THROWS_WITH(render("{{ 'ab' * 99999999999 }}"), Catch::Contains("exceeds"));
   CHECK(render("{% for x in [[1]] recursive %}{% set ns = namespace(l=loop) %}{{ x }}{% endfor %}") == "[1]");
 }
 

@@ -391,9 +391,12 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
       return a.as_int() - b.as_int() * floor_div(a.as_int(), b.as_int());
     }
     if (op == "**") {
-      if (!fl && b.as_int() >= 0) {
-        int64_t r = 1;
-        for (int64_t i = 0; i < b.as_int(); ++i) r *= a.as_int();
+      if (!fl && b.as_int() >= 0) {  // by squaring; Python's big ints are out of reach
+        int64_t r = 1, base = a.as_int();
+        for (int64_t e = b.as_int(); e > 0; e >>= 1) {
+          if ((e & 1) && __builtin_mul_overflow(r, base, &r)) throw TemplateError("integer overflow in **");
+          if (e > 1 && __builtin_mul_overflow(base, base, &base)) throw TemplateError("integer overflow in **");
+        }
         return r;
       }
       return std::pow(a.as_double(), b.as_double());
@@ -409,6 +412,9 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
     return Value::array(std::move(r));
   }
   if (op == "*" && (a.is_string() || a.is_array()) && (b.is_int() || b.is_bool())) {
+    const auto unit = a.is_string() ? a.str().size() : a.arr().size();
+    if (b.as_int() > 0 && unit > 0 && static_cast<uint64_t>(b.as_int()) > (64u << 20) / unit)
+      throw TemplateError("repetition result exceeds 64 MiB");
     if (a.is_string()) {
       std::string r;
       for (int64_t i = 0; i < b.as_int(); ++i) r += a.str();
