@@ -139,3 +139,18 @@ TEST_CASE("run -i drops the oldest turns when the history outgrows -c", "[cli][c
   CHECK(r.err.find("dropped the") != std::string::npos);
   CHECK(r.err.find("error") == std::string::npos);
 }
+
+TEST_CASE("run -i skips a turn too long for the context and keeps the history", "[cli][chat][slow]") {
+  const std::string m = require_test_file(kSmolLM2);
+  std::string long_line;
+  for (int i = 0; i < 60; ++i) long_line += "word ";
+  const auto r = run_llmctl({"run", "-m", m, "-i", "-n", "4", "--temp", "0", "-c", "64", "-t", "2"},
+                            "Hi\n" + long_line + "\nOk\n");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.err.find("does not fit in the context") != std::string::npos);
+  const auto lines = chat_summaries(r.err);
+  REQUIRE(lines.size() == 2);
+  // The turn after the skipped one still holds the first turn and its answer.
+  CHECK(field(lines[1], "prompt_tokens") > field(lines[0], "prompt_tokens") + 4);
+}

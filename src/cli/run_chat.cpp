@@ -138,7 +138,8 @@ int run_chat(const RunOptions& opt) {
   SamplerParams sp = resolved_sampling(opt);
   // Room left for each answer: -n, at most half the context.
   const int64_t reserve =
-      std::clamp<int64_t>(opt.n_predict < 0 ? s.n_ctx / 2 : opt.n_predict, 1, s.n_ctx / 2);
+      std::clamp<int64_t>(opt.n_predict < 0 ? s.n_ctx / 2 : opt.n_predict, 1,
+                          std::max<int64_t>(1, s.n_ctx / 2));
 
   for (int turn = 1;; ++turn) {
     const std::optional<std::string> line = reader.read("> ");
@@ -148,7 +149,9 @@ int run_chat(const RunOptions& opt) {
       continue;
     }
     messages.push_back({{"role", "user"}, {"content", *line}});
-    const std::vector<int32_t> ids = fit_history(chat, messages, s.n_ctx, reserve);
+    // Fitted on a copy: a turn that cannot fit leaves the history as it was.
+    Json fitted = messages;
+    const std::vector<int32_t> ids = fit_history(chat, fitted, s.n_ctx, reserve);
     if (ids.empty()) {
       fmt::print(stderr,
                  "llmctl: note: turn {} does not fit in the context (-c {}) with room for an "
@@ -158,6 +161,7 @@ int run_chat(const RunOptions& opt) {
       --turn;
       continue;
     }
+    messages = std::move(fitted);
 
     Sampler sampler(sp);
     for (const int32_t id : ids) sampler.accept(id);
