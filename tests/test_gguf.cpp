@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 
@@ -152,7 +153,7 @@ bool same_value(const GgufValue& a, const GgufValue& b) {
   // Compare floats by bits so that NaN payloads and -0.0 count too.
   if (std::memcmp(&a.f, &b.f, sizeof a.f) != 0) return false;
   if (a.type != GgufValueType::ARRAY) return true;
-  if (a.elem_type != b.elem_type || a.arr.size() != b.arr.size()) return false;
+  if (a.arr.elem_type() != b.arr.elem_type() || a.arr.size() != b.arr.size()) return false;
   for (size_t k = 0; k < a.arr.size(); ++k)
     if (!same_value(a.arr[k], b.arr[k])) return false;
   return true;
@@ -229,4 +230,74 @@ TEST_CASE("writer round trip of every value type, nested arrays and several tens
   b.write(path);
   check_same_file(f, GgufFile::open(path));
   CHECK_THROWS_AS(b.write(llmctl::test::temp_dir() + "/no/such/dir/x.gguf"), FileError);
+}
+
+TEST_CASE("arrays of every element type keep their values through the packed store", "[cpu]") {
+  namespace v = gguf_value;
+  auto ints = [](GgufValueType t, std::initializer_list<int64_t> xs) {
+    std::vector<GgufValue> e;
+    for (const int64_t x : xs) {
+      GgufValue g;
+      g.type = t;
+      g.i = x;
+      g.u = static_cast<uint64_t>(x);
+      e.push_back(g);
+    }
+    return v::array(t, std::move(e));
+  };
+  GgufBuilder b;
+  b.set("u8", ints(GgufValueType::UINT8, {0, 255}))
+      .set("i8", ints(GgufValueType::INT8, {-128, 127}))
+      .set("u16", ints(GgufValueType::UINT16, {0, 65535}))
+      .set("i16", ints(GgufValueType::INT16, {-32768, 32767}))
+      .set("u32", ints(GgufValueType::UINT32, {0, 4294967295}))
+      .set("i32", v::i32_array({INT32_MIN, -1, INT32_MAX}))
+      .set("i64", ints(GgufValueType::INT64, {INT64_MIN, INT64_MAX}))
+      .set("u64", v::array(GgufValueType::UINT64, {v::u64(UINT64_MAX)}))
+      .set("bool", v::array(GgufValueType::BOOL, {v::boolean(true), v::boolean(false)}))
+      .set("f32", v::f32_array({-0.0f, 3.5f}))
+      .set("f64", v::array(GgufValueType::FLOAT64, {v::f64(1e-310)}))
+      .set("str", v::string_array({"", std::string("a\0b", 3), "Ġthe", ""}));
+  const auto image = b.build();
+  const GgufFile f = GgufFile::from_memory(std::make_shared<const std::vector<uint8_t>>(image), "built");
+
+  CHECK(f.find("u8")->arr.int_at(1) == 255);
+  CHECK(f.find("i8")->arr.int_at(0) == -128);
+  CHECK(f.find("u16")->arr.int_at(1) == 65535);
+  CHECK(f.find("i16")->arr.int_at(0) == -32768);
+  CHECK(f.find("u32")->arr.int_at(1) == 4294967295);
+  CHECK(f.find("i64")->arr.int_at(0) == INT64_MIN);
+  CHECK(f.find("i64")->arr[1].i == INT64_MAX);
+  CHECK(f.find("u64")->arr[0].u == UINT64_MAX);
+  CHECK_THROWS_AS(f.find("u64")->arr.int_at(0), Error);  // does not fit int64
+  CHECK(f.find("bool")->arr.int_at(0) == 1);
+  CHECK(f.find("bool")->arr[1].type == GgufValueType::BOOL);
+  CHECK(std::signbit(f.find("f32")->arr.float_at(0)));
+  CHECK(f.find("f64")->arr.float_at(0) == 1e-310);
+  CHECK(f.get_i32_array("i32") == std::vector<int32_t>{INT32_MIN, -1, INT32_MAX});
+  CHECK(f.get_i32_array("u8") == std::vector<int32_t>{0, 255});
+  CHECK_THROWS_AS(f.get_i32_array("u32"), FileError);  // 4294967295 does not fit i32
+  CHECK(f.get_f32_array("f32") == std::vector<float>{-0.0f, 3.5f});
+  const std::vector<std::string> strs{"", std::string("a\0b", 3), "Ġthe", ""};
+  CHECK(f.get_string_array("str") == strs);
+  const std::vector<std::string_view> views = f.get_string_array_views("str");
+  REQUIRE(views.size() == 4);
+  CHECK(views[1] == std::string_view("a\0b", 3));
+  CHECK(views[3].empty());
+
+  // Editing an array as the hostile-input tests do: drop the last, append a changed copy.
+  GgufValue strings = *f.find("str");
+  strings.arr.pop_back();
+  strings.arr.pop_back();
+  GgufValue extra = strings.arr.back();
+  extra.s = "new";
+  strings.arr.push_back(extra);
+  REQUIRE(strings.arr.size() == 3);
+  CHECK(strings.arr.string_at(1) == std::string_view("a\0b", 3));
+  CHECK(strings.arr.string_at(2) == "new");
+  GgufValue numbers = *f.find("i16");
+  numbers.arr.pop_back();
+  numbers.arr.push_back(numbers.arr.front());
+  CHECK(numbers.arr.int_at(1) == -32768);
+  CHECK_THROWS_AS(numbers.arr.push_back(v::string("x")), Error);
 }

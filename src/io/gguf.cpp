@@ -112,7 +112,7 @@ namespace {
 
 std::string describe(const GgufValue& v) {
   if (v.type == GgufValueType::ARRAY)
-    return fmt::format("array of {}", gguf_value_type_name(v.elem_type));
+    return fmt::format("array of {}", gguf_value_type_name(v.arr.elem_type()));
   return gguf_value_type_name(v.type);
 }
 
@@ -171,22 +171,25 @@ bool GgufFile::get_bool_or(std::string_view key, bool fallback) const {
 }
 
 std::vector<std::string> GgufFile::get_string_array(std::string_view key) const {
+  const std::vector<std::string_view> views = get_string_array_views(key);
+  return std::vector<std::string>(views.begin(), views.end());
+}
+
+std::vector<std::string_view> GgufFile::get_string_array_views(std::string_view key) const {
   const GgufValue* v = find_array(*this, key, "array of string");
   if (v == nullptr) return {};
-  if (v->elem_type != GgufValueType::STRING) wrong_type(path_, key, "array of string", *v);
-  std::vector<std::string> out;
-  out.reserve(v->arr.size());
-  for (const auto& e : v->arr) out.push_back(e.s);
+  if (v->arr.elem_type() != GgufValueType::STRING) wrong_type(path_, key, "array of string", *v);
+  std::vector<std::string_view> out(v->arr.size());
+  for (size_t k = 0; k < out.size(); ++k) out[k] = v->arr.string_at(k);
   return out;
 }
 
 std::vector<float> GgufFile::get_f32_array(std::string_view key) const {
   const GgufValue* v = find_array(*this, key, "array of f32");
   if (v == nullptr) return {};
-  if (v->elem_type != GgufValueType::FLOAT32) wrong_type(path_, key, "array of f32", *v);
-  std::vector<float> out;
-  out.reserve(v->arr.size());
-  for (const auto& e : v->arr) out.push_back(static_cast<float>(e.f));  // exact: read as f32
+  if (v->arr.elem_type() != GgufValueType::FLOAT32) wrong_type(path_, key, "array of f32", *v);
+  std::vector<float> out(v->arr.size());
+  for (size_t k = 0; k < out.size(); ++k) out[k] = static_cast<float>(v->arr.float_at(k));  // exact
   return out;
 }
 
@@ -195,16 +198,19 @@ std::vector<int32_t> GgufFile::get_i32_array(std::string_view key) const {
   if (v == nullptr) return {};
   // Accept any integer element type whose values fit; writers differ (i32 vs u32 for ids).
   GgufValue probe;
-  probe.type = v->elem_type;
+  probe.type = v->arr.elem_type();
   if (!probe.is_integer()) wrong_type(path_, key, "array of i32", *v);
-  std::vector<int32_t> out;
-  out.reserve(v->arr.size());
-  for (size_t k = 0; k < v->arr.size(); ++k) {
-    const GgufValue& e = v->arr[k];
-    const bool fits = is_unsigned(e.type) ? e.u <= static_cast<uint64_t>(INT32_MAX)
-                                          : (e.i >= INT32_MIN && e.i <= INT32_MAX);
-    if (!fits) throw FileError(path_, fmt::format("metadata key '{}': element {} does not fit in i32", key, k));
-    out.push_back(static_cast<int32_t>(is_unsigned(e.type) ? static_cast<int64_t>(e.u) : e.i));
+  std::vector<int32_t> out(v->arr.size());
+  for (size_t k = 0; k < out.size(); ++k) {
+    int64_t e = 0;
+    try {
+      e = v->arr.int_at(k);
+    } catch (const Error&) {
+      e = INT64_MAX;  // a u64 above int64: reported as not fitting below
+    }
+    if (e < INT32_MIN || e > INT32_MAX)
+      throw FileError(path_, fmt::format("metadata key '{}': element {} does not fit in i32", key, k));
+    out[k] = static_cast<int32_t>(e);
   }
   return out;
 }

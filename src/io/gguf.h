@@ -17,7 +17,7 @@
 namespace llmctl {
 
 // Limits the reader enforces beyond the format's own rules, so that numbers in a file cannot
-// drive unbounded recursion or memory use (each decoded array element costs ~100 bytes).
+// drive unbounded recursion or memory use (a nested array element still costs ~100 bytes).
 constexpr uint32_t kGgufMaxArrayDepth = 8;                 // array of array of ... (8 levels)
 constexpr uint64_t kGgufMaxMetadataElements = 1ull << 22;  // array elements, all keys together
 constexpr uint64_t kGgufMaxKeyLength = 65535;              // GGUF spec: keys < 2^16 bytes
@@ -29,6 +29,52 @@ enum class GgufValueType : uint32_t {
 };
 const char* gguf_value_type_name(GgufValueType t);
 
+struct GgufValue;
+
+// The elements of an ARRAY value, all of one type, stored packed: scalars as their bytes,
+// strings concatenated in one buffer. A 150k-token vocabulary is then a few allocations
+// instead of 150k GgufValues of ~100 bytes each, which cost most of a tokenizer's load time.
+class GgufArray {
+ public:
+  GgufArray() = default;
+  explicit GgufArray(GgufValueType elem) : elem_(elem) {}
+
+  GgufValueType elem_type() const { return elem_; }
+  size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  // Element k as a value of its own (a copy); k < size().
+  GgufValue operator[](size_t k) const;
+  GgufValue front() const;
+  GgufValue back() const;
+  // Element k of a STRING array, as a view into this array; k < size().
+  std::string_view string_at(size_t k) const;
+  // Element k of an ARRAY array (an inner array), by reference; k < size().
+  const GgufValue& array_at(size_t k) const;
+  // Element k of a numeric or BOOL array; k < size().
+  int64_t int_at(size_t k) const;     // integers and BOOL; throws Error for u64 above int64
+  double float_at(size_t k) const;    // any numeric type
+
+  // Appends e; throws Error when its type is not elem_type() or an integer does not fit it.
+  void push_back(const GgufValue& e);
+  void pop_back();
+  void reserve(size_t n);
+  // Bulk appends for the parser: `n` scalars of elem_type() in little-endian byte order, and
+  // one STRING element.
+  void append_scalars(const uint8_t* bytes, size_t n);
+  void append_string(std::string_view s);
+
+ private:
+  GgufValueType elem_ = GgufValueType::UINT8;
+  size_t n_ = 0;
+  std::vector<uint8_t> scalars_;      // numeric and BOOL: n_ elements of their size
+  std::string strings_;               // STRING: every element's bytes, concatenated
+  std::vector<size_t> string_ends_;   // STRING: where each element ends in strings_
+  std::vector<GgufValue> arrays_;     // ARRAY: the inner arrays
+};
+
+// Bytes one scalar element of `t` takes (0 for STRING and ARRAY).
+size_t gguf_scalar_size(GgufValueType t);
+
 // One metadata value. Scalars live in the union-like fields; arrays hold their elements
 // (which may themselves be arrays).
 struct GgufValue {
@@ -37,8 +83,7 @@ struct GgufValue {
   int64_t i = 0;        // INT8/16/32/64
   double f = 0.0;       // FLOAT32/64
   std::string s;        // STRING
-  GgufValueType elem_type = GgufValueType::UINT8;  // ARRAY: element type
-  std::vector<GgufValue> arr;                        // ARRAY: elements
+  GgufArray arr;        // ARRAY: its element type and elements
 
   bool is_integer() const;
   bool is_float() const;
@@ -90,6 +135,8 @@ class GgufFile {
   bool get_bool_or(std::string_view key, bool fallback) const;
   std::optional<int64_t> get_int(std::string_view key) const;
   std::vector<std::string> get_string_array(std::string_view key) const;  // empty when absent
+  // The same as views into this file's metadata (valid while the GgufFile lives), no copies.
+  std::vector<std::string_view> get_string_array_views(std::string_view key) const;
   std::vector<float> get_f32_array(std::string_view key) const;          // empty when absent
   std::vector<int32_t> get_i32_array(std::string_view key) const;        // empty when absent
 

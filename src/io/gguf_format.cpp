@@ -9,9 +9,9 @@ namespace llmctl {
 
 std::string gguf_type_label(const GgufValue& v) {
   if (v.type != GgufValueType::ARRAY) return gguf_value_type_name(v.type);
-  if (v.elem_type == GgufValueType::ARRAY && !v.arr.empty())
+  if (v.arr.elem_type() == GgufValueType::ARRAY && !v.arr.empty())
     return fmt::format("array[{}]", gguf_type_label(v.arr.front()));
-  return fmt::format("array[{}]", gguf_value_type_name(v.elem_type));
+  return fmt::format("array[{}]", gguf_value_type_name(v.arr.elem_type()));
 }
 
 namespace {
@@ -72,7 +72,7 @@ std::string format_gguf_value(const GgufValue& v, const GgufFormatOptions& opt) 
     out += format_gguf_value(v.arr[k], opt);
   }
   if (!summarise) return "[" + out + "]";
-  return fmt::format("[{} x {}] {}{}", gguf_value_type_name(v.elem_type), v.arr.size(), out,
+  return fmt::format("[{} x {}] {}{}", gguf_value_type_name(v.arr.elem_type()), v.arr.size(), out,
                      shown > 0 ? ", ..." : "...");
 }
 
@@ -99,7 +99,7 @@ nlohmann::ordered_json gguf_value_to_json(const GgufValue& v, const GgufFormatOp
   for (size_t k = 0; k < shown; ++k) elems.push_back(gguf_value_to_json(v.arr[k], opt));
   if (!summarise) return elems;
   J s = J::object();
-  s["type"] = gguf_value_type_name(v.elem_type);
+  s["type"] = gguf_value_type_name(v.arr.elem_type());
   s["count"] = v.arr.size();
   s["head"] = std::move(elems);
   return s;

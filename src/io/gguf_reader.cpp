@@ -90,8 +90,9 @@ class Cursor {
     return v;
   }
 
-  // A GGUF string: u64 length then that many bytes (not NUL-terminated).
-  std::string read_string(const char* what, uint64_t max_len = UINT64_MAX) {
+  // A GGUF string: u64 length then that many bytes (not NUL-terminated), as a view into the
+  // file image.
+  std::string_view read_string_view(const char* what, uint64_t max_len = UINT64_MAX) {
     const uint64_t at = pos_;
     const uint64_t len = read<uint64_t>(what);
     if (len > max_len) fail(fmt::format("{} length {} exceeds the limit of {}", what, len, max_len), at);
@@ -99,9 +100,20 @@ class Cursor {
       fail(fmt::format("{} length {} runs past the end of the file ({} bytes left)", what, len,
                        left()),
            at);
-    std::string s(reinterpret_cast<const char*>(data_ + pos_), static_cast<size_t>(len));
+    std::string_view s(reinterpret_cast<const char*>(data_ + pos_), static_cast<size_t>(len));
     pos_ += len;
     return s;
+  }
+  std::string read_string(const char* what, uint64_t max_len = UINT64_MAX) {
+    return std::string(read_string_view(what, max_len));
+  }
+
+  // The next n bytes (checked to be there), consumed.
+  const uint8_t* take(uint64_t n, const char* what) {
+    need(n, what);
+    const uint8_t* p = data_ + pos_;
+    pos_ += n;
+    return p;
   }
 
  private:
@@ -327,12 +339,13 @@ class Parser {
     const uint32_t elem = cur_.read<uint32_t>("array element type");
     const uint64_t min_size = min_encoded_size(elem);
     if (min_size == 0) cur_.fail(fmt::format("key '{}': unknown array element type {}", shown(key), elem), at);
-    v.elem_type = static_cast<GgufValueType>(elem);
+    const auto elem_type = static_cast<GgufValueType>(elem);
+    v.arr = GgufArray(elem_type);
     const uint64_t count_at = cur_.pos();
     const uint64_t count = cur_.read<uint64_t>("array length");
     if (count > cur_.left() / min_size)
       cur_.fail(fmt::format("key '{}': array of {} {} elements cannot fit in the {} bytes left", shown(key),
-                            count, gguf_value_type_name(v.elem_type), cur_.left()),
+                            count, gguf_value_type_name(elem_type), cur_.left()),
                 count_at);
     if (count > kGgufMaxMetadataElements - n_elements_)
       cur_.fail(fmt::format("key '{}': metadata holds more than {} array elements in total (llmctl's limit)",
@@ -340,15 +353,26 @@ class Parser {
                 count_at);
     n_elements_ += count;
     v.arr.reserve(static_cast<size_t>(count));
-    for (uint64_t k = 0; k < count; ++k) {
-      if (v.elem_type == GgufValueType::ARRAY) {
+    if (elem_type == GgufValueType::ARRAY) {
+      for (uint64_t k = 0; k < count; ++k) {
         GgufValue inner;
         inner.type = GgufValueType::ARRAY;
         array(inner, key, depth + 1);
-        v.arr.push_back(std::move(inner));
-      } else {
-        v.arr.push_back(value(v.elem_type, key, depth));
+        v.arr.push_back(inner);
       }
+    } else if (elem_type == GgufValueType::STRING) {
+      for (uint64_t k = 0; k < count; ++k) v.arr.append_string(cur_.read_string_view("string value"));
+    } else {
+      // Scalars are copied as they are (the count was checked against the bytes left above).
+      const uint64_t n_bytes = count * min_size;
+      const uint8_t* bytes = cur_.take(n_bytes, "array elements");
+      if (elem_type == GgufValueType::BOOL) {
+        for (uint64_t k = 0; k < count; ++k)
+          if (bytes[k] > 1)
+            cur_.fail(fmt::format("key '{}': bool value is {}, expected 0 or 1", shown(key), bytes[k]),
+                      cur_.pos() - n_bytes + k);
+      }
+      v.arr.append_scalars(bytes, static_cast<size_t>(count));
     }
   }
 

@@ -57,15 +57,18 @@ GgufValue string(std::string v) {
 GgufValue array(GgufValueType elem, std::vector<GgufValue> elems) {
   GgufValue x;
   x.type = GgufValueType::ARRAY;
-  x.elem_type = elem;
-  x.arr = std::move(elems);
+  x.arr = GgufArray(elem);
+  x.arr.reserve(elems.size());
+  for (const GgufValue& e : elems) x.arr.push_back(e);  // throws on a mismatched element
   return x;
 }
 GgufValue string_array(const std::vector<std::string>& v) {
-  std::vector<GgufValue> e;
-  e.reserve(v.size());
-  for (const auto& s : v) e.push_back(string(s));
-  return array(GgufValueType::STRING, std::move(e));
+  GgufValue x;
+  x.type = GgufValueType::ARRAY;
+  x.arr = GgufArray(GgufValueType::STRING);
+  x.arr.reserve(v.size());
+  for (const auto& s : v) x.arr.append_string(s);
+  return x;
 }
 GgufValue f32_array(const std::vector<float>& v) {
   std::vector<GgufValue> e;
@@ -139,14 +142,9 @@ void put_value(Out& o, const GgufValue& v, const std::string& key, uint32_t dept
     case GgufValueType::ARRAY:
       if (depth >= kGgufMaxArrayDepth)
         throw Error(fmt::format("key '{}': arrays nested deeper than {} levels", key, kGgufMaxArrayDepth));
-      o.put(static_cast<uint32_t>(v.elem_type));
+      o.put(static_cast<uint32_t>(v.arr.elem_type()));
       o.put<uint64_t>(v.arr.size());
-      for (const GgufValue& e : v.arr) {
-        if (e.type != v.elem_type)
-          throw Error(fmt::format("key '{}': array of {} holds a {} element", key,
-                                  gguf_value_type_name(v.elem_type), gguf_value_type_name(e.type)));
-        put_value(o, e, key, depth + 1);
-      }
+      for (size_t k = 0; k < v.arr.size(); ++k) put_value(o, v.arr[k], key, depth + 1);
       break;
     default:
       throw Error(fmt::format("key '{}': unknown value type {}", key, static_cast<uint32_t>(v.type)));

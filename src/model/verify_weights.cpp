@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/unaligned.h"
 #include "core/fp16.h"
 #include "io/gguf.h"
 #include "model/model_loader.h"
@@ -84,19 +85,12 @@ std::optional<FloatLayout> float_layout(GgmlType t) {
   }
 }
 
-template <class U>
-U load(const uint8_t* p) {
-  U v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
 // Whether any of n elements of width sizeof(U) starting at p has its exponent all ones.
 template <class U>
 bool any_nonfinite(const uint8_t* p, uint64_t n, U mask) {
   U hit = 0;
   for (uint64_t i = 0; i < n; ++i) {
-    const U v = load<U>(p + i * sizeof(U));
+    const U v = load_unaligned<U>(p + i * sizeof(U));
     hit |= static_cast<U>((v & mask) == mask);
   }
   return hit != 0;
@@ -105,11 +99,11 @@ bool any_nonfinite(const uint8_t* p, uint64_t n, U mask) {
 bool element_nonfinite(const uint8_t* p, const FloatLayout& f) {
   switch (f.width) {
     case 2:
-      return (load<uint16_t>(p) & f.exp_mask) == f.exp_mask;
+      return (load_unaligned<uint16_t>(p) & f.exp_mask) == f.exp_mask;
     case 4:
-      return (load<uint32_t>(p) & f.exp_mask) == f.exp_mask;
+      return (load_unaligned<uint32_t>(p) & f.exp_mask) == f.exp_mask;
     default:
-      return (load<uint64_t>(p) & f.exp_mask) == f.exp_mask;
+      return (load_unaligned<uint64_t>(p) & f.exp_mask) == f.exp_mask;
   }
 }
 
@@ -127,13 +121,13 @@ bool range_nonfinite(const uint8_t* p, uint64_t n, const FloatLayout& f) {
 float as_float(const uint8_t* p, GgmlType t) {
   switch (t) {
     case GgmlType::F32:
-      return load<float>(p);
+      return load_unaligned<float>(p);
     case GgmlType::F16:
-      return fp16_to_f32(load<uint16_t>(p));
+      return fp16_to_f32(load_unaligned<uint16_t>(p));
     case GgmlType::BF16:
-      return bits_to_f32(static_cast<uint32_t>(load<uint16_t>(p)) << 16);
+      return bits_to_f32(static_cast<uint32_t>(load_unaligned<uint16_t>(p)) << 16);
     default:
-      return static_cast<float>(load<double>(p));
+      return static_cast<float>(load_unaligned<double>(p));
   }
 }
 
@@ -197,7 +191,7 @@ std::optional<WeightFault> scan_blocks(const WeightTensorRef& t, const BlockScal
     uint16_t hit = 0;
     for (uint64_t b = 0; b < m; ++b)
       for (uint32_t k = 0; k < s.n; ++k) {
-        const uint16_t h = load<uint16_t>(p + b * tr.type_size + s.fields[k].offset);
+        const uint16_t h = load_unaligned<uint16_t>(p + b * tr.type_size + s.fields[k].offset);
         hit |= static_cast<uint16_t>((h & 0x7c00u) == 0x7c00u);
       }
     r.n_values += m * s.n;
@@ -205,7 +199,7 @@ std::optional<WeightFault> scan_blocks(const WeightTensorRef& t, const BlockScal
     if (hit == 0) continue;
     for (uint64_t b = 0; b < m; ++b)
       for (uint32_t k = 0; k < s.n; ++k) {
-        const uint16_t h = load<uint16_t>(p + b * tr.type_size + s.fields[k].offset);
+        const uint16_t h = load_unaligned<uint16_t>(p + b * tr.type_size + s.fields[k].offset);
         if ((h & 0x7c00u) != 0x7c00u) continue;
         WeightFault w = fault_at(t, static_cast<int64_t>((begin + b) * tr.block_size));
         w.block = w.column / static_cast<int64_t>(tr.block_size);

@@ -173,7 +173,7 @@ ImportanceMatrix load_imatrix(const std::string& path) {
   }
   ImportanceMatrix m;
   if (const GgufValue* d = f.find(kKeyDatasets)) {
-    if (d->type != GgufValueType::ARRAY || d->elem_type != GgufValueType::STRING)
+    if (d->type != GgufValueType::ARRAY || d->arr.elem_type() != GgufValueType::STRING)
       throw FileError(path, fmt::format("'{}': expected an array of strings", kKeyDatasets));
     m.datasets = f.get_string_array(kKeyDatasets);
   }

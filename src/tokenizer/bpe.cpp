@@ -92,13 +92,23 @@ BpeModel::BpeModel(const std::vector<std::optional<std::string>>& token_bytes,
     throw Error(fmt::format("vocabulary of {} tokens is too large", token_bytes.size()));
   n_vocab_ = static_cast<int32_t>(token_bytes.size());
   ids_.reserve(token_bytes.size() + merges.size() / 4);
-  for (size_t id = 0; id < token_bytes.size(); ++id)
+  constexpr size_t kLookahead = 8;  // entries whose slots are loaded ahead of their lookups
+  for (size_t id = 0; id < token_bytes.size(); ++id) {
+    if (id + kLookahead < token_bytes.size() && token_bytes[id + kLookahead])
+      ids_.prefetch(*token_bytes[id + kLookahead]);
     if (token_bytes[id]) ids_.insert(*token_bytes[id], static_cast<int32_t>(id), /*overwrite=*/true);
+  }
   for (uint32_t b = 0; b < 256; ++b) byte_ids_[b] = intern(std::string(1, static_cast<char>(b)));
 
   merges_.reserve(merges.size());
-  std::string joined;
+  std::string joined, joined_ahead;
   for (size_t rank = 0; rank < merges.size(); ++rank) {
+    if (rank + kLookahead < merges.size()) {
+      const Merge& ahead = merges[rank + kLookahead];
+      ids_.prefetch(ahead.left);
+      ids_.prefetch(ahead.right);
+      ids_.prefetch(joined_ahead.assign(ahead.left).append(ahead.right));
+    }
     const Merge& m = merges[rank];
     if (m.left.empty() || m.right.empty()) continue;  // cannot apply to any pair of symbols
     const int32_t left = intern(m.left);
@@ -110,14 +120,13 @@ BpeModel::BpeModel(const std::vector<std::optional<std::string>>& token_bytes,
 }
 
 int32_t BpeModel::intern(std::string_view bytes) {
-  const int32_t found = ids_.find(bytes);
-  if (found >= 0) return found;
-  const size_t id = static_cast<size_t>(n_vocab_) + internal_.size();
-  if (id >= static_cast<size_t>(std::numeric_limits<int32_t>::max()))
+  const size_t next = static_cast<size_t>(n_vocab_) + internal_.size();
+  if (next >= static_cast<size_t>(std::numeric_limits<int32_t>::max()))
     throw Error("too many BPE merges");
-  internal_.emplace_back(bytes);
-  ids_.insert(bytes, static_cast<int32_t>(id), /*overwrite=*/false);
-  return static_cast<int32_t>(id);
+  // One probe: insert keeps the id of bytes already known (a token or an earlier intern).
+  const int32_t id = ids_.insert(bytes, static_cast<int32_t>(next), /*overwrite=*/false);
+  if (id == static_cast<int32_t>(next)) internal_.emplace_back(bytes);
+  return id;
 }
 
 void BpeModel::emit(int32_t id, std::vector<int32_t>& out) const {

@@ -137,7 +137,7 @@ int32_t special_id(const GgufFile& file, const char* key, int32_t fallback, size
 
 std::unique_ptr<TokenizerImpl> make_byte_level_bpe_tokenizer(std::vector<std::string> pieces,
                                                              std::vector<TokenType> types,
-                                                             const std::vector<std::string>& merge_text,
+                                                             const std::vector<std::string_view>& merge_text,
                                                              const RegexSplitter& splitter,
                                                              bool ignore_merges, int32_t bos,
                                                              int32_t eos, bool add_bos) {
@@ -145,17 +145,16 @@ std::unique_ptr<TokenizerImpl> make_byte_level_bpe_tokenizer(std::vector<std::st
   LLMCTL_ASSERT(types.size() == n);
   std::vector<BpeModel::Merge> merges;
   {
-    const std::vector<std::string>& raw = merge_text;
-    merges.reserve(raw.size());
-    for (const std::string& m : raw) {
+    merges.reserve(merge_text.size());
+    for (const std::string_view m : merge_text) {
       // "left right": the separator is the first space after the first byte, as llama.cpp
       // splits it. A merge that does not split, or whose sides are not byte-level text, can
       // never apply; it keeps its rank slot so the other ranks stay as in the file.
       const size_t sep = m.find(' ', 1);
       std::optional<std::string> left, right;
       if (sep != std::string::npos) {
-        left = byte_level_to_bytes(std::string_view(m).substr(0, sep));
-        right = byte_level_to_bytes(std::string_view(m).substr(sep + 1));
+        left = byte_level_to_bytes(m.substr(0, sep));
+        right = byte_level_to_bytes(m.substr(sep + 1));
       }
       merges.push_back(left && right ? BpeModel::Merge{std::move(*left), std::move(*right)}
                                       : BpeModel::Merge{});
@@ -202,7 +201,7 @@ std::unique_ptr<TokenizerImpl> make_gpt2_gguf_tokenizer(const GgufFile& file,
     throw FileError(path,
                     "metadata key 'tokenizer.ggml.merges' is missing (a gpt2 vocabulary "
                     "needs its BPE merges)");
-  const std::vector<std::string> merges = file.get_string_array("tokenizer.ggml.merges");
+  const std::vector<std::string_view> merges = file.get_string_array_views("tokenizer.ggml.merges");
 
   PreTokenizerChoice choice;
   {

@@ -188,7 +188,8 @@ std::unique_ptr<TokenizerImpl> make_hf_json_tokenizer(const std::string& path) {
     const int32_t bos = find_id(bos_piece.empty() ? config_token(config, "bos_token") : bos_piece);
     const int32_t eos = find_id(config_token(config, "eos_token"));
 
-    auto impl = make_byte_level_bpe_tokenizer(std::move(pieces), std::move(types), merges,
+    auto impl = make_byte_level_bpe_tokenizer(std::move(pieces), std::move(types),
+                                              std::vector<std::string_view>(merges.begin(), merges.end()),
                                               regex_splitter_for(patterns),
                                               model.value("ignore_merges", false), bos, eos,
                                               /*add_bos=*/!bos_piece.empty());

@@ -46,7 +46,7 @@ class RegexSplitter;
 // pre-tokenizes (kept by reference: a process-lifetime cache owns it, pretokenizer.h).
 std::unique_ptr<TokenizerImpl> make_byte_level_bpe_tokenizer(std::vector<std::string> pieces,
                                                              std::vector<TokenType> types,
-                                                             const std::vector<std::string>& merges,
+                                                             const std::vector<std::string_view>& merges,
                                                              const RegexSplitter& splitter,
                                                              bool ignore_merges, int32_t bos,
                                                              int32_t eos, bool add_bos);

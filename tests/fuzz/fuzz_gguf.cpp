@@ -26,7 +26,7 @@ namespace {
 }
 
 bool same_value(const llmctl::GgufValue& a, const llmctl::GgufValue& b) {
-  if (a.type != b.type || a.u != b.u || a.i != b.i || a.s != b.s || a.elem_type != b.elem_type ||
+  if (a.type != b.type || a.u != b.u || a.i != b.i || a.s != b.s || a.arr.elem_type() != b.arr.elem_type() ||
       a.arr.size() != b.arr.size() || std::memcmp(&a.f, &b.f, sizeof a.f) != 0)
     return false;
   for (size_t k = 0; k < a.arr.size(); ++k)
