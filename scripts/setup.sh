@@ -25,7 +25,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-packages=(cmake make g++ pkg-config git libcli11-dev libfmt-dev libsentencepiece-dev catch2 nlohmann-json3-dev libopenblas-dev libpcre2-dev libedit-dev)
+packages=(cmake make g++ pkg-config git libcli11-dev libfmt-dev libsentencepiece-dev catch2 nlohmann-json3-dev libopenblas-dev libpcre2-dev libedit-dev libutf8proc-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

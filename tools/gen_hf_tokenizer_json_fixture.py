@@ -72,8 +72,14 @@ def main():
         for c in cases:
             c[style] = tok.encode(c["text"], add_special_tokens=False).ids
             c[style + "_with_specials"] = tok.encode(c["text"]).ids
-    with open(os.path.join(out_dir, "hf_tokenizer_json_ids.json"), "w", encoding="utf-8") as f:
-        f.write('{"generator": "tools/gen_hf_tokenizer_json_fixture.py", "cases": [\n')
+    write_cases(os.path.join(out_dir, "hf_tokenizer_json_ids.json"), "tools/gen_hf_tokenizer_json_fixture.py",
+                cases)
+
+
+def write_cases(path, generator, cases):
+    """The fixture layout the C++ tests read: one case per line."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write('{"generator": "%s", "cases": [\n' % generator)
         f.write(",\n".join(json.dumps(c, ensure_ascii=False) for c in cases))
         f.write("\n]}\n")
 

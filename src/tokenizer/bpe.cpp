@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "tokenizer/unicode.h"
+#include "tokenizer/utf8.h"
 
 namespace llmctl {
 
@@ -86,8 +87,8 @@ std::optional<std::string> byte_level_to_bytes(std::string_view text) {
 // ---------------------------------------------------------------------------
 
 BpeModel::BpeModel(const std::vector<std::optional<std::string>>& token_bytes,
-                   const std::vector<Merge>& merges, bool ignore_merges)
-    : ignore_merges_(ignore_merges) {
+                   const std::vector<Merge>& merges, bool ignore_merges, StartSymbols start)
+    : ignore_merges_(ignore_merges), start_(start) {
   if (token_bytes.size() >= static_cast<size_t>(std::numeric_limits<int32_t>::max() / 2))
     throw Error(fmt::format("vocabulary of {} tokens is too large", token_bytes.size()));
   n_vocab_ = static_cast<int32_t>(token_bytes.size());
@@ -169,6 +170,33 @@ void BpeModel::push_candidate(Scratch& scratch, int32_t left) const {
     std::push_heap(scratch.heap.begin(), scratch.heap.end(), lower_priority);
 }
 
+void BpeModel::start_symbols(std::string_view piece, Scratch& scratch) const {
+  auto& symbols = scratch.symbols;
+  symbols.clear();
+  auto push = [&](int32_t id) {
+    const auto i = static_cast<int32_t>(symbols.size());
+    symbols.push_back({id, i - 1, -1});
+    if (i > 0) symbols[static_cast<size_t>(i - 1)].next = i;
+  };
+  if (start_ == StartSymbols::Bytes) {
+    symbols.reserve(piece.size());
+    for (const char c : piece) push(byte_ids_[static_cast<uint8_t>(c)]);
+    return;
+  }
+  for (size_t pos = 0; pos < piece.size();) {
+    const size_t len = std::max<size_t>(utf8_valid_char_len(piece, pos), 1);
+    const int32_t id = ids_.find(piece.substr(pos, len));
+    if (id >= 0) {
+      push(id);
+    } else {
+      // Byte fallback: the character's bytes as their own tokens. A merge never applies to
+      // them (merge sides are whole characters), so they stay apart as in tokenizers.
+      for (size_t k = pos; k < pos + len; ++k) push(byte_ids_[static_cast<uint8_t>(piece[k])]);
+    }
+    pos += len;
+  }
+}
+
 void BpeModel::encode(std::string_view piece, std::vector<int32_t>& out, Scratch& scratch) const {
   if (piece.empty()) return;
   if (piece.size() == 1) {
@@ -185,15 +213,9 @@ void BpeModel::encode(std::string_view piece, std::vector<int32_t>& out, Scratch
   if (piece.size() >= static_cast<size_t>(std::numeric_limits<int32_t>::max()))
     throw Error("text piece too long to encode");
 
-  // One symbol per byte, linked in order.
+  start_symbols(piece, scratch);
   auto& symbols = scratch.symbols;
-  const auto n = static_cast<int32_t>(piece.size());
-  symbols.resize(piece.size());
-  for (int32_t i = 0; i < n; ++i) {
-    symbols[static_cast<size_t>(i)] = {
-        byte_ids_[static_cast<uint8_t>(piece[static_cast<size_t>(i)])], i - 1,
-        i + 1 < n ? i + 1 : -1};
-  }
+  const auto n = static_cast<int32_t>(symbols.size());
   scratch.heap.clear();
   for (int32_t i = 0; i + 1 < n; ++i) add_candidate(scratch, i);
   std::make_heap(scratch.heap.begin(), scratch.heap.end(), lower_priority);  // O(n)

@@ -42,8 +42,14 @@ class BpeModel {
   // merges: in rank order (rank = index); a repeated pair keeps its first rank.
   // ignore_merges: a piece that is a token as a whole becomes that token without merging
   // (Llama 3's tokenizer.json sets it; llama.cpp does the same for its pre-tokenizer).
+  // Start symbols: what a piece is cut into before merging. Bytes for byte-level BPE (GPT-2
+  // style); UTF-8 characters for BPE over text (SentencePiece-style tokenizer.json: Llama 2,
+  // Gemma), where a character that is no token falls back to its bytes' tokens (byte_fallback,
+  // token_bytes of "<0x41>" is "A") and never merges.
+  enum class StartSymbols { Bytes, Utf8Chars };
   BpeModel(const std::vector<std::optional<std::string>>& token_bytes,
-           const std::vector<Merge>& merges, bool ignore_merges);
+           const std::vector<Merge>& merges, bool ignore_merges,
+           StartSymbols start = StartSymbols::Bytes);
 
   // Reusable buffers for encode(), so one call per piece allocates nothing in steady state.
   struct Scratch {
@@ -87,8 +93,12 @@ class BpeModel {
   bool add_candidate(Scratch& scratch, int32_t left) const;
   void push_candidate(Scratch& scratch, int32_t left) const;
 
+  // Appends the start symbols of piece: one per byte, or one per UTF-8 character.
+  void start_symbols(std::string_view piece, Scratch& scratch) const;
+
   int32_t n_vocab_ = 0;
   bool ignore_merges_ = false;
+  StartSymbols start_ = StartSymbols::Bytes;
   ByteStringIds ids_;                  // raw bytes -> id (tokens and internal)
   std::vector<std::string> internal_;  // bytes of internal id n_vocab_ + i
   std::array<int32_t, 256> byte_ids_{};           // the symbol each byte starts as

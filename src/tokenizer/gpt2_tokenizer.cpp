@@ -19,6 +19,8 @@
 #include "io/gguf.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/pretokenizer.h"
+#include "tokenizer/spm_pieces.h"
+#include "tokenizer/text_normalizer.h"
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/unicode.h"
 #include "tokenizer/utf8.h"
@@ -47,36 +49,36 @@ std::string byte_level_decode(std::string_view text) {
   return out;
 }
 
-class Gpt2Tokenizer final : public TokenizerImpl {
+// Everything a BpeTokenizer holds besides its model.
+struct BpeTokenizerParts {
+  std::vector<std::string> pieces;  // as stored ("Ġthe", "▁the", "<0x0A>")
+  std::vector<TokenType> types;
+  std::vector<std::string> bytes;   // what each id adds to decoded text
+  const RegexSplitter* splitter;    // owned by the process-wide cache (pretokenizer.h)
+  TextNormalizer normalizer;        // applied before splitting; empty for GGUF vocabularies
+  int32_t bos;
+  int32_t eos;
+  bool add_bos;
+  bool strips_leading_space;  // decode drops one leading space (the Prepend("▁") normalizer)
+};
+
+// Byte-level BPE (GGUF gpt2, tokenizer.json ByteLevel) and BPE over characters
+// (SentencePiece-style tokenizer.json) share this: normalize, pre-tokenize, merge, and decode
+// through a table of each token's bytes.
+class BpeTokenizer final : public TokenizerImpl {
  public:
-  // decoded[id]: the token's bytes when its text is all byte-level (what BPE loading
-  // computed already), reused for Normal tokens instead of decoding their text again.
-  Gpt2Tokenizer(std::vector<std::string> pieces, std::vector<TokenType> types, BpeModel bpe,
-                std::vector<std::optional<std::string>> decoded, const RegexSplitter& splitter,
-                int32_t bos, int32_t eos, bool add_bos)
-      : pieces_(std::move(pieces)),
-        types_(std::move(types)),
+  BpeTokenizer(BpeTokenizerParts parts, BpeModel bpe)
+      : pieces_(std::move(parts.pieces)),
+        types_(std::move(parts.types)),
+        bytes_(std::move(parts.bytes)),
         bpe_(std::move(bpe)),
-        splitter_(splitter),
-        bos_(bos),
-        eos_(eos),
-        add_bos_(add_bos) {
-    bytes_.reserve(pieces_.size());
-    for (size_t id = 0; id < pieces_.size(); ++id) {
-      // As llama.cpp renders tokens without special handling: Normal tokens map back to
-      // bytes, UserDefined ones are literal text, all other kinds (control...) print nothing.
-      switch (types_[id]) {
-        case TokenType::Normal:
-          bytes_.push_back(decoded[id] ? std::move(*decoded[id]) : byte_level_decode(pieces_[id]));
-          break;
-        case TokenType::UserDefined:
-          bytes_.push_back(pieces_[id]);
-          break;
-        default:
-          bytes_.emplace_back();
-          break;
-      }
-    }
+        splitter_(*parts.splitter),
+        normalizer_(std::move(parts.normalizer)),
+        bos_(parts.bos),
+        eos_(parts.eos),
+        add_bos_(parts.add_bos),
+        strips_leading_space_(parts.strips_leading_space) {
+    LLMCTL_ASSERT(types_.size() == pieces_.size() && bytes_.size() == pieces_.size());
   }
 
   std::vector<int32_t> encode(std::string_view text, bool add_bos) const override {
@@ -84,7 +86,12 @@ class Gpt2Tokenizer final : public TokenizerImpl {
     ids.reserve(text.size() / 3 + 2);
     if (add_bos && bos_ >= 0) ids.push_back(bos_);
     BpeModel::Scratch scratch;
-    for (std::string_view piece : splitter_.split(text)) bpe_.encode(piece, ids, scratch);
+    if (normalizer_.empty()) {
+      for (std::string_view piece : splitter_.split(text)) bpe_.encode(piece, ids, scratch);
+    } else {
+      const std::string normalized = normalizer_.apply(text);
+      for (std::string_view piece : splitter_.split(normalized)) bpe_.encode(piece, ids, scratch);
+    }
     return ids;
   }
 
@@ -101,7 +108,7 @@ class Gpt2Tokenizer final : public TokenizerImpl {
   int32_t eos_id() const override { return eos_; }
   bool add_bos_default() const override { return add_bos_; }
   TokenType token_type(int32_t id) const override { return types_.at(index(id)); }
-  bool strips_leading_space() const override { return false; }
+  bool strips_leading_space() const override { return strips_leading_space_; }
 
  private:
   size_t index(int32_t id) const {
@@ -116,9 +123,11 @@ class Gpt2Tokenizer final : public TokenizerImpl {
   std::vector<std::string> bytes_;
   BpeModel bpe_;
   const RegexSplitter& splitter_;  // owned by the process-wide cache (pretokenizer.h)
+  TextNormalizer normalizer_;
   int32_t bos_;
   int32_t eos_;
   bool add_bos_;
+  bool strips_leading_space_;
 };
 
 // An optional special-token id: the key's value when present (it must be in range), else
@@ -133,6 +142,28 @@ int32_t special_id(const GgufFile& file, const char* key, int32_t fallback, size
   return static_cast<int32_t>(*v);
 }
 
+// Merges "left right" in rank order, each side turned into the bytes BPE works on by
+// `side_bytes`. The separator is the first space after the first byte, as llama.cpp splits
+// it. A merge that does not split, or whose side has no bytes, can never apply; it keeps its
+// rank slot so the other ranks stay as in the file.
+template <class SideBytes>
+std::vector<BpeModel::Merge> parse_merges(const std::vector<std::string_view>& merge_text,
+                                          SideBytes side_bytes) {
+  std::vector<BpeModel::Merge> merges;
+  merges.reserve(merge_text.size());
+  for (const std::string_view m : merge_text) {
+    const size_t sep = m.find(' ', 1);
+    std::optional<std::string> left, right;
+    if (sep != std::string::npos) {
+      left = side_bytes(m.substr(0, sep));
+      right = side_bytes(m.substr(sep + 1));
+    }
+    merges.push_back(left && right ? BpeModel::Merge{std::move(*left), std::move(*right)}
+                                    : BpeModel::Merge{});
+  }
+  return merges;
+}
+
 }  // namespace
 
 std::unique_ptr<TokenizerImpl> make_byte_level_bpe_tokenizer(std::vector<std::string> pieces,
@@ -140,26 +171,12 @@ std::unique_ptr<TokenizerImpl> make_byte_level_bpe_tokenizer(std::vector<std::st
                                                              const std::vector<std::string_view>& merge_text,
                                                              const RegexSplitter& splitter,
                                                              bool ignore_merges, int32_t bos,
-                                                             int32_t eos, bool add_bos) {
+                                                             int32_t eos, bool add_bos,
+                                                             TextNormalizer normalizer) {
   const size_t n = pieces.size();
   LLMCTL_ASSERT(types.size() == n);
-  std::vector<BpeModel::Merge> merges;
-  {
-    merges.reserve(merge_text.size());
-    for (const std::string_view m : merge_text) {
-      // "left right": the separator is the first space after the first byte, as llama.cpp
-      // splits it. A merge that does not split, or whose sides are not byte-level text, can
-      // never apply; it keeps its rank slot so the other ranks stay as in the file.
-      const size_t sep = m.find(' ', 1);
-      std::optional<std::string> left, right;
-      if (sep != std::string::npos) {
-        left = byte_level_to_bytes(m.substr(0, sep));
-        right = byte_level_to_bytes(m.substr(sep + 1));
-      }
-      merges.push_back(left && right ? BpeModel::Merge{std::move(*left), std::move(*right)}
-                                      : BpeModel::Merge{});
-    }
-  }
+  const std::vector<BpeModel::Merge> merges =
+      parse_merges(merge_text, [](std::string_view side) { return byte_level_to_bytes(side); });
 
   std::vector<std::optional<std::string>> token_bytes(n);
   for (size_t id = 0; id < n; ++id) {
@@ -167,8 +184,59 @@ std::unique_ptr<TokenizerImpl> make_byte_level_bpe_tokenizer(std::vector<std::st
     if (types[id] != TokenType::Control) token_bytes[id] = byte_level_to_bytes(pieces[id]);
   }
   BpeModel bpe(token_bytes, merges, ignore_merges);
-  return std::make_unique<Gpt2Tokenizer>(std::move(pieces), std::move(types), std::move(bpe),
-                                         std::move(token_bytes), splitter, bos, eos, add_bos);
+
+  // As llama.cpp renders tokens without special handling: Normal tokens map back to bytes
+  // (reusing what loading computed), UserDefined ones are literal text, all other kinds
+  // (control...) print nothing.
+  std::vector<std::string> bytes(n);
+  for (size_t id = 0; id < n; ++id) {
+    if (types[id] == TokenType::Normal)
+      bytes[id] = token_bytes[id] ? std::move(*token_bytes[id]) : byte_level_decode(pieces[id]);
+    else if (types[id] == TokenType::UserDefined)
+      bytes[id] = pieces[id];
+  }
+  BpeTokenizerParts parts{std::move(pieces), std::move(types), std::move(bytes), &splitter,
+                          std::move(normalizer), bos, eos, add_bos, /*strips_leading_space=*/false};
+  return std::make_unique<BpeTokenizer>(std::move(parts), std::move(bpe));
+}
+
+std::unique_ptr<TokenizerImpl> make_char_bpe_tokenizer(std::vector<std::string> pieces,
+                                                       std::vector<TokenType> types,
+                                                       const std::vector<std::string_view>& merge_text,
+                                                       TextNormalizer normalizer, int32_t bos,
+                                                       int32_t eos, bool add_bos,
+                                                       bool strips_leading_space) {
+  const size_t n = pieces.size();
+  LLMCTL_ASSERT(types.size() == n);
+  // Merge sides are text; they never hold a space (the normalizer made spaces "▁").
+  const std::vector<BpeModel::Merge> merges = parse_merges(
+      merge_text, [](std::string_view side) { return std::optional<std::string>(side); });
+  std::vector<std::optional<std::string>> token_bytes(n);
+  std::vector<std::string> bytes(n);
+  for (size_t id = 0; id < n; ++id) {
+    const std::string& p = pieces[id];
+    switch (types[id]) {
+      case TokenType::Byte: {  // "<0xAB>": the byte itself, for byte fallback and decoding
+        const int b = byte_piece_value(p);
+        if (b >= 0) token_bytes[id] = bytes[id] = std::string(1, static_cast<char>(b));
+        break;
+      }
+      case TokenType::Normal:
+        token_bytes[id] = p;
+        bytes[id] = replace_space_symbol(p);
+        break;
+      case TokenType::UserDefined:
+        bytes[id] = p;
+        break;
+      default:
+        break;
+    }
+  }
+  BpeModel bpe(token_bytes, merges, /*ignore_merges=*/false, BpeModel::StartSymbols::Utf8Chars);
+  BpeTokenizerParts parts{std::move(pieces), std::move(types), std::move(bytes),
+                          &regex_splitter_for({}), std::move(normalizer), bos, eos, add_bos,
+                          strips_leading_space};
+  return std::make_unique<BpeTokenizer>(std::move(parts), std::move(bpe));
 }
 
 std::unique_ptr<TokenizerImpl> make_gpt2_gguf_tokenizer(const GgufFile& file,

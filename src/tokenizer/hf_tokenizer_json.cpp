@@ -1,14 +1,18 @@
-// Tokenizer::from_hf_tokenizer_json: a Hugging Face tokenizer.json whose model is byte-level
-// BPE (Llama 3, Qwen2.5, SmolLM2 style), loaded into the same tokenizer as a GGUF gpt2
-// vocabulary. What is read:
+// Tokenizer::from_hf_tokenizer_json: a Hugging Face tokenizer.json with a BPE model, either
+// byte-level (Llama 3, Qwen2.5, SmolLM2 style; the same tokenizer as a GGUF gpt2 vocabulary)
+// or SentencePiece-style over characters with byte fallback (Llama 2, Mistral, Gemma style).
+// What is read:
 //   model            type BPE: vocab {piece: id}, merges ("a b" strings or [a, b] pairs),
-//                    ignore_merges; byte_fallback and subword prefixes/suffixes are refused
+//                    ignore_merges, byte_fallback (the character-level kind; "<0xAB>" pieces
+//                    become Byte tokens); subword prefixes/suffixes are refused
 //   added_tokens     {id, content, special}: special -> Control, else UserDefined
-//   normalizer       none (null); anything else is refused, naming it
-//   pre_tokenizer    Sequence / Split(Regex|String, Isolated, invert false) / ByteLevel
-//                    (use_regex: GPT-2's pattern; add_prefix_space refused) / Digits,
-//                    turned into one regex list run as the GGUF pre-tokenizers are
-//   decoder          ByteLevel (or none)
+//   normalizer       NFC/NFD/NFKC/NFKD, Prepend, Replace(String), Sequence of them
+//                    (text_normalizer.h); anything else is refused, naming it
+//   pre_tokenizer    byte-level: Sequence / Split(Regex|String, Isolated, invert false) /
+//                    ByteLevel (use_regex: GPT-2's pattern; add_prefix_space refused) /
+//                    Digits, turned into one regex list run as the GGUF pre-tokenizers are;
+//                    character-level: none, or Metaspace without split (as normalizer steps)
+//   decoder          ByteLevel; or Replace("▁", " ") / ByteFallback / Fuse / Strip / Metaspace
 //   post_processor   TemplateProcessing "<bos> $A": BOS and add_bos; ByteLevel ignored
 // EOS (and BOS when no template gives one) come from tokenizer_config.json beside the file.
 
@@ -21,6 +25,7 @@
 
 #include "core/error.h"
 #include "tokenizer/pretokenizer.h"
+#include "tokenizer/spm_pieces.h"
 #include "tokenizer/tokenizer_impl.h"
 
 namespace llmctl {
@@ -53,8 +58,9 @@ std::string type_of(const Json& j) {
 [[noreturn]] void unsupported(const std::string& path, const std::string& what) {
   throw FileError(path, fmt::format("tokenizer.json: {} is not supported", what),
                   FileError::kNoOffset,
-                  "llmctl reads byte-level BPE tokenizer.json files (Llama 3, Qwen2.5, SmolLM2 "
-                  "style); a GGUF of the model carries the same vocabulary");
+                  "llmctl reads BPE tokenizer.json files, byte-level (Llama 3, Qwen2.5, SmolLM2 "
+                  "style) or with byte fallback (Llama 2, Gemma style); a GGUF of the model "
+                  "carries the same vocabulary");
 }
 
 void collect_patterns(const std::string& path, const Json& pre, std::vector<std::string>& out) {
@@ -80,6 +86,76 @@ void collect_patterns(const std::string& path, const Json& pre, std::vector<std:
   } else {
     unsupported(path, fmt::format("pre_tokenizer {}", type));
   }
+}
+
+void collect_normalizer(const std::string& path, const Json& n,
+                        std::vector<TextNormalizer::Step>& out) {
+  if (n.is_null()) return;
+  using Kind = TextNormalizer::Kind;
+  const std::string type = type_of(n);
+  if (type == "Sequence") {
+    for (const Json& step : n.at("normalizers")) collect_normalizer(path, step, out);
+  } else if (type == "NFC" || type == "NFD" || type == "NFKC" || type == "NFKD") {
+    const Kind k = type == "NFC" ? Kind::Nfc : type == "NFD" ? Kind::Nfd
+                 : type == "NFKC" ? Kind::Nfkc : Kind::Nfkd;
+    out.push_back({k, "", ""});
+  } else if (type == "Prepend") {
+    out.push_back({Kind::Prepend, n.at("prepend").get<std::string>(), ""});
+  } else if (type == "Replace") {
+    const Json& pattern = n.at("pattern");
+    if (!pattern.contains("String")) unsupported(path, "normalizer Replace with a Regex pattern");
+    out.push_back({Kind::Replace, pattern.at("String").get<std::string>(),
+                   n.at("content").get<std::string>()});
+  } else {
+    unsupported(path, fmt::format("normalizer {}", type));
+  }
+}
+
+// Whether a ByteLevel step appears in a pre-tokenizer or decoder (the byte-level kind).
+bool has_byte_level(const Json& j) {
+  if (j.is_null()) return false;
+  if (type_of(j) == "ByteLevel") return true;
+  for (const char* key : {"pretokenizers", "decoders"})
+    if (j.is_object() && j.contains(key))
+      for (const Json& step : j[key])
+        if (has_byte_level(step)) return true;
+  return false;
+}
+
+// SentencePiece-style files: a Metaspace pre-tokenizer (newer Llama 2 style files) is the
+// normalizer steps Replace(" ", "▁") and, unless prepend_scheme is "never", Prepend("▁").
+void metaspace_steps(const std::string& path, const Json& pre, std::vector<TextNormalizer::Step>& out) {
+  if (pre.is_null()) return;
+  if (type_of(pre) != "Metaspace")
+    unsupported(path, fmt::format("pre_tokenizer {} with a byte_fallback BPE", type_of(pre)));
+  if (pre.value("split", true)) unsupported(path, "pre_tokenizer Metaspace with split");
+  const std::string space = pre.value("replacement", std::string(kSpaceSymbol));
+  out.push_back({TextNormalizer::Kind::Replace, " ", space});
+  const std::string scheme = pre.value("prepend_scheme", std::string("always"));
+  if (scheme == "first" || scheme == "always")
+    out.push_back({TextNormalizer::Kind::Prepend, space, ""});
+  else if (scheme != "never")
+    unsupported(path, fmt::format("Metaspace prepend_scheme {}", scheme));
+}
+
+// A SentencePiece-style decoder (Replace/ByteFallback/Fuse/Strip/Metaspace); returns whether
+// it drops one leading space.
+bool check_spm_decoder(const std::string& path, const Json& d) {
+  if (d.is_null()) return false;
+  const std::string type = type_of(d);
+  if (type == "Sequence") {
+    bool strips = false;
+    for (const Json& step : d.at("decoders")) strips = check_spm_decoder(path, step) || strips;
+    return strips;
+  }
+  if (type == "Replace" || type == "ByteFallback" || type == "Fuse") return false;
+  if (type == "Strip") {
+    if (d.value("content", std::string(" ")) != " " || d.value("start", 0) > 1 || d.value("stop", 0) != 0)
+      unsupported(path, "decoder Strip other than one leading space");
+    return d.value("start", 0) == 1;
+  }
+  if (type == "Metaspace") return d.value("prepend_scheme", std::string("always")) != "never";
+  unsupported(path, fmt::format("decoder {}", type));
 }
 
 // The special token a "<bos> $A" template starts with, or "" when there is none.
@@ -124,14 +200,20 @@ std::unique_ptr<TokenizerImpl> make_hf_json_tokenizer(const std::string& path) {
   try {
     const Json& model = doc.at("model");
     if (type_of(model) != "BPE") unsupported(path, fmt::format("model type {}", type_of(model)));
-    if (model.value("byte_fallback", false))
-      unsupported(path, "BPE with byte_fallback (SentencePiece-style, e.g. Gemma)");
     for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
       if (model.contains(key) && !model[key].is_null()) unsupported(path, fmt::format("BPE {}", key));
-    if (doc.contains("normalizer") && !doc["normalizer"].is_null())
-      unsupported(path, fmt::format("normalizer {}", type_of(doc["normalizer"])));
-    if (doc.contains("decoder") && !doc["decoder"].is_null() && type_of(doc["decoder"]) != "ByteLevel")
-      unsupported(path, fmt::format("decoder {}", type_of(doc["decoder"])));
+    const Json pre_tokenizer = doc.value("pre_tokenizer", Json());
+    const Json decoder = doc.value("decoder", Json());
+    const bool byte_level = has_byte_level(pre_tokenizer) || has_byte_level(decoder);
+    const bool byte_fallback = model.value("byte_fallback", false);
+    if (byte_level && byte_fallback) unsupported(path, "a byte-level BPE with byte_fallback");
+    if (!byte_level && !byte_fallback)
+      unsupported(path, "a BPE over characters without byte_fallback (or a byte-level one "
+                        "without a ByteLevel pre-tokenizer)");
+    std::vector<TextNormalizer::Step> steps;
+    collect_normalizer(path, doc.value("normalizer", Json()), steps);
+    if (byte_level && !decoder.is_null() && type_of(decoder) != "ByteLevel")
+      unsupported(path, fmt::format("decoder {}", type_of(decoder)));
 
     // Pieces by id: the vocabulary, then the added tokens (which may extend it).
     std::vector<std::string> pieces;
@@ -172,9 +254,6 @@ std::unique_ptr<TokenizerImpl> make_hf_json_tokenizer(const std::string& path) {
         merges.push_back(m.at(0).get<std::string>() + " " + m.at(1).get<std::string>());
     }
 
-    std::vector<std::string> patterns;
-    collect_patterns(path, doc.value("pre_tokenizer", Json()), patterns);
-
     auto find_id = [&](const std::string& piece) -> int32_t {
       if (piece.empty()) return -1;
       for (size_t i = 0; i < pieces.size(); ++i)
@@ -188,11 +267,26 @@ std::unique_ptr<TokenizerImpl> make_hf_json_tokenizer(const std::string& path) {
     const int32_t bos = find_id(bos_piece.empty() ? config_token(config, "bos_token") : bos_piece);
     const int32_t eos = find_id(config_token(config, "eos_token"));
 
-    auto impl = make_byte_level_bpe_tokenizer(std::move(pieces), std::move(types),
-                                              std::vector<std::string_view>(merges.begin(), merges.end()),
-                                              regex_splitter_for(patterns),
-                                              model.value("ignore_merges", false), bos, eos,
-                                              /*add_bos=*/!bos_piece.empty());
+    const std::vector<std::string_view> merge_views(merges.begin(), merges.end());
+    std::unique_ptr<TokenizerImpl> impl;
+    if (byte_level) {
+      std::vector<std::string> patterns;
+      collect_patterns(path, pre_tokenizer, patterns);
+      impl = make_byte_level_bpe_tokenizer(std::move(pieces), std::move(types), merge_views,
+                                           regex_splitter_for(patterns),
+                                           model.value("ignore_merges", false), bos, eos,
+                                           /*add_bos=*/!bos_piece.empty(),
+                                           TextNormalizer(std::move(steps)));
+    } else {
+      if (model.value("ignore_merges", false)) unsupported(path, "ignore_merges with byte_fallback");
+      metaspace_steps(path, pre_tokenizer, steps);
+      for (size_t id = 0; id < types.size(); ++id)
+        if (types[id] == TokenType::Normal && byte_piece_value(pieces[id]) >= 0) types[id] = TokenType::Byte;
+      const bool strips = check_spm_decoder(path, decoder);
+      impl = make_char_bpe_tokenizer(std::move(pieces), std::move(types), merge_views,
+                                     TextNormalizer(std::move(steps)), bos, eos,
+                                     /*add_bos=*/!bos_piece.empty(), strips);
+    }
     impl->pre_tokenizer = "tokenizer.json";
     return impl;
   } catch (const Json::exception& e) {

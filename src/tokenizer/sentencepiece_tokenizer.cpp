@@ -15,21 +15,12 @@
 #include "core/error.h"
 #include "io/gguf.h"
 #include "tokenizer/sp_model_proto.h"
+#include "tokenizer/spm_pieces.h"
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/utf8.h"
 
 namespace llmctl {
 
-namespace {
-
-constexpr std::string_view kSpaceSymbol = "\xE2\x96\x81";  // U+2581 "▁", sentencepiece's space
-
-// ---------------------------------------------------------------------------
-// Piece helpers
-// ---------------------------------------------------------------------------
-
-// "<0x0A>" -> 10; -1 when the piece is not a byte piece in sentencepiece's spelling
-// (uppercase hex, exactly two digits).
 int byte_piece_value(std::string_view piece) {
   if (piece.size() != 6 || piece.substr(0, 3) != "<0x" || piece[5] != '>') return -1;
   int v = 0;
@@ -57,6 +48,8 @@ std::string replace_space_symbol(std::string_view piece) {
   }
   return out;
 }
+
+namespace {
 
 // Pieces that sentencepiece decodes as text (and whose leading "▁" the dummy prefix strips).
 bool is_text_type(TokenType t) {

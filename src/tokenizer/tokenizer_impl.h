@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tokenizer/special_tokens.h"
+#include "tokenizer/text_normalizer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace llmctl {
@@ -49,7 +50,17 @@ std::unique_ptr<TokenizerImpl> make_byte_level_bpe_tokenizer(std::vector<std::st
                                                              const std::vector<std::string_view>& merges,
                                                              const RegexSplitter& splitter,
                                                              bool ignore_merges, int32_t bos,
-                                                             int32_t eos, bool add_bos);
+                                                             int32_t eos, bool add_bos,
+                                                             TextNormalizer normalizer = {});
+// A SentencePiece-style BPE over characters (tokenizer.json with byte_fallback: Llama 2,
+// Gemma): pieces are text with "▁" for spaces, "<0xAB>" Byte tokens are the fallback for
+// characters without a token; no pre-tokenizer, the normalizer makes the spaces "▁".
+std::unique_ptr<TokenizerImpl> make_char_bpe_tokenizer(std::vector<std::string> pieces,
+                                                       std::vector<TokenType> types,
+                                                       const std::vector<std::string_view>& merges,
+                                                       TextNormalizer normalizer, int32_t bos,
+                                                       int32_t eos, bool add_bos,
+                                                       bool strips_leading_space);
 // A Hugging Face tokenizer.json with a byte-level BPE model (hf_tokenizer_json.cpp).
 std::unique_ptr<TokenizerImpl> make_hf_json_tokenizer(const std::string& path);
 // pre_tokenizer: a tokenizer.ggml.pre name that replaces the file's; empty keeps the file's.
