@@ -54,13 +54,12 @@ std::string bytes_to_byte_level(std::string_view bytes) {
   return out;
 }
 
-std::optional<std::string> byte_level_to_bytes(std::string_view text) {
+bool append_byte_level_bytes(std::string_view text, std::string& out) {
   // Every mapped code point is below U+0144, so it is one byte (ASCII) or two (lead
   // 0xC2..0xC5); anything else cannot be byte-level text. Decoded inline: this runs once per
   // token and merge side at load time (300k times for a Qwen2 vocabulary).
   const ByteMap& m = byte_map();
-  std::string out(text.size(), '\0');
-  size_t n = 0;
+  const size_t start = out.size();
   for (size_t pos = 0; pos < text.size();) {
     const auto b0 = static_cast<uint8_t>(text[pos]);
     char32_t cp;
@@ -72,13 +71,23 @@ std::optional<std::string> byte_level_to_bytes(std::string_view text) {
       cp = (char32_t{b0 & 0x1Fu} << 6) | (static_cast<uint8_t>(text[pos + 1]) & 0x3Fu);
       pos += 2;
     } else {
-      return std::nullopt;
+      out.resize(start);
+      return false;
     }
     const int b = cp < m.to_byte.size() ? m.to_byte[cp] : -1;
-    if (b < 0) return std::nullopt;
-    out[n++] = static_cast<char>(static_cast<uint8_t>(b));
+    if (b < 0) {
+      out.resize(start);
+      return false;
+    }
+    out.push_back(static_cast<char>(static_cast<uint8_t>(b)));
   }
-  out.resize(n);
+  return true;
+}
+
+std::optional<std::string> byte_level_to_bytes(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  if (!append_byte_level_bytes(text, out)) return std::nullopt;
   return out;
 }
 
@@ -103,6 +112,12 @@ BpeModel::BpeModel(const std::vector<std::optional<std::string>>& token_bytes,
 
   merges_.reserve(merges.size());
   std::string joined, joined_ahead;
+  struct Pending {
+    uint64_t key;
+    MergeResult result;
+  };
+  std::array<Pending, kLookahead> pending{};
+  size_t n_pending = 0;
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     if (rank + kLookahead < merges.size()) {
       const Merge& ahead = merges[rank + kLookahead];
@@ -116,8 +131,16 @@ BpeModel::BpeModel(const std::vector<std::optional<std::string>>& token_bytes,
     const int32_t right = intern(m.right);
     joined.assign(m.left).append(m.right);
     const int32_t merged = intern(joined);
-    merges_.emplace(pair_key(left, right), MergeResult{static_cast<int32_t>(rank), merged});
+    // The pair table is probed at random too: its slot is loaded now, the entry written
+    // kLookahead merges later (the order of emplaces is kept, so a repeat keeps its rank).
+    const uint64_t key = pair_key(left, right);
+    merges_.prefetch(key);
+    Pending& slot = pending[n_pending++ % kLookahead];
+    if (n_pending > kLookahead) merges_.emplace(slot.key, slot.result);
+    slot = {key, MergeResult{static_cast<int32_t>(rank), merged}};
   }
+  for (size_t k = n_pending > kLookahead ? n_pending - kLookahead : 0; k < n_pending; ++k)
+    merges_.emplace(pending[k % kLookahead].key, pending[k % kLookahead].result);
 }
 
 int32_t BpeModel::intern(std::string_view bytes) {

@@ -29,12 +29,14 @@ std::string bytes_to_byte_level(std::string_view bytes);
 // Byte-level string -> raw bytes; nullopt when a character is not one of the 256 (or the
 // text is not valid UTF-8).
 std::optional<std::string> byte_level_to_bytes(std::string_view text);
+// The same appended to out; false (out unchanged) when the text is not byte-level.
+bool append_byte_level_bytes(std::string_view text, std::string& out);
 
 class BpeModel {
  public:
-  struct Merge {
-    std::string left;   // raw bytes
-    std::string right;  // raw bytes
+  struct Merge {  // views into storage the caller keeps until the constructor returns
+    std::string_view left;   // raw bytes
+    std::string_view right;  // raw bytes
   };
 
   // token_bytes[id]: the raw bytes token `id` stands for, or nullopt when BPE can never

@@ -122,6 +122,10 @@ class PairMap {
     mask_ = c - 1;
     size_ = 0;
   }
+  // Starts loading the slot of `key` (see ByteStringIds::prefetch).
+  void prefetch(uint64_t key) const {
+    if (!slots_.empty()) __builtin_prefetch(&slots_[slot(key)]);
+  }
   const Value* find(uint64_t key) const {
     if (slots_.empty()) return nullptr;
     for (size_t i = slot(key);; i = (i + 1) & mask_) {

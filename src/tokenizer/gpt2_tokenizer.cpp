@@ -10,6 +10,7 @@
 //                                                (true for Llama 3, Tekken, Chameleon)
 // Special/control token text in the input is plain text: it is never matched as a token.
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -142,26 +143,50 @@ int32_t special_id(const GgufFile& file, const char* key, int32_t fallback, size
   return static_cast<int32_t>(*v);
 }
 
-// Merges "left right" in rank order, each side turned into the bytes BPE works on by
-// `side_bytes`. The separator is the first space after the first byte, as llama.cpp splits
-// it. A merge that does not split, or whose side has no bytes, can never apply; it keeps its
-// rank slot so the other ranks stay as in the file.
-template <class SideBytes>
-std::vector<BpeModel::Merge> parse_merges(const std::vector<std::string_view>& merge_text,
-                                          SideBytes side_bytes) {
+// Merges "left right" in rank order. The separator is the first space after the first byte,
+// as llama.cpp splits it. A merge that does not split, or whose sides are not byte-level
+// text, can never apply; it keeps its rank slot so the other ranks stay as in the file.
+// Byte-level sides are converted to raw bytes in one arena (never longer than the text, so
+// reserving that much keeps the views valid); text sides are views of the input.
+struct MergeList {
+  std::string arena;
   std::vector<BpeModel::Merge> merges;
-  merges.reserve(merge_text.size());
+};
+
+MergeList parse_merges(const std::vector<std::string_view>& merge_text, bool byte_level) {
+  MergeList out;
+  size_t total = 0;
+  for (const std::string_view m : merge_text) total += m.size();
+  // At least 32 bytes, so the arena is never the short-string buffer, which a move would copy
+  // (a heap buffer moves with the string, and the views with it).
+  if (byte_level) out.arena.reserve(std::max<size_t>(total, 32));
+  out.merges.reserve(merge_text.size());
   for (const std::string_view m : merge_text) {
     const size_t sep = m.find(' ', 1);
-    std::optional<std::string> left, right;
-    if (sep != std::string::npos) {
-      left = side_bytes(m.substr(0, sep));
-      right = side_bytes(m.substr(sep + 1));
+    if (sep == std::string::npos) {
+      out.merges.emplace_back();
+      continue;
     }
-    merges.push_back(left && right ? BpeModel::Merge{std::move(*left), std::move(*right)}
-                                    : BpeModel::Merge{});
+    const std::string_view left = m.substr(0, sep), right = m.substr(sep + 1);
+    if (!byte_level) {
+      out.merges.push_back({left, right});
+      continue;
+    }
+    const size_t a = out.arena.size();
+    if (!append_byte_level_bytes(left, out.arena)) {
+      out.merges.emplace_back();
+      continue;
+    }
+    const size_t b = out.arena.size();
+    if (!append_byte_level_bytes(right, out.arena)) {
+      out.arena.resize(a);
+      out.merges.emplace_back();
+      continue;
+    }
+    const std::string_view arena(out.arena.data(), out.arena.size());
+    out.merges.push_back({arena.substr(a, b - a), arena.substr(b)});
   }
-  return merges;
+  return out;
 }
 
 }  // namespace
@@ -175,15 +200,14 @@ std::unique_ptr<TokenizerImpl> make_byte_level_bpe_tokenizer(std::vector<std::st
                                                              TextNormalizer normalizer) {
   const size_t n = pieces.size();
   LLMCTL_ASSERT(types.size() == n);
-  const std::vector<BpeModel::Merge> merges =
-      parse_merges(merge_text, [](std::string_view side) { return byte_level_to_bytes(side); });
+  const MergeList merges = parse_merges(merge_text, /*byte_level=*/true);
 
   std::vector<std::optional<std::string>> token_bytes(n);
   for (size_t id = 0; id < n; ++id) {
     // Control tokens stay out of BPE, so their text in the input is always plain text.
     if (types[id] != TokenType::Control) token_bytes[id] = byte_level_to_bytes(pieces[id]);
   }
-  BpeModel bpe(token_bytes, merges, ignore_merges);
+  BpeModel bpe(token_bytes, merges.merges, ignore_merges);
 
   // As llama.cpp renders tokens without special handling: Normal tokens map back to bytes
   // (reusing what loading computed), UserDefined ones are literal text, all other kinds
@@ -209,8 +233,7 @@ std::unique_ptr<TokenizerImpl> make_char_bpe_tokenizer(std::vector<std::string> 
   const size_t n = pieces.size();
   LLMCTL_ASSERT(types.size() == n);
   // Merge sides are text; they never hold a space (the normalizer made spaces "▁").
-  const std::vector<BpeModel::Merge> merges = parse_merges(
-      merge_text, [](std::string_view side) { return std::optional<std::string>(side); });
+  const MergeList merges = parse_merges(merge_text, /*byte_level=*/false);
   std::vector<std::optional<std::string>> token_bytes(n);
   std::vector<std::string> bytes(n);
   for (size_t id = 0; id < n; ++id) {
@@ -232,7 +255,7 @@ std::unique_ptr<TokenizerImpl> make_char_bpe_tokenizer(std::vector<std::string> 
         break;
     }
   }
-  BpeModel bpe(token_bytes, merges, /*ignore_merges=*/false, BpeModel::StartSymbols::Utf8Chars);
+  BpeModel bpe(token_bytes, merges.merges, /*ignore_merges=*/false, BpeModel::StartSymbols::Utf8Chars);
   BpeTokenizerParts parts{std::move(pieces), std::move(types), std::move(bytes),
                           &regex_splitter_for({}), std::move(normalizer), bos, eos, add_bos,
                           strips_leading_space};
