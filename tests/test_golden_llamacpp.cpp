@@ -176,3 +176,22 @@ TEST_CASE("SmolLM2 last prompt logits are within tolerance of llama.cpp's on bot
     }
   }
 }
+
+// Gemma 3 270M (a real file from PyPI, scripts/fetch-models.sh): its 262k-piece SentencePiece
+// vocabulary gives llama.cpp's prompt ids (tests/fixtures/llamacpp_gemma3_270m.json), specials
+// such as <start_of_turn> parsed as llama.cpp parses them.
+TEST_CASE("Gemma 3 270M prompt ids equal llama.cpp's", "[golden][cli]") {
+  const std::string model = llmctl::test::require_fetched_model("gemma-3-270m-q4_k_m.gguf");
+  const json ref = json::parse(
+      llmctl::test::read_file(llmctl::test::fixture_path("llamacpp_gemma3_270m.json")));
+  const json& cases = ref.at("cases");
+  REQUIRE(cases.size() >= 5);
+  for (const auto& c : cases) {
+    INFO("prompt " << c["name"].get<std::string>());
+    const auto r = run_llmctl({"tokenize", "-m", model, "--format", "json", c["prompt"].get<std::string>()});
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const json out = json::parse(r.out);
+    CHECK(out.at("ids") == c["prompt_ids"]);
+  }
+}

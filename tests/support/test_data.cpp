@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <vector>
 
 namespace fs = std::filesystem;
 
@@ -34,6 +35,23 @@ std::string require_test_file(const std::string& rel) {
   const std::string what =
       dir.empty() ? "test data directory not found (set LLMCTL_TEST_DATA)"
                   : "test data file missing: " + (fs::path(dir) / rel).string();
+  if (required != nullptr && std::string(required) == "1") FAIL(what);
+  std::fprintf(stderr, "SKIPPED: %s\n", what.c_str());
+  std::fflush(nullptr);
+  std::_Exit(77);
+}
+
+std::string require_fetched_model(const std::string& name) {
+  std::vector<fs::path> places;
+  if (const char* cache = std::getenv("LLMCTL_MODEL_CACHE"); cache != nullptr && *cache != '\0')
+    places.push_back(fs::path(cache) / name);
+  else if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0')
+    places.push_back(fs::path(home) / ".cache" / "llmctl" / "models" / name);
+  places.push_back(fs::path(LLMCTL_SOURCE_DIR) / "models" / name);
+  for (const fs::path& p : places)
+    if (fs::exists(p)) return p.string();
+  const std::string what = "model not fetched: " + name + " (run scripts/fetch-models.sh)";
+  const char* required = std::getenv("LLMCTL_REQUIRE_FETCHED_MODELS");
   if (required != nullptr && std::string(required) == "1") FAIL(what);
   std::fprintf(stderr, "SKIPPED: %s\n", what.c_str());
   std::fflush(nullptr);

@@ -14,6 +14,11 @@ namespace llmctl::test {
 std::string test_data_dir();
 // Full path of DIR/rel; skips (exit 77) or fails (CI) the current test when it is missing.
 std::string require_test_file(const std::string& rel);
+// Full path of a real model that scripts/fetch-models.sh fetches from PyPI (NAME in
+// ${LLMCTL_MODEL_CACHE:-~/.cache/llmctl/models}, or linked into the checkout's models/); skips
+// the test (exit 77) when it has not been fetched, failing instead when
+// LLMCTL_REQUIRE_FETCHED_MODELS=1.
+std::string require_fetched_model(const std::string& name);
 // A fresh temporary directory for this test process (removed at exit).
 std::string temp_dir();
 // Whole file as bytes.
