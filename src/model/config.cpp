@@ -34,19 +34,15 @@ int64_t optional_int(const GgufFile& f, const std::string& key, int64_t fallback
 
 }  // namespace
 
-ModelConfig config_from_gguf(const GgufFile& f) {
+ModelConfig config_from_gguf(const GgufFile& f, const ArchTable& table) {
   ModelConfig c;
-  c.arch = f.get_string_or("general.architecture", "");
-  if (c.arch == "llama") {
-    c.rope_type = RopeType::Normal;
-  } else if (c.arch == "qwen2") {
-    c.rope_type = RopeType::Neox;
-    c.has_qkv_bias = true;
-  } else {
-    throw FileError(f.path(), fmt::format("architecture '{}' is not supported (supported: llama, "
-                                          "qwen2)",
-                                          c.arch));
-  }
+  const std::string name = f.get_string_or("general.architecture", "");
+  const ArchRow* row = find_arch_by_gguf(name, table);
+  if (row == nullptr)
+    throw FileError(f.path(), fmt::format("architecture '{}' is not supported (supported: {})",
+                                          name, arch_gguf_names(table)));
+  c.arch = row->gguf_name;
+  c.rope_type = row->gguf_rope;
   const std::string a = c.arch + ".";
 
   c.n_embd = require_int(f, a + "embedding_length", 1, kMaxDim);
@@ -113,6 +109,10 @@ ModelConfig config_from_gguf(const GgufFile& f) {
     throw FileError(f.path(),
                     "tensor 'token_embd.weight': expected 2 dimensions [n_embd, n_vocab]");
   c.n_vocab = embd->shape[1];
+
+  apply_arch_row(*row, c);
+  const std::string missing = unimplemented_message(c, row);
+  if (!missing.empty()) throw FileError(f.path(), missing);
   return c;
 }
 

@@ -1,42 +1,61 @@
 #pragma once
-// ModelConfig: the hyperparameters of a Llama-family model, read from GGUF metadata.
-// Architectures: llama (normal rope) and qwen2 (neox rope, q/k/v biases); both use the
-// "{arch}.key" pattern below.
+// ModelConfig: the hyperparameters of a Llama-family model, read from GGUF metadata, and the
+// switches of its architecture row (arch.h) that the forward pass reads. Every architecture
+// uses the "{arch}.key" pattern below.
 
 #include <cstdint>
 #include <string>
 
 #include "core/rope_math.h"
+#include "model/arch.h"
 
 namespace llmctl {
 
 class GgufFile;
 
 struct ModelConfig {
-  std::string arch;                       // general.architecture: "llama" or "qwen2"
-  int64_t n_vocab = 0;                    // token_embd.weight shape[1]
-  int64_t n_embd = 0;                     // {arch}.embedding_length
-  int64_t n_layers = 0;                   // {arch}.block_count
-  int64_t n_heads = 0;                    // {arch}.attention.head_count
-  int64_t n_kv_heads = 0;                 // {arch}.attention.head_count_kv (default n_heads)
-  int64_t head_dim = 0;                   // {arch}.attention.key_length (default n_embd / n_heads)
-  int64_t n_ff = 0;                       // {arch}.feed_forward_length
-  int64_t n_ctx_train = 0;                // {arch}.context_length
-  int64_t n_rot = 0;                      // {arch}.rope.dimension_count (default head_dim)
-  float rms_eps = 1e-5f;                  // {arch}.attention.layer_norm_rms_epsilon
-  double rope_freq_base = 10000.0;        // {arch}.rope.freq_base
-  std::string rope_scaling_type;          // {arch}.rope.scaling.type ("" = none, "linear", ...)
-  double rope_scaling_factor = 1.0;       // {arch}.rope.scaling.factor
-  double rope_freq_scale = 1.0;           // 1 / factor for linear scaling, else 1
-  RopeType rope_type = RopeType::Normal;  // llama: Normal; qwen2: Neox
-  bool has_qkv_bias = false;              // qwen2
+  std::string arch;                  // general.architecture: a row of kArchRows
+  int64_t n_vocab = 0;               // token_embd.weight shape[1]
+  int64_t n_embd = 0;                // {arch}.embedding_length
+  int64_t n_layers = 0;              // {arch}.block_count
+  int64_t n_heads = 0;               // {arch}.attention.head_count
+  int64_t n_kv_heads = 0;            // {arch}.attention.head_count_kv (default n_heads)
+  int64_t head_dim = 0;              // {arch}.attention.key_length (default n_embd / n_heads)
+  int64_t n_ff = 0;                  // {arch}.feed_forward_length
+  int64_t n_ctx_train = 0;           // {arch}.context_length
+  int64_t n_rot = 0;                 // {arch}.rope.dimension_count (default head_dim)
+  float rms_eps = 1e-5f;             // {arch}.attention.layer_norm_rms_epsilon
+  double rope_freq_base = 10000.0;   // {arch}.rope.freq_base
+  std::string rope_scaling_type;     // {arch}.rope.scaling.type ("" = none, "linear", ...)
+  double rope_scaling_factor = 1.0;  // {arch}.rope.scaling.factor
+  double rope_freq_scale = 1.0;      // 1 / factor for linear scaling, else 1
+  // Switches (apply_arch_row copies the architecture row's; require_implemented refuses
+  // the ones the forward pass does not compute yet).
+  RopeType rope_type = RopeType::Normal;  // GGUF: the row's gguf_rope; HF: Neox
+  bool has_qkv_bias = false;              // q/k/v biases (qwen2)
+  QkNorm qk_norm = QkNorm::None;
+  NormPlacement norms = NormPlacement::Pre;
+  Activation activation = Activation::SwiGlu;
+  bool fused_qkv = false;       // wqkv instead of wq, wk, wv
+  bool fused_gate_up = false;   // w_gate_up instead of w_gate, w_up
+  double embd_scale = 1.0;      // x = token_embd[t] * embd_scale
+  double residual_scale = 1.0;  // x += residual_scale * block(x)
+  double attn_scale = 0.0;      // scores = q.k * attn_scale; 0: 1 / sqrt(head_dim)
+  double logit_scale = 1.0;     // logits = output(x) / logit_scale
+  double attn_softcap = 0.0;    // scores = cap * tanh(scores / cap); 0: none
+  double final_softcap = 0.0;   // logits = cap * tanh(logits / cap); 0: none
+  WindowPattern window;         // which layers attend through a sliding window
+  int64_t sliding_window = 0;   // its length in positions (0: none)
 
   int64_t q_dim() const { return n_heads * head_dim; }      // rows of wq
   int64_t kv_dim() const { return n_kv_heads * head_dim; }  // rows of wk, wv
 };
 
 // Reads and validates the config. Throws FileError naming the file and the key for an
-// unsupported architecture, a missing or out-of-range value, or inconsistent head counts.
-ModelConfig config_from_gguf(const GgufFile& file);
+// unsupported architecture (listing the supported ones), a missing or out-of-range value,
+// inconsistent head counts, or a row asking for math the forward pass does not implement
+// (unimplemented_math in arch.h).
+// `table`: the architecture rows to accept (the tests pass their own).
+ModelConfig config_from_gguf(const GgufFile& file, const ArchTable& table = {});
 
 }  // namespace llmctl

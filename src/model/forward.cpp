@@ -12,7 +12,8 @@ namespace llmctl {
 
 namespace {
 
-ModelWeights bind_to_backend(const ModelWeights& host, Backend& b) {
+ModelWeights bind_to_backend(const ModelWeights& host, const ModelConfig& c, Backend& b) {
+  require_implemented(c);  // the math below is llama's: refuse a config asking for more
   ModelWeights w;
   w.token_embd = b.bind_weight(host.token_embd);
   w.output_norm = b.bind_weight(host.output_norm);
@@ -20,18 +21,8 @@ ModelWeights bind_to_backend(const ModelWeights& host, Backend& b) {
   w.output_tied = host.output_tied;
   for (const LayerWeights& hl : host.layers) {
     LayerWeights l;
-    l.attn_norm = b.bind_weight(hl.attn_norm);
-    l.wq = b.bind_weight(hl.wq);
-    l.wk = b.bind_weight(hl.wk);
-    l.wv = b.bind_weight(hl.wv);
-    l.wo = b.bind_weight(hl.wo);
-    l.bq = b.bind_weight(hl.bq);
-    l.bk = b.bind_weight(hl.bk);
-    l.bv = b.bind_weight(hl.bv);
-    l.ffn_norm = b.bind_weight(hl.ffn_norm);
-    l.w_gate = b.bind_weight(hl.w_gate);
-    l.w_up = b.bind_weight(hl.w_up);
-    l.w_down = b.bind_weight(hl.w_down);
+    for (const LayerTensor& t : kLayerTensors)
+      if (layer_tensor_present(t, c)) l.*t.member = b.bind_weight(hl.*t.member);
     w.layers.push_back(std::move(l));
   }
   w.rope_freqs = b.bind_weight(host.rope_freqs);
@@ -58,7 +49,7 @@ Forward::Forward(const ModelConfig& config, const ModelWeights& weights, Backend
                  const ForwardOptions& opt)
     : config_(config),
       backend_(backend),
-      weights_(bind_to_backend(weights, backend)),
+      weights_(bind_to_backend(weights, config, backend)),
       max_batch_(opt.max_batch_tokens),
       cache_(backend, config.n_layers, config.kv_dim(), resolved_cache(config, opt.kv)) {
   allocate(opt.max_device_top_k);
@@ -68,7 +59,7 @@ Forward::Forward(const ModelConfig& config, const ModelWeights& weights, Backend
                  int64_t n_ctx)
     : config_(config),
       backend_(backend),
-      weights_(bind_to_backend(weights, backend)),
+      weights_(bind_to_backend(weights, config, backend)),
       max_batch_(std::min<int64_t>(512, n_ctx)),
       cache_(backend, config.n_layers, config.kv_dim(), single_sequence_cache(n_ctx)) {
   allocate(ForwardOptions{}.max_device_top_k);
@@ -347,9 +338,11 @@ void Forward::compute_chunk(int64_t n, int64_t max_blocks, bool with_output) {
     matmul(l.wq, h_, n, q_);  // (n, q_dim)
     matmul(l.wk, h_, n, k_);  // (n, kv_dim)
     matmul(l.wv, h_, n, v_);  // (n, kv_dim)
-    if (l.bq.present()) b.add_bias(q_, l.bq, n);
-    if (l.bk.present()) b.add_bias(k_, l.bk, n);
-    if (l.bv.present()) b.add_bias(v_, l.bv, n);
+    if (c.has_qkv_bias) {
+      b.add_bias(q_, l.bq, n);
+      b.add_bias(k_, l.bk, n);
+      b.add_bias(v_, l.bv, n);
+    }
     b.rope(q_, rope_pos, n, c.n_heads, rope_);
     b.rope(k_, rope_pos, n, c.n_kv_heads, rope_);
     b.kv_store(k_, v_, slots_, n, c.kv_dim(), k_pool, v_pool);

@@ -1,5 +1,7 @@
 #pragma once
 // The Llama forward pass, written once against Backend& (it never constructs a backend).
+// It reads the config's switches (arch.h), never an architecture name, and refuses at
+// construction a config asking for math it does not compute yet (require_implemented).
 //
 // A batch of n tokens (one sequence's prompt chunk, or one token from each of several
 // sequences, or both), token t at position p_t of its sequence:

@@ -90,26 +90,33 @@ class Keys {
   std::string prefix_;
 };
 
-// The architectures: what each implies beyond the common keys.
-void apply_architecture(HfConfig& h, const Keys& k, const std::string& path) {
+// config.json's name of an activation.
+const char* hf_activation_name(Activation a) {
+  return a == Activation::SwiGlu ? "silu" : "gelu_pytorch_tanh";
+}
+
+// What config.json keys mean for the architecture's row, beyond the common keys.
+void apply_architecture(HfConfig& h, const ArchRow& row, const Keys& k) {
   ModelConfig& c = h.config;
-  if (h.architecture == "LlamaForCausalLM" || h.architecture == "MistralForCausalLM") {
-    c.arch = "llama";  // llama.cpp converts Mistral as arch llama, too
+  if (row.hf_bias_keys) {
     if (k.boolean("attention_bias", false))
       k.fail("attention_bias", "= true is not supported (q/k/v/o biases)");
     if (k.boolean("mlp_bias", false)) k.fail("mlp_bias", "= true is not supported");
-    // Mistral's sliding-window attention equals full attention while the context is within
-    // the window, so the model runs exactly up to there: that becomes its training context.
-    const int64_t window = k.optional_int("sliding_window", 0, 1, int64_t{1} << 30);
-    if (window > 0 && window < c.n_ctx_train) c.n_ctx_train = window;
-  } else if (h.architecture == "Qwen2ForCausalLM") {
-    c.arch = "qwen2";
-    c.has_qkv_bias = true;  // Qwen2 always has q/k/v biases (and none on o_proj)
-    if (k.boolean("use_sliding_window", false))
-      k.fail("use_sliding_window", "= true is not supported (sliding-window attention)");
-  } else {
-    throw FileError(path, fmt::format("architecture '{}' is not supported (supported: {})",
-                                      h.architecture, kHfSupportedArchitectures));
+  }
+  switch (row.hf_window) {
+    case HfWindowKey::None:
+      break;
+    case HfWindowKey::UniformClampsContext: {
+      // Mistral's sliding-window attention equals full attention while the context is within
+      // the window, so the model runs exactly up to there: that becomes its training context.
+      const int64_t window = k.optional_int("sliding_window", 0, 1, int64_t{1} << 30);
+      if (window > 0 && window < c.n_ctx_train) c.n_ctx_train = window;
+      break;
+    }
+    case HfWindowKey::GatedRefused:
+      if (k.boolean("use_sliding_window", false))
+        k.fail("use_sliding_window", "= true is not supported (sliding-window attention)");
+      break;
   }
 }
 
@@ -196,7 +203,8 @@ std::vector<float> llama3_rope_divisors(int64_t n_rot, double freq_base, double 
   return out;
 }
 
-HfConfig hf_config_from_json(const std::string& text, const std::string& path) {
+HfConfig hf_config_from_json(const std::string& text, const std::string& path,
+                             const ArchTable& table) {
   json j;
   try {
     j = json::parse(text);
@@ -212,8 +220,12 @@ HfConfig hf_config_from_json(const std::string& text, const std::string& path) {
   const json* archs = k.get("architectures");
   if (archs == nullptr || !archs->is_array() || archs->empty() || !(*archs)[0].is_string())
     k.fail("architectures", fmt::format("is missing or not a list of names (supported: {})",
-                                        kHfSupportedArchitectures));
+                                        arch_hf_classes(table)));
   h.architecture = (*archs)[0].get<std::string>();
+  const ArchRow* row = find_arch_by_hf(h.architecture, table);
+  if (row == nullptr)
+    throw FileError(path, fmt::format("architecture '{}' is not supported (supported: {})",
+                                      h.architecture, arch_hf_classes(table)));
 
   ModelConfig& c = h.config;
   c.rope_type = RopeType::Neox;  // rotate_half: see hf_config.h
@@ -224,7 +236,7 @@ HfConfig hf_config_from_json(const std::string& text, const std::string& path) {
   c.n_kv_heads = k.optional_int("num_key_value_heads", c.n_heads, 1, 4096);
   c.n_ff = k.require_int("intermediate_size", 1, kMaxDim);
   c.n_ctx_train = k.require_int("max_position_embeddings", 1, int64_t{1} << 30);
-  apply_architecture(h, k, path);
+  apply_architecture(h, *row, k);
 
   if (c.n_heads % c.n_kv_heads != 0)
     k.fail("num_key_value_heads",
@@ -239,15 +251,20 @@ HfConfig hf_config_from_json(const std::string& text, const std::string& path) {
   }
   c.rms_eps = static_cast<float>(k.number("rms_norm_eps", 1e-6, 0.0, 1.0, true));
   if (!(c.rms_eps > 0.0f)) k.fail("rms_norm_eps", "rounds to 0 as a float");
-  const std::string act = k.string("hidden_act", "silu");
-  if (act != "silu")
-    k.fail("hidden_act", fmt::format("'{}' is not supported (supported: silu)", act));
-  h.tie_word_embeddings = k.boolean("tie_word_embeddings", false);
+  const char* want_act = hf_activation_name(row->activation);
+  const std::string act = k.string("hidden_act", want_act);
+  if (act != want_act)
+    k.fail("hidden_act", fmt::format("'{}' is not supported (supported: {})", act, want_act));
+  h.tie_word_embeddings = k.boolean("tie_word_embeddings", row->hf_tied_default);
   apply_rope(h, j, k, path);
 
   h.bos_token_id = k.token_id("bos_token_id");
   h.eos_token_id = k.token_id("eos_token_id");
   h.torch_dtype = k.string("torch_dtype", k.string("dtype", ""));
+
+  apply_arch_row(*row, c);
+  const std::string missing = unimplemented_message(c, row);
+  if (!missing.empty()) throw FileError(path, missing);
   return h;
 }
 

@@ -1,6 +1,6 @@
 #pragma once
-// ModelConfig from a Hugging Face config.json (LlamaForCausalLM, MistralForCausalLM,
-// Qwen2ForCausalLM), range-checked with the same limits as config_from_gguf.
+// ModelConfig from a Hugging Face config.json (the hf_classes of kArchRows, arch.h),
+// range-checked with the same limits as config_from_gguf.
 //
 // RoPE pairing. Hugging Face's Llama, Mistral and Qwen2 rotate with "rotate_half": dims i and
 // i + head_dim / 2 of a head form a pair, which is llama.cpp's NEOX pairing. So a model read
@@ -13,11 +13,12 @@
 //   architectures[0], vocab_size, hidden_size, num_hidden_layers, num_attention_heads,
 //   num_key_value_heads (default num_attention_heads), head_dim (default hidden / heads),
 //   intermediate_size, max_position_embeddings, rms_norm_eps, tie_word_embeddings,
-//   hidden_act (must be silu), rope_theta (top level, or in rope_parameters),
+//   hidden_act (the row's activation: silu), rope_theta (top level, or in rope_parameters),
 //   rope_scaling (v4) or rope_parameters (v5): {"rope_type" or "type": "default" | "linear" |
 //   "llama3", "factor", "low_freq_factor", "high_freq_factor",
 //   "original_max_position_embeddings", "partial_rotary_factor"},
-//   sliding_window (mistral), use_sliding_window (qwen2), attention_bias / mlp_bias (llama),
+//   sliding_window / use_sliding_window (the row's hf_window), attention_bias / mlp_bias
+//   (rows with hf_bias_keys),
 //   bos_token_id, eos_token_id (an id or a list, the first is kept), torch_dtype / dtype.
 
 #include <cstdint>
@@ -30,7 +31,7 @@ namespace llmctl {
 
 struct HfConfig {
   std::string architecture;  // architectures[0], e.g. "LlamaForCausalLM"
-  ModelConfig config;        // arch "llama" (Llama, Mistral) or "qwen2"; rope_type Neox
+  ModelConfig config;        // the row's switches (apply_arch_row); rope_type Neox
   bool tie_word_embeddings = false;
   std::string rope_scaling_type;  // "" (none), "linear" or "llama3"
   // (n_rot / 2,) per-pair frequency divisors for rope_type "llama3" (see ModelWeights::
@@ -45,14 +46,12 @@ struct HfConfig {
   std::string torch_dtype;  // "float32", "bfloat16", ... ("" when absent)
 };
 
-// Architectures load_model() accepts, for error messages.
-constexpr const char* kHfSupportedArchitectures =
-    "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM";
-
 // Parses config.json text; `path` names the file in errors. Throws FileError naming the key
 // for an unsupported architecture, a missing, mistyped or out-of-range value, inconsistent
 // head counts or an unsupported rope scaling.
-HfConfig hf_config_from_json(const std::string& text, const std::string& path);
+// `table`: the architecture rows to accept (their hf_classes; the tests pass their own).
+HfConfig hf_config_from_json(const std::string& text, const std::string& path,
+                             const ArchTable& table = {});
 // Reads and parses the file at `path`.
 HfConfig read_hf_config(const std::string& path);
 

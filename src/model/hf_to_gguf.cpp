@@ -1,5 +1,5 @@
-// hf_to_gguf (hf_to_gguf.h): metadata, then every weight re-encoded (and, for Q/K on arch
-// llama, row-permuted) into a GgufBuilder.
+// hf_to_gguf (hf_to_gguf.h): metadata, then every weight re-encoded (and, for Q/K of a row
+// with hf_qk_permute, row-permuted) into a GgufBuilder. Layer tensors: kLayerTensors (arch.h).
 #include "model/hf_to_gguf.h"
 
 #include <fmt/format.h>
@@ -50,18 +50,21 @@ class Writer {
  public:
   Writer(GgufBuilder& b, GgmlType matrix_type) : b_(b), matrix_type_(matrix_type) {}
 
-  // Adds `v` as `name`, matrices in the output type, vectors in F32; rows permuted per head
-  // when permute_head_dim > 0. ggml shape [n_cols, n_rows] (or [n_cols] for a vector).
+  // Adds `v` as `name`, matrices in the output type, vectors in F32; rows (a vector's
+  // elements) permuted per head when permute_head_dim > 0. ggml shape [n_cols, n_rows] (or
+  // [n_cols] for a vector).
   void add(const std::string& name, const WeightView& v, bool vector,
            int64_t permute_head_dim = 0) {
     const GgmlType type = vector ? GgmlType::F32 : matrix_type_;
     const size_t esize = type == GgmlType::F32 ? 4 : 2;
-    const auto n_cols = static_cast<size_t>(v.n_cols);
-    std::vector<uint8_t> bytes(static_cast<size_t>(v.n_rows) * n_cols * esize);
-    for (int64_t r = 0; r < v.n_rows; ++r) {
-      const auto src = static_cast<size_t>(source_row(r, permute_head_dim)) * n_cols;
-      const size_t dst = static_cast<size_t>(r) * n_cols;
-      for (size_t c = 0; c < n_cols; ++c) write_elem(bytes, dst + c, type, read_elem(v, src + c));
+    // What the permutation moves: rows of a matrix, elements of a vector.
+    const int64_t n_units = vector ? v.n_cols : v.n_rows;
+    const auto unit = static_cast<size_t>(vector ? 1 : v.n_cols);
+    std::vector<uint8_t> bytes(static_cast<size_t>(n_units) * unit * esize);
+    for (int64_t r = 0; r < n_units; ++r) {
+      const auto src = static_cast<size_t>(source_row(r, permute_head_dim)) * unit;
+      const size_t dst = static_cast<size_t>(r) * unit;
+      for (size_t c = 0; c < unit; ++c) write_elem(bytes, dst + c, type, read_elem(v, src + c));
     }
     std::vector<int64_t> shape{v.n_cols};
     if (!vector) shape.push_back(v.n_rows);
@@ -122,12 +125,19 @@ GgufBuilder hf_to_gguf(const LoadedModel& m, const HfToGgufOptions& opt) {
         fmt::format("hf_to_gguf: output type {} is not supported (supported: F32, F16, "
                     "BF16; quantize the GGUF afterwards)",
                     ggml_type_name(opt.type)));
-  const bool permute = c.arch == "llama";
+  const ArchRow* row = find_arch_by_gguf(c.arch);
+  LLMCTL_ASSERT(row != nullptr);  // the HF reader found the row
+  const bool permute = row->hf_qk_permute;
   if (permute && c.n_rot != c.head_dim)
     throw Error(
-        fmt::format("hf_to_gguf: arch llama with {} rotary dims of {} (partial rotary) "
+        fmt::format("hf_to_gguf: arch {} with {} rotary dims of {} (partial rotary) "
                     "cannot be written with the NORMAL rope pairing",
-                    c.n_rot, c.head_dim));
+                    c.arch, c.n_rot, c.head_dim));
+  if (permute && c.fused_qkv)
+    throw Error(
+        fmt::format("hf_to_gguf: arch {} has a fused QKV projection, whose Q and K rows "
+                    "this writer cannot permute",
+                    c.arch));
 
   GgufBuilder b;
   const std::string a = c.arch + ".";
@@ -166,24 +176,13 @@ GgufBuilder hf_to_gguf(const LoadedModel& m, const HfToGgufOptions& opt) {
   if (w.rope_freqs.present()) out.add("rope_freqs.weight", w.rope_freqs, true);
   out.add("output_norm.weight", w.output_norm, true);
   if (!w.output_tied) out.add("output.weight", w.output, false);
+  const int64_t qk_perm = permute ? c.head_dim : 0;
   for (size_t il = 0; il < w.layers.size(); ++il) {
     const LayerWeights& l = w.layers[il];
-    const auto t = [il](const char* suffix) { return fmt::format("blk.{}.{}", il, suffix); };
-    const int64_t qk_perm = permute ? c.head_dim : 0;
-    out.add(t("attn_norm.weight"), l.attn_norm, true);
-    out.add(t("attn_q.weight"), l.wq, false, qk_perm);
-    out.add(t("attn_k.weight"), l.wk, false, qk_perm);
-    out.add(t("attn_v.weight"), l.wv, false);
-    out.add(t("attn_output.weight"), l.wo, false);
-    if (l.bq.present()) {  // qwen2 only: NEOX in GGUF too, so no permutation
-      out.add(t("attn_q.bias"), l.bq, true);
-      out.add(t("attn_k.bias"), l.bk, true);
-      out.add(t("attn_v.bias"), l.bv, true);
-    }
-    out.add(t("ffn_norm.weight"), l.ffn_norm, true);
-    out.add(t("ffn_gate.weight"), l.w_gate, false);
-    out.add(t("ffn_up.weight"), l.w_up, false);
-    out.add(t("ffn_down.weight"), l.w_down, false);
+    for (const LayerTensor& t : kLayerTensors)
+      if (layer_tensor_present(t, c))
+        out.add(gguf_tensor_name(t, static_cast<int64_t>(il)), l.*t.member,
+                t.kind == TensorKind::Vector, t.rotary_rows ? qk_perm : 0);
   }
   return b;
 }

@@ -1,14 +1,17 @@
 #pragma once
 // A model loaded from a Hugging Face directory, written as a GGUF file that load_model (and
 // llama.cpp) runs the same way: metadata keys and tensor names as llama.cpp's
-// convert_hf_to_gguf.py writes them for arch llama (Llama, Mistral) and qwen2.
+// convert_hf_to_gguf.py writes them for the rows of kArchRows (arch.h; layer tensors by
+// kLayerTensors).
 //
 // The one real transformation is RoPE's pairing. Hugging Face rotates dims (i, i + d/2) of a
 // head ("rotate_half", NEOX); GGUF arch llama rotates (2i, 2i + 1) (NORMAL). So, like the
-// converter, the rows of Q and K are permuted within each head for arch llama:
+// converter, the rows of Q and K are permuted within each head for a row with hf_qk_permute
+// (arch llama), as are the elements of every tensor marked rotary_rows:
 //   new row 2j + h  <-  old row h * d/2 + j        (j < d/2, h in {0, 1}, d = head_dim)
 // which makes NORMAL pairing on the new rows compute exactly what NEOX did on the old ones.
-// Arch qwen2 is NEOX in GGUF as well: its rows (and q/k/v biases) are written unchanged.
+// A NEOX row (qwen2) keeps that pairing in GGUF: its rows (and q/k/v biases) are written
+// unchanged.
 // Llama 3.1 rope scaling becomes the tensor rope_freqs.weight (F32, n_rot / 2), linear
 // scaling the keys {arch}.rope.scaling.type/factor.
 //
@@ -45,8 +48,8 @@ struct HfToGgufOptions {
 };
 
 // The GGUF for `model` (format "hf"). Throws Error for a GGUF-loaded model, an unsupported
-// output type, a vocabulary longer than n_vocab, or partial rotary dims on arch llama (the
-// permutation above assumes n_rot == head_dim).
+// output type, a vocabulary longer than n_vocab, or partial rotary dims or a fused QKV on a
+// row with hf_qk_permute (the permutation above assumes n_rot == head_dim and separate Q, K).
 GgufBuilder hf_to_gguf(const LoadedModel& model, const HfToGgufOptions& options);
 
 }  // namespace llmctl

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/error.h"
@@ -12,8 +13,6 @@
 namespace llmctl {
 
 namespace {
-
-enum class Kind { Matrix, Vector };  // Matrix: F32/F16/BF16 in place; Vector: F32 for the engine
 
 std::string shape_str(const std::vector<int64_t>& shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));
@@ -40,9 +39,10 @@ class Binder {
  public:
   Binder(const SafetensorsCheckpoint& ckpt, OwnedArrays& owned) : ckpt_(ckpt), owned_(owned) {}
 
-  // The view of tensor `name`, checked to have file shape `expected` ((out, in) or (n,)).
-  // An absent view when the tensor is missing and `optional`.
-  WeightView bind(const std::string& name, Kind kind, const std::vector<int64_t>& expected,
+  // The view of tensor `name`, checked to have file shape `expected` ((out, in) or (n,)):
+  // a Matrix in place (F32/F16/BF16), a Vector as F32 for the engine. An absent view when the
+  // tensor is missing and `optional`.
+  WeightView bind(const std::string& name, TensorKind kind, const std::vector<int64_t>& expected,
                   bool optional = false) {
     const std::string& path = ckpt_.path_of(name);
     const SafetensorsTensor* t = ckpt_.find(name);
@@ -61,7 +61,7 @@ class Binder {
     v.n_rows = expected.size() > 1 ? expected.front() : 1;  // ggml shape[1]
     v.data = t->data;
     const bool aligned = reinterpret_cast<uintptr_t>(t->data) % elem_size(t->type) == 0;
-    if ((kind == Kind::Vector && t->type != GgmlType::F32) || !aligned) {
+    if ((kind == TensorKind::Vector && t->type != GgmlType::F32) || !aligned) {
       v.type = GgmlType::F32;
       v.data = owned_.add(to_f32(*t));
     }
@@ -81,13 +81,13 @@ ModelWeights bind_hf_weights(const SafetensorsCheckpoint& ckpt, const HfConfig& 
   const int64_t n_embd = c.n_embd;
   Binder b(ckpt, owned);
   ModelWeights w;
-  w.token_embd = b.bind("model.embed_tokens.weight", Kind::Matrix, {c.n_vocab, n_embd});
-  w.output_norm = b.bind("model.norm.weight", Kind::Vector, {n_embd});
+  w.token_embd = b.bind("model.embed_tokens.weight", TensorKind::Matrix, {c.n_vocab, n_embd});
+  w.output_norm = b.bind("model.norm.weight", TensorKind::Vector, {n_embd});
   if (hf.tie_word_embeddings) {  // the output projection reuses the embeddings (an lm_head
     w.output = w.token_embd;     // tensor, when a checkpoint carries one, is a copy of them)
     w.output_tied = true;
   } else {
-    w.output = b.bind("lm_head.weight", Kind::Matrix, {c.n_vocab, n_embd});
+    w.output = b.bind("lm_head.weight", TensorKind::Matrix, {c.n_vocab, n_embd});
   }
   if (!hf.rope_freqs.empty()) {
     LLMCTL_ASSERT(static_cast<int64_t>(hf.rope_freqs.size()) == c.n_rot / 2);
@@ -97,23 +97,12 @@ ModelWeights bind_hf_weights(const SafetensorsCheckpoint& ckpt, const HfConfig& 
   w.layers.resize(static_cast<size_t>(c.n_layers));
   for (int64_t il = 0; il < c.n_layers; ++il) {
     LayerWeights& l = w.layers[static_cast<size_t>(il)];
-    const auto name = [il](const char* suffix) {
-      return fmt::format("model.layers.{}.{}", il, suffix);
-    };
-    l.attn_norm = b.bind(name("input_layernorm.weight"), Kind::Vector, {n_embd});
-    l.wq = b.bind(name("self_attn.q_proj.weight"), Kind::Matrix, {c.q_dim(), n_embd});
-    l.wk = b.bind(name("self_attn.k_proj.weight"), Kind::Matrix, {c.kv_dim(), n_embd});
-    l.wv = b.bind(name("self_attn.v_proj.weight"), Kind::Matrix, {c.kv_dim(), n_embd});
-    l.wo = b.bind(name("self_attn.o_proj.weight"), Kind::Matrix, {n_embd, c.q_dim()});
-    if (c.has_qkv_bias) {
-      l.bq = b.bind(name("self_attn.q_proj.bias"), Kind::Vector, {c.q_dim()});
-      l.bk = b.bind(name("self_attn.k_proj.bias"), Kind::Vector, {c.kv_dim()});
-      l.bv = b.bind(name("self_attn.v_proj.bias"), Kind::Vector, {c.kv_dim()});
+    for (const LayerTensor& t : kLayerTensors) {
+      if (!layer_tensor_present(t, c)) continue;
+      std::vector<int64_t> shape = layer_tensor_shape(t, c);  // ggml order: reversed in the file
+      std::reverse(shape.begin(), shape.end());
+      l.*t.member = b.bind(hf_tensor_name(t, il, c), t.kind, shape);
     }
-    l.ffn_norm = b.bind(name("post_attention_layernorm.weight"), Kind::Vector, {n_embd});
-    l.w_gate = b.bind(name("mlp.gate_proj.weight"), Kind::Matrix, {c.n_ff, n_embd});
-    l.w_up = b.bind(name("mlp.up_proj.weight"), Kind::Matrix, {c.n_ff, n_embd});
-    l.w_down = b.bind(name("mlp.down_proj.weight"), Kind::Matrix, {n_embd, c.n_ff});
   }
   return w;
 }

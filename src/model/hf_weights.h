@@ -1,17 +1,12 @@
 #pragma once
 // ModelWeights bound to the tensors of a Hugging Face safetensors checkpoint, in place.
 //
-// Names and shapes (safetensors/torch order (out, in); ggml order is the reverse):
-//   model.embed_tokens.weight                       (n_vocab, n_embd)
-//   model.layers.N.input_layernorm.weight           (n_embd,)
+// Names and shapes (safetensors/torch order (out, in); ggml order is the reverse): the
+// per-layer tensors are kLayerTensors' `hf` names under model.layers.N. (arch.h), e.g.
 //   model.layers.N.self_attn.q_proj.weight          (n_heads * head_dim, n_embd)   (+ .bias, qwen2)
-//   model.layers.N.self_attn.k_proj.weight          (n_kv_heads * head_dim, n_embd)  (+ .bias)
-//   model.layers.N.self_attn.v_proj.weight          (n_kv_heads * head_dim, n_embd)  (+ .bias)
-//   model.layers.N.self_attn.o_proj.weight          (n_embd, n_heads * head_dim)
-//   model.layers.N.post_attention_layernorm.weight  (n_embd,)
-//   model.layers.N.mlp.gate_proj.weight             (n_ff, n_embd)
-//   model.layers.N.mlp.up_proj.weight               (n_ff, n_embd)
 //   model.layers.N.mlp.down_proj.weight             (n_embd, n_ff)
+// and around them
+//   model.embed_tokens.weight                       (n_vocab, n_embd)
 //   model.norm.weight                               (n_embd,)
 //   lm_head.weight                                  (n_vocab, n_embd), absent when tied
 // A torch Linear weight (out, in), row-major, is ggml's [in, out]: exactly the layout a

@@ -1,5 +1,5 @@
 // Weight binding (weights.h): find each tensor, check its dtype and shape against the config,
-// keep a view into the mapping.
+// keep a view into the mapping. The per-layer tensors come from kLayerTensors (arch.h).
 #include "model/weights.h"
 
 #include <fmt/format.h>
@@ -15,16 +15,15 @@ namespace llmctl {
 
 namespace {
 
-enum class Kind { Matrix, Vector };  // Matrix: any supported weight type; Vector: F32 only
-
 std::string shape_str(const std::vector<int64_t>& shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));
 }
 
-// The view of tensor `name`, checked to have ggml shape `expected`. Returns an absent view
-// when the tensor is missing and `optional`.
-WeightView bind(const GgufFile& f, const std::string& name, Kind kind,
-                const std::vector<int64_t>& expected, bool optional = false) {
+// The view of tensor `name`, checked to have ggml shape `expected` (Matrix: any supported
+// weight type; Vector: F32 only). Returns an absent view when the tensor is missing and
+// `optional`.
+WeightView bind_tensor(const GgufFile& f, const std::string& name, TensorKind kind,
+                       const std::vector<int64_t>& expected, bool optional = false) {
   const GgufTensorInfo* t = f.find_tensor(name);
   if (t == nullptr) {
     if (optional) return WeightView{name, GgmlType::F32, 0, 0, nullptr};
@@ -37,11 +36,11 @@ WeightView bind(const GgufFile& f, const std::string& name, Kind kind,
   if (shape != expected)
     throw FileError(f.path(), fmt::format("tensor '{}': expected {}, got {}", name,
                                           shape_str(expected), shape_str(t->shape)));
-  if (kind == Kind::Vector && t->type != GgmlType::F32)
+  if (kind == TensorKind::Vector && t->type != GgmlType::F32)
     throw FileError(
         f.path(), fmt::format("tensor '{}': expected F32 {}, got {} {}", name, shape_str(expected),
                               ggml_type_name(t->type), shape_str(t->shape)));
-  if (kind == Kind::Matrix) {
+  if (kind == TensorKind::Matrix) {
     if (!backend_supports_weight_type(t->type))
       throw FileError(f.path(), fmt::format("tensor '{}': type {} is not supported (supported: "
                                             "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, "
@@ -68,15 +67,17 @@ WeightView bind(const GgufFile& f, const std::string& name, Kind kind,
 ModelWeights bind_weights(const GgufFile& f, const ModelConfig& c) {
   const int64_t n_embd = c.n_embd;
   ModelWeights w;
-  w.token_embd = bind(f, "token_embd.weight", Kind::Matrix, {n_embd, c.n_vocab});
-  w.output_norm = bind(f, "output_norm.weight", Kind::Vector, {n_embd});
-  w.output = bind(f, "output.weight", Kind::Matrix, {n_embd, c.n_vocab}, /*optional=*/true);
+  w.token_embd = bind_tensor(f, "token_embd.weight", TensorKind::Matrix, {n_embd, c.n_vocab});
+  w.output_norm = bind_tensor(f, "output_norm.weight", TensorKind::Vector, {n_embd});
+  w.output =
+      bind_tensor(f, "output.weight", TensorKind::Matrix, {n_embd, c.n_vocab}, /*optional=*/true);
   if (!w.output.present()) {  // tied embeddings: the output projection reuses token_embd
     w.output = w.token_embd;
     w.output_tied = true;
   }
   // Llama 3.1 rope scaling: per-pair frequency divisors (n_rot / 2,), F32.
-  w.rope_freqs = bind(f, "rope_freqs.weight", Kind::Vector, {c.n_rot / 2}, /*optional=*/true);
+  w.rope_freqs =
+      bind_tensor(f, "rope_freqs.weight", TensorKind::Vector, {c.n_rot / 2}, /*optional=*/true);
   for (int64_t i = 0; w.rope_freqs.present() && i < c.n_rot / 2; ++i) {
     float v;
     std::memcpy(&v, static_cast<const uint8_t*>(w.rope_freqs.data) + 4 * i, 4);
@@ -88,21 +89,9 @@ ModelWeights bind_weights(const GgufFile& f, const ModelConfig& c) {
   w.layers.resize(static_cast<size_t>(c.n_layers));
   for (int64_t il = 0; il < c.n_layers; ++il) {
     LayerWeights& l = w.layers[static_cast<size_t>(il)];
-    const auto name = [il](const char* suffix) { return fmt::format("blk.{}.{}", il, suffix); };
-    l.attn_norm = bind(f, name("attn_norm.weight"), Kind::Vector, {n_embd});
-    l.wq = bind(f, name("attn_q.weight"), Kind::Matrix, {n_embd, c.q_dim()});
-    l.wk = bind(f, name("attn_k.weight"), Kind::Matrix, {n_embd, c.kv_dim()});
-    l.wv = bind(f, name("attn_v.weight"), Kind::Matrix, {n_embd, c.kv_dim()});
-    l.wo = bind(f, name("attn_output.weight"), Kind::Matrix, {c.q_dim(), n_embd});
-    if (c.has_qkv_bias) {
-      l.bq = bind(f, name("attn_q.bias"), Kind::Vector, {c.q_dim()});
-      l.bk = bind(f, name("attn_k.bias"), Kind::Vector, {c.kv_dim()});
-      l.bv = bind(f, name("attn_v.bias"), Kind::Vector, {c.kv_dim()});
-    }
-    l.ffn_norm = bind(f, name("ffn_norm.weight"), Kind::Vector, {n_embd});
-    l.w_gate = bind(f, name("ffn_gate.weight"), Kind::Matrix, {n_embd, c.n_ff});
-    l.w_up = bind(f, name("ffn_up.weight"), Kind::Matrix, {n_embd, c.n_ff});
-    l.w_down = bind(f, name("ffn_down.weight"), Kind::Matrix, {c.n_ff, n_embd});
+    for (const LayerTensor& t : kLayerTensors)
+      if (layer_tensor_present(t, c))
+        l.*t.member = bind_tensor(f, gguf_tensor_name(t, il), t.kind, layer_tensor_shape(t, c));
   }
   return w;
 }
@@ -132,11 +121,13 @@ WeightStats weight_stats(const ModelWeights& w) {
     count(w.output, true);
   st.output_params = elems(w.output);
   for (const LayerWeights& l : w.layers) {
-    for (const WeightView* v : {&l.attn_norm, &l.bq, &l.bk, &l.bv, &l.ffn_norm}) count(*v, true);
-    for (const WeightView* v : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
-      count(*v, true);
-      st.matmul_params += elems(*v);
-      by_type[v->type] += bytes_of(*v);
+    for (const LayerTensor& t : kLayerTensors) {  // absent views count 0
+      const WeightView& v = l.*t.member;
+      count(v, true);
+      if (t.kind == TensorKind::Matrix) {
+        st.matmul_params += elems(v);
+        by_type[v.type] += bytes_of(v);
+      }
     }
   }
   uint64_t most = 0;

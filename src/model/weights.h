@@ -15,19 +15,27 @@ namespace llmctl {
 
 class GgufFile;
 
+// One layer's tensors. Which are present, their names and shape rules: kLayerTensors
+// (arch.h); an absent one is !present().
 struct LayerWeights {
-  WeightView attn_norm;  // (n_embd,)                        F32
-  WeightView wq;         // (n_embd, n_heads * head_dim)      ggml order
-  WeightView wk;         // (n_embd, n_kv_heads * head_dim)
-  WeightView wv;         // (n_embd, n_kv_heads * head_dim)
-  WeightView wo;         // (n_heads * head_dim, n_embd)
-  WeightView bq;         // (n_heads * head_dim,)    F32, qwen2 only (absent: !present())
-  WeightView bk;         // (n_kv_heads * head_dim,) F32, qwen2 only
-  WeightView bv;         // (n_kv_heads * head_dim,) F32, qwen2 only
-  WeightView ffn_norm;   // (n_embd,)                        F32
-  WeightView w_gate;     // (n_embd, n_ff)
-  WeightView w_up;       // (n_embd, n_ff)
-  WeightView w_down;     // (n_ff, n_embd)
+  WeightView attn_norm;       // (n_embd,)                        F32
+  WeightView wq;              // (n_embd, n_heads * head_dim)      ggml order
+  WeightView wk;              // (n_embd, n_kv_heads * head_dim)
+  WeightView wv;              // (n_embd, n_kv_heads * head_dim)
+  WeightView wqkv;            // (n_embd, q_dim + 2 kv_dim)        fused_qkv instead of wq, wk, wv
+  WeightView wo;              // (n_heads * head_dim, n_embd)
+  WeightView bq;              // (n_heads * head_dim,)    F32, has_qkv_bias
+  WeightView bk;              // (n_kv_heads * head_dim,) F32, has_qkv_bias
+  WeightView bv;              // (n_kv_heads * head_dim,) F32, has_qkv_bias
+  WeightView attn_q_norm;     // (head_dim,) or (q_dim,)  F32, qk_norm PerHead / WholeVector
+  WeightView attn_k_norm;     // (head_dim,) or (kv_dim,) F32
+  WeightView attn_post_norm;  // (n_embd,)  F32, norms Post or Both
+  WeightView ffn_norm;        // (n_embd,)                        F32
+  WeightView w_gate;          // (n_embd, n_ff)
+  WeightView w_up;            // (n_embd, n_ff)
+  WeightView w_gate_up;       // (n_embd, 2 n_ff)  fused_gate_up instead of w_gate, w_up
+  WeightView w_down;          // (n_ff, n_embd)
+  WeightView ffn_post_norm;   // (n_embd,)  F32, norms Post or Both
 };
 
 struct ModelWeights {

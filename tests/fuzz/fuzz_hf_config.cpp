@@ -26,7 +26,8 @@ namespace {
 
 void check_accepted(const llmctl::HfConfig& h) {
   const llmctl::ModelConfig& c = h.config;
-  if (c.arch != "llama" && c.arch != "qwen2") finding("unknown arch accepted");
+  if (llmctl::find_arch_by_gguf(c.arch) == nullptr) finding("unknown arch accepted");
+  if (!llmctl::unimplemented_math(c).empty()) finding("unimplemented math accepted");
   if (c.n_vocab <= 0 || c.n_embd <= 0 || c.n_layers <= 0 || c.n_heads <= 0 || c.n_kv_heads <= 0 ||
       c.head_dim <= 0 || c.n_ff <= 0 || c.n_ctx_train <= 0)
     finding("a count is not positive");

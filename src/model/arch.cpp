@@ -1,0 +1,218 @@
+// The architecture table's lookups, the row -> config copy, the check of what the forward pass
+// implements, and the per-layer tensor table (arch.h).
+#include "model/arch.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "core/error.h"
+#include "model/config.h"
+#include "model/weights.h"
+
+namespace llmctl {
+
+const ArchRow* find_arch_by_gguf(const std::string& gguf_name, const ArchTable& table) {
+  for (const ArchRow& row : table)
+    if (gguf_name == row.gguf_name) return &row;
+  return nullptr;
+}
+
+const ArchRow* find_arch_by_hf(const std::string& hf_class, const ArchTable& table) {
+  for (const ArchRow& row : table)
+    for (const char* name : row.hf_classes)
+      if (name != nullptr && hf_class == name) return &row;
+  return nullptr;
+}
+
+std::string arch_gguf_names(const ArchTable& table) {
+  std::vector<std::string> names;
+  for (const ArchRow& row : table) names.emplace_back(row.gguf_name);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+std::string arch_hf_classes(const ArchTable& table) {
+  std::vector<std::string> names;
+  for (const ArchRow& row : table)
+    for (const char* name : row.hf_classes)
+      if (name != nullptr) names.emplace_back(name);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+void apply_arch_row(const ArchRow& row, ModelConfig& c) {
+  c.arch = row.gguf_name;
+  c.has_qkv_bias = row.qkv_bias;
+  c.qk_norm = row.qk_norm;
+  c.norms = row.norms;
+  c.activation = row.activation;
+  c.fused_qkv = row.fused_qkv;
+  c.fused_gate_up = row.fused_gate_up;
+  c.embd_scale =
+      row.embd_scale == EmbedScale::SqrtNEmbd ? std::sqrt(static_cast<double>(c.n_embd)) : 1.0;
+  c.attn_softcap = row.attn_softcap;
+  c.final_softcap = row.final_softcap;
+  c.window = row.window;
+  // A row with file_scales takes its four scales from the file; no reader fills them yet, so
+  // unimplemented_math(c, &row) refuses such a row.
+}
+
+std::vector<std::string> unimplemented_math(const ModelConfig& c, const ArchRow* row) {
+  std::vector<std::string> missing;
+  if (row != nullptr && row->file_scales)
+    missing.emplace_back("embedding, residual, attention and logit scales from the file");
+  if (c.qk_norm == QkNorm::PerHead) missing.emplace_back("QK-norm per head");
+  if (c.qk_norm == QkNorm::WholeVector) missing.emplace_back("QK-norm over the whole q and k");
+  if (c.norms == NormPlacement::Post) missing.emplace_back("norms after attention and FFN");
+  if (c.norms == NormPlacement::Both)
+    missing.emplace_back("norms before and after attention and FFN");
+  if (c.activation == Activation::GeluTanhGlu) missing.emplace_back("the tanh-GELU GLU");
+  if (c.fused_qkv) missing.emplace_back("a fused QKV projection");
+  if (c.fused_gate_up) missing.emplace_back("a fused gate/up projection");
+  if (c.embd_scale != 1.0) missing.emplace_back("an embedding scale");
+  if (c.residual_scale != 1.0) missing.emplace_back("a residual scale");
+  if (c.attn_scale != 0.0) missing.emplace_back("an attention scale");
+  if (c.logit_scale != 1.0) missing.emplace_back("a logit scale");
+  if (c.attn_softcap != 0.0) missing.emplace_back("an attention-score soft-cap");
+  if (c.final_softcap != 0.0) missing.emplace_back("a final-logit soft-cap");
+  if (c.window.layers != WindowLayers::None || c.sliding_window != 0)
+    missing.emplace_back("sliding-window attention");
+  return missing;
+}
+
+std::string unimplemented_message(const ModelConfig& c, const ArchRow* row) {
+  const std::vector<std::string> missing = unimplemented_math(c, row);
+  if (missing.empty()) return {};
+  std::string list = missing.front();
+  for (size_t i = 1; i < missing.size(); ++i)
+    list += (i + 1 == missing.size() ? " and " : ", ") + missing[i];
+  return fmt::format(
+      "architecture '{}' needs {}, which llmctl's forward pass does not "
+      "implement yet",
+      c.arch, list);
+}
+
+void require_implemented(const ModelConfig& c) {
+  const std::string message = unimplemented_message(c);
+  if (!message.empty()) throw Error(message);
+}
+
+// ---- the per-layer tensor table ----------------------------------------------------------
+
+namespace {
+
+using L = LayerWeights;
+constexpr TensorKind M = TensorKind::Matrix;
+constexpr TensorKind V = TensorKind::Vector;
+
+}  // namespace
+
+// GGUF names as llama.cpp's convert_hf_to_gguf.py writes them; HF names as transformers'
+// modeling files. Shapes in ggml order [cols, rows].
+const std::vector<LayerTensor> kLayerTensors = {
+    {&L::attn_norm, "attn_norm.weight", "input_layernorm.weight", nullptr, V, Dim::NEmbd, Dim::One,
+     When::PreNorm, false},
+    {&L::wq, "attn_q.weight", "self_attn.q_proj.weight", nullptr, M, Dim::NEmbd, Dim::QDim,
+     When::SplitQkv, true},
+    {&L::wk, "attn_k.weight", "self_attn.k_proj.weight", nullptr, M, Dim::NEmbd, Dim::KvDim,
+     When::SplitQkv, true},
+    {&L::wv, "attn_v.weight", "self_attn.v_proj.weight", nullptr, M, Dim::NEmbd, Dim::KvDim,
+     When::SplitQkv, false},
+    {&L::wqkv, "attn_qkv.weight", "self_attn.qkv_proj.weight", nullptr, M, Dim::NEmbd, Dim::QkvDim,
+     When::FusedQkv, false},
+    {&L::wo, "attn_output.weight", "self_attn.o_proj.weight", nullptr, M, Dim::QDim, Dim::NEmbd,
+     When::Always, false},
+    {&L::bq, "attn_q.bias", "self_attn.q_proj.bias", nullptr, V, Dim::QDim, Dim::One, When::QkvBias,
+     true},
+    {&L::bk, "attn_k.bias", "self_attn.k_proj.bias", nullptr, V, Dim::KvDim, Dim::One,
+     When::QkvBias, true},
+    {&L::bv, "attn_v.bias", "self_attn.v_proj.bias", nullptr, V, Dim::KvDim, Dim::One,
+     When::QkvBias, false},
+    {&L::attn_q_norm, "attn_q_norm.weight", "self_attn.q_norm.weight", nullptr, V, Dim::QNorm,
+     Dim::One, When::QkNorm, true},
+    {&L::attn_k_norm, "attn_k_norm.weight", "self_attn.k_norm.weight", nullptr, V, Dim::KNorm,
+     Dim::One, When::QkNorm, true},
+    {&L::attn_post_norm, "post_attention_norm.weight", "post_attention_layernorm.weight", nullptr,
+     V, Dim::NEmbd, Dim::One, When::PostNorm, false},
+    // Hugging Face names the pre-FFN norm after the attention block unless there is a real
+    // post-attention norm (gemma2/3).
+    {&L::ffn_norm, "ffn_norm.weight", "post_attention_layernorm.weight",
+     "pre_feedforward_layernorm.weight", V, Dim::NEmbd, Dim::One, When::PreNorm, false},
+    {&L::w_gate, "ffn_gate.weight", "mlp.gate_proj.weight", nullptr, M, Dim::NEmbd, Dim::NFf,
+     When::SplitGateUp, false},
+    {&L::w_up, "ffn_up.weight", "mlp.up_proj.weight", nullptr, M, Dim::NEmbd, Dim::NFf,
+     When::SplitGateUp, false},
+    {&L::w_gate_up, "ffn_up.weight", "mlp.gate_up_proj.weight", nullptr, M, Dim::NEmbd,
+     Dim::GateUpDim, When::FusedGateUp, false},
+    {&L::w_down, "ffn_down.weight", "mlp.down_proj.weight", nullptr, M, Dim::NFf, Dim::NEmbd,
+     When::Always, false},
+    {&L::ffn_post_norm, "post_ffw_norm.weight", "post_feedforward_layernorm.weight", nullptr, V,
+     Dim::NEmbd, Dim::One, When::PostNorm, false},
+};
+
+int64_t dim_size(Dim d, const ModelConfig& c) {
+  switch (d) {
+    case Dim::One:
+      return 1;
+    case Dim::NEmbd:
+      return c.n_embd;
+    case Dim::HeadDim:
+      return c.head_dim;
+    case Dim::QDim:
+      return c.q_dim();
+    case Dim::KvDim:
+      return c.kv_dim();
+    case Dim::QNorm:
+      return c.qk_norm == QkNorm::WholeVector ? c.q_dim() : c.head_dim;
+    case Dim::KNorm:
+      return c.qk_norm == QkNorm::WholeVector ? c.kv_dim() : c.head_dim;
+    case Dim::QkvDim:
+      return c.q_dim() + 2 * c.kv_dim();
+    case Dim::NFf:
+      return c.n_ff;
+    case Dim::GateUpDim:
+      return 2 * c.n_ff;
+  }
+  LLMCTL_ASSERT(false);
+  return 0;
+}
+
+bool layer_tensor_present(const LayerTensor& t, const ModelConfig& c) {
+  switch (t.when) {
+    case When::Always:
+      return true;
+    case When::PreNorm:
+      return c.norms != NormPlacement::Post;
+    case When::PostNorm:
+      return c.norms != NormPlacement::Pre;
+    case When::SplitQkv:
+      return !c.fused_qkv;
+    case When::FusedQkv:
+      return c.fused_qkv;
+    case When::QkvBias:
+      return c.has_qkv_bias && !c.fused_qkv;
+    case When::QkNorm:
+      return c.qk_norm != QkNorm::None;
+    case When::SplitGateUp:
+      return !c.fused_gate_up;
+    case When::FusedGateUp:
+      return c.fused_gate_up;
+  }
+  LLMCTL_ASSERT(false);
+  return false;
+}
+
+std::string gguf_tensor_name(const LayerTensor& t, int64_t layer) {
+  return fmt::format("blk.{}.{}", layer, t.gguf);
+}
+
+std::string hf_tensor_name(const LayerTensor& t, int64_t layer, const ModelConfig& c) {
+  const bool both = t.hf_if_both_norms != nullptr && c.norms == NormPlacement::Both;
+  return fmt::format("model.layers.{}.{}", layer, both ? t.hf_if_both_norms : t.hf);
+}
+
+std::vector<int64_t> layer_tensor_shape(const LayerTensor& t, const ModelConfig& c) {
+  if (t.rows == Dim::One) return {dim_size(t.cols, c)};
+  return {dim_size(t.cols, c), dim_size(t.rows, c)};
+}
+
+}  // namespace llmctl

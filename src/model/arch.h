@@ -1,0 +1,222 @@
+#pragma once
+// The architecture table: what each model family is, as data, in one place.
+//
+//   kArchRows        one row per architecture: its GGUF name, its Hugging Face classes and the
+//                    switches the forward pass reads (RoPE pairing, biases, QK-norm, norm
+//                    placement, activation, scales, soft-caps, sliding-window pattern, fused
+//                    tensors, tied output, the Q/K permutation when converting from HF).
+//   kLayerTensors    every per-layer tensor any row may have: the LayerWeights member, the GGUF
+//                    and HF names, the shape rule, and the switch that makes it present.
+//
+// Readers (config.cpp, hf_config.cpp) find the row and copy its switches into ModelConfig
+// (apply_arch_row); binders (weights.cpp, hf_weights.cpp, Forward's bind_to_backend), the
+// weight statistics and the HF-to-GGUF writer iterate kLayerTensors; the forward pass reads
+// ModelConfig's switches, never an architecture name. An architecture that needs no new math
+// is one row (and its tests). A row, or a file, asking for math the forward pass does not
+// compute yet is refused by require_implemented() with a message naming what is missing.
+//
+// Partial rotary (Phi-4-mini, ...) is not a row switch: n_rot < head_dim comes from each file
+// ({arch}.rope.dimension_count, config.json partial_rotary_factor) and RoPE leaves the rest of
+// each head as it is, for every row.
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "core/rope_math.h"
+
+namespace llmctl {
+
+struct ModelConfig;
+struct LayerWeights;
+
+enum class QkNorm : uint8_t {
+  None,
+  PerHead,      // rmsnorm of each head of q and k, weights (head_dim,)      (qwen3, gemma3)
+  WholeVector,  // rmsnorm of all of q and all of k, weights (q_dim,), (kv_dim,)   (olmo2)
+};
+
+enum class NormPlacement : uint8_t {
+  Pre,   // x += f(norm(x))                           (llama, qwen2)
+  Post,  // x += norm(f(x))                           (olmo2)
+  Both,  // x += post_norm(f(pre_norm(x)))            (gemma2, gemma3)
+};
+
+enum class Activation : uint8_t {
+  SwiGlu,       // silu(gate) * up                    config.json hidden_act "silu"
+  GeluTanhGlu,  // gelu_tanh(gate) * up               "gelu_pytorch_tanh" (gemma)
+};
+
+enum class EmbedScale : uint8_t {
+  None,
+  SqrtNEmbd,  // x = token_embd[t] * sqrt(n_embd)   (gemma)
+};
+
+// Which layers attend through a sliding window (of the file's window length).
+enum class WindowLayers : uint8_t {
+  None,               // every layer attends to every earlier position
+  All,                // every layer is windowed (Mistral v0.1: config.json sliding_window)
+  AllButEveryPeriod,  // layer il is global when (il + 1) % period == 0, else windowed
+                      // (gemma2: period 2, gemma3: period 6)
+};
+
+struct WindowPattern {
+  WindowLayers layers = WindowLayers::None;
+  int32_t period = 0;            // AllButEveryPeriod only
+  double local_rope_base = 0.0;  // RoPE base of the windowed layers; 0: the global base
+};
+
+// What a config.json key about a sliding window means for the architecture today.
+enum class HfWindowKey : uint8_t {
+  None,                  // no such key is read
+  UniformClampsContext,  // `sliding_window` N on every layer (Mistral): identical to full
+                         // attention up to N positions, so N caps the training context
+  GatedRefused,          // `use_sliding_window` true (Qwen2) is refused
+};
+
+struct ArchRow {
+  const char* gguf_name;                  // general.architecture, and the "{arch}." key prefix
+  std::array<const char*, 4> hf_classes;  // config.json architectures[0] (nullptr: unused)
+  RopeType gguf_rope;                     // RoPE pairing of Q/K rows in its GGUF files
+  bool hf_qk_permute;  // HF -> GGUF permutes Q/K rows (rotate_half halves -> adjacent pairs)
+  bool qkv_bias;       // q/k/v projections have biases (none on the output projection)
+  QkNorm qk_norm;
+  NormPlacement norms;
+  Activation activation;
+  EmbedScale embd_scale;
+  bool file_scales;      // embedding/residual/attention/logit scales from the file (granite)
+  double attn_softcap;   // tanh cap of attention scores, 0: none; a file's value overrides
+  double final_softcap;  // tanh cap of the logits, 0: none
+  WindowPattern window;
+  bool fused_qkv;        // one (n_embd, q_dim + 2 kv_dim) projection (phi3)
+  bool fused_gate_up;    // one (n_embd, 2 n_ff) projection, gate first (phi3)
+  bool hf_tied_default;  // config.json tie_word_embeddings when absent
+  bool hf_bias_keys;     // config.json attention_bias / mlp_bias apply (true: refused)
+  HfWindowKey hf_window;
+};
+
+// The rows. Hugging Face rotates "halves" (NEOX pairing) in every family, so HF models run
+// with RopeType::Neox whatever gguf_rope says (hf_config.h).
+inline constexpr ArchRow kArchRows[] = {
+    // llama: Llama 1-3, Mistral (llama.cpp converts it as llama too), TinyLlama, SmolLM2.
+    {"llama",
+     {"LlamaForCausalLM", "MistralForCausalLM", nullptr, nullptr},
+     RopeType::Normal,
+     /*hf_qk_permute=*/true,
+     /*qkv_bias=*/false,
+     QkNorm::None,
+     NormPlacement::Pre,
+     Activation::SwiGlu,
+     EmbedScale::None,
+     /*file_scales=*/false,
+     /*attn_softcap=*/0.0,
+     /*final_softcap=*/0.0,
+     WindowPattern{},
+     /*fused_qkv=*/false,
+     /*fused_gate_up=*/false,
+     /*hf_tied_default=*/false,
+     /*hf_bias_keys=*/true,
+     HfWindowKey::UniformClampsContext},
+    // qwen2: Qwen2, Qwen2.5, DeepSeek-R1-Distill-Qwen.
+    {"qwen2",
+     {"Qwen2ForCausalLM", nullptr, nullptr, nullptr},
+     RopeType::Neox,
+     /*hf_qk_permute=*/false,
+     /*qkv_bias=*/true,
+     QkNorm::None,
+     NormPlacement::Pre,
+     Activation::SwiGlu,
+     EmbedScale::None,
+     /*file_scales=*/false,
+     /*attn_softcap=*/0.0,
+     /*final_softcap=*/0.0,
+     WindowPattern{},
+     /*fused_qkv=*/false,
+     /*fused_gate_up=*/false,
+     /*hf_tied_default=*/false,
+     /*hf_bias_keys=*/false,
+     HfWindowKey::GatedRefused},
+};
+
+// A list of rows to search (the tests pass their own).
+struct ArchTable {
+  const ArchRow* rows = kArchRows;
+  size_t n_rows = sizeof(kArchRows) / sizeof(kArchRows[0]);
+  const ArchRow* begin() const { return rows; }
+  const ArchRow* end() const { return rows + n_rows; }
+};
+
+// The row named `gguf_name`, or nullptr.
+const ArchRow* find_arch_by_gguf(const std::string& gguf_name, const ArchTable& table = {});
+// The row listing Hugging Face class `hf_class`, or nullptr.
+const ArchRow* find_arch_by_hf(const std::string& hf_class, const ArchTable& table = {});
+// "llama, qwen2" and "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM", for messages.
+std::string arch_gguf_names(const ArchTable& table = {});
+std::string arch_hf_classes(const ArchTable& table = {});
+
+// Copies the row's switches into `c` (arch name, biases, QK-norm, norms, activation, scales,
+// soft-caps, window, fused tensors). rope_type is left to the reader: the row's gguf_rope for
+// a GGUF file, Neox for a HF directory. Dimensions must be set first (embd_scale reads n_embd).
+void apply_arch_row(const ArchRow& row, ModelConfig& c);
+
+// What `c` asks for that the forward pass does not compute yet, one phrase each ("QK-norm
+// per head", "the tanh-GELU GLU", ...); empty when it runs as is. With `row`, also what the
+// row asks the readers for that they do not read yet (file_scales).
+std::vector<std::string> unimplemented_math(const ModelConfig& c, const ArchRow* row = nullptr);
+// "architecture 'X' needs A and B, which llmctl's forward pass does not implement yet", or ""
+// when nothing is missing (for a reader to wrap in a FileError).
+std::string unimplemented_message(const ModelConfig& c, const ArchRow* row = nullptr);
+// Throws Error with that message when something is missing (the forward pass calls it).
+void require_implemented(const ModelConfig& c);
+
+// ---- the per-layer tensor table ----------------------------------------------------------
+
+// A dimension of a tensor, in terms of the config.
+// QNorm / KNorm: head_dim for QK-norm per head, q_dim / kv_dim for QK-norm over the whole vector.
+enum class Dim : uint8_t { One, NEmbd, HeadDim, QDim, KvDim, QNorm, KNorm, QkvDim, NFf, GateUpDim };
+int64_t dim_size(Dim d, const ModelConfig& c);
+
+// The switch that makes a tensor present.
+enum class When : uint8_t {
+  Always,
+  PreNorm,      // norms Pre or Both
+  PostNorm,     // norms Post or Both
+  SplitQkv,     // !fused_qkv
+  FusedQkv,     // fused_qkv
+  QkvBias,      // has_qkv_bias (and split q/k/v)
+  QkNorm,       // qk_norm PerHead or WholeVector
+  SplitGateUp,  // !fused_gate_up
+  FusedGateUp,  // fused_gate_up
+};
+
+enum class TensorKind : uint8_t {
+  Matrix,  // any supported weight type (backend_supports_weight_type)
+  Vector,  // F32 for the engine (HF loader widens F16/BF16 copies)
+};
+
+struct LayerTensor {
+  WeightView LayerWeights::*member;
+  const char* gguf;              // after "blk.N.", e.g. "attn_q.weight"
+  const char* hf;                // after "model.layers.N.", e.g. "self_attn.q_proj.weight"
+  const char* hf_if_both_norms;  // the HF name when norms are Both (nullptr: hf)
+  TensorKind kind;
+  Dim cols, rows;  // ggml order [cols, rows] (cols = row length); a vector is [cols], rows One
+  When when;
+  // Its rows (a vector's elements) are per-head rotated dims of q or k: permuted within each
+  // head when a row with hf_qk_permute is converted from HF (hf_to_gguf.h).
+  bool rotary_rows;
+};
+
+// Tensors the forward pass may read, in binding order; each LayerWeights member once.
+extern const std::vector<LayerTensor> kLayerTensors;
+
+bool layer_tensor_present(const LayerTensor& t, const ModelConfig& c);
+// "blk.3.attn_q.weight", "model.layers.3.self_attn.q_proj.weight".
+std::string gguf_tensor_name(const LayerTensor& t, int64_t layer);
+std::string hf_tensor_name(const LayerTensor& t, int64_t layer, const ModelConfig& c);
+// ggml-order shape {cols, rows}, or {cols} for a vector.
+std::vector<int64_t> layer_tensor_shape(const LayerTensor& t, const ModelConfig& c);
+
+}  // namespace llmctl
