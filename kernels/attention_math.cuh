@@ -20,9 +20,30 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/activation_math.cuh"
 #include "kernels/kernels.h"
 
 namespace llmctl::cuda {
+
+// The score the softmax receives from a dot product: dot * scale, soft-capped when softcap > 0
+// (AttentionShape::softcap). Without a cap the expression is the one the kernels had before the
+// option existed.
+__host__ __device__ __forceinline__ float attention_score(float dot, float scale, float softcap) {
+  const float s = dot * scale;
+  return softcap > 0.0f ? softcap_f32(s, softcap) : s;
+}
+
+// The first position a query at `pos` sees (backend.h attention_first_position): 0, or
+// pos - window + 1 with a window.
+__host__ __device__ __forceinline__ int64_t attention_window_start(int64_t pos, int32_t window) {
+  return window > 0 && pos >= window ? pos - window + 1 : 0;
+}
+
+// The first position j >= first with j % n == residue (0 <= residue < n): where warp / state
+// `residue` of a query whose window starts at `first` begins.
+__host__ __device__ __forceinline__ int64_t first_in_residue(int64_t first, int residue, int n) {
+  return first + ((residue - first % n) % n + n) % n;
+}
 
 __host__ __device__ __forceinline__ bool is_nan(float x) { return x != x; }
 __host__ __device__ __forceinline__ bool is_inf(float x) { return fabsf(x) == INFINITY; }

@@ -6,6 +6,8 @@
 // elements l, l + 32, ... of q, of the accumulator and of each K/V row it reads), the score
 // q . K[j] / sqrt(head_dim) is a warp-shuffle sum, and the warp keeps an online softmax in f32:
 //   m' = max(m, s);  c = exp(m - m');  l = l c + exp(s - m');  acc = acc c + exp(s - m') V[j]
+// With a window, positions before p - window + 1 are never read; a soft-cap maps each score s to
+// softcap * tanh(s / softcap) before the online softmax (attention_math.cuh attention_score).
 // The kWarps partial results are merged in warp order at the end (exp(m_w - M) rescaling), so
 // the result is deterministic and independent of n_tokens and of the token's place in the batch.
 // Indices outside the block table or the pool raise the device error flag and read nothing.
@@ -38,7 +40,8 @@ static __global__ void attention_paged_kernel(
     int64_t n_slots, int64_t block_size, const int32_t* __restrict__ block_table,
     int64_t n_seq_rows, int64_t max_blocks, const int32_t* __restrict__ token_seq,
     const int32_t* __restrict__ positions, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
-    float scale, float* __restrict__ out, float* __restrict__ stats, int* error_flag) {
+    float scale, float softcap, int32_t window, float* __restrict__ out, float* __restrict__ stats,
+    int* error_flag) {
   __shared__ float s_m[kWarps], s_l[kWarps];
   __shared__ float s_acc[kWarps][kAttentionMaxHeadDim];
   __shared__ ScoreStats s_stats[kStats ? kWarps : 1];
@@ -71,7 +74,10 @@ static __global__ void attention_paged_kernel(
   float m = -INFINITY, l = 0.0f;
   ScoreStats st = ScoreStats::empty();
   bool bad = false;
-  for (int64_t j = warp; j <= pos; j += kWarps) {
+  // Position j goes to warp j % kWarps, with or without a window (attention_prefill.cu relies
+  // on it); the window only moves where each warp starts.
+  const int64_t first = attention_window_start(pos, window);
+  for (int64_t j = first_in_residue(first, warp, kWarps); j <= pos; j += kWarps) {
     const int32_t b = blocks[j / block_size];
     const int64_t slot = static_cast<int64_t>(b) * block_size + j % block_size;
     if (b < 0 || slot >= n_slots) {
@@ -86,7 +92,7 @@ static __global__ void attention_paged_kernel(
       const int64_t i = lane + k * kWarpSize;
       if (i < head_dim) dot = fmaf(qr[k], load_kv(kj + i), dot);
     }
-    const float s = warp_reduce_sum(dot) * scale;
+    const float s = attention_score(warp_reduce_sum(dot), scale, softcap);
     const SoftmaxStep step = online_softmax_step<kStats>(s, m, l, st);
     const float c = step.c, p = step.p;
 #pragma unroll
@@ -104,7 +110,8 @@ static __global__ void attention_paged_kernel(
 #pragma unroll
   for (int k = 0; k < kPerLane; ++k) s_acc[warp][lane + k * kWarpSize] = acc[k];
   __syncthreads();
-  // Merge the warps' partial softmaxes in warp order; warp 0 always saw position 0.
+  // Merge the warps' partial softmaxes in warp order; the warp holding position pos saw a score
+  // (a warp that saw none has l = 0 and weight 0).
   float big_m = 0.0f, factor[kWarps];
   const float total = merge_softmax(s_m, s_l, kWarps, big_m, factor);
   const float inv = 1.0f / total;
@@ -115,7 +122,7 @@ static __global__ void attention_paged_kernel(
   }
   if constexpr (kStats) {
     if (threadIdx.x == 0)
-      write_attention_stats(s_stats, s_m, s_l, kWarps, big_m, total, int64_t{pos} + 1, sh);
+      write_attention_stats(s_stats, s_m, s_l, kWarps, big_m, total, int64_t{pos} + 1 - first, sh);
   }
 }
 
@@ -126,8 +133,8 @@ void launch(const float* q, const T* k_pool, const T* v_pool, const PagedAttenti
   const dim3 grid(static_cast<unsigned>(a.n_heads), static_cast<unsigned>(a.n_tokens));
   attention_paged_kernel<T, kStats><<<grid, kWarps * kWarpSize, 0, stream>>>(
       q, k_pool, v_pool, a.n_slots, a.block_size, a.block_table, a.n_seq_rows, a.max_blocks,
-      a.token_seq, a.positions, a.n_heads, a.n_kv_heads, a.head_dim, a.scale, out, stats,
-      error_flag);
+      a.token_seq, a.positions, a.n_heads, a.n_kv_heads, a.head_dim, a.scale, a.softcap, a.window,
+      out, stats, error_flag);
 }
 
 }  // namespace

@@ -13,6 +13,9 @@
 //      position j into its online softmax state j % 4 (registers, attend()):
 //        s = (q . K[j]) * scale   (lane l: elements l, l + 32, ...; fmaf chain, warp-shuffle sum)
 //        m' = max(m, s); c = exp(m - m'); p = exp(s - m'); l = l c + p; acc = acc c + p V[j]
+// With a window (a.window > 0) each query starts at its window's first position and the block
+// stages from the earliest start among its tokens; a soft-cap is applied to each score as in
+// attention_paged.cu (attention_score).
 // Tokens of several sequences in one tile (decode batches, chunk boundaries, interleaved
 // batches): each warp walks its own positions 0 .. p from global memory, the same states in the
 // same order, without block-wide syncs. At the end each warp merges its 4 states in order
@@ -45,15 +48,15 @@ __device__ __forceinline__ float to_f32(uint16_t bits) { return fp16_to_float(bi
 // rows kj, vj (staged f32 or the pool's T): attention_paged.cu's statements in its order.
 template <class P>
 __device__ __forceinline__ void attend(const P* kj, const P* vj, const float (&qr)[kPerLane],
-                                       float scale, int lane, int head_dim, float& m, float& l,
-                                       float (&acc)[kPerLane]) {
+                                       float scale, float softcap, int lane, int head_dim, float& m,
+                                       float& l, float (&acc)[kPerLane]) {
   float dot = 0.0f;
 #pragma unroll
   for (int k = 0; k < kPerLane; ++k) {
     const int i = lane + k * kWarpSize;
     if (i < head_dim) dot = fmaf(qr[k], to_f32(kj[i]), dot);
   }
-  const float s = warp_reduce_sum(dot) * scale;
+  const float s = attention_score(warp_reduce_sum(dot), scale, softcap);
   ScoreStats unused = ScoreStats::empty();  // online_softmax_step<false> never touches it
   const SoftmaxStep step = online_softmax_step<false>(s, m, l, unused);
   const float c = step.c, p = step.p;
@@ -83,11 +86,13 @@ static __global__ void __launch_bounds__(kMaxThreads)
 
   // This warp's token; a bad one gets its NaN head now and computes nothing.
   int32_t row = -1, pos = -1;
+  int64_t first = 0;  // the first position this warp's query sees (its window's start)
   bool ok = false;
   if (pair.active) {
     row = a.token_seq[pair.token];
     pos = a.positions[pair.token];
     ok = attention_token_ok(row, pos, a.n_seq_rows, a.block_size, a.max_blocks);
+    first = ok ? attention_window_start(pos, a.window) : 0;
     if (!ok) {
       if (lane == 0) atomicCAS(error_flag, 0, kDeviceErrorAttentionIndex);
       float* oh = out + (pair.token * a.n_heads + pair.head) * a.head_dim;
@@ -128,14 +133,18 @@ static __global__ void __launch_bounds__(kMaxThreads)
 
   if (s_rows.n == 1) {
     // One sequence: stage its K/V tile by tile, every warp reads them from shared memory.
+    // Positions lowest .. last: from the earliest window start of the tile's tokens (tiles
+    // still start at multiples of kv_rows, so position j0 + jj is state jj % 4).
     const int32_t last = s_rows.max_pos[0];
+    const int64_t lowest = attention_window_start(s_rows.min_pos[0], a.window);
     const int32_t* blocks = a.block_table + static_cast<int64_t>(s_rows.row[0]) * a.max_blocks;
     const int n_elems = plan.kv_rows * head_dim;
-    for (int64_t j0 = 0; j0 <= last; j0 += plan.kv_rows) {
+    for (int64_t j0 = lowest - lowest % plan.kv_rows; j0 <= last; j0 += plan.kv_rows) {
       __syncthreads();  // every warp is done with the previous tile
       for (int jj = threadIdx.x; jj < plan.kv_rows; jj += blockDim.x) {
         const int64_t j = j0 + jj;
-        s_slot[jj] = j <= last ? attention_slot(blocks, a.block_size, a.n_slots, j) : -1;
+        s_slot[jj] =
+            j >= lowest && j <= last ? attention_slot(blocks, a.block_size, a.n_slots, j) : -1;
       }
       __syncthreads();
       for (int e = threadIdx.x; e < n_elems; e += blockDim.x) {
@@ -148,17 +157,19 @@ static __global__ void __launch_bounds__(kMaxThreads)
       __syncthreads();
       if (!pair.active || !ok) continue;
       const int n_here = tile_positions(j0, plan.kv_rows, pos);
-      for (int jj = 0; jj < n_here; jj += kPrefillResidues) {
+      const int lo = tile_first_index(j0, first);
+      for (int jj = lo - lo % kPrefillResidues; jj < n_here; jj += kPrefillResidues) {
 #pragma unroll
         for (int w = 0; w < kPrefillResidues; ++w) {
           const int at = jj + w;  // position j0 + at, state (j0 + at) % 4 == w
+          if (at < lo) continue;
           if (at >= n_here) break;
           if (s_slot[at] < 0) {
             bad = true;
             continue;
           }
-          attend(s_k + at * head_dim, s_v + at * head_dim, qr, a.scale, lane, head_dim, m[w], l[w],
-                 acc[w]);
+          attend(s_k + at * head_dim, s_v + at * head_dim, qr, a.scale, a.softcap, lane, head_dim,
+                 m[w], l[w], acc[w]);
         }
       }
     }
@@ -166,10 +177,11 @@ static __global__ void __launch_bounds__(kMaxThreads)
     // Tokens of several sequences (a decode batch, a chunk boundary): each warp on its own,
     // K/V from global memory, the same states and order. No block-wide sync on this path.
     const int32_t* blocks = a.block_table + static_cast<int64_t>(row) * a.max_blocks;
-    for (int64_t j0 = 0; j0 <= pos; j0 += kPrefillResidues) {
+    for (int64_t j0 = first - first % kPrefillResidues; j0 <= pos; j0 += kPrefillResidues) {
 #pragma unroll
       for (int w = 0; w < kPrefillResidues; ++w) {
         const int64_t j = j0 + w;
+        if (j < first) continue;
         if (j > pos) break;
         const int64_t slot = attention_slot(blocks, a.block_size, a.n_slots, j);
         if (slot < 0) {
@@ -177,7 +189,8 @@ static __global__ void __launch_bounds__(kMaxThreads)
           continue;
         }
         const int64_t at = slot * kv_dim + pair.kv_head * a.head_dim;
-        attend(k_pool + at, v_pool + at, qr, a.scale, lane, head_dim, m[w], l[w], acc[w]);
+        attend(k_pool + at, v_pool + at, qr, a.scale, a.softcap, lane, head_dim, m[w], l[w],
+               acc[w]);
       }
     }
   }

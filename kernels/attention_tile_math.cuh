@@ -107,6 +107,7 @@ struct TileRows {
   int n;
   int32_t row[kPrefillMaxWarps];
   int32_t max_pos[kPrefillMaxWarps];
+  int32_t min_pos[kPrefillMaxWarps];  // the smallest position (a window's earliest start)
 };
 
 // rows, pos, ok: the block's n_tok <= kPrefillMaxWarps tokens.
@@ -120,11 +121,20 @@ __host__ __device__ inline void collect_tile_rows(const int32_t* rows, const int
     if (r == out.n) {
       out.row[r] = rows[t];
       out.max_pos[r] = pos[t];
+      out.min_pos[r] = pos[t];
       ++out.n;
-    } else if (pos[t] > out.max_pos[r]) {
-      out.max_pos[r] = pos[t];
+    } else {
+      if (pos[t] > out.max_pos[r]) out.max_pos[r] = pos[t];
+      if (pos[t] < out.min_pos[r]) out.min_pos[r] = pos[t];
     }
   }
+}
+
+// The tile index at which a query whose window starts at `first` begins in the tile starting
+// at j0: max(0, first - j0) (past the tile's end when the window starts after it).
+__host__ __device__ inline int tile_first_index(int64_t j0, int64_t first) {
+  const int64_t lo = first - j0;
+  return lo <= 0 ? 0 : (lo > (int64_t{1} << 30) ? (1 << 30) : static_cast<int>(lo));
 }
 
 // How many positions of the tile starting at j0 (kv_rows of them) a query at position pos

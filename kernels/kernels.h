@@ -65,6 +65,12 @@ void launch_add_f32(float* x, const float* y, int64_t n, cudaStream_t stream);
 // out[i] = gate[i] / (1 + exp(-gate[i])) * up[i], i < n.
 void launch_silu_mul_f32(const float* gate, const float* up, int64_t n, float* out,
                          cudaStream_t stream);
+// out[i] = gelu_tanh(gate[i]) * up[i], i < n; gelu_tanh(g) = 0.5 g (1 + tanh(sqrt(2/pi)
+// (g + 0.044715 g^3))) (kernels/gelu_mul.cu).
+void launch_gelu_mul_f32(const float* gate, const float* up, int64_t n, float* out,
+                         cudaStream_t stream);
+// x[i] = cap * tanh(x[i] / cap), i < n, in place; cap > 0 (kernels/softcap.cu).
+void launch_softcap_f32(float* x, int64_t n, float cap, cudaStream_t stream);
 // out (n_rows, row_len) row i = x row rows[i]; x holds x_rows rows. A row outside [0, x_rows)
 // gives a NaN row and kDeviceErrorCopyRow.
 void launch_copy_rows_f32(const float* x, int64_t x_rows, int64_t row_len, const int32_t* rows,
@@ -107,11 +113,15 @@ struct PagedAttentionArgs {
   int64_t n_seq_rows = 0, max_blocks = 0;
   const int32_t* token_seq = nullptr;  // (n_tokens,)
   const int32_t* positions = nullptr;  // (n_tokens,)
-  float scale = 1.0f;                  // 1 / sqrt(head_dim), rounded to float
+  float scale = 1.0f;                  // backend.h attention_scale(): 1 / sqrt(head_dim) default
+  float softcap = 0.0f;                // > 0: scores s -> softcap * tanh(s / softcap); 0: none
+  int32_t window = 0;                  // > 0: a query at p sees positions p - window + 1 .. p
 };
 // out (n_tokens, n_heads, head_dim): causal softmax(q K^T * scale) V of each token over its
-// sequence's positions 0 .. positions[t] (GQA: kv head h / (n_heads / n_kv_heads)), online
-// softmax in f32. Bad indices give a NaN head and kDeviceErrorAttentionIndex.
+// sequence's positions j0 .. positions[t], j0 = attention_window_start(p, window) (0 without a
+// window; positions before it are not read), each score soft-capped when softcap > 0 (GQA: kv
+// head h / (n_heads / n_kv_heads)), online softmax in f32. Bad indices give a NaN head and
+// kDeviceErrorAttentionIndex.
 void launch_attention_paged_f32(const float* q, const float* k_pool, const float* v_pool,
                                 const PagedAttentionArgs& args, float* out, int* error_flag,
                                 cudaStream_t stream);
@@ -132,9 +142,10 @@ void launch_attention_prefill_f16(const float* q, const uint16_t* k_pool, const 
                                   cudaStream_t stream);
 
 // The fields attention_paged_stats writes per (token, head), in backend.h AttnStat's order
-// (cuda_backend.cpp static_asserts that the two agree): over the scaled scores s[0 .. p],
+// (cuda_backend.cpp static_asserts that the two agree): over the scores s[j0 .. p] the softmax
+// receives (scaled, and capped when softcap > 0),
 // max, min, sum, sum of squares (f64 sums) of the finite ones, NaN and Inf counts, the entropy
-// of the softmax applied (nats; NaN when it is), p + 1.
+// of the softmax applied (nats; NaN when it is), p - j0 + 1.
 enum AttentionStatField : int {
   kAttnFieldMax = 0,
   kAttnFieldMin,

@@ -258,8 +258,20 @@ void check_attention(const Buffer& q, const PagedKv& kv, int64_t n_tokens, const
   check_i32("attention", "block_table", *kv.block_table, kv.max_blocks);
   check_i32("attention", "token_seq", *kv.token_seq, n_tokens);
   check_i32("attention", "positions", *kv.positions, n_tokens);
+  // !(x >= 0) also refuses NaN
+  if (!(s.scale >= 0.0f) || !std::isfinite(s.scale) || !(s.softcap >= 0.0f) ||
+      !std::isfinite(s.softcap) || s.window < 0)
+    throw Error(
+        fmt::format("backend attention: scale {}, softcap {}, window {}: expected finite "
+                    "scale and softcap >= 0 and window >= 0 (0 = the default)",
+                    static_cast<double>(s.scale), static_cast<double>(s.softcap), s.window));
 }
 }  // namespace
+
+float attention_scale(const AttentionShape& s) {
+  if (s.scale != 0.0f) return s.scale;
+  return static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.head_dim)));
+}
 
 void Backend::attention(const Buffer& q, const PagedKv& kv, int64_t n_tokens,
                         const AttentionShape& s, Buffer& out) {
@@ -278,8 +290,8 @@ void Backend::top_k(const Buffer& logits, int64_t n_rows, int64_t n_cols, int64_
                     Buffer& values) {
   check_n_tokens("top_k", n_rows);
   if (n_cols < 1 || k < 1 || k > n_cols)
-    throw Error(fmt::format("backend top_k: k {} for rows of {}, expected 1 <= k <= n_cols", k,
-                            n_cols));
+    throw Error(
+        fmt::format("backend top_k: k {} for rows of {}, expected 1 <= k <= n_cols", k, n_cols));
   check_f32("top_k", "logits", logits, n_rows * n_cols);
   check_i32("top_k", "ids", ids, n_rows * k);
   check_f32("top_k", "values", values, n_rows * k);
@@ -318,6 +330,23 @@ void Backend::silu_mul(const Buffer& gate, const Buffer& up, int64_t n, Buffer& 
   check_f32("silu_mul", "up", up, n);
   check_f32("silu_mul", "out", out, n);
   silu_mul_impl(gate, up, n, out);
+}
+
+void Backend::gelu_mul(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) {
+  check_n_tokens("gelu_mul", n);
+  check_f32("gelu_mul", "gate", gate, n);
+  check_f32("gelu_mul", "up", up, n);
+  check_f32("gelu_mul", "out", out, n);
+  gelu_mul_impl(gate, up, n, out);
+}
+
+void Backend::softcap(Buffer& x, int64_t n, float cap) {
+  check_n_tokens("softcap", n);
+  check_f32("softcap", "x", x, n);
+  if (!(cap > 0.0f) || !std::isfinite(cap))
+    throw Error(fmt::format("backend softcap: cap {}, expected a finite value > 0",
+                            static_cast<double>(cap)));
+  softcap_impl(x, n, cap);
 }
 
 void Backend::add(Buffer& x, const Buffer& y, int64_t n) {

@@ -119,11 +119,32 @@ struct RopeParams {
   WeightView freq_factors;
 };
 
+// The shape of one attention call and the per-layer options of its scores (attention() below).
+// The options default to plain causal attention (scale 1/sqrt(head_dim), no cap, no window):
+// with all three 0 every backend computes exactly what it computed before they existed.
 struct AttentionShape {
   int64_t n_heads = 0;
   int64_t n_kv_heads = 0;  // divides n_heads (GQA: n_heads / n_kv_heads query heads per kv head)
   int64_t head_dim = 0;
+  // Score scale: s = q . k * scale. 0 means 1 / sqrt(head_dim) rounded to float
+  // (attention_scale()); else finite and > 0 (Gemma 2/3: 1 / sqrt(query_pre_attn_scalar)).
+  float scale = 0.0f;
+  // Score soft-cap (Gemma 2: 50): 0 = none; else finite and > 0, and every scaled score becomes
+  // softcap * tanh(s / softcap) before the softmax (core/activation_math.h softcap_score).
+  float softcap = 0.0f;
+  // Sliding window (Gemma 2: 4096 on alternate layers, Gemma 3: 512 on 5 of 6): 0 = none; else
+  // >= 1, and a query at position p sees only key positions j with p - j < window, i.e.
+  // j = max(0, p - window + 1) .. p (llama.cpp masks p - j >= n_swa, LLAMA_SWA_TYPE_STANDARD).
+  // Positions before the window are not read at all, so their cache blocks may be released.
+  int32_t window = 0;
 };
+
+// The scale attention() multiplies q . k by: s.scale, or 1 / sqrt(head_dim) rounded to float.
+float attention_scale(const AttentionShape& s);
+// The first key position a query at position `pos` sees: 0, or pos - window + 1 with a window.
+inline int64_t attention_first_position(int64_t pos, int32_t window) {
+  return window > 0 && pos >= window ? pos - window + 1 : 0;
+}
 
 // The paged KV cache as attention reads it (model/kv_cache.h owns the bookkeeping).
 //   k_pool, v_pool  (n_blocks * block_size, kv_dim)  F32 or F16 rows ("slots")
@@ -152,8 +173,12 @@ bool backend_supports_weight_type(GgmlType type);
 //   Nan, Inf              how many scores were NaN, resp. +-Inf
 //   Entropy               -sum_j a_j ln a_j of the softmax a the kernel applied, in nats
 //                         (NaN when the softmax is)
-//   Count                 p + 1, the number of scores
-// Reduced where the scores are (on the device for CUDA); the engine downloads only these.
+//   Count                 p + 1, the number of scores (with a window: the positions the
+//                         window leaves, p - attention_first_position(p) + 1)
+// The scores are the ones the softmax receives: with AttentionShape::softcap they are taken
+// after the cap (capped scores; the raw scores before it are not reported yet), and only over
+// the positions inside the window. Reduced where the scores are (on the device for CUDA); the
+// engine downloads only these.
 enum AttnStat : int {
   kAttnStatMax = 0,
   kAttnStatMin,
@@ -177,7 +202,9 @@ class Backend {
   virtual int n_threads() const { return 1; }
   // Whether matmul and get_rows have kernels for weights of `type` (bind_weight() refuses
   // the others with an error naming the tensor).
-  virtual bool supports_weight_type(GgmlType type) const { return backend_supports_weight_type(type); }
+  virtual bool supports_weight_type(GgmlType type) const {
+    return backend_supports_weight_type(type);
+  }
 
   // -- memory ---------------------------------------------------------------
   // A zero-filled buffer of n >= 1 elements of `type`.
@@ -223,9 +250,10 @@ class Backend {
                 int64_t kv_dim, Buffer& k_pool, Buffer& v_pool);
   // Causal attention of each query token over its sequence's cached positions (PagedKv):
   //   q (n_tokens, n_heads, head_dim); for token t at position p, head h, kv head
-  //   g = h / (n_heads / n_kv_heads):
-  //     s[j] = q[t, h] . K[j, g] / sqrt(head_dim),  j = 0 .. p;  a = softmax(s)
-  //     out[t, h] = sum_j a[j] V[j, g]
+  //   g = h / (n_heads / n_kv_heads), j0 = attention_first_position(p, s.window):
+  //     s[j] = q[t, h] . K[j, g] * attention_scale(s),  j = j0 .. p
+  //     s[j] = softcap_score(s[j], s.softcap)           (when s.softcap > 0)
+  //     a = softmax(s);  out[t, h] = sum_j a[j] V[j, g]
   //   out (n_tokens, n_heads, head_dim)
   void attention(const Buffer& q, const PagedKv& kv, int64_t n_tokens, const AttentionShape& s,
                  Buffer& out);
@@ -246,6 +274,16 @@ class Backend {
   void find_nan_inf(const Buffer& logits, int64_t n_rows, int64_t n_cols, Buffer& out);
   // out[i] = silu(gate[i]) * up[i], i < n,  silu(g) = g / (1 + exp(-g))     (SwiGLU)
   void silu_mul(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out);
+  // out[i] = gelu_tanh(gate[i]) * up[i], i < n     (GeGLU: Gemma's FFN)
+  //   gelu_tanh(g) = 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3)))
+  // llama.cpp's ggml_gelu_f32 (ggml-cpu/vec.h, ggml-cuda/unary.cuh), the tanh approximation
+  // Hugging Face calls gelu_pytorch_tanh. llama.cpp's CPU backend reads it from a table of f16
+  // inputs and outputs for |g| < 10 (GGML_GELU_FP16); llmctl computes it in f32 (no table).
+  // out may alias gate or up.
+  void gelu_mul(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out);
+  // x[i] = softcap_score(x[i], cap) = cap * tanh(x[i] / cap), i < n, in place; cap finite > 0
+  // (Gemma 2's final-logit soft-cap 30 over the logits rows).
+  void softcap(Buffer& x, int64_t n, float cap);
   // x[i] += y[i], i < n     (residual)
   void add(Buffer& x, const Buffer& y, int64_t n);
   // out (n_rows, row_len) row i = x row rows[i]    (picks the rows that need logits)
@@ -295,10 +333,11 @@ class Backend {
   // device backend overrides it with a kernel).
   virtual void find_nan_inf_impl(const Buffer& logits, int64_t n_rows, int64_t n_cols, Buffer& out);
   virtual void silu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) = 0;
+  virtual void gelu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) = 0;
+  virtual void softcap_impl(Buffer& x, int64_t n, float cap) = 0;
   virtual void add_impl(Buffer& x, const Buffer& y, int64_t n) = 0;
   virtual void copy_rows_impl(const Buffer& x, int64_t row_len, const Buffer& rows, int64_t n_rows,
                               Buffer& out) = 0;
 };
-
 
 }  // namespace llmctl

@@ -110,6 +110,56 @@ TEST_CASE("cuda prefill attention equals the CPU, and the paged kernel bit for b
   }
 }
 
+TEST_CASE("cuda attention options (scale, soft-cap, window) equal the CPU on both kernels",
+          "[gpu]") {
+  // The window, the soft-cap and an explicit scale through the prefill kernel (attention()) and
+  // the paged one (attention_with_stats()): each within 1e-4 of the CPU reference (tanhf and the
+  // fma order differ; a position inside/outside the window by one moves outputs by ~1e-1), the
+  // two bit for bit, the statistics' counts exact (the window's length) and max/min within
+  // 1e-4 (capped scores). Window 1: every head is its own V row.
+  cpu::CpuBackend cpu;
+  cuda::CudaBackend gpu(0);
+  struct Options {
+    float scale, softcap;
+    int32_t window;
+  };
+  const Options options[] = {{0.0f, 0.0f, 1}, {0.0f, 0.0f, 5},   {0.0f, 0.0f, 64},
+                             {0.0f, 2.0f, 0}, {0.3f, 0.0f, 0},   {0.0625f, 50.0f, 16},
+                             {0.0f, 1.5f, 7}, {0.0f, 0.0f, 4096}};
+  for (const AttentionShape base : {AttentionShape{16, 4, 64}, AttentionShape{6, 2, 100}}) {
+    for (const Options& o : options) {
+      for (const BufferType pool : {BufferType::F32, BufferType::F16}) {
+        AttentionShape sh = base;
+        sh.scale = o.scale;
+        sh.softcap = o.softcap;
+        sh.window = o.window;
+        CAPTURE(sh.n_heads, sh.head_dim, o.scale, o.softcap, o.window, buffer_type_name(pool));
+        const Batch cb = make_batch(cpu, sh, 16, pool, false);
+        const Batch gb = make_batch(gpu, sh, 16, pool, false);
+        const int64_t len = gb.n_tok * gb.head_len,
+                      st_len = gb.n_tok * sh.n_heads * kAttnStatFields;
+        Buffer cq = make_f32(cpu, cb.q), gq = make_f32(gpu, gb.q);
+        Buffer co = cpu.alloc(len), go = gpu.alloc(len), gp = gpu.alloc(len);
+        Buffer cst = cpu.alloc(st_len), gst = gpu.alloc(st_len);
+        cpu.attention_with_stats(cq, cb.cache.kv(), cb.n_tok, sh, co, cst);
+        gpu.attention(gq, gb.cache.kv(), gb.n_tok, sh, go);
+        gpu.attention_with_stats(gq, gb.cache.kv(), gb.n_tok, sh, gp, gst);
+        const auto got = fetch(gpu, go, len);
+        CHECK(max_abs_diff(got, fetch(cpu, co, len)) <= 1e-4);
+        CHECK(same_bits(got, fetch(gpu, gp, len)));
+        const auto g_st = fetch(gpu, gst, st_len), c_st = fetch(cpu, cst, st_len);
+        for (int64_t row = 0; row < gb.n_tok * sh.n_heads; ++row) {
+          const float* g = g_st.data() + row * kAttnStatFields;
+          const float* c = c_st.data() + row * kAttnStatFields;
+          CHECK(g[kAttnStatCount] == c[kAttnStatCount]);
+          CHECK(std::fabs(g[kAttnStatMax] - c[kAttnStatMax]) <= 1e-4f);
+          CHECK(std::fabs(g[kAttnStatMin] - c[kAttnStatMin]) <= 1e-4f);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("cuda prefill attention is batch-invariant: alone or in any batch, bitwise", "[gpu]") {
   cuda::CudaBackend gpu(0);
   for (const AttentionShape& sh : {AttentionShape{16, 4, 128}, AttentionShape{4, 4, 80}}) {

@@ -103,7 +103,8 @@ TEST_CASE("cuda matmul equals the CPU within the f32 dot-product bound", "[gpu]"
   }
 }
 
-TEST_CASE("cuda rmsnorm, add_bias, silu_mul, add and copy_rows equal the CPU", "[gpu]") {
+TEST_CASE("cuda rmsnorm, add_bias, silu_mul, gelu_mul, softcap, add and copy_rows equal the CPU",
+          "[gpu]") {
   Fixture f;
   for (const int64_t n : llmctl::test::odd_lengths()) {
     for (const int64_t n_tokens : {1, 3, 17}) {
@@ -133,6 +134,25 @@ TEST_CASE("cuda rmsnorm, add_bias, silu_mul, add and copy_rows equal the CPU", "
       got = fetch(f.gpu, go, total);
       for (size_t i = 0; i < want.size(); ++i)
         CHECK(std::fabs(got[i] - want[i]) <= 1e-6f * std::fabs(want[i]) + 1e-30f);
+
+      // gelu_mul: tanhf vs glibc's tanhf, an ulp or two of 1 + tanh: 2e-6 relative, plus
+      // 2^-22 |g u| where 1 + tanh cancels (g < -3).
+      f.cpu.gelu_mul(cx, cy, total, co);
+      f.gpu.gelu_mul(gx, gy, total, go);
+      want = fetch(f.cpu, co, total);
+      got = fetch(f.gpu, go, total);
+      for (size_t i = 0; i < want.size(); ++i)
+        CHECK(std::fabs(got[i] - want[i]) <=
+              2e-6f * std::fabs(want[i]) + 2.4e-7f * std::fabs(x[i] * y[i]) + 1e-30f);
+
+      // softcap (cap 3 over y in [-8, 8): the bend and the flat part): tanhf, 2e-6 relative.
+      Buffer csc = make_f32(f.cpu, y), gsc = make_f32(f.gpu, y);
+      f.cpu.softcap(csc, total, 3.0f);
+      f.gpu.softcap(gsc, total, 3.0f);
+      want = fetch(f.cpu, csc, total);
+      got = fetch(f.gpu, gsc, total);
+      for (size_t i = 0; i < want.size(); ++i)
+        CHECK(std::fabs(got[i] - want[i]) <= 2e-6f * std::fabs(want[i]) + 1e-30f);
 
       // add_bias, add, copy_rows: one rounding or none: exact.
       f.cpu.add_bias(cx, wh, n_tokens);

@@ -387,3 +387,46 @@ TEST_CASE("prefill attention walk equals the paged kernel's bit for bit, and the
     }
   }
 }
+
+TEST_CASE("attention window: both kernels' walks read exactly the window, in the same states",
+          "[cpu][cuda]") {
+  // The paged kernel: warp w reads first_in_residue(first, w, 4), +4, ... <= pos. The prefill
+  // kernel: tiles of kv_rows from the block's lowest start, in each tile the indices
+  // tile_first_index .. tile_positions, state = index % 4. Both must read each position of
+  // [pos - window + 1, pos] (clamped at 0) once, position j in state j % 4, and nothing else.
+  for (const int32_t window : {0, 1, 2, 3, 4, 5, 7, 16, 61, 1000}) {
+    for (const int32_t pos : {0, 1, 3, 4, 5, 63, 64, 65, 130, 999, 1000, 1001}) {
+      for (const int32_t lowest_pos : {int32_t{0}, pos / 2, pos}) {
+        CAPTURE(window, pos, lowest_pos);
+        const int64_t first = attention_window_start(pos, window);
+        CHECK(first == (window > 0 ? std::max<int64_t>(0, int64_t{pos} - window + 1) : 0));
+        std::vector<int> paged(static_cast<size_t>(pos) + 1, 0), prefill(paged.size(), 0);
+        for (int w = 0; w < kPrefillResidues; ++w)
+          for (int64_t j = first_in_residue(first, w, kPrefillResidues); j <= pos;
+               j += kPrefillResidues) {
+            CHECK(j % kPrefillResidues == w);
+            ++paged[static_cast<size_t>(j)];
+          }
+        const int kv_rows = 64;
+        const int64_t lowest = attention_window_start(lowest_pos, window);
+        for (int64_t j0 = lowest - lowest % kv_rows; j0 <= pos; j0 += kv_rows) {
+          const int n_here = tile_positions(j0, kv_rows, pos);
+          const int lo = tile_first_index(j0, first);
+          for (int jj = lo - lo % kPrefillResidues; jj < n_here; jj += kPrefillResidues)
+            for (int w = 0; w < kPrefillResidues; ++w) {
+              const int at = jj + w;
+              if (at < lo) continue;
+              if (at >= n_here) break;
+              CHECK((j0 + at) % kPrefillResidues == w);
+              ++prefill[static_cast<size_t>(j0 + at)];
+            }
+        }
+        for (int64_t j = 0; j <= pos; ++j) {
+          const int want = j >= first ? 1 : 0;
+          CHECK(paged[static_cast<size_t>(j)] == want);
+          CHECK(prefill[static_cast<size_t>(j)] == want);
+        }
+      }
+    }
+  }
+}

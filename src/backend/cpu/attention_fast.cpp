@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/softcap_fast.h"
 #include "backend/cpu/softmax_fast.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
@@ -40,19 +41,23 @@ __attribute__((target("avx2,fma,f16c"))) inline float hsum(__m256 v) {
 
 #define LLMCTL_ATTN_AVX2 __attribute__((target("avx2,fma,f16c")))
 
-// Byte offsets, from the pool's base, of KV head g's rows at positions 0 .. n_kv - 1: walked
-// block by block once per (token, group), so the loops below do no division per key.
-void kv_row_offsets(const PagedKv& kv, const int32_t* blocks, int64_t n_kv, int64_t kv_dim,
-                    int64_t g, int64_t d, size_t es, std::vector<size_t>& off) {
+// Byte offsets, from the pool's base, of KV head g's rows at positions first .. first + n_kv - 1
+// (off[i] is position first + i): walked block by block once per (token, group), so the loops
+// below do no division per key.
+void kv_row_offsets(const PagedKv& kv, const int32_t* blocks, int64_t first, int64_t n_kv,
+                    int64_t kv_dim, int64_t g, int64_t d, size_t es, std::vector<size_t>& off) {
   const int64_t n_blocks = kv.k_pool->size() / (kv_dim * kv.block_size);
   off.resize(static_cast<size_t>(n_kv));
-  for (int64_t j0 = 0; j0 < n_kv; j0 += kv.block_size) {
-    const int32_t b = blocks[j0 / kv.block_size];
+  const int64_t end = first + n_kv;
+  for (int64_t j = first; j < end;) {
+    const int32_t b = blocks[j / kv.block_size];
     LLMCTL_ASSERT(b >= 0 && b < n_blocks);
-    const int64_t n = std::min<int64_t>(kv.block_size, n_kv - j0);
+    const int64_t in_block = j % kv.block_size;
+    const int64_t n = std::min<int64_t>(kv.block_size - in_block, end - j);
     for (int64_t i = 0; i < n; ++i)
-      off[static_cast<size_t>(j0 + i)] =
-          static_cast<size_t>((int64_t{b} * kv.block_size + i) * kv_dim + g * d) * es;
+      off[static_cast<size_t>(j - first + i)] =
+          static_cast<size_t>((int64_t{b} * kv.block_size + in_block + i) * kv_dim + g * d) * es;
+    j += n;
   }
 }
 
@@ -147,18 +152,26 @@ LLMCTL_ATTN_AVX2 void group_values(const float* a, const uint8_t* vbase, const s
   }
 }
 
+// The keys one query token reads: positions first .. first + n_kv - 1 (its window), scores
+// scaled by `scale`, then capped when softcap > 0.
+struct KeyRange {
+  int64_t first, n_kv;
+  float scale, softcap;
+};
+
 // Heads h0 .. h0 + nh - 1 of one query token, all in KV group g: q and out rows of consecutive
 // heads (stride d). stats: nh rows of kAttnStatFields, or nullptr.
-LLMCTL_ATTN_AVX2 void attend(const float* q, const PagedKv& kv, const int32_t* blocks, int64_t n_kv,
-                             int64_t kv_dim, int64_t g, int64_t d, int64_t nh, float* out,
-                             std::vector<float>& scores, float* stats) {
+LLMCTL_ATTN_AVX2 void attend(const float* q, const PagedKv& kv, const int32_t* blocks,
+                             const KeyRange& keys, int64_t kv_dim, int64_t g, int64_t d, int64_t nh,
+                             float* out, std::vector<float>& scores, float* stats) {
   const bool f16 = kv.k_pool->type() == BufferType::F16;
+  const int64_t n_kv = keys.n_kv;
+  const float scale = keys.scale;
   thread_local std::vector<size_t> offsets;  // per thread, reused: no allocation per call
-  kv_row_offsets(kv, blocks, n_kv, kv_dim, g, d, f16 ? size_t{2} : size_t{4}, offsets);
+  kv_row_offsets(kv, blocks, keys.first, n_kv, kv_dim, g, d, f16 ? size_t{2} : size_t{4}, offsets);
   const size_t* off = offsets.data();
   const auto* kbase = static_cast<const uint8_t*>(kv.k_pool->raw());
   const auto* vbase = static_cast<const uint8_t*>(kv.v_pool->raw());
-  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
   scores.resize(static_cast<size_t>(nh * n_kv));
   // heads in chunks of up to 4: 2 keys x 4 heads (scores) and 4 heads x 32 dims (values) of
   // accumulators fit the 16 registers
@@ -183,6 +196,7 @@ LLMCTL_ATTN_AVX2 void attend(const float* q, const PagedKv& kv, const int32_t* b
     for (int64_t h = 0; h < hn; ++h) {
       float* sh = sc + h * n_kv;
       float* st = stats != nullptr ? stats + (h0 + h) * kAttnStatFields : nullptr;
+      if (keys.softcap > 0.0f) softcap_fast(sh, n_kv, keys.softcap);
       if (st != nullptr) attn_score_stats(sh, n_kv, st);
       softmax_fast(sh, n_kv);
       if (st != nullptr) attn_softmax_entropy(sh, n_kv, st);
@@ -223,9 +237,11 @@ void attend_heads(const Buffer& q, const PagedKv& kv, int64_t t, int64_t h0, int
   const int32_t pos = kv.positions->i32()[t];
   LLMCTL_ASSERT(row >= 0 && pos >= 0 && (pos / kv.block_size) < kv.max_blocks);
   LLMCTL_ASSERT((static_cast<int64_t>(row) + 1) * kv.max_blocks <= kv.block_table->size());
+  const int64_t first = attention_first_position(pos, s.window);
+  const KeyRange keys{first, int64_t{pos} + 1 - first, attention_scale(s), s.softcap};
   attend(q.data() + (t * s.n_heads + h0) * s.head_dim, kv,
-         kv.block_table->i32() + row * kv.max_blocks, int64_t{pos} + 1, kv_dim, h0 / group,
-         s.head_dim, nh, out.data() + (t * s.n_heads + h0) * s.head_dim, scores, stats);
+         kv.block_table->i32() + row * kv.max_blocks, keys, kv_dim, h0 / group, s.head_dim, nh,
+         out.data() + (t * s.n_heads + h0) * s.head_dim, scores, stats);
 }
 }  // namespace
 

@@ -4,8 +4,11 @@
 // A group reads each K and V row once for its heads (GQA). K and V rows are read where
 // they lie in the pool, f16 converted 8 lanes at a time by F16C, with no per-row copy.
 //
-//   s[j] = q . K[j, g] / sqrt(head_dim), j = 0 .. pos;  a = softmax(s);  out = sum_j a[j] V[j, g]
+//   s[j] = q . K[j, g] * scale, j = j0 .. pos;  a = softmax(s);  out = sum_j a[j] V[j, g]
 //
+// with the AttentionShape options as backend.h defines them: scale = attention_scale(s), j0 the
+// window's first position (the rows before it are not read), and with a soft-cap the scores
+// capped by softcap_fast (softcap_fast.h) before the softmax and the statistics.
 // The result of a (token, head) depends only on its inputs, never on the batch or the thread
 // that runs it (batch invariance, backend.h). It differs from the reference by rounding: the
 // dot products accumulate in 8 lanes with FMA instead of one running sum, and the softmax's

@@ -10,6 +10,7 @@
 #include <limits>
 #include <new>
 
+#include "core/activation_math.h"
 #include "core/error.h"
 #include "core/fp16.h"
 #include "core/rope_math.h"
@@ -238,24 +239,29 @@ void attn_softmax_entropy(const float* probs, int64_t n, float* stats) {
   stats[kAttnStatEntropy] = static_cast<float>(h);
 }
 
-// Query token t at position p, head h (kv head g = h / group):
-//   s[j] = q[t, h] . K[j, g] / sqrt(head_dim), j <= p;  a = softmax(s);  out[t, h] = sum_j a[j]
-//   V[j, g]
+// Query token t at position p, head h (kv head g = h / group), j0 = first position the window
+// leaves (0 without one):
+//   s[j] = q[t, h] . K[j, g] * scale, j0 <= j <= p;  capped when s.softcap > 0;
+//   a = softmax(s);  out[t, h] = sum_j a[j] V[j, g]
+// Positions before j0 are not read (not masked with -inf: the same result, and their blocks
+// may be gone).
 void CpuBackend::attend_head(const Buffer& q, const PagedKv& kv, int64_t t, int64_t h,
                              const AttentionShape& s, Buffer& out, std::vector<float>& scores,
                              std::vector<float>& kv_row, float* stats) {
   const int64_t group = s.n_heads / s.n_kv_heads;
   const int64_t kv_dim = s.n_kv_heads * s.head_dim;
   const int64_t n_blocks = kv.k_pool->size() / (kv_dim * kv.block_size);
-  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.head_dim)));
+  const float scale = attention_scale(s);
   const int32_t row = kv.token_seq->i32()[t];
   const int32_t pos = kv.positions->i32()[t];
   LLMCTL_ASSERT(row >= 0 && pos >= 0 && (pos / kv.block_size) < kv.max_blocks);
   LLMCTL_ASSERT((static_cast<int64_t>(row) + 1) * kv.max_blocks <= kv.block_table->size());
   const int32_t* blocks = kv.block_table->i32() + row * kv.max_blocks;
-  const int64_t n_kv = int64_t{pos} + 1;
+  const int64_t j0 = attention_first_position(pos, s.window);
+  const int64_t n_kv = int64_t{pos} + 1 - j0;  // scores[i] is position j0 + i
   scores.resize(to_size(n_kv));
-  const auto slot_of = [&](int64_t j) {
+  const auto slot_of = [&](int64_t i) {
+    const int64_t j = j0 + i;
     const int32_t b = blocks[j / kv.block_size];
     LLMCTL_ASSERT(b >= 0 && b < n_blocks);
     return int64_t{b} * kv.block_size + j % kv.block_size;
@@ -268,6 +274,8 @@ void CpuBackend::attend_head(const Buffer& q, const PagedKv& kv, int64_t t, int6
     for (int64_t i = 0; i < s.head_dim; ++i) dot += qh[i] * kj[i];
     scores[to_size(j)] = dot * scale;
   }
+  if (s.softcap > 0.0f)
+    for (float& x : scores) x = softcap_score(x, s.softcap);
   if (stats != nullptr) attn_score_stats(scores.data(), n_kv, stats);
   softmax_inplace(scores.data(), n_kv);
   if (stats != nullptr) attn_softmax_entropy(scores.data(), n_kv, stats);
@@ -333,6 +341,25 @@ void CpuBackend::silu_mul_range(const Buffer& gate, const Buffer& up, int64_t i0
   const float* u = up.data();
   float* o = out.data();
   for (int64_t i = i0; i < i1; ++i) o[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+}
+
+void CpuBackend::gelu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) {
+  gelu_mul_range(gate, up, 0, n, out);
+}
+
+void CpuBackend::gelu_mul_range(const Buffer& gate, const Buffer& up, int64_t i0, int64_t i1,
+                                Buffer& out) {
+  const float* g = gate.data();
+  const float* u = up.data();
+  float* o = out.data();
+  for (int64_t i = i0; i < i1; ++i) o[i] = gelu_tanh(g[i]) * u[i];
+}
+
+void CpuBackend::softcap_impl(Buffer& x, int64_t n, float cap) { softcap_range(x, 0, n, cap); }
+
+void CpuBackend::softcap_range(Buffer& x, int64_t i0, int64_t i1, float cap) {
+  float* xs = x.data();
+  for (int64_t i = i0; i < i1; ++i) xs[i] = softcap_score(xs[i], cap);
 }
 
 void CpuBackend::add_impl(Buffer& x, const Buffer& y, int64_t n) {

@@ -50,6 +50,8 @@ class CpuBackend : public Backend {
   void top_k_impl(const Buffer& logits, int64_t n_rows, int64_t n_cols, int64_t k, Buffer& ids,
                   Buffer& values) override;
   void silu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) override;
+  void gelu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) override;
+  void softcap_impl(Buffer& x, int64_t n, float cap) override;
   void add_impl(Buffer& x, const Buffer& y, int64_t n) override;
   void copy_rows_impl(const Buffer& x, int64_t row_len, const Buffer& rows, int64_t n_rows,
                       Buffer& out) override;
@@ -67,6 +69,9 @@ class CpuBackend : public Backend {
                         const RopeParams& p);
   static void silu_mul_range(const Buffer& gate, const Buffer& up, int64_t i0, int64_t i1,
                              Buffer& out);
+  static void gelu_mul_range(const Buffer& gate, const Buffer& up, int64_t i0, int64_t i1,
+                             Buffer& out);
+  static void softcap_range(Buffer& x, int64_t i0, int64_t i1, float cap);
 
   static void attend_head(const Buffer& q, const PagedKv& kv, int64_t t, int64_t h,
                           const AttentionShape& s, Buffer& out, std::vector<float>& scores,

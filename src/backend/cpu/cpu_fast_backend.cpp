@@ -4,7 +4,9 @@
 #include <algorithm>
 
 #include "backend/cpu/attention_fast.h"
+#include "backend/cpu/gelu_mul_fast.h"
 #include "backend/cpu/silu_mul_fast.h"
+#include "backend/cpu/softcap_fast.h"
 
 namespace llmctl::cpu {
 
@@ -88,16 +90,39 @@ void CpuFastBackend::rope_impl(Buffer& x, const Buffer& positions, int64_t n_tok
       n_tokens, [&](int64_t t0, int64_t t1, int) { rope_rows(x, positions, t0, t1, n_heads, p); });
 }
 
-void CpuFastBackend::silu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) {
+template <class Run>
+void CpuFastBackend::elementwise(int64_t n, const Run& run) {
   // tasks of 4096 elements: whole cache lines per thread, balanced shares
   constexpr int64_t kChunk = 4096;
   ThreadPool& pool = n >= kMinParallelElements ? pool_ : serial_;
-  pool.parallel_for((n + kChunk - 1) / kChunk, [&](int64_t b, int64_t e, int) {
-    const int64_t i0 = b * kChunk, i1 = std::min(n, e * kChunk);
+  pool.parallel_for((n + kChunk - 1) / kChunk,
+                    [&](int64_t b, int64_t e, int) { run(b * kChunk, std::min(n, e * kChunk)); });
+}
+
+void CpuFastBackend::silu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) {
+  elementwise(n, [&](int64_t i0, int64_t i1) {
     if (simd_)
       silu_mul_fast(gate.data() + i0, up.data() + i0, i1 - i0, out.data() + i0);
     else
       silu_mul_range(gate, up, i0, i1, out);
+  });
+}
+
+void CpuFastBackend::gelu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) {
+  elementwise(n, [&](int64_t i0, int64_t i1) {
+    if (simd_)
+      gelu_mul_fast(gate.data() + i0, up.data() + i0, i1 - i0, out.data() + i0);
+    else
+      gelu_mul_range(gate, up, i0, i1, out);
+  });
+}
+
+void CpuFastBackend::softcap_impl(Buffer& x, int64_t n, float cap) {
+  elementwise(n, [&](int64_t i0, int64_t i1) {
+    if (simd_)
+      softcap_fast(x.data() + i0, i1 - i0, cap);
+    else
+      softcap_range(x, i0, i1, cap);
   });
 }
 

@@ -3,8 +3,9 @@
 // threaded SIMD versions: matmul through matmul_fast (AVX2 kernels chosen at run time, int8
 // activations for quantized weights) and attention split over (token, head) pairs, each run by
 // attend_head_fast (AVX2/F16C, attention_fast.h) or, without AVX2, the reference code.
-// The element-wise ops are the reference ones (SiLU with an 8-lane exp, silu_mul_fast.h),
-// split over the threads when a batch is big enough to pay for waking them (prefill).
+// The element-wise ops are the reference ones or 8-lane versions of them (SiLU and GELU with an
+// 8-lane exp, tanh for the soft-cap: silu_mul_fast.h, gelu_mul_fast.h, softcap_fast.h), split
+// over the threads when a batch is big enough to pay for waking them (prefill).
 //
 // Batch invariance holds as in the reference: matmul_fast gives bit-identical rows whatever
 // the batch and thread count, and each (token, head) of attention and each element of the
@@ -38,13 +39,20 @@ class CpuFastBackend final : public CpuBackend {
   void rope_impl(Buffer& x, const Buffer& positions, int64_t n_tokens, int64_t n_heads,
                  const RopeParams& p) override;
   void silu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) override;
+  void gelu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) override;
+  void softcap_impl(Buffer& x, int64_t n, float cap) override;
 
  private:
+  // Elements [0, n) in chunks over the pool (or the calling thread for small n): run(i0, i1)
+  // computes [i0, i1) with the SIMD function or the reference, as simd_ says.
+  template <class Run>
+  void elementwise(int64_t n, const Run& run);
   // Both attention ops: (token, head) tasks over the pool; stats nullptr or
   // (n_tokens, n_heads, kAttnStatFields), each task writing its own row.
   void attention_tasks(const Buffer& q, const PagedKv& kv, int64_t n_tokens,
                        const AttentionShape& s, Buffer& out, float* stats);
-  bool simd_;  // AVX2, FMA and F16C (attention_fast_available()): the SIMD attention and SiLU
+  bool simd_;  // AVX2, FMA and F16C (attention_fast_available()): the SIMD attention and
+               // element-wise ops
   ThreadPool pool_;
   ThreadPool serial_{1};  // ops too small to be worth waking the other threads
   MatmulScratch scratch_;

@@ -294,7 +294,9 @@ PagedAttentionArgs attention_args(const PagedKv& kv, int64_t n_tokens, const Att
   a.n_seq_rows = kv.block_table->size() / kv.max_blocks;
   a.token_seq = kv.token_seq->i32();
   a.positions = kv.positions->i32();
-  a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.head_dim)));  // as the CPU
+  a.scale = attention_scale(s);  // as the CPU
+  a.softcap = s.softcap;
+  a.window = s.window;
   return a;
 }
 
@@ -366,6 +368,16 @@ void CudaBackend::find_nan_inf_impl(const Buffer& logits, int64_t n_rows, int64_
 
 void CudaBackend::silu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) {
   launch_silu_mul_f32(gate.data(), up.data(), n, out.data(), stream_);
+  LLMCTL_CUDA_CHECK_LAUNCH();
+}
+
+void CudaBackend::gelu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) {
+  launch_gelu_mul_f32(gate.data(), up.data(), n, out.data(), stream_);
+  LLMCTL_CUDA_CHECK_LAUNCH();
+}
+
+void CudaBackend::softcap_impl(Buffer& x, int64_t n, float cap) {
+  launch_softcap_f32(x.data(), n, cap, stream_);
   LLMCTL_CUDA_CHECK_LAUNCH();
 }
 
