@@ -59,4 +59,7 @@ TEST_CASE("pre-tokenizer option overrides the file's name and an unknown one sug
   const auto bad = run_llmctl({"tokenize", "-m", m, "--pre-tokenizer", "qwen", text});
   CHECK(bad.code == 1);
   CHECK(bad.err.find("qwen2") != std::string::npos);  // the closest known name
+  // The typed name is the user's mistake: the message names the option, not the model file.
+  CHECK(bad.err.find("--pre-tokenizer: unknown pre-tokenizer 'qwen'") != std::string::npos);
+  CHECK(bad.err.find(m) == std::string::npos);
 }

@@ -301,7 +301,10 @@ std::unique_ptr<TokenizerImpl> make_gpt2_gguf_tokenizer(const GgufFile& file,
     try {
       choice = choose_pre_tokenizer(key != nullptr ? &value : nullptr, pre_tokenizer);
     } catch (const Error& e) {
-      throw FileError(path, e.what(), FileError::kNoOffset,
+      // A name the user typed is their error, not the file's.
+      if (!pre_tokenizer.empty())
+        throw Error(fmt::format("--pre-tokenizer: {}", e.what()));
+      throw FileError(path, fmt::format("tokenizer.ggml.pre: {}", e.what()), FileError::kNoOffset,
                       "pass --pre-tokenizer NAME with one of the known names (a newer "
                       "llama.cpp may know this one)");
     }

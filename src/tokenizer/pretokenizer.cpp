@@ -41,7 +41,7 @@ const PreTokenizerSpec& find_pre_tokenizer(std::string_view name) {
     if (i > 0) closest += ", ";
     closest += *ranked[i].second;
   }
-  throw Error(fmt::format("unknown pre-tokenizer (tokenizer.ggml.pre) '{}'; closest known: {} "
+  throw Error(fmt::format("unknown pre-tokenizer '{}'; closest known: {} "
                           "(llmctl knows {} names, those llama.cpp accepts)",
                           name, closest, table.size()));
 }
