@@ -102,37 +102,58 @@ BpeModel::BpeModel(const std::vector<std::optional<std::string>>& token_bytes,
     throw Error(fmt::format("vocabulary of {} tokens is too large", token_bytes.size()));
   n_vocab_ = static_cast<int32_t>(token_bytes.size());
   ids_.reserve(token_bytes.size() + merges.size() / 4);
-  constexpr size_t kLookahead = 8;  // entries whose slots are loaded ahead of their lookups
+  // Both tables are probed at random, one cache miss per probe: each string's hash is taken
+  // kLookahead entries ahead and its slot prefetched, then used for the insert.
+  constexpr size_t kLookahead = 8;
+  std::array<size_t, kLookahead> token_hash{};
+  auto token_ahead = [&](size_t id) {
+    if (id >= token_bytes.size() || !token_bytes[id]) return;
+    token_hash[id % kLookahead] = ByteStringIds::hash(*token_bytes[id]);
+    ids_.prefetch(token_hash[id % kLookahead]);
+  };
+  for (size_t id = 0; id < kLookahead; ++id) token_ahead(id);
   for (size_t id = 0; id < token_bytes.size(); ++id) {
-    if (id + kLookahead < token_bytes.size() && token_bytes[id + kLookahead])
-      ids_.prefetch(*token_bytes[id + kLookahead]);
-    if (token_bytes[id]) ids_.insert(*token_bytes[id], static_cast<int32_t>(id), /*overwrite=*/true);
+    const size_t h = token_hash[id % kLookahead];
+    if (token_bytes[id]) ids_.insert(*token_bytes[id], h, static_cast<int32_t>(id), /*overwrite=*/true);
+    token_ahead(id + kLookahead);
   }
   for (uint32_t b = 0; b < 256; ++b) byte_ids_[b] = intern(std::string(1, static_cast<char>(b)));
 
   merges_.reserve(merges.size());
-  std::string joined, joined_ahead;
+  struct Hashes {
+    size_t left, right, joined;
+  };
+  std::array<Hashes, kLookahead> merge_hash{};
+  std::string joined;
+  auto merge_ahead = [&](size_t rank) {
+    if (rank >= merges.size()) return;
+    const Merge& m = merges[rank];
+    joined.assign(m.left).append(m.right);
+    Hashes& h = merge_hash[rank % kLookahead];
+    h = {ByteStringIds::hash(m.left), ByteStringIds::hash(m.right), ByteStringIds::hash(joined)};
+    ids_.prefetch(h.left);
+    ids_.prefetch(h.right);
+    ids_.prefetch(h.joined);
+  };
   struct Pending {
     uint64_t key;
     MergeResult result;
   };
   std::array<Pending, kLookahead> pending{};
   size_t n_pending = 0;
+  for (size_t rank = 0; rank < kLookahead; ++rank) merge_ahead(rank);
+  std::string merged_bytes;
   for (size_t rank = 0; rank < merges.size(); ++rank) {
-    if (rank + kLookahead < merges.size()) {
-      const Merge& ahead = merges[rank + kLookahead];
-      ids_.prefetch(ahead.left);
-      ids_.prefetch(ahead.right);
-      ids_.prefetch(joined_ahead.assign(ahead.left).append(ahead.right));
-    }
+    const Hashes h = merge_hash[rank % kLookahead];
     const Merge& m = merges[rank];
+    merge_ahead(rank + kLookahead);
     if (m.left.empty() || m.right.empty()) continue;  // cannot apply to any pair of symbols
-    const int32_t left = intern(m.left);
-    const int32_t right = intern(m.right);
-    joined.assign(m.left).append(m.right);
-    const int32_t merged = intern(joined);
-    // The pair table is probed at random too: its slot is loaded now, the entry written
-    // kLookahead merges later (the order of emplaces is kept, so a repeat keeps its rank).
+    const int32_t left = intern(m.left, h.left);
+    const int32_t right = intern(m.right, h.right);
+    merged_bytes.assign(m.left).append(m.right);
+    const int32_t merged = intern(merged_bytes, h.joined);
+    // The pair table too: its slot is loaded now, the entry written kLookahead merges later
+    // (the order of emplaces is kept, so a repeated pair keeps its first rank).
     const uint64_t key = pair_key(left, right);
     merges_.prefetch(key);
     Pending& slot = pending[n_pending++ % kLookahead];
@@ -143,12 +164,14 @@ BpeModel::BpeModel(const std::vector<std::optional<std::string>>& token_bytes,
     merges_.emplace(pending[k % kLookahead].key, pending[k % kLookahead].result);
 }
 
-int32_t BpeModel::intern(std::string_view bytes) {
+int32_t BpeModel::intern(std::string_view bytes) { return intern(bytes, ByteStringIds::hash(bytes)); }
+
+int32_t BpeModel::intern(std::string_view bytes, size_t hash) {
   const size_t next = static_cast<size_t>(n_vocab_) + internal_.size();
   if (next >= static_cast<size_t>(std::numeric_limits<int32_t>::max()))
     throw Error("too many BPE merges");
   // One probe: insert keeps the id of bytes already known (a token or an earlier intern).
-  const int32_t id = ids_.insert(bytes, static_cast<int32_t>(next), /*overwrite=*/false);
+  const int32_t id = ids_.insert(bytes, hash, static_cast<int32_t>(next), /*overwrite=*/false);
   if (id == static_cast<int32_t>(next)) internal_.emplace_back(bytes);
   return id;
 }

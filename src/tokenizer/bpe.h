@@ -89,6 +89,7 @@ class BpeModel {
            static_cast<uint32_t>(right);
   }
   int32_t intern(std::string_view bytes);
+  int32_t intern(std::string_view bytes, size_t hash);  // hash = ByteStringIds::hash(bytes)
   void emit(int32_t id, std::vector<int32_t>& out) const;
   // Queues the pair (left, its next symbol) when a merge exists for it; push_candidate
   // also restores the heap order.

@@ -32,10 +32,11 @@ class ByteStringIds {
     entries_.reserve(n);
     rehash(capacity_for(n));
   }
-  // Starts loading the slot `s` hashes to, so that a lookup issued a few steps later finds it
-  // in cache (loading a vocabulary probes the table 450k times at random).
-  void prefetch(std::string_view s) const {
-    if (!slots_.empty()) __builtin_prefetch(&slots_[std::hash<std::string_view>{}(s) & mask_]);
+  static size_t hash(std::string_view s) { return std::hash<std::string_view>{}(s); }
+  // Starts loading the slot of a string with hash h, so that an insert issued a few steps later
+  // finds it in cache (loading a vocabulary probes the table 450k times at random).
+  void prefetch(size_t h) const {
+    if (!slots_.empty()) __builtin_prefetch(&slots_[h & mask_]);
   }
   // -1 when absent.
   int32_t find(std::string_view s) const {
@@ -50,12 +51,13 @@ class ByteStringIds {
     }
   }
   // Sets s -> id (replacing an existing id when overwrite); returns the id now stored.
-  int32_t insert(std::string_view s, int32_t id, bool overwrite) {
+  int32_t insert(std::string_view s, int32_t id, bool overwrite) { return insert(s, hash(s), id, overwrite); }
+  // The same with s's hash (h = hash(s)) computed already.
+  int32_t insert(std::string_view s, size_t h, int32_t id, bool overwrite) {
     if (arena_.size() + s.size() > std::numeric_limits<uint32_t>::max())
       throw Error(fmt::format("BPE vocabulary: more than 4 GiB of token bytes (at {} + {})",
                               arena_.size(), s.size()));
     if ((entries_.size() + 1) * 4 > slots_.size() * 3) rehash(capacity_for(entries_.size() + 1));
-    const size_t h = std::hash<std::string_view>{}(s);
     size_t i = h & mask_;
     for (;; i = (i + 1) & mask_) {
       const uint64_t slot = slots_[i];
