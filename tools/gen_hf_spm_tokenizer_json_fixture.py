@@ -31,6 +31,11 @@ from gen_bpe_reference_ids import TEXTS, read_metadata  # noqa: E402
 from gen_hf_tokenizer_json_fixture import write_cases  # noqa: E402
 
 N_REDUCED = 3000
+# Llama 2's "▁" and whole words come late in its vocabulary (the lone "▁" is id 29871): the
+# reduced vocabularies take the first N_REDUCED - len(LATE_PIECES) pieces and these, so that
+# spaces and words are tokens and not only byte fallback.
+LATE_PIECES = ["\u2581", "\u2581Hello", "\u2581world", "\u2581Straße", "\u2581apples", "\u2581spaces",
+               "\u2581leading", "\u2581trailing", "\u2581tabbed", "\u2581pay"]
 QWEN2 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
          r"\s*[\r\n]+|\s+(?!\S)|\s+")
 # Beyond the shared texts: what normalization changes (decomposed accents, the Angstrom and
@@ -104,8 +109,13 @@ def main():
     full = build_spm(pieces, scores, types, "llama2")
     for c in cases:
         c["llama2_full"] = full.encode(c["text"], add_special_tokens=False).ids
+    index = {p: i for i, p in enumerate(pieces)}
+    late = sorted(index[p] for p in LATE_PIECES if p in index)
+    cut = N_REDUCED - len(late)
+    assert late and late[0] >= cut, "LATE_PIECES must come after the first pieces kept"
+    keep = list(range(cut)) + late
     for style in ("llama2", "gemma"):
-        tok = build_spm(pieces[:N_REDUCED], scores[:N_REDUCED], types[:N_REDUCED], style)
+        tok = build_spm([pieces[i] for i in keep], [scores[i] for i in keep], [types[i] for i in keep], style)
         save(tok, out_dir, style)
         for c in cases:
             enc = tok.encode(c["text"], add_special_tokens=False)

@@ -99,6 +99,8 @@ class BpeTokenizer final : public TokenizerImpl {
   std::string decode(const std::vector<int32_t>& ids) const override {
     std::string out;
     for (int32_t id : ids) out += bytes_.at(index(id));
+    // tokenizers' Strip decoder: the space the Prepend("▁") normalizer added goes again.
+    if (strips_leading_space_ && !out.empty() && out.front() == ' ') out.erase(0, 1);
     return utf8_sanitize(out);  // the Tokenizer::decode contract: valid UTF-8
   }
 

@@ -3,11 +3,18 @@
 // byte fallback and a byte-level BPE ("gpt2") one, each with CONTROL and USER_DEFINED tokens
 // whose texts overlap ("<|im_start|>", "<|im", "[INST]").
 //
-// Input: byte 0 = flags (bit 0: gpt2 vocabulary, bit 1: add_bos, bit 2: parse_special), the
-// rest is the text. Properties checked: encode never throws; every id is in range; decode of
-// the ids never throws and is valid UTF-8; for gpt2 without parse_special, decode(encode(x))
-// equals x with invalid bytes as U+FFFD (every byte has a token); a text without any special
-// token's text encodes the same with and without parse_special.
+// A third is a SentencePiece-style tokenizer.json (BPE over characters with byte fallback,
+// normalizer NFC + Prepend("▁") + Replace(" ", "▁"), decoder with Strip), written to a
+// temporary file at start.
+//
+// Input: byte 0 = flags (bit 0: gpt2 vocabulary, bit 3: the tokenizer.json one, bit 1:
+// add_bos, bit 2: parse_special), the rest is the text. Properties checked: encode never
+// throws; every id is in range; decode of the ids never throws and is valid UTF-8; for gpt2
+// without parse_special, decode(encode(x)) equals x with invalid bytes as U+FFFD (every byte has
+// a token), and for the tokenizer.json one it equals NFC(x) so repaired, when x holds no "▁";
+// a text without any special token's text encodes the same with and without parse_special.
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +26,7 @@
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
 #include "tokenizer/bpe.h"
+#include "tokenizer/text_normalizer.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
 
@@ -101,6 +109,38 @@ llmctl::Tokenizer make_gpt2() {
   return from_builder(g, "fuzz-gpt2");
 }
 
+llmctl::Tokenizer make_char_bpe_json() {
+  std::string vocab = R"("<unk>": 0, "<s>": 1, "</s>": 2)";
+  for (int b = 0; b < 256; ++b) vocab += fmt::format(R"(, "<0x{:02X}>": {})", b, 3 + b);
+  int id = 259;
+  for (const char* t : {"\u2581", "h", "e", "l", "o", "t", "he", "ll", "\u2581t", "\u2581the", "hell",
+                        "\u00e9", "\u2581h", "\u2581hell", "<|im"})
+    vocab += fmt::format(R"(, "{}": {})", t, id++);
+  const std::string json = R"({"added_tokens": [
+      {"id": 0, "content": "<unk>", "special": true}, {"id": 1, "content": "<s>", "special": true},
+      {"id": 2, "content": "</s>", "special": true}, {"id": )" + std::to_string(id) +
+      R"(, "content": "<|im_start|>", "special": true}],
+    "normalizer": {"type": "Sequence", "normalizers": [{"type": "NFC"},
+      {"type": "Prepend", "prepend": "▁"},
+      {"type": "Replace", "pattern": {"String": " "}, "content": "▁"}]},
+    "pre_tokenizer": null,
+    "decoder": {"type": "Sequence", "decoders": [
+      {"type": "Replace", "pattern": {"String": "▁"}, "content": " "},
+      {"type": "ByteFallback"}, {"type": "Fuse"},
+      {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
+    "post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+      {"Sequence": {"id": "A", "type_id": 0}}], "pair": [], "special_tokens": {}},
+    "model": {"type": "BPE", "byte_fallback": true, "vocab": {)" + vocab + R"(},
+      "merges": ["h e", "l l", "▁ t", "▁t he", "he ll", "▁ h", "▁h ell"]}})";
+  char dir[] = "/tmp/fuzz_tokenizer_XXXXXX";
+  if (mkdtemp(dir) == nullptr) finding("mkdtemp failed");
+  const std::string path = std::string(dir) + "/tokenizer.json";
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr || std::fwrite(json.data(), 1, json.size(), f) != json.size()) finding("write failed");
+  std::fclose(f);
+  return llmctl::Tokenizer::from_hf_tokenizer_json(path);
+}
+
 bool has_special_text(const std::string& text) {
   for (const std::string& s : kSpecialTexts)
     if (text.find(s) != std::string::npos) return true;
@@ -112,11 +152,13 @@ bool has_special_text(const std::string& text) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const llmctl::Tokenizer spm = make_spm();
   static const llmctl::Tokenizer gpt2 = make_gpt2();
+  static const llmctl::Tokenizer char_bpe = make_char_bpe_json();
   if (size == 0) return 0;
   const bool use_gpt2 = (data[0] & 1) != 0;
+  const bool use_char_bpe = !use_gpt2 && (data[0] & 8) != 0;
   const bool add_bos = (data[0] & 2) != 0;
   const bool parse_special = (data[0] & 4) != 0;
-  const llmctl::Tokenizer& tok = use_gpt2 ? gpt2 : spm;
+  const llmctl::Tokenizer& tok = use_gpt2 ? gpt2 : use_char_bpe ? char_bpe : spm;
   const std::string text(reinterpret_cast<const char*>(data) + 1, size - 1);
 
   std::vector<int32_t> ids;
@@ -132,6 +174,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!llmctl::utf8_is_valid(back)) finding("decode gave invalid UTF-8");
   if (use_gpt2 && !parse_special && !add_bos && back != llmctl::utf8_sanitize(text))
     finding("gpt2 round trip");
+  if (use_char_bpe && !parse_special && !add_bos && text.find("\xE2\x96\x81") == std::string::npos &&
+      back != llmctl::utf8_sanitize(llmctl::unicode_normalize(text, llmctl::TextNormalizer::Kind::Nfc)))
+    finding("tokenizer.json round trip");
   if (parse_special && !has_special_text(text) && ids != tok.encode(text, add_bos, false)) {
     // sentencepiece itself matches USER_DEFINED pieces, so only a text without any special
     // text must encode identically.
