@@ -158,6 +158,17 @@ TEST_CASE("tokenizer.json in Llama 2's style (byte fallback, dummy prefix) match
   CHECK(tok.add_bos_default());
   CHECK(tok.token_type(1) == llmctl::TokenType::Control);
   CHECK(tok.token_type(3) == llmctl::TokenType::Byte);  // "<0x00>"
+  CHECK(tok.kind() == "llama");
+  // Streaming gives decode()'s text (byte fallback pieces joined into characters).
+  for (const std::string text : {"Hello world", "emoji \xF0\x9F\x98\x80 and caf\xC3\xA9"}) {
+    const auto ids = tok.encode(text, false);
+    llmctl::StreamDecoder stream(tok);
+    std::string streamed;
+    for (const int32_t id : ids) streamed += stream.push(id);
+    streamed += stream.flush();
+    CHECK(streamed == tok.decode(ids));
+    CHECK(streamed == text);
+  }
 }
 
 TEST_CASE("tokenizer.json in Gemma's style (byte fallback, no dummy prefix) matches tokenizers",

@@ -261,7 +261,9 @@ std::unique_ptr<TokenizerImpl> make_char_bpe_tokenizer(std::vector<std::string> 
   BpeTokenizerParts parts{std::move(pieces), std::move(types), std::move(bytes),
                           &regex_splitter_for({}), std::move(normalizer), bos, eos, add_bos,
                           strips_leading_space};
-  return std::make_unique<BpeTokenizer>(std::move(parts), std::move(bpe));
+  auto impl = std::make_unique<BpeTokenizer>(std::move(parts), std::move(bpe));
+  impl->kind = "llama";  // what a GGUF of the same vocabulary says (tokenizer.ggml.model)
+  return impl;
 }
 
 std::unique_ptr<TokenizerImpl> make_gpt2_gguf_tokenizer(const GgufFile& file,

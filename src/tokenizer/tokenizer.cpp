@@ -121,7 +121,8 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& file, const TokenizerOptions& opt
 
 Tokenizer Tokenizer::from_hf_tokenizer_json(const std::string& path) {
   std::unique_ptr<TokenizerImpl> impl = make_hf_json_tokenizer(path);
-  impl->kind = "gpt2";
+  // As llama.cpp names the two kinds in GGUF: byte-level BPE "gpt2", SentencePiece-style "llama".
+  if (impl->kind.empty()) impl->kind = "gpt2";
   impl->source = path;
   return Tokenizer(std::move(impl));
 }
