@@ -116,6 +116,9 @@ TEST_CASE("tokenizer.json parts llmctl cannot run are errors naming them", "[cpu
   CHECK_THAT(message(R"({"normalizer": {"type": "Replace", "pattern": {"Regex": " +"}, "content": " "}, )" +
                      byte_level + R"("model": {"type": "BPE", )" + vocab + "}}"),
              Catch::Contains("Replace with a Regex pattern"));
+  CHECK_THAT(message(R"({"pre_tokenizer": {"type": "Sequence", "pretokenizers": [{"type": "Digits"},
+                 {"type": "ByteLevel", "add_prefix_space": true}]}, "model": {"type": "BPE", )" + vocab + "}}"),
+             Catch::Contains("add_prefix_space after another pre-tokenizer"));
   CHECK_THAT(message(R"({"pre_tokenizer": {"type": "Metaspace", "split": true}, "model": {"type": "BPE", "byte_fallback": true, )" +
                      vocab + "}}"),
              Catch::Contains("Metaspace with split"));
@@ -181,6 +184,11 @@ TEST_CASE("tokenizer.json with an NFC normalizer (Qwen2.5's layout) matches toke
   check_spm_style("nfc", false);
 }
 
+TEST_CASE("tokenizer.json with ByteLevel add_prefix_space (GPT-2/RoBERTa layout) matches tokenizers",
+          "[cpu][tokenizer][golden]") {
+  check_spm_style("prefix", false);
+}
+
 // The full Llama 2 vocabulary as a tokenizer.json (built as transformers converts it; 2 MB,
 // not committed) gives `tokenizers` the ids our GGUF path gives through libsentencepiece.
 TEST_CASE("tokenizers' ids for the full Llama 2 tokenizer.json equal the GGUF path's",
@@ -210,4 +218,8 @@ TEST_CASE("normalizer steps: Unicode forms, Prepend, Replace, invalid bytes kept
   CHECK(llama2.apply("Hello  world") == "\u2581Hello\u2581\u2581world");
   CHECK(llama2.apply("").empty());  // Prepend leaves an empty text empty
   CHECK(TextNormalizer().apply("as is") == "as is");
+  const TextNormalizer prefix({{Kind::PrefixSpace, "", ""}});
+  CHECK(prefix.apply("hi") == " hi");
+  CHECK(prefix.apply(" hi") == " hi");
+  CHECK(prefix.apply("").empty());
 }

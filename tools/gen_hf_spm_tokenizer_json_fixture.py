@@ -16,6 +16,8 @@ tests/fixtures/hf_tokenizer_json/gemma/tokenizer.json   the same vocabulary the 
     normalizer Replace(" ", "▁") only (no dummy prefix), decoder without Strip
 tests/fixtures/hf_tokenizer_json/nfc/tokenizer.json     SmolLM2's first 3,000 tokens with
     Qwen2.5's layout: normalizer NFC, Split(Qwen2 regex, Isolated), ByteLevel(use_regex=false)
+tests/fixtures/hf_tokenizer_json/prefix/tokenizer.json  the same SmolLM2 tokens GPT-2/RoBERTa's way:
+    ByteLevel(add_prefix_space=true, use_regex=true) alone
 tests/fixtures/hf_tokenizer_json_spm_ids.json  per text: the ids of each reduced file, and of
     the full Llama 2 vocabulary built the same way ("llama2_full"), which the C++ test compares
     with our GGUF path on ggml-vocab-llama-spm.gguf (libsentencepiece), so the 2 MB file need
@@ -92,6 +94,14 @@ def build_nfc(tokens, merges, n_special):
     return tok
 
 
+def build_prefix(tokens, merges, n_special):
+    tok = Tokenizer(models.BPE(vocab={t: i for i, t in enumerate(tokens)}, merges=merges))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True, use_regex=True)
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in tokens[:n_special]])
+    return tok
+
+
 def save(tok, out_dir, style):
     d = os.path.join(out_dir, "hf_tokenizer_json", style)
     os.makedirs(d, exist_ok=True)
@@ -128,12 +138,13 @@ def main():
     kept = set(tokens[:N_REDUCED])
     merges = [tuple(m.split(" ", 1)) for m in smol["tokenizer.ggml.merges"]]
     merges = [(a, b) for a, b in merges if a in kept and b in kept and a + b in kept]
-    tok = build_nfc(tokens[:N_REDUCED], merges, n_special)
-    save(tok, out_dir, "nfc")
-    for c in cases:
-        enc = tok.encode(c["text"], add_special_tokens=False)
-        c["nfc"] = enc.ids
-        c["nfc_decoded"] = tok.decode(enc.ids, skip_special_tokens=False)
+    for style, build in (("nfc", build_nfc), ("prefix", build_prefix)):
+        tok = build(tokens[:N_REDUCED], merges, n_special)
+        save(tok, out_dir, style)
+        for c in cases:
+            enc = tok.encode(c["text"], add_special_tokens=False)
+            c[style] = enc.ids
+            c[style + "_decoded"] = tok.decode(enc.ids, skip_special_tokens=False)
 
     write_cases(os.path.join(out_dir, "hf_tokenizer_json_spm_ids.json"),
                 "tools/gen_hf_spm_tokenizer_json_fixture.py", cases)

@@ -9,7 +9,7 @@
 //   normalizer       NFC/NFD/NFKC/NFKD, Prepend, Replace(String), Sequence of them
 //                    (text_normalizer.h); anything else is refused, naming it
 //   pre_tokenizer    byte-level: Sequence / Split(Regex|String, Isolated, invert false) /
-//                    ByteLevel (use_regex: GPT-2's pattern; add_prefix_space refused) /
+//                    ByteLevel (use_regex: GPT-2's pattern; add_prefix_space when first) /
 //                    Digits, turned into one regex list run as the GGUF pre-tokenizers are;
 //                    character-level: none, or Metaspace without split (as normalizer steps)
 //   decoder          ByteLevel; or Replace("▁", " ") / ByteFallback / Fuse / Strip / Metaspace
@@ -63,11 +63,18 @@ std::string type_of(const Json& j) {
                   "carries the same vocabulary");
 }
 
-void collect_patterns(const std::string& path, const Json& pre, std::vector<std::string>& out) {
+// The regex list of a byte-level pre-tokenizer; `prefix_space` is set by a ByteLevel with
+// add_prefix_space that comes first (tokenizers then prefixes the whole text; after another
+// step it would prefix every piece, which llmctl does not do).
+void collect_patterns(const std::string& path, const Json& pre, std::vector<std::string>& out,
+                      bool& prefix_space, bool& first) {
   if (pre.is_null()) return;
   const std::string type = type_of(pre);
+  const bool is_first = first;
+  first = false;
   if (type == "Sequence") {
-    for (const Json& p : pre.at("pretokenizers")) collect_patterns(path, p, out);
+    first = is_first;
+    for (const Json& p : pre.at("pretokenizers")) collect_patterns(path, p, out, prefix_space, first);
   } else if (type == "Split") {
     const std::string behavior = pre.value("behavior", std::string("Isolated"));
     if (behavior != "Isolated" || pre.value("invert", false))
@@ -79,7 +86,10 @@ void collect_patterns(const std::string& path, const Json& pre, std::vector<std:
     else
       out.push_back("\\Q" + pattern.at("String").get<std::string>() + "\\E");
   } else if (type == "ByteLevel") {
-    if (pre.value("add_prefix_space", false)) unsupported(path, "ByteLevel add_prefix_space");
+    if (pre.value("add_prefix_space", false)) {
+      if (!is_first) unsupported(path, "ByteLevel add_prefix_space after another pre-tokenizer");
+      prefix_space = true;
+    }
     if (pre.value("use_regex", true)) out.push_back(kByteLevelRegex);
   } else if (type == "Digits") {
     out.push_back(pre.value("individual_digits", false) ? "\\p{N}" : "\\p{N}+");
@@ -271,7 +281,9 @@ std::unique_ptr<TokenizerImpl> make_hf_json_tokenizer(const std::string& path) {
     std::unique_ptr<TokenizerImpl> impl;
     if (byte_level) {
       std::vector<std::string> patterns;
-      collect_patterns(path, pre_tokenizer, patterns);
+      bool prefix_space = false, first = true;
+      collect_patterns(path, pre_tokenizer, patterns, prefix_space, first);
+      if (prefix_space) steps.push_back({TextNormalizer::Kind::PrefixSpace, "", ""});
       impl = make_byte_level_bpe_tokenizer(std::move(pieces), std::move(types), merge_views,
                                            regex_splitter_for(patterns),
                                            model.value("ignore_merges", false), bos, eos,

@@ -20,7 +20,8 @@ int utf8proc_options(TextNormalizer::Kind form) {
     case TextNormalizer::Kind::Nfd: return UTF8PROC_STABLE | UTF8PROC_DECOMPOSE;
     case TextNormalizer::Kind::Nfkc: return UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT;
     case TextNormalizer::Kind::Nfkd: return UTF8PROC_STABLE | UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT;
-    case TextNormalizer::Kind::Prepend: case TextNormalizer::Kind::Replace: break;
+    case TextNormalizer::Kind::Prepend: case TextNormalizer::Kind::Replace:
+    case TextNormalizer::Kind::PrefixSpace: break;
   }
   LLMCTL_ASSERT(false && "not a normalization form");
   return 0;
@@ -84,6 +85,9 @@ std::string TextNormalizer::apply(std::string_view text) const {
         break;
       case Kind::Replace:
         s = replace_all(s, step.text, step.replacement);
+        break;
+      case Kind::PrefixSpace:
+        if (!s.empty() && s.front() != ' ') s.insert(0, " ");
         break;
     }
   }

@@ -4,6 +4,8 @@
 //   NFC, NFD, NFKC, NFKD   Unicode normalization (utf8proc); invalid UTF-8 bytes pass through
 //   Prepend(s)             s before a non-empty text (SentencePiece's dummy prefix "▁")
 //   Replace(a, b)          every a by b, left to right (" " -> "▁" in Llama 2 and Gemma)
+//   PrefixSpace            a space before a non-empty text that does not start with one
+//                          (ByteLevel's add_prefix_space, when ByteLevel is the first pre-tokenizer)
 
 #include <string>
 #include <string_view>
@@ -13,7 +15,7 @@ namespace llmctl {
 
 class TextNormalizer {
  public:
-  enum class Kind { Nfc, Nfd, Nfkc, Nfkd, Prepend, Replace };
+  enum class Kind { Nfc, Nfd, Nfkc, Nfkd, Prepend, Replace, PrefixSpace };
   struct Step {
     Kind kind;
     std::string text;         // Prepend: what is prepended; Replace: the pattern
