@@ -216,3 +216,27 @@ TEST_CASE("gelu_mul, softcap: the fast backend gives each element the bits it ge
                     std::vector<float>(got[0][1].begin() + at, got[0][1].begin() + at + len)));
   }
 }
+
+TEST_CASE("scale: one f32 multiply per element on both CPU backends; the seam refuses a factor "
+          "that is not finite",
+          "[cpu]") {
+  const float factor = static_cast<float>(std::sqrt(640.0));  // Gemma 3 270M's embedding scale
+  std::vector<float> g, u;
+  inputs(4101, g, u, 23);
+  g.push_back(-0.0f);
+  cpu::CpuBackend ref;
+  cpu::CpuFastBackend fast(2);
+  const auto n = static_cast<int64_t>(g.size());
+  for (Backend* be : {static_cast<Backend*>(&ref), static_cast<Backend*>(&fast)}) {
+    Buffer xb = make(*be, g);
+    be->scale(xb, n, factor);
+    const std::vector<float> o = read(*be, xb, n);
+    int64_t bad = 0;
+    for (size_t i = 0; i < g.size(); ++i) bad += o[i] != g[i] * factor;
+    CHECK(bad == 0);
+    CHECK(std::signbit(o.back()));
+    CHECK_THROWS_WITH(be->scale(xb, 1, std::numeric_limits<float>::infinity()),
+                      Catch::Contains("expected a finite value"));
+    CHECK_THROWS_WITH(be->scale(xb, n + 1, 2.0f), Catch::Contains("expected at least"));
+  }
+}

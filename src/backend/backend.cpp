@@ -349,6 +349,15 @@ void Backend::softcap(Buffer& x, int64_t n, float cap) {
   softcap_impl(x, n, cap);
 }
 
+void Backend::scale(Buffer& x, int64_t n, float factor) {
+  check_n_tokens("scale", n);
+  check_f32("scale", "x", x, n);
+  if (!std::isfinite(factor))
+    throw Error(fmt::format("backend scale: factor {}, expected a finite value",
+                            static_cast<double>(factor)));
+  scale_impl(x, n, factor);
+}
+
 void Backend::add(Buffer& x, const Buffer& y, int64_t n) {
   check_n_tokens("add", n);
   check_f32("add", "x", x, n);

@@ -284,6 +284,9 @@ class Backend {
   // x[i] = softcap_score(x[i], cap) = cap * tanh(x[i] / cap), i < n, in place; cap finite > 0
   // (Gemma 2's final-logit soft-cap 30 over the logits rows).
   void softcap(Buffer& x, int64_t n, float cap);
+  // x[i] = x[i] * factor, i < n, in place; factor finite (Gemma's embedding scale sqrt(n_embd),
+  // llama.cpp's ggml_scale: one f32 multiply per element)
+  void scale(Buffer& x, int64_t n, float factor);
   // x[i] += y[i], i < n     (residual)
   void add(Buffer& x, const Buffer& y, int64_t n);
   // out (n_rows, row_len) row i = x row rows[i]    (picks the rows that need logits)
@@ -335,6 +338,7 @@ class Backend {
   virtual void silu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) = 0;
   virtual void gelu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) = 0;
   virtual void softcap_impl(Buffer& x, int64_t n, float cap) = 0;
+  virtual void scale_impl(Buffer& x, int64_t n, float factor) = 0;
   virtual void add_impl(Buffer& x, const Buffer& y, int64_t n) = 0;
   virtual void copy_rows_impl(const Buffer& x, int64_t row_len, const Buffer& rows, int64_t n_rows,
                               Buffer& out) = 0;

@@ -103,7 +103,7 @@ TEST_CASE("cuda matmul equals the CPU within the f32 dot-product bound", "[gpu]"
   }
 }
 
-TEST_CASE("cuda rmsnorm, add_bias, silu_mul, gelu_mul, softcap, add and copy_rows equal the CPU",
+TEST_CASE("cuda rmsnorm, add_bias, silu_mul, gelu_mul, softcap, scale, add, copy_rows equal the CPU",
           "[gpu]") {
   Fixture f;
   for (const int64_t n : llmctl::test::odd_lengths()) {
@@ -154,7 +154,11 @@ TEST_CASE("cuda rmsnorm, add_bias, silu_mul, gelu_mul, softcap, add and copy_row
       for (size_t i = 0; i < want.size(); ++i)
         CHECK(std::fabs(got[i] - want[i]) <= 2e-6f * std::fabs(want[i]) + 1e-30f);
 
-      // add_bias, add, copy_rows: one rounding or none: exact.
+      // scale (Gemma's sqrt(640)), add_bias, add, copy_rows: one rounding or none: exact.
+      Buffer csl = make_f32(f.cpu, y), gsl = make_f32(f.gpu, y);
+      f.cpu.scale(csl, total, 25.298221f);
+      f.gpu.scale(gsl, total, 25.298221f);
+      CHECK(max_abs_diff(fetch(f.gpu, gsl, total), fetch(f.cpu, csl, total)) == 0.0);
       f.cpu.add_bias(cx, wh, n_tokens);
       f.gpu.add_bias(gx, wg, n_tokens);
       CHECK(max_abs_diff(fetch(f.gpu, gx, total), fetch(f.cpu, cx, total)) == 0.0);

@@ -357,6 +357,12 @@ void CpuBackend::gelu_mul_range(const Buffer& gate, const Buffer& up, int64_t i0
 
 void CpuBackend::softcap_impl(Buffer& x, int64_t n, float cap) { softcap_range(x, 0, n, cap); }
 
+// One multiply per element: cheap next to a matmul, so the fast backend uses it as is.
+void CpuBackend::scale_impl(Buffer& x, int64_t n, float factor) {
+  float* xs = x.data();
+  for (int64_t i = 0; i < n; ++i) xs[i] *= factor;
+}
+
 void CpuBackend::softcap_range(Buffer& x, int64_t i0, int64_t i1, float cap) {
   float* xs = x.data();
   for (int64_t i = i0; i < i1; ++i) xs[i] = softcap_score(xs[i], cap);

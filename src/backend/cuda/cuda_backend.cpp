@@ -381,6 +381,11 @@ void CudaBackend::softcap_impl(Buffer& x, int64_t n, float cap) {
   LLMCTL_CUDA_CHECK_LAUNCH();
 }
 
+void CudaBackend::scale_impl(Buffer& x, int64_t n, float factor) {
+  launch_scale_f32(x.data(), n, factor, stream_);
+  LLMCTL_CUDA_CHECK_LAUNCH();
+}
+
 void CudaBackend::add_impl(Buffer& x, const Buffer& y, int64_t n) {
   launch_add_f32(x.data(), y.data(), n, stream_);
   LLMCTL_CUDA_CHECK_LAUNCH();
