@@ -60,22 +60,15 @@ std::vector<std::string> unimplemented_math(const ModelConfig& c, const ArchRow*
   std::vector<std::string> missing;
   if (row != nullptr && row->file_scales)
     missing.emplace_back("embedding, residual, attention and logit scales from the file");
-  if (c.qk_norm == QkNorm::PerHead) missing.emplace_back("QK-norm per head");
   if (c.qk_norm == QkNorm::WholeVector) missing.emplace_back("QK-norm over the whole q and k");
   if (c.norms == NormPlacement::Post) missing.emplace_back("norms after attention and FFN");
-  if (c.norms == NormPlacement::Both)
-    missing.emplace_back("norms before and after attention and FFN");
-  if (c.activation == Activation::GeluTanhGlu) missing.emplace_back("the tanh-GELU GLU");
   if (c.fused_qkv) missing.emplace_back("a fused QKV projection");
   if (c.fused_gate_up) missing.emplace_back("a fused gate/up projection");
-  if (c.embd_scale != 1.0) missing.emplace_back("an embedding scale");
   if (c.residual_scale != 1.0) missing.emplace_back("a residual scale");
   if (c.attn_scale != 0.0) missing.emplace_back("an attention scale");
   if (c.logit_scale != 1.0) missing.emplace_back("a logit scale");
   if (c.attn_softcap != 0.0) missing.emplace_back("an attention-score soft-cap");
   if (c.final_softcap != 0.0) missing.emplace_back("a final-logit soft-cap");
-  if (c.window.layers != WindowLayers::None || c.sliding_window != 0)
-    missing.emplace_back("sliding-window attention");
   return missing;
 }
 
@@ -94,6 +87,36 @@ std::string unimplemented_message(const ModelConfig& c, const ArchRow* row) {
 void require_implemented(const ModelConfig& c) {
   const std::string message = unimplemented_message(c);
   if (!message.empty()) throw Error(message);
+}
+
+// ---- per-layer attention options --------------------------------------------------------
+
+bool layer_windowed(const ModelConfig& c, int64_t il) {
+  if (c.sliding_window <= 0) return false;
+  switch (c.window.layers) {
+    case WindowLayers::None:
+      return false;
+    case WindowLayers::All:
+      return true;
+    case WindowLayers::AllButEveryPeriod:
+      return c.window.period > 0 && (il + 1) % c.window.period != 0;
+  }
+  LLMCTL_ASSERT(false);
+  return false;
+}
+
+int32_t layer_window(const ModelConfig& c, int64_t il) {
+  return layer_windowed(c, il) ? static_cast<int32_t>(c.sliding_window) : 0;
+}
+
+double layer_rope_base(const ModelConfig& c, int64_t il) {
+  const bool local = layer_windowed(c, il) && c.window.local_rope_base > 0.0;
+  return local ? c.window.local_rope_base : c.rope_freq_base;
+}
+
+double layer_rope_freq_scale(const ModelConfig& c, int64_t il) {
+  const bool local = layer_windowed(c, il) && c.window.local_rope_base > 0.0;
+  return local ? 1.0 : c.rope_freq_scale;
 }
 
 // ---- the per-layer tensor table ----------------------------------------------------------

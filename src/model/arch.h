@@ -138,6 +138,32 @@ inline constexpr ArchRow kArchRows[] = {
      /*hf_tied_default=*/false,
      /*hf_bias_keys=*/false,
      HfWindowKey::GatedRefused},
+    // gemma3: Gemma 3 text models (llama.cpp's LLM_ARCH_GEMMA3, src/models/gemma3.cpp). Norm
+    // weights in its GGUF files already hold Gemma's 1 + w (convert_hf_to_gguf norm_shift).
+    // 5 of 6 layers attend through gemma3.attention.sliding_window with RoPE base 10000
+    // (llama.cpp's rope_freq_base_train_swa default; the file's rope.freq_base_swa overrides),
+    // every 6th is global with the file's rope.freq_base (and rope scaling); without the
+    // sliding_window key every layer is global, as in llama.cpp. Attention scale
+    // 1/sqrt(head_dim) (f_attention_scale of every size but 27B, which llama.cpp gives
+    // 1/sqrt(n_embd / n_head): not read here). GGUF only: no Hugging Face class yet.
+    {"gemma3",
+     {nullptr, nullptr, nullptr, nullptr},
+     RopeType::Neox,
+     /*hf_qk_permute=*/false,
+     /*qkv_bias=*/false,
+     QkNorm::PerHead,
+     NormPlacement::Both,
+     Activation::GeluTanhGlu,
+     EmbedScale::SqrtNEmbd,
+     /*file_scales=*/false,
+     /*attn_softcap=*/0.0,
+     /*final_softcap=*/0.0,
+     WindowPattern{WindowLayers::AllButEveryPeriod, 6, 10000.0},
+     /*fused_qkv=*/false,
+     /*fused_gate_up=*/false,
+     /*hf_tied_default=*/true,
+     /*hf_bias_keys=*/false,
+     HfWindowKey::None},
 };
 
 // A list of rows to search (the tests pass their own).
@@ -170,6 +196,18 @@ std::vector<std::string> unimplemented_math(const ModelConfig& c, const ArchRow*
 std::string unimplemented_message(const ModelConfig& c, const ArchRow* row = nullptr);
 // Throws Error with that message when something is missing (the forward pass calls it).
 void require_implemented(const ModelConfig& c);
+
+// ---- per-layer attention options --------------------------------------------------------
+
+// Whether layer il attends through the sliding window (c.window.layers; c.sliding_window > 0).
+bool layer_windowed(const ModelConfig& c, int64_t il);
+// Layer il's window in positions (AttentionShape::window): c.sliding_window when windowed, else 0.
+int32_t layer_window(const ModelConfig& c, int64_t il);
+// Layer il's RoPE base and linear frequency scale: a windowed layer of a pattern with a local
+// base gets that base and no scaling (llama.cpp's rope_freq_{base,scale}_train_swa), every
+// other layer the file's.
+double layer_rope_base(const ModelConfig& c, int64_t il);
+double layer_rope_freq_scale(const ModelConfig& c, int64_t il);
 
 // ---- the per-layer tensor table ----------------------------------------------------------
 

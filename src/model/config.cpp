@@ -32,6 +32,35 @@ int64_t optional_int(const GgufFile& f, const std::string& key, int64_t fallback
   return require_int(f, key, lo, hi);
 }
 
+// The sliding window of a row with a window pattern, as llama.cpp reads it: no
+// {arch}.attention.sliding_window key (or 0) means every layer is global; the file's
+// attention.sliding_window_pattern (a period) and rope.freq_base_swa override the row's.
+void read_window(const GgufFile& f, const std::string& a, ModelConfig& c) {
+  if (c.window.layers == WindowLayers::None) return;
+  c.sliding_window = optional_int(f, a + "attention.sliding_window", 0, 0, int64_t{1} << 30);
+  if (c.sliding_window == 0) {
+    c.window = WindowPattern{};
+    return;
+  }
+  if (c.window.layers == WindowLayers::AllButEveryPeriod) {
+    const std::string key = a + "attention.sliding_window_pattern";
+    const GgufValue* v = f.find(key);
+    if (v != nullptr && !f.get_int(key))
+      throw FileError(f.path(), fmt::format("metadata '{}': expected an integer period (a "
+                                            "per-layer list is not supported)",
+                                            key));
+    c.window.period =
+        static_cast<int32_t>(optional_int(f, key, c.window.period, 1, int64_t{1} << 20));
+  }
+  if (c.window.local_rope_base > 0.0) {
+    c.window.local_rope_base = f.get_float_or(a + "rope.freq_base_swa", c.window.local_rope_base);
+    if (!(c.window.local_rope_base > 1.0 && std::isfinite(c.window.local_rope_base)))
+      throw FileError(f.path(), fmt::format("{}rope.freq_base_swa = {} must be a finite number "
+                                            "above 1",
+                                            a, c.window.local_rope_base));
+  }
+}
+
 }  // namespace
 
 ModelConfig config_from_gguf(const GgufFile& f, const ArchTable& table) {
@@ -111,6 +140,15 @@ ModelConfig config_from_gguf(const GgufFile& f, const ArchTable& table) {
   c.n_vocab = embd->shape[1];
 
   apply_arch_row(*row, c);
+  read_window(f, a, c);
+  // llama.cpp reads a final-logit soft-cap from any file that has one (gemma2, gemma3, ...);
+  // unimplemented_math refuses it until the forward pass applies it.
+  if (f.find(a + "final_logit_softcapping")) {
+    c.final_softcap = f.get_float_or(a + "final_logit_softcapping", 0.0);
+    if (!(c.final_softcap >= 0.0 && std::isfinite(c.final_softcap)))
+      throw FileError(f.path(), fmt::format("{}final_logit_softcapping = {} must be finite and >= 0",
+                                            a, c.final_softcap));
+  }
   const std::string missing = unimplemented_message(c, row);
   if (!missing.empty()) throw FileError(f.path(), missing);
   return c;

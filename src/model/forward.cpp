@@ -13,7 +13,7 @@ namespace llmctl {
 namespace {
 
 ModelWeights bind_to_backend(const ModelWeights& host, const ModelConfig& c, Backend& b) {
-  require_implemented(c);  // the math below is llama's: refuse a config asking for more
+  require_implemented(c);  // refuse a config asking for math compute_chunk lacks
   ModelWeights w;
   w.token_embd = b.bind_weight(host.token_embd);
   w.output_norm = b.bind_weight(host.output_norm);
@@ -71,15 +71,24 @@ void Forward::allocate(int32_t max_device_top_k) {
   LLMCTL_ASSERT(static_cast<int64_t>(weights_.layers.size()) == c.n_layers);
   if (max_batch_ < 1 || max_batch_ > 65536)
     throw Error(fmt::format("forward: batch size {} is outside [1, 65536]", max_batch_));
-  rope_.type = c.rope_type;
-  rope_.head_dim = c.head_dim;
-  rope_.n_rot = c.n_rot;
-  rope_.freq_base = c.rope_freq_base;
-  rope_.freq_scale = c.rope_freq_scale;
-  rope_.freq_factors = weights_.rope_freqs;
-  attn_.n_heads = c.n_heads;
-  attn_.n_kv_heads = c.n_kv_heads;
-  attn_.head_dim = c.head_dim;
+  // Per layer: RoPE base and scale, and the attention window (arch.h layer_window: local and
+  // global layers of a sliding-window pattern differ in both).
+  rope_.assign(static_cast<size_t>(c.n_layers), RopeParams{});
+  attn_.assign(static_cast<size_t>(c.n_layers), AttentionShape{});
+  for (int64_t il = 0; il < c.n_layers; ++il) {
+    RopeParams& r = rope_[static_cast<size_t>(il)];
+    r.type = c.rope_type;
+    r.head_dim = c.head_dim;
+    r.n_rot = c.n_rot;
+    r.freq_base = layer_rope_base(c, il);
+    r.freq_scale = layer_rope_freq_scale(c, il);
+    r.freq_factors = weights_.rope_freqs;
+    AttentionShape& s = attn_[static_cast<size_t>(il)];
+    s.n_heads = c.n_heads;
+    s.n_kv_heads = c.n_kv_heads;
+    s.head_dim = c.head_dim;
+    s.window = layer_window(c, il);
+  }
 
   Backend& b = backend_;
   const int64_t n = max_batch_;
@@ -325,6 +334,9 @@ void Forward::compute_chunk(int64_t n, int64_t max_blocks, bool with_output) {
   const Buffer& rope_pos = *rope_pos_in_use_;
 
   b.get_rows(weights_.token_embd, ids_, n, x_);  // x (n, n_embd)
+  if (c.embd_scale != 1.0) b.scale(x_, n * c.n_embd, static_cast<float>(c.embd_scale));
+  const bool pre_norm = c.norms != NormPlacement::Post;
+  const bool post_norm = c.norms != NormPlacement::Pre;
   if (want_residual) obs->on_residual(-1, observed_, observe(x_, n * c.n_embd), c.n_embd);
   for (int64_t il = 0; il < c.n_layers; ++il) {
     const LayerWeights& l = weights_.layers[static_cast<size_t>(il)];
@@ -333,36 +345,55 @@ void Forward::compute_chunk(int64_t n, int64_t max_blocks, bool with_output) {
     const PagedKv kv{&k_pool,    &v_pool, cache_.block_size(), &block_table_, max_blocks,
                      &seq_rows_, &pos_};
 
+    const RopeParams& rope = rope_[static_cast<size_t>(il)];
+    const AttentionShape& attn = attn_[static_cast<size_t>(il)];
+
     // ---- attention block -------------------------------------------------------------
-    b.rmsnorm(x_, l.attn_norm, c.rms_eps, n, h_);
-    matmul(l.wq, h_, n, q_);  // (n, q_dim)
-    matmul(l.wk, h_, n, k_);  // (n, kv_dim)
-    matmul(l.wv, h_, n, v_);  // (n, kv_dim)
+    if (pre_norm) b.rmsnorm(x_, l.attn_norm, c.rms_eps, n, h_);
+    const Buffer& in = pre_norm ? h_ : x_;
+    if (c.qk_norm == QkNorm::PerHead) {
+      // Projections into att_ (free until attention writes it), then each head normed:
+      // rows of head_dim, (n * n_heads) and (n * n_kv_heads) of them.
+      matmul(l.wq, in, n, att_);  // (n, q_dim)
+      b.rmsnorm(att_, l.attn_q_norm, c.rms_eps, n * c.n_heads, q_);
+      matmul(l.wk, in, n, att_);  // (n, kv_dim)
+      b.rmsnorm(att_, l.attn_k_norm, c.rms_eps, n * c.n_kv_heads, k_);
+    } else {
+      matmul(l.wq, in, n, q_);  // (n, q_dim)
+      matmul(l.wk, in, n, k_);  // (n, kv_dim)
+    }
+    matmul(l.wv, in, n, v_);  // (n, kv_dim)
     if (c.has_qkv_bias) {
       b.add_bias(q_, l.bq, n);
       b.add_bias(k_, l.bk, n);
       b.add_bias(v_, l.bv, n);
     }
-    b.rope(q_, rope_pos, n, c.n_heads, rope_);
-    b.rope(k_, rope_pos, n, c.n_kv_heads, rope_);
+    b.rope(q_, rope_pos, n, c.n_heads, rope);
+    b.rope(k_, rope_pos, n, c.n_kv_heads, rope);
     b.kv_store(k_, v_, slots_, n, c.kv_dim(), k_pool, v_pool);
     if (want_stats) {
-      b.attention_with_stats(q_, kv, n, attn_, att_, attn_stats_);
+      b.attention_with_stats(q_, kv, n, attn, att_, attn_stats_);
       obs->on_attention_stats(il, observed_, observe(attn_stats_, n * c.n_heads * kAttnStatFields),
                               c.n_heads);
     } else {
-      b.attention(q_, kv, n, attn_, att_);
+      b.attention(q_, kv, n, attn, att_);
     }
     matmul(l.wo, att_, n, proj_);  // (n, n_embd)
-    b.add(x_, proj_, n * c.n_embd);
+    if (post_norm) b.rmsnorm(proj_, l.attn_post_norm, c.rms_eps, n, h_);
+    b.add(x_, post_norm ? h_ : proj_, n * c.n_embd);
 
-    // ---- feed-forward block (SwiGLU) ---------------------------------------------------
-    b.rmsnorm(x_, l.ffn_norm, c.rms_eps, n, h_);
-    matmul(l.w_gate, h_, n, gate_);           // (n, n_ff)
-    matmul(l.w_up, h_, n, up_);               // (n, n_ff)
-    b.silu_mul(gate_, up_, n * c.n_ff, gate_);  // elementwise, in place is fine
-    matmul(l.w_down, gate_, n, ffn_);         // (n, n_embd)
-    b.add(x_, ffn_, n * c.n_embd);
+    // ---- feed-forward block (SwiGLU or GeGLU) ------------------------------------------
+    if (pre_norm) b.rmsnorm(x_, l.ffn_norm, c.rms_eps, n, h_);
+    const Buffer& ffn_in = pre_norm ? h_ : x_;
+    matmul(l.w_gate, ffn_in, n, gate_);  // (n, n_ff)
+    matmul(l.w_up, ffn_in, n, up_);      // (n, n_ff)
+    if (c.activation == Activation::GeluTanhGlu)
+      b.gelu_mul(gate_, up_, n * c.n_ff, gate_);  // elementwise, in place is fine
+    else
+      b.silu_mul(gate_, up_, n * c.n_ff, gate_);
+    matmul(l.w_down, gate_, n, ffn_);  // (n, n_embd)
+    if (post_norm) b.rmsnorm(ffn_, l.ffn_post_norm, c.rms_eps, n, h_);
+    b.add(x_, post_norm ? h_ : ffn_, n * c.n_embd);
     if (want_residual) obs->on_residual(il, observed_, observe(x_, n * c.n_embd), c.n_embd);
   }
   if (with_output) output_pass(0, static_cast<int64_t>(host_logit_rows_.size()));

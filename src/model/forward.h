@@ -5,14 +5,17 @@
 //
 // A batch of n tokens (one sequence's prompt chunk, or one token from each of several
 // sequences, or both), token t at position p_t of its sequence:
-//   x = token_embd[tokens]                                  (n, n_embd)
+//   x = token_embd[tokens] (* embd_scale)                   (n, n_embd)
 //   for each layer:
 //     h = rmsnorm(x) * attn_norm
 //     q = h wq^T (+bq), k = h wk^T (+bk), v = h wv^T (+bv)  (n, q_dim), (n, kv_dim), (n, kv_dim)
-//     rope(q), rope(k) at p_t;  cache[layer][slot(seq_t, p_t)] = k_t, v_t
-//     x += attention(q_t over its sequence's positions 0..p_t) wo^T
+//     (QK-norm per head: each head of q, k = rmsnorm(head) * attn_q_norm, attn_k_norm)
+//     rope(q), rope(k) at p_t (the layer's base);  cache[layer][slot(seq_t, p_t)] = k_t, v_t
+//     a = attention(q_t over its sequence's positions 0..p_t, or the layer's window) wo^T
+//     x += a   (norms Both: x += rmsnorm(a) * attn_post_norm)
 //     h = rmsnorm(x) * ffn_norm
-//     x += (silu(h w_gate^T) * (h w_up^T)) w_down^T
+//     f = (act(h w_gate^T) * (h w_up^T)) w_down^T,  act silu or tanh-GELU
+//     x += f   (norms Both: x += rmsnorm(f) * ffn_post_norm)
 //   logits = rmsnorm(x[rows wanted]) * output_norm  output^T    (m, n_vocab)
 // Only rows whose logits are wanted go through the output projection, a few at a time, so a
 // long prefill never materializes (n, n_vocab).
@@ -129,8 +132,8 @@ class Forward final : public SequenceModel {
   ModelWeights weights_;  // bound to backend_
   int64_t max_batch_ = 0;
   PagedKvCache cache_;
-  RopeParams rope_;
-  AttentionShape attn_;
+  std::vector<RopeParams> rope_;      // per layer (base and scale differ on windowed layers)
+  std::vector<AttentionShape> attn_;  // per layer (window)
   uint64_t scratch_bytes_ = 0;
   // Activations, (max_batch_, dim) each.
   Buffer x_, h_, q_, k_, v_, att_, proj_, gate_, up_, ffn_;

@@ -1,0 +1,193 @@
+// The gemma3 row on tiny random-weight GGUFs (built here; the real 270M file is checked against
+// llama.cpp in test_golden_llamacpp.cpp): the config reader's window keys, the fast CPU path
+// against the scalar reference over a sequence several windows long, and the window itself:
+//   * changing gemma3.attention.sliding_window changes the logits of positions past it (and
+//     leaves those before it bit-identical);
+//   * with one (windowed) layer, the logits at position p depend only on tokens
+//     p - window + 1 .. p: they equal those of that slice run alone (RoPE rotates by relative
+//     position in q . k, so starting the slice at 0 changes nothing but rounding), and a
+//     window one longer does not (an off-by-one in "p - j < window" fails it).
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_fast_backend.h"
+#include "io/gguf.h"
+#include "io/gguf_writer.h"
+#include "model/arch.h"
+#include "model/config.h"
+#include "model/forward.h"
+#include "model/weights.h"
+
+using namespace llmctl;
+namespace gv = llmctl::gguf_value;
+
+namespace {
+
+// n_embd 64, 4 heads of 16 (2 kv heads), n_ff 96, 100 tokens, tied output.
+constexpr int64_t kEmbd = 64, kHeads = 4, kKvHeads = 2, kHeadDim = 16, kFf = 96, kVocab = 100;
+
+struct TinyGemma {
+  int64_t n_layers = 6;  // 5 windowed, the 6th global
+  int64_t window = 8;    // 0: no sliding_window key
+};
+
+// A random-weight gemma3 file in memory (the same weights for the same n_layers).
+GgufFile build(const TinyGemma& s) {
+  std::mt19937 rng(3);
+  GgufBuilder b;
+  const std::string a = "gemma3.";
+  b.set("general.architecture", gv::string("gemma3"));
+  b.set(a + "embedding_length", gv::u32(kEmbd));
+  b.set(a + "block_count", gv::u32(static_cast<uint32_t>(s.n_layers)));
+  b.set(a + "attention.head_count", gv::u32(kHeads));
+  b.set(a + "attention.head_count_kv", gv::u32(kKvHeads));
+  b.set(a + "attention.key_length", gv::u32(kHeadDim));
+  b.set(a + "attention.value_length", gv::u32(kHeadDim));
+  b.set(a + "feed_forward_length", gv::u32(kFf));
+  b.set(a + "context_length", gv::u32(256));
+  b.set(a + "attention.layer_norm_rms_epsilon", gv::f32(1e-6f));
+  b.set(a + "rope.freq_base", gv::f32(1e6f));
+  if (s.window > 0) b.set(a + "attention.sliding_window", gv::u32(static_cast<uint32_t>(s.window)));
+  const auto add = [&](const std::string& name, std::vector<int64_t> shape, float lo, float hi) {
+    int64_t n = 1;
+    for (const int64_t d : shape) n *= d;
+    std::uniform_real_distribution<float> dist(lo, hi);
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& x : v) x = dist(rng);
+    std::vector<uint8_t> bytes(v.size() * sizeof(float));
+    std::memcpy(bytes.data(), v.data(), bytes.size());
+    b.add_tensor(name, GgmlType::F32, std::move(shape), std::move(bytes));
+  };
+  const auto matrix = [&](const std::string& name, int64_t n_out, int64_t n_in, float gain) {
+    const float r = gain * std::sqrt(3.0f / static_cast<float>(n_in));
+    add(name, {n_in, n_out}, -r, r);
+  };
+  // Embeddings of rms ~0.05, as Gemma's (scaled by sqrt(64) = 8 on the way in).
+  add("token_embd.weight", {kEmbd, kVocab}, -0.1f, 0.1f);
+  add("output_norm.weight", {kEmbd}, 0.8f, 1.2f);
+  for (int64_t il = 0; il < s.n_layers; ++il) {
+    const std::string p = "blk." + std::to_string(il) + ".";
+    add(p + "attn_norm.weight", {kEmbd}, 0.8f, 1.2f);
+    matrix(p + "attn_q.weight", kHeads * kHeadDim, kEmbd, 1.0f);
+    matrix(p + "attn_k.weight", kKvHeads * kHeadDim, kEmbd, 1.0f);
+    matrix(p + "attn_v.weight", kKvHeads * kHeadDim, kEmbd, 1.0f);
+    add(p + "attn_q_norm.weight", {kHeadDim}, 1.5f, 2.5f);  // sharp attention
+    add(p + "attn_k_norm.weight", {kHeadDim}, 1.5f, 2.5f);
+    matrix(p + "attn_output.weight", kEmbd, kHeads * kHeadDim, 1.0f);
+    add(p + "post_attention_norm.weight", {kEmbd}, 0.3f, 0.6f);
+    add(p + "ffn_norm.weight", {kEmbd}, 0.8f, 1.2f);
+    matrix(p + "ffn_gate.weight", kFf, kEmbd, 1.5f);
+    matrix(p + "ffn_up.weight", kFf, kEmbd, 1.0f);
+    matrix(p + "ffn_down.weight", kEmbd, kFf, 1.0f);
+    add(p + "post_ffw_norm.weight", {kEmbd}, 0.3f, 0.6f);
+  }
+  return GgufFile::from_memory(std::make_shared<const std::vector<uint8_t>>(b.build()),
+                               "tiny-gemma3.gguf");
+}
+
+std::vector<int32_t> prompt(size_t n) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int32_t> d(0, kVocab - 1);
+  std::vector<int32_t> t(n);
+  for (int32_t& x : t) x = d(rng);
+  return t;
+}
+
+using Logits = std::vector<std::vector<float>>;  // [position][n_vocab]
+
+// One step per token on a fresh sequence; `fast`: the fast CPU backend (2 threads).
+Logits run(const GgufFile& f, const std::vector<int32_t>& tokens, bool fast) {
+  const ModelConfig c = config_from_gguf(f);
+  const ModelWeights w = bind_weights(f, c);
+  std::unique_ptr<Backend> be;
+  if (fast)
+    be = std::make_unique<cpu::CpuFastBackend>(2);
+  else
+    be = std::make_unique<cpu::CpuBackend>();
+  Forward fwd(c, w, *be, static_cast<int64_t>(tokens.size()));
+  Logits out;
+  for (const int32_t t : tokens) out.push_back(fwd.step(t));
+  return out;
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  double m = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    m = std::max(m, std::fabs(static_cast<double>(a[i]) - static_cast<double>(b[i])));
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("tiny gemma3: the config reader's window and per-layer RoPE bases", "[cpu]") {
+  const GgufFile f = build({});
+  const ModelConfig c = config_from_gguf(f);
+  CHECK(c.arch == "gemma3");
+  CHECK(c.rope_type == RopeType::Neox);
+  CHECK(c.sliding_window == 8);
+  CHECK(c.embd_scale == 8.0);
+  for (int64_t il = 0; il < 6; ++il) {
+    INFO("layer " << il);
+    const bool global = il == 5;
+    CHECK(layer_window(c, il) == (global ? 0 : 8));
+    CHECK(layer_rope_base(c, il) == (global ? 1e6 : 10000.0));
+  }
+  // Without the key every layer is global with the file's base, as in llama.cpp.
+  const ModelConfig g = config_from_gguf(build({6, 0}));
+  for (int64_t il = 0; il < 6; ++il) {
+    CHECK(layer_window(g, il) == 0);
+    CHECK(layer_rope_base(g, il) == 1e6);
+  }
+}
+
+TEST_CASE("tiny gemma3: the fast CPU path matches the reference over four windows", "[cpu]") {
+  // 1e-4 as for the tiny F32 llama/qwen2 models (test_model_reference.cpp): f32 arithmetic
+  // over sums of at most 96 terms; here 6 layers with post-norms that keep the residual small.
+  const GgufFile f = build({});
+  const std::vector<int32_t> tokens = prompt(32);
+  const Logits ref = run(f, tokens, false), fast = run(f, tokens, true);
+  double worst = 0;
+  for (size_t p = 0; p < tokens.size(); ++p) worst = std::max(worst, max_abs_diff(ref[p], fast[p]));
+  INFO("max |dlogit| fast vs reference: " << worst);
+  CHECK(worst < 1e-4);  // measured 6.1e-6
+  for (const float x : ref.back()) CHECK(std::isfinite(x));
+}
+
+TEST_CASE("tiny gemma3: the window changes logits only past it", "[cpu]") {
+  const std::vector<int32_t> tokens = prompt(24);
+  for (const bool fast : {false, true}) {
+    INFO((fast ? "fast" : "reference"));
+    const Logits w8 = run(build({6, 8}), tokens, fast), w16 = run(build({6, 16}), tokens, fast);
+    for (size_t p = 0; p < 8; ++p) CHECK(max_abs_diff(w8[p], w16[p]) == 0.0);
+    for (size_t p = 8; p < tokens.size(); ++p) {
+      INFO("position " << p);
+      CHECK(max_abs_diff(w8[p], w16[p]) > 1e-3);
+    }
+  }
+}
+
+TEST_CASE("tiny gemma3: one windowed layer sees exactly the last `window` tokens", "[cpu]") {
+  constexpr size_t kWindow = 5;
+  const std::vector<int32_t> tokens = prompt(20);
+  for (const bool fast : {false, true}) {
+    INFO((fast ? "fast" : "reference"));
+    const Logits full = run(build({1, kWindow}), tokens, fast);
+    const Logits wider = run(build({1, kWindow + 1}), tokens, fast);
+    for (const size_t p : {size_t{7}, size_t{13}, size_t{19}}) {
+      INFO("position " << p);
+      const std::vector<int32_t> slice(tokens.begin() + static_cast<std::ptrdiff_t>(p + 1 - kWindow),
+                                       tokens.begin() + static_cast<std::ptrdiff_t>(p + 1));
+      const Logits alone = run(build({1, kWindow}), slice, fast);
+      CHECK(max_abs_diff(full[p], alone.back()) < 1e-4);
+      CHECK(max_abs_diff(wider[p], alone.back()) > 1e-3);  // 10x the bound above
+    }
+  }
+}
