@@ -36,6 +36,8 @@ constexpr int64_t kEmbd = 64, kHeads = 4, kKvHeads = 2, kHeadDim = 16, kFf = 96,
 struct TinyGemma {
   int64_t n_layers = 6;  // 5 windowed, the 6th global
   int64_t window = 8;    // 0: no sliding_window key
+  int64_t period = 0;    // > 0: gemma3.attention.sliding_window_pattern
+  float final_softcap = 0.0f;  // > 0: gemma3.final_logit_softcapping
 };
 
 // A random-weight gemma3 file in memory (the same weights for the same n_layers).
@@ -55,6 +57,9 @@ GgufFile build(const TinyGemma& s) {
   b.set(a + "attention.layer_norm_rms_epsilon", gv::f32(1e-6f));
   b.set(a + "rope.freq_base", gv::f32(1e6f));
   if (s.window > 0) b.set(a + "attention.sliding_window", gv::u32(static_cast<uint32_t>(s.window)));
+  if (s.period > 0)
+    b.set(a + "attention.sliding_window_pattern", gv::u32(static_cast<uint32_t>(s.period)));
+  if (s.final_softcap > 0.0f) b.set(a + "final_logit_softcapping", gv::f32(s.final_softcap));
   const auto add = [&](const std::string& name, std::vector<int64_t> shape, float lo, float hi) {
     int64_t n = 1;
     for (const int64_t d : shape) n *= d;
@@ -146,6 +151,12 @@ TEST_CASE("tiny gemma3: the config reader's window and per-layer RoPE bases", "[
     CHECK(layer_window(g, il) == 0);
     CHECK(layer_rope_base(g, il) == 1e6);
   }
+  // The file's pattern period overrides the row's 6: layers 1, 3, 5 global.
+  const ModelConfig p2 = config_from_gguf(build({6, 8, 2}));
+  for (int64_t il = 0; il < 6; ++il) CHECK(layer_window(p2, il) == (il % 2 == 1 ? 0 : 8));
+  // A final-logit soft-cap in the file is read, and refused until the forward pass applies it.
+  CHECK_THROWS_WITH(config_from_gguf(build({6, 8, 0, 30.0f})),
+                    Catch::Contains("needs a final-logit soft-cap"));
 }
 
 TEST_CASE("tiny gemma3: the fast CPU path matches the reference over four windows", "[cpu]") {
