@@ -159,6 +159,29 @@ TEST_CASE("tiny gemma3: the config reader's window and per-layer RoPE bases", "[
                     Catch::Contains("needs a final-logit soft-cap"));
 }
 
+// llama.cpp's f_attention_scale: 1/sqrt(n_embd / n_head) for the 62-layer 27B only (where
+// 5376 / 32 = 168 differs from head_dim 128), 1/sqrt(head_dim) for every other size.
+TEST_CASE("gemma3: the 27B's attention scale follows llama.cpp's rule", "[cpu]") {
+  const ArchRow* row = find_arch_by_gguf("gemma3");
+  REQUIRE(row != nullptr);
+  ModelConfig big;
+  big.n_layers = 62;
+  big.n_embd = 5376;
+  big.n_heads = 32;
+  big.head_dim = 128;
+  apply_arch_row(*row, big);
+  CHECK(big.attn_scale == Approx(1.0 / std::sqrt(168.0)).epsilon(1e-12));
+  ModelConfig small = big;  // Gemma 3 4B: 34 layers, 2560 / 8 = 320, head_dim 256
+  small.n_layers = 34;
+  small.n_embd = 2560;
+  small.n_heads = 8;
+  small.head_dim = 256;
+  small.attn_scale = 0.0;
+  apply_arch_row(*row, small);
+  CHECK(small.attn_scale == 0.0);  // the op's 1/sqrt(head_dim)
+  CHECK(unimplemented_math(big, row).empty());
+}
+
 TEST_CASE("tiny gemma3: the fast CPU path matches the reference over four windows", "[cpu]") {
   // 1e-4 as for the tiny F32 llama/qwen2 models (test_model_reference.cpp): f32 arithmetic
   // over sums of at most 96 terms; here 6 layers with post-norms that keep the residual small.

@@ -52,6 +52,8 @@ void apply_arch_row(const ArchRow& row, ModelConfig& c) {
   c.attn_softcap = row.attn_softcap;
   c.final_softcap = row.final_softcap;
   c.window = row.window;
+  if (row.embd_per_head_scale_layers > 0 && c.n_layers == row.embd_per_head_scale_layers)
+    c.attn_scale = 1.0 / std::sqrt(static_cast<double>(c.n_embd / c.n_heads));
   // A row with file_scales takes its four scales from the file; no reader fills them yet, so
   // unimplemented_math(c, &row) refuses such a row.
 }
@@ -65,7 +67,6 @@ std::vector<std::string> unimplemented_math(const ModelConfig& c, const ArchRow*
   if (c.fused_qkv) missing.emplace_back("a fused QKV projection");
   if (c.fused_gate_up) missing.emplace_back("a fused gate/up projection");
   if (c.residual_scale != 1.0) missing.emplace_back("a residual scale");
-  if (c.attn_scale != 0.0) missing.emplace_back("an attention scale");
   if (c.logit_scale != 1.0) missing.emplace_back("a logit scale");
   if (c.attn_softcap != 0.0) missing.emplace_back("an attention-score soft-cap");
   if (c.final_softcap != 0.0) missing.emplace_back("a final-logit soft-cap");

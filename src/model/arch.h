@@ -95,6 +95,9 @@ struct ArchRow {
   bool hf_tied_default;  // config.json tie_word_embeddings when absent
   bool hf_bias_keys;     // config.json attention_bias / mlp_bias apply (true: refused)
   HfWindowKey hf_window;
+  // llama.cpp's Gemma 3 27B rule (GGUF has no key for it): a file with exactly this many layers
+  // scales attention scores by 1/sqrt(n_embd / n_heads), not 1/sqrt(head_dim). 0: never.
+  int64_t embd_per_head_scale_layers = 0;
 };
 
 // The rows. Hugging Face rotates "halves" (NEOX pairing) in every family, so HF models run
@@ -144,8 +147,8 @@ inline constexpr ArchRow kArchRows[] = {
     // (llama.cpp's rope_freq_base_train_swa default; the file's rope.freq_base_swa overrides),
     // every 6th is global with the file's rope.freq_base (and rope scaling); without the
     // sliding_window key every layer is global, as in llama.cpp. Attention scale
-    // 1/sqrt(head_dim) (f_attention_scale of every size but 27B, which llama.cpp gives
-    // 1/sqrt(n_embd / n_head): not read here). GGUF only: no Hugging Face class yet.
+    // 1/sqrt(head_dim), except 1/sqrt(n_embd / n_head) for the 62-layer 27B (llama.cpp's
+    // f_attention_scale). GGUF only: no Hugging Face class yet.
     {"gemma3",
      {nullptr, nullptr, nullptr, nullptr},
      RopeType::Neox,
@@ -163,7 +166,8 @@ inline constexpr ArchRow kArchRows[] = {
      /*fused_gate_up=*/false,
      /*hf_tied_default=*/true,
      /*hf_bias_keys=*/false,
-     HfWindowKey::None},
+     HfWindowKey::None,
+     /*embd_per_head_scale_layers=*/62},
 };
 
 // A list of rows to search (the tests pass their own).

@@ -88,6 +88,7 @@ void Forward::allocate(int32_t max_device_top_k) {
     s.n_kv_heads = c.n_kv_heads;
     s.head_dim = c.head_dim;
     s.window = layer_window(c, il);
+    s.scale = static_cast<float>(c.attn_scale);  // 0: the op's 1/sqrt(head_dim)
   }
 
   Backend& b = backend_;
