@@ -91,7 +91,8 @@ TEST_CASE("run --batch: one record per line, errors in place, same ids as single
   for (const char* parallel : {"1", "3"}) {
     const auto r =
         run_llmctl({"run", "-m", model, "--batch", "-", "--parallel", parallel, "-c", "128"}, in);
-    REQUIRE(r.code == 0);
+    REQUIRE(r.code == 1);  // two lines failed: their records say why, and the exit code too
+    CHECK(r.err.find("llmctl: error: 2 of 5 requests failed") != std::string::npos);
     const auto recs = records(r.out);
     std::map<int64_t, json> by_index;
     for (const json& j : recs) {

@@ -20,6 +20,9 @@
 // Ctrl-C: the sequences running stop, and neither they nor the queued lines get a record,
 // so `--resume` answers them later; exit code 130.
 //
+// Exit code: 0 when every request has a result, 1 when any line failed (bad JSON, a prompt
+// too long...; the records and the summary are written all the same), 130 on Ctrl-C.
+//
 // stderr ends with one summary line:
 //   llmctl-batch: requests=N ok=N errors=N skipped=N prompt_tokens=N gen_tokens=N
 //                 reused_tokens=N wall_ms=F gen_tok_s=F parallel=N
@@ -262,7 +265,13 @@ int run_batch(const RunOptions& opt) {
                "llmctl: note: interrupted; {} requests have no record yet (--resume "
                "answers them later)\n",
                static_cast<int64_t>(pending.size()) - n_ok);
-  const int code = finish_exit_code();  // its message comes before the summary line
+  int code = finish_exit_code();  // its message comes before the summary line
+  if (code == 0 && n_errors > 0) {
+    // Every line has its record, but a script running with `set -e` must notice the failures.
+    fmt::print(stderr, "llmctl: error: {} of {} requests failed; their records say why\n", n_errors,
+               static_cast<int64_t>(lines.size()));
+    code = 1;
+  }
   const double wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   const double tok_s = wall_ms > 0 ? static_cast<double>(gen_tokens) * 1000.0 / wall_ms : 0.0;
   fmt::print(stderr,
