@@ -1,4 +1,5 @@
 // The --batch JSONL protocol (see batch_io.h for the format and the decisions behind it).
+#include "io/json_error.h"
 #include "cli/batch_io.h"
 
 #include <fmt/format.h>
@@ -59,19 +60,6 @@ bool read_line(std::streambuf& sb, std::string& line, size_t max_bytes, bool& to
 
 bool is_blank(std::string_view s) {
   return s.find_first_not_of(" \t\r\f\v") == std::string_view::npos;
-}
-
-// nlohmann's "[json.exception.parse_error.101] parse error at line 1, column 5: ..." ->
-// "parse error at column 5: ..." (every input is one line).
-std::string short_parse_error(const std::string& what) {
-  std::string s = what;
-  if (s.rfind("[json.exception.", 0) == 0) {
-    const size_t close = s.find("] ");
-    if (close != std::string::npos) s.erase(0, close + 2);
-  }
-  const size_t at = s.find("at line 1, ");
-  if (at != std::string::npos) s.erase(at + 3, 8);
-  return s;
 }
 
 const char* type_name(const json& v) {
@@ -214,7 +202,7 @@ BatchLine parse_line(int64_t index, const std::string& text) {
       return true;
     });
   } catch (const json::exception& e) {
-    return fail("not valid JSON: " + short_parse_error(e.what()));
+    return fail("not valid JSON: " + json_error_text(e.what(), /*one_line=*/true));
   }
   if (!obj.is_object())
     return fail(fmt::format("expected a JSON object {{\"prompt\": ...}}, got {}", type_name(obj)));
@@ -228,7 +216,7 @@ BatchLine parse_line(int64_t index, const std::string& text) {
   } catch (const LineError& e) {
     return fail(e.message);
   } catch (const json::exception& e) {  // not expected: every access is type-checked first
-    return fail(std::string("bad value: ") + e.what());
+    return fail("bad value: " + json_error_text(e.what(), /*one_line=*/true));
   }
   return out;
 }

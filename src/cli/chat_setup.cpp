@@ -1,4 +1,5 @@
 // Choosing the chat template (chat_setup.h).
+#include "io/json_error.h"
 #include "cli/chat_setup.h"
 
 #include <fmt/format.h>
@@ -25,7 +26,7 @@ std::string template_from_tokenizer_config(const std::string& path) {
   try {
     j = nlohmann::json::parse(read_whole_file(path));
   } catch (const nlohmann::json::exception& e) {
-    throw FileError(path, fmt::format("is not valid JSON: {}", e.what()));
+    throw FileError(path, fmt::format("is not valid JSON: {}", json_error_text(e.what())));
   }
   if (!j.is_object()) return "";
   const auto t = j.find("chat_template");

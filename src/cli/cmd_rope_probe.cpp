@@ -9,6 +9,7 @@
 #include <fstream>
 #include <optional>
 
+#include "io/json_error.h"
 #include "backend/registry.h"
 #include "cli/model_tokenizer.h"
 #include "cli/app.h"
@@ -69,7 +70,7 @@ nlohmann::json read_baseline(const std::string& path) {
       throw FileError(path, "not a rope-probe --json output (no 'shift' member)");
     return j;
   } catch (const nlohmann::json::parse_error& e) {
-    throw FileError(path, fmt::format("not valid JSON: {}", e.what()), FileError::kNoOffset,
+    throw FileError(path, fmt::format("not valid JSON: {}", json_error_text(e.what())), FileError::kNoOffset,
                     "save a baseline with: llmctl rope-probe -m MODEL --json > FILE");
   }
 }

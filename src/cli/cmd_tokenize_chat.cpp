@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/json_error.h"
 #include "cli/app.h"
 #include "cli/chat_setup.h"
 #include "cli/tokenize_options.h"
@@ -26,7 +27,7 @@ void read_conversation(const std::string& path, Json& messages, Json& extra) {
   try {
     j = Json::parse(read_whole_file(path));
   } catch (const Json::exception& e) {
-    throw FileError(path, fmt::format("is not valid JSON: {}", e.what()),
+    throw FileError(path, fmt::format("is not valid JSON: {}", json_error_text(e.what())),
                     FileError::kNoOffset,
                     "give an OpenAI-style messages array, or {\"messages\": [...], \"tools\": ...}");
   }

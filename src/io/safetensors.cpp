@@ -1,6 +1,7 @@
 // Safetensors parser (safetensors.h). Order of checks: the 8-byte length against the file and
 // the cap; the JSON's nesting and size (a byte scan, before any DOM is built); the JSON
 // itself; then each entry's dtype, shape, offsets and size, and finally overlaps.
+#include "io/json_error.h"
 #include "io/safetensors.h"
 
 #include <fmt/format.h>
@@ -164,11 +165,11 @@ void SafetensorsFile::parse(const uint8_t* data, uint64_t size) {
   try {
     header = json::parse(text, text + n, on_event);
   } catch (const json::parse_error& e) {
-    throw FileError(p, fmt::format("header is not valid JSON: {}", e.what()),
+    throw FileError(p, fmt::format("header is not valid JSON: {}", json_error_text(e.what())),
                     8 + (e.byte > 0 ? e.byte - 1 : 0));
   } catch (const json::exception& e) {
     // out_of_range 406: a number like 1e400 that overflows a double (found by fuzz_hf_config).
-    throw FileError(p, fmt::format("header is not usable JSON: {}", e.what()), 8);
+    throw FileError(p, fmt::format("header is not usable JSON: {}", json_error_text(e.what())), 8);
   }
   if (!header.is_object())
     throw FileError(p, fmt::format("header is a JSON {}, expected an object", header.type_name()),

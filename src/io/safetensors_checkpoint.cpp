@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "io/json_error.h"
 #include "core/error.h"
 #include "io/safetensors.h"
 
@@ -29,10 +30,10 @@ nlohmann::json read_index(const std::string& path) {
   try {
     return nlohmann::json::parse(text, text + m.size());
   } catch (const nlohmann::json::parse_error& e) {
-    throw FileError(path, fmt::format("not valid JSON: {}", e.what()), e.byte > 0 ? e.byte - 1 : 0);
+    throw FileError(path, fmt::format("not valid JSON: {}", json_error_text(e.what())), e.byte > 0 ? e.byte - 1 : 0);
   } catch (const nlohmann::json::exception& e) {
     // out_of_range 406: a number like 1e400 that overflows a double.
-    throw FileError(path, fmt::format("not usable JSON: {}", e.what()));
+    throw FileError(path, fmt::format("not usable JSON: {}", json_error_text(e.what())));
   }
 }
 

@@ -1,5 +1,6 @@
 // config.json -> ModelConfig (hf_config.h). Every value is type- and range-checked before use,
 // with the limits of config.cpp, so the weight binder and the forward pass can trust it.
+#include "io/json_error.h"
 #include "model/hf_config.h"
 
 #include <fmt/format.h>
@@ -209,10 +210,10 @@ HfConfig hf_config_from_json(const std::string& text, const std::string& path,
   try {
     j = json::parse(text);
   } catch (const json::parse_error& e) {
-    throw FileError(path, fmt::format("not valid JSON: {}", e.what()), e.byte > 0 ? e.byte - 1 : 0);
+    throw FileError(path, fmt::format("not valid JSON: {}", json_error_text(e.what())), e.byte > 0 ? e.byte - 1 : 0);
   } catch (const json::exception& e) {
     // out_of_range 406: a number like 1e400 that overflows a double (found by fuzz_hf_config).
-    throw FileError(path, fmt::format("not usable JSON: {}", e.what()));
+    throw FileError(path, fmt::format("not usable JSON: {}", json_error_text(e.what())));
   }
   if (!j.is_object()) throw FileError(path, "expected a JSON object");
   const Keys k(j, path);

@@ -1,6 +1,7 @@
 // ModelConfig: parameter counts from shapes, and model shapes from GGUF metadata or a Hugging
 // Face config.json. Only metadata is read: GGUF tensor data is never touched (the tensor table
 // gives the file's weight bytes without reading them).
+#include "io/json_error.h"
 #include "plan/model_config.h"
 
 #include <algorithm>
@@ -180,7 +181,7 @@ ModelConfig model_from_config_json(const std::string& path) {
   try {
     root = nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& e) {
-    throw FileError(path, fmt::format("not valid JSON: {}", e.what()));
+    throw FileError(path, fmt::format("not valid JSON: {}", json_error_text(e.what())));
   }
   if (!root.is_object()) throw FileError(path, "expected a JSON object");
   const nlohmann::json& j = (!root.contains("hidden_size") && root.contains("text_config")) ? root["text_config"] : root;

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "io/json_error.h"
 #include "core/error.h"
 #include "tokenizer/pretokenizer.h"
 #include "tokenizer/spm_pieces.h"
@@ -46,7 +47,7 @@ Json read_json(const std::string& path) {
   try {
     return Json::parse(ss.str());
   } catch (const Json::exception& e) {
-    throw FileError(path, fmt::format("not valid JSON: {}", e.what()));
+    throw FileError(path, fmt::format("not valid JSON: {}", json_error_text(e.what())));
   }
 }
 
@@ -302,7 +303,7 @@ std::unique_ptr<TokenizerImpl> make_hf_json_tokenizer(const std::string& path) {
     impl->pre_tokenizer = "tokenizer.json";
     return impl;
   } catch (const Json::exception& e) {
-    throw FileError(path, fmt::format("tokenizer.json: unexpected structure: {}", e.what()));
+    throw FileError(path, fmt::format("tokenizer.json: unexpected structure: {}", json_error_text(e.what())));
   }
 }
 

@@ -1,3 +1,4 @@
+#include "io/json_error.h"
 #include "tokenizer/inflation.h"
 
 #include <nlohmann/json.hpp>
@@ -39,7 +40,7 @@ std::vector<Prompt> prompts_from_jsonl(const std::string& content, const std::st
     try {
       j = nlohmann::json::parse(line);
     } catch (const nlohmann::json::exception& e) {  // parse_error, or a number out of range
-      throw Error(fmt::format("{}: invalid JSON: {}", where, e.what()),
+      throw Error(fmt::format("{}: invalid JSON: {}", where, json_error_text(e.what(), /*one_line=*/true)),
                   "each line must be a JSON string or an object with a \"prompt\" or \"text\" string");
     }
     if (j.is_string()) {
