@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -173,4 +174,23 @@ TEST_CASE("a model file replaced by rename during run: the mapping keeps the old
   CHECK(e.code == 0);
   CHECK(e.out == reference.out);
   CHECK(llmctl::test::read_file(path).size() == 1000);  // the path now names the new file
+}
+
+// quantize under Ctrl-C: 130 like every subcommand (it was 1), nothing left on disk. SmolLM2 to
+// q4_k takes seconds, so the signal arrives while tensors are being written.
+TEST_CASE("SIGINT during quantize: exit 130, no output and no temporary file", "[cli]") {
+  const std::string model = require_test_file("models/SmolLM2-135M-Instruct.Q4_1.gguf");
+  const std::string out = llmctl::test::temp_dir() + "/interrupted.gguf";
+  CliProcess p({"quantize", model, out, "--type", "q4_k", "-t", "1"});
+  REQUIRE(p.wait_for_stderr("[3/", kDeadline));  // the third tensor has started
+  p.signal(SIGINT);
+  const CliExit e = p.wait(kDeadline);
+  INFO("stderr: " << e.err);
+  REQUIRE_FALSE(e.timed_out);
+  CHECK_FALSE(e.signaled);
+  CHECK(e.code == 130);
+  CHECK(has(e.err, "interrupted; the output file was not written"));
+  CHECK_FALSE(std::filesystem::exists(out));
+  for (const auto& entry : std::filesystem::directory_iterator(llmctl::test::temp_dir()))
+    CHECK(entry.path().filename().string().rfind("interrupted.gguf", 0) != 0);
 }

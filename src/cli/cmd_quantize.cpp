@@ -226,10 +226,18 @@ int run_quantize(const QuantizeCliOptions& o) {
   {
     InterruptGuard guard;
     ProgressPrinter progress(plan);
-    errors = quantize_gguf(
-        in, plan, o.output, [&progress](const QuantizeProgress& p) { progress(p); },
-        QuantizeRunOptions{o.threads, int64_t{1} << 22,
-                           importance ? &importance->weights : nullptr});
+    try {
+      errors = quantize_gguf(
+          in, plan, o.output, [&progress](const QuantizeProgress& p) { progress(p); },
+          QuantizeRunOptions{o.threads, int64_t{1} << 22,
+                             importance ? &importance->weights : nullptr});
+    } catch (const Error& e) {
+      if (!g_interrupted) throw;
+      // Ctrl-C (or SIGTERM): the writer has removed its temporary file; 130 as in every
+      // subcommand, so a script can tell an interruption from a failure.
+      fmt::print(stderr, "llmctl: {}\n", e.what());
+      return kExitInterrupted;
+    }
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -99,6 +99,19 @@ class CliProcess {
       if (!read_some(deadline)) break;
     return out_;
   }
+  // Waits until the child's stderr (a file) holds `what`, the child exits, or timeout_s pass;
+  // returns whether it was seen.
+  bool wait_for_stderr(const std::string& what, double timeout_s) {
+    const auto deadline = now() + timeout_s;
+    auto seen = [&] {  // the child creates the file after fork
+      return std::filesystem::exists(err_path_) && read_file(err_path_).find(what) != std::string::npos;
+    };
+    while (now() < deadline && running()) {
+      if (seen()) return true;
+      usleep(20000);
+    }
+    return seen();
+  }
   // Closes our end of the stdout pipe: the child's next write fails with EPIPE/SIGPIPE.
   void close_stdout() {
     if (out_fd_ >= 0) close(out_fd_);
