@@ -47,6 +47,16 @@ bool has(const std::string& s, const std::string& what) {
   return s.find(what) != std::string::npos;
 }
 
+// Sends SIGINT and waits: the process must exit by itself (no timeout, no death by signal).
+CliExit interrupt_and_wait(CliProcess& p) {
+  p.signal(SIGINT);
+  const CliExit e = p.wait(kDeadline);
+  INFO("stderr: " << e.err);
+  REQUIRE_FALSE(e.timed_out);
+  CHECK_FALSE(e.signaled);
+  return e;
+}
+
 }  // namespace
 
 TEST_CASE("SIGINT during run: exit 130, the text so far, summary with finish=interrupted",
@@ -54,11 +64,8 @@ TEST_CASE("SIGINT during run: exit 130, the text so far, summary with finish=int
   const std::string model = require_test_file("models/stories260K.gguf");
   CliProcess p(long_run(model));
   REQUIRE(p.read_until(20, kDeadline).size() >= 20);  // generation has started
-  p.signal(SIGINT);
-  const CliExit e = p.wait(kDeadline);
+  const CliExit e = interrupt_and_wait(p);
   INFO("stderr: " << e.err);
-  REQUIRE_FALSE(e.timed_out);
-  CHECK_FALSE(e.signaled);
   CHECK(e.code == 130);
   CHECK(e.out.size() >= 20);
   const std::string summary = last_line(e.err);
@@ -183,11 +190,8 @@ TEST_CASE("SIGINT during quantize: exit 130, no output and no temporary file", "
   const std::string out = llmctl::test::temp_dir() + "/interrupted.gguf";
   CliProcess p({"quantize", model, out, "--type", "q4_k", "-t", "1"});
   REQUIRE(p.wait_for_stderr("[3/", kDeadline));  // the third tensor has started
-  p.signal(SIGINT);
-  const CliExit e = p.wait(kDeadline);
+  const CliExit e = interrupt_and_wait(p);
   INFO("stderr: " << e.err);
-  REQUIRE_FALSE(e.timed_out);
-  CHECK_FALSE(e.signaled);
   CHECK(e.code == 130);
   CHECK(has(e.err, "interrupted; the output file was not written"));
   CHECK_FALSE(std::filesystem::exists(out));
