@@ -29,3 +29,25 @@ TEST_CASE("an unknown option is a usage error with exit code 2", "[cli]") {
   CHECK(r.code == 2);
   CHECK(!r.err.empty());
 }
+
+TEST_CASE("an unknown subcommand is named, with a did-you-mean", "[cli]") {
+  const auto generate = run_llmctl({"generate", "-p", "hi"});
+  CHECK(generate.code == 2);
+  CHECK(generate.err.find("llmctl: error: unknown subcommand 'generate'; did you mean 'llmctl run'?") == 0);
+  const auto typo = run_llmctl({"tokenzie", "hi"});
+  CHECK(typo.code == 2);
+  CHECK(typo.err.find("did you mean 'llmctl tokenize'?") != std::string::npos);
+  const auto far = run_llmctl({"xyzzy"});
+  CHECK(far.code == 2);
+  CHECK(far.err.find("unknown subcommand 'xyzzy'\n") != std::string::npos);  // nothing close
+  CHECK(far.err.find("the subcommands are inspect, tokenize, run") != std::string::npos);
+}
+
+TEST_CASE("llmctl help SUBCOMMAND is the same as --help", "[cli]") {
+  const auto run = run_llmctl({"help", "run"});
+  CHECK(run.code == 0);
+  CHECK(run.out == run_llmctl({"run", "--help"}).out);
+  const auto top = run_llmctl({"help"});
+  CHECK(top.code == 0);
+  CHECK(top.out == run_llmctl({"--help"}).out);
+}

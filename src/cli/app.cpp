@@ -1,16 +1,49 @@
 #include "cli/app.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
 #include <exception>
 #include <new>
 
+#include "core/edit_distance.h"
 #include "core/error.h"
 
 namespace llmctl::cli {
 
 namespace {
+
+// Words people type for a subcommand, from other tools (llama.cpp's llama-cli and
+// llama-perplexity, ...): what to suggest instead.
+constexpr std::pair<const char*, const char*> kSubcommandSynonyms[] = {
+    {"generate", "run"}, {"complete", "run"},  {"chat", "run -i"},       {"main", "run"},
+    {"cli", "run"},      {"perplexity", "eval"}, {"ppl", "eval"},        {"quant", "quantize"},
+    {"info", "inspect"}, {"show", "inspect"},  {"benchmark", "bench"},   {"plan", "kvplan"},
+    {"tokenise", "tokenize"}};
+
+// A first argument that is neither an option nor a subcommand: "unknown subcommand 'X'", with
+// the synonym or the closest name (at most 3 edits away) as a did-you-mean.
+std::string unknown_subcommand_message(const std::string& word, const std::vector<std::string>& names) {
+  std::string suggestion;
+  for (const auto& [typed, meant] : kSubcommandSynonyms)
+    if (word == typed) suggestion = meant;
+  if (suggestion.empty()) {
+    size_t best = 4;
+    for (const std::string& n : names)
+      if (const size_t d = edit_distance(word, n); d < best) {
+        best = d;
+        suggestion = n;
+      }
+  }
+  std::string msg = fmt::format("unknown subcommand '{}'", word);
+  if (!suggestion.empty()) msg += fmt::format("; did you mean 'llmctl {}'?", suggestion);
+  return msg;
+}
 
 void print_error(const std::string& what, const std::string& hint) {
   fmt::print(stderr, "llmctl: error: {}\n", what);
@@ -39,8 +72,25 @@ int run_app(int argc, char** argv) {
   add_rope_probe_command(app, action);
   add_svd_embed_command(app, action);
 
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+  // `llmctl help [SUBCOMMAND]` is `llmctl [SUBCOMMAND] --help`; an unknown first word is named.
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args[0] == "help") {
+    args.erase(args.begin());
+    args.emplace_back("--help");
+  }
+  if (!args.empty() && !args[0].empty() && args[0][0] != '-' &&
+      std::find(names.begin(), names.end(), args[0]) == names.end()) {
+    print_error(unknown_subcommand_message(args[0], names),
+                fmt::format("the subcommands are {}; llmctl --help says what each does",
+                            fmt::join(names, ", ")));
+    return kExitUsage;
+  }
+  std::reverse(args.begin(), args.end());  // CLI11 takes them last to first
+
   try {
-    app.parse(argc, argv);
+    app.parse(args);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

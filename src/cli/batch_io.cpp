@@ -1,5 +1,4 @@
 // The --batch JSONL protocol (see batch_io.h for the format and the decisions behind it).
-#include "io/json_error.h"
 #include "cli/batch_io.h"
 
 #include <fmt/format.h>
@@ -10,6 +9,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "io/json_error.h"
 #include "tokenizer/utf8.h"
 
 namespace llmctl::cli {

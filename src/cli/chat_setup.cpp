@@ -1,5 +1,4 @@
 // Choosing the chat template (chat_setup.h).
-#include "io/json_error.h"
 #include "cli/chat_setup.h"
 
 #include <fmt/format.h>
@@ -10,6 +9,7 @@
 #include "core/error.h"
 #include "core/text_io.h"
 #include "io/gguf.h"
+#include "io/json_error.h"
 #include "tokenizer/jinja/jinja.h"
 #include "tokenizer/tokenizer.h"
 

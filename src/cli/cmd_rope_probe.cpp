@@ -9,7 +9,6 @@
 #include <fstream>
 #include <optional>
 
-#include "io/json_error.h"
 #include "backend/registry.h"
 #include "cli/model_tokenizer.h"
 #include "cli/app.h"
@@ -18,6 +17,7 @@
 #include "core/error.h"
 #include "core/text_io.h"
 #include "diag/rope_probe_check.h"
+#include "io/json_error.h"
 #include "model/model_loader.h"
 
 namespace llmctl::cli {

@@ -5,13 +5,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "io/json_error.h"
 #include "cli/app.h"
 #include "cli/chat_setup.h"
 #include "cli/tokenize_options.h"
 #include "core/error.h"
 #include "core/text_io.h"
 #include "io/gguf.h"
+#include "io/json_error.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
 

@@ -1,7 +1,6 @@
 // Safetensors parser (safetensors.h). Order of checks: the 8-byte length against the file and
 // the cap; the JSON's nesting and size (a byte scan, before any DOM is built); the JSON
 // itself; then each entry's dtype, shape, offsets and size, and finally overlaps.
-#include "io/json_error.h"
 #include "io/safetensors.h"
 
 #include <fmt/format.h>
@@ -14,6 +13,7 @@
 #include <unordered_set>
 
 #include "core/error.h"
+#include "io/json_error.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the safetensors reader assumes a little-endian host"

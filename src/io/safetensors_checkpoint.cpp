@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "io/json_error.h"
 #include "core/error.h"
+#include "io/json_error.h"
 #include "io/safetensors.h"
 
 namespace llmctl {

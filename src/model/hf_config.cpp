@@ -1,6 +1,5 @@
 // config.json -> ModelConfig (hf_config.h). Every value is type- and range-checked before use,
 // with the limits of config.cpp, so the weight binder and the forward pass can trust it.
-#include "io/json_error.h"
 #include "model/hf_config.h"
 
 #include <fmt/format.h>
@@ -10,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/mapped_file.h"
+#include "io/json_error.h"
 
 namespace llmctl {
 

@@ -1,7 +1,6 @@
 // ModelConfig: parameter counts from shapes, and model shapes from GGUF metadata or a Hugging
 // Face config.json. Only metadata is read: GGUF tensor data is never touched (the tensor table
 // gives the file's weight bytes without reading them).
-#include "io/json_error.h"
 #include "plan/model_config.h"
 
 #include <algorithm>
@@ -11,9 +10,11 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "core/edit_distance.h"
 #include "core/error.h"
 #include "io/gguf.h"
 #include "io/gguf_format.h"
+#include "io/json_error.h"
 
 namespace llmctl::plan {
 
@@ -68,21 +69,6 @@ std::string lowercase(std::string s) {
   return s;
 }
 
-namespace {
-
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0u : 1u)});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
-}  // namespace
 
 std::vector<std::string> closest_names(const std::string& query, const std::vector<std::string>& names,
                                        size_t n) {

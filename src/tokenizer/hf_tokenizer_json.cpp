@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "io/json_error.h"
 #include "core/error.h"
+#include "io/json_error.h"
 #include "tokenizer/pretokenizer.h"
 #include "tokenizer/spm_pieces.h"
 #include "tokenizer/tokenizer_impl.h"

@@ -1,9 +1,9 @@
-#include "io/json_error.h"
 #include "tokenizer/inflation.h"
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "io/json_error.h"
 
 namespace llmctl {
 
