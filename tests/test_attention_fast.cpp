@@ -11,24 +11,15 @@
 #include "backend/cpu/attention_fast.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_fast_backend.h"
+#include "support/backend_buffers.h"
 #include "support/random_data.h"
 
 using namespace llmctl;
+using llmctl::test::make;
+using llmctl::test::make_ids;
 using llmctl::test::random_floats;
 
 namespace {
-
-Buffer upload_f32(Backend& be, const std::vector<float>& v) {
-  Buffer b = be.alloc(static_cast<int64_t>(v.size()));
-  be.upload(b, v.data(), static_cast<int64_t>(v.size()));
-  return b;
-}
-
-Buffer upload_i32(Backend& be, const std::vector<int32_t>& v) {
-  Buffer b = be.alloc(static_cast<int64_t>(v.size()), BufferType::I32);
-  be.upload(b, v.data(), static_cast<int64_t>(v.size()));
-  return b;
-}
 
 // n_pos positions of one sequence in blocks of 4, the blocks in reverse order in the pool.
 struct Cache {
@@ -48,12 +39,12 @@ Cache make_cache(Backend& be, std::mt19937& rng, int64_t n_pos, int64_t kv_dim, 
     blocks.push_back(static_cast<int32_t>(c.max_blocks - 1 - b));
   for (int64_t j = 0; j < n_pos; ++j)
     slots.push_back(blocks[static_cast<size_t>(j / 4)] * 4 + static_cast<int32_t>(j % 4));
-  const Buffer k = upload_f32(be, random_floats(rng, static_cast<size_t>(n_pos * kv_dim)));
-  const Buffer v = upload_f32(be, random_floats(rng, static_cast<size_t>(n_pos * kv_dim)));
-  be.kv_store(k, v, upload_i32(be, slots), n_pos, kv_dim, c.k_pool, c.v_pool);
-  c.table = upload_i32(be, blocks);
-  c.seq_rows = upload_i32(be, std::vector<int32_t>(positions.size(), 0));
-  c.pos = upload_i32(be, positions);
+  const Buffer k = make(be, random_floats(rng, static_cast<size_t>(n_pos * kv_dim)));
+  const Buffer v = make(be, random_floats(rng, static_cast<size_t>(n_pos * kv_dim)));
+  be.kv_store(k, v, make_ids(be, slots), n_pos, kv_dim, c.k_pool, c.v_pool);
+  c.table = make_ids(be, blocks);
+  c.seq_rows = make_ids(be, std::vector<int32_t>(positions.size(), 0));
+  c.pos = make_ids(be, positions);
   return c;
 }
 
@@ -82,7 +73,7 @@ TEST_CASE("attend_group_fast: every head bit-identical to attend_head_fast, stat
         const Cache c = make_cache(be, rng, 11, hs.n_kv_heads * d, type, positions);
         const int64_t n_tok = static_cast<int64_t>(positions.size());
         const Buffer q =
-            upload_f32(be, random_floats(rng, static_cast<size_t>(n_tok * hs.n_heads * d)));
+            make(be, random_floats(rng, static_cast<size_t>(n_tok * hs.n_heads * d)));
         const int64_t n_out = n_tok * hs.n_heads * d;
         Buffer by_head = be.alloc(n_out), by_group = be.alloc(n_out);
         std::vector<float> st_head(static_cast<size_t>(n_tok * hs.n_heads * kAttnStatFields));
@@ -114,7 +105,7 @@ TEST_CASE("fast attention backend agrees with the reference for GQA groups of 1 
     for (Backend* be : std::initializer_list<Backend*>{&ref, &fast}) {
       std::mt19937 same(79);  // the same cache and queries on both backends
       const Cache c = make_cache(*be, same, 11, 2 * 40, BufferType::F16, positions);
-      const Buffer q = upload_f32(*be, random_floats(same, static_cast<size_t>(3 * n_heads * 40)));
+      const Buffer q = make(*be, random_floats(same, static_cast<size_t>(3 * n_heads * 40)));
       Buffer out = be->alloc(3 * n_heads * 40);
       be->attention(q, c.kv(), 3, s, out);
       got[i].resize(static_cast<size_t>(out.size()));

@@ -15,32 +15,18 @@
 #include "backend/cpu/cpu_fast_backend.h"
 #include "core/error.h"
 #include "core/softmax.h"
+#include "support/backend_buffers.h"
 #include "support/random_data.h"
 
 using namespace llmctl;
+using llmctl::test::make;
+using llmctl::test::make_ids;
 using llmctl::test::random_floats;
+using llmctl::test::read;
 
 namespace {
 
 constexpr int64_t kBlock = 4;
-
-Buffer make(Backend& b, const std::vector<float>& v) {
-  Buffer buf = b.alloc(static_cast<int64_t>(v.size()));
-  b.upload(buf, v.data(), static_cast<int64_t>(v.size()));
-  return buf;
-}
-
-Buffer make_ids(Backend& b, const std::vector<int32_t>& v) {
-  Buffer buf = b.alloc(static_cast<int64_t>(v.size()), BufferType::I32);
-  b.upload(buf, v.data(), static_cast<int64_t>(v.size()));
-  return buf;
-}
-
-std::vector<float> read(Backend& b, const Buffer& buf) {
-  std::vector<float> v(static_cast<size_t>(buf.size()));
-  b.download(buf, v.data(), buf.size());
-  return v;
-}
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;

@@ -15,30 +15,16 @@
 #include "core/rope_math.h"
 #include "core/softmax.h"
 #include "quant/dequant.h"
+#include "support/backend_buffers.h"
 #include "support/random_data.h"
 
 using namespace llmctl;
+using llmctl::test::make;
+using llmctl::test::make_ids;
 using llmctl::test::random_floats;
+using llmctl::test::read;
 
 namespace {
-
-Buffer make(Backend& b, const std::vector<float>& v) {
-  Buffer buf = b.alloc(static_cast<int64_t>(v.size()));
-  b.upload(buf, v.data(), static_cast<int64_t>(v.size()));
-  return buf;
-}
-
-std::vector<float> read(Backend& b, const Buffer& buf) {
-  std::vector<float> v(static_cast<size_t>(buf.size()));
-  b.download(buf, v.data(), buf.size());
-  return v;
-}
-
-Buffer make_ids(Backend& b, const std::vector<int32_t>& v) {
-  Buffer buf = b.alloc(static_cast<int64_t>(v.size()), BufferType::I32);
-  b.upload(buf, v.data(), static_cast<int64_t>(v.size()));
-  return buf;
-}
 
 WeightView f32_view(const std::string& name, const std::vector<float>& v, int64_t n_cols) {
   return WeightView{name, GgmlType::F32, n_cols, static_cast<int64_t>(v.size()) / n_cols, v.data()};

@@ -22,8 +22,10 @@
 #include "backend/cpu/gelu_mul_fast.h"
 #include "backend/cpu/softcap_fast.h"
 #include "core/error.h"
+#include "support/backend_buffers.h"
 
 using namespace llmctl;
+using llmctl::test::make;
 
 namespace {
 
@@ -53,12 +55,6 @@ void inputs(size_t n, std::vector<float>& g, std::vector<float>& u, uint32_t see
     g[i] = i % 37 == 5 ? d(rng) * 10.0f : (i % 41 == 7 ? d(rng) * 1e-3f : d(rng));
     u[i] = d(rng);
   }
-}
-
-Buffer make(Backend& b, const std::vector<float>& v) {
-  Buffer buf = b.alloc(static_cast<int64_t>(v.size()));
-  b.upload(buf, v.data(), static_cast<int64_t>(v.size()));
-  return buf;
 }
 
 std::vector<float> read(Backend& b, const Buffer& buf, int64_t n) {

@@ -245,7 +245,8 @@ void add_tokenize_command(CLI::App& app, Action& action) {
       "Exit codes: 0 ok, 1 bad input file or error, 2 usage error.");
   sub->add_option("-m,--model", opt.model, "GGUF model whose embedded vocabulary to use");
   sub->add_option("--tokenizer", opt.tokenizers,
-                  "Tokenizer file: sentencepiece .model or GGUF (repeat with --report)")
+                  "Tokenizer file: GGUF, sentencepiece .model or Hugging Face tokenizer.json "
+                  "(repeat with --report)")
       ->allow_extra_args(false);
   sub->add_option("text", opt.text, "Text to tokenize");
   sub->add_option(
