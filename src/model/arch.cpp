@@ -18,6 +18,12 @@ const ArchRow* find_arch_by_gguf(const std::string& gguf_name, const ArchTable& 
   return nullptr;
 }
 
+std::optional<WindowPattern> arch_window_pattern(const std::string& gguf_name) {
+  const ArchRow* row = find_arch_by_gguf(gguf_name);
+  if (row == nullptr) return std::nullopt;
+  return row->window;
+}
+
 const ArchRow* find_arch_by_hf(const std::string& hf_class, const ArchTable& table) {
   for (const ArchRow& row : table)
     for (const char* name : row.hf_classes)
@@ -93,21 +99,17 @@ void require_implemented(const ModelConfig& c) {
 // ---- per-layer attention options --------------------------------------------------------
 
 bool layer_windowed(const ModelConfig& c, int64_t il) {
-  if (c.sliding_window <= 0) return false;
-  switch (c.window.layers) {
-    case WindowLayers::None:
-      return false;
-    case WindowLayers::All:
-      return true;
-    case WindowLayers::AllButEveryPeriod:
-      return c.window.period > 0 && (il + 1) % c.window.period != 0;
-  }
-  LLMCTL_ASSERT(false);
-  return false;
+  return c.sliding_window > 0 && window_pattern_has(c.window, il);
 }
 
 int32_t layer_window(const ModelConfig& c, int64_t il) {
   return layer_windowed(c, il) ? static_cast<int32_t>(c.sliding_window) : 0;
+}
+
+std::vector<int32_t> layer_windows(const ModelConfig& c) {
+  std::vector<int32_t> w;
+  for (int64_t il = 0; il < c.n_layers; ++il) w.push_back(layer_window(c, il));
+  return w;
 }
 
 double layer_rope_base(const ModelConfig& c, int64_t il) {

@@ -21,11 +21,13 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "backend/backend.h"
 #include "core/rope_math.h"
+#include "core/sliding_window.h"  // WindowLayers, WindowPattern
 
 namespace llmctl {
 
@@ -52,20 +54,6 @@ enum class Activation : uint8_t {
 enum class EmbedScale : uint8_t {
   None,
   SqrtNEmbd,  // x = token_embd[t] * sqrt(n_embd)   (gemma)
-};
-
-// Which layers attend through a sliding window (of the file's window length).
-enum class WindowLayers : uint8_t {
-  None,               // every layer attends to every earlier position
-  All,                // every layer is windowed (Mistral v0.1: config.json sliding_window)
-  AllButEveryPeriod,  // layer il is global when (il + 1) % period == 0, else windowed
-                      // (gemma2: period 2, gemma3: period 6)
-};
-
-struct WindowPattern {
-  WindowLayers layers = WindowLayers::None;
-  int32_t period = 0;            // AllButEveryPeriod only
-  double local_rope_base = 0.0;  // RoPE base of the windowed layers; 0: the global base
 };
 
 // What a config.json key about a sliding window means for the architecture today.
@@ -180,6 +168,8 @@ struct ArchTable {
 
 // The row named `gguf_name`, or nullptr.
 const ArchRow* find_arch_by_gguf(const std::string& gguf_name, const ArchTable& table = {});
+// The window pattern of the row named `gguf_name`, or nullopt (kvplan's plan::WindowPatternOf).
+std::optional<WindowPattern> arch_window_pattern(const std::string& gguf_name);
 // The row listing Hugging Face class `hf_class`, or nullptr.
 const ArchRow* find_arch_by_hf(const std::string& hf_class, const ArchTable& table = {});
 // "llama, qwen2" and "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM", for messages.
@@ -207,6 +197,8 @@ void require_implemented(const ModelConfig& c);
 bool layer_windowed(const ModelConfig& c, int64_t il);
 // Layer il's window in positions (AttentionShape::window): c.sliding_window when windowed, else 0.
 int32_t layer_window(const ModelConfig& c, int64_t il);
+// layer_window of every layer, in order (the KV cache's layer groups, kv_cache.h).
+std::vector<int32_t> layer_windows(const ModelConfig& c);
 // Layer il's RoPE base and linear frequency scale: a windowed layer of a pattern with a local
 // base gets that base and no scaling (llama.cpp's rope_freq_{base,scale}_train_swa), every
 // other layer the file's.
