@@ -169,3 +169,15 @@ TEST_CASE("run -i: scripted chat turns, the earlier turns come from the prefix c
   CHECK(none.code == 1);
   CHECK(none.err.find("--chat-template llama2|llama3|chatml|zephyr") != std::string::npos);
 }
+
+// A long -c on the real Gemma 3 270M: its 15 windowed layers keep 1040 positions (window 512 +
+// -b 512, in blocks of 16), not 32768: 111.23 MiB where every layer at every position is 576 MiB.
+TEST_CASE("run: the real Gemma 3 file at -c 32768 allocates the windowed KV cache", "[cli]") {
+  const std::string model = llmctl::test::require_fetched_model("gemma-3-270m-q4_k_m.gguf");
+  const auto r =
+      run_llmctl({"run", "-m", model, "-p", "Hello", "-n", "2", "--temp", "0", "-c", "32768"});
+  REQUIRE(r.code == 0);
+  INFO(r.err);
+  CHECK(r.err.find("KV cache 111.23 MiB (1 x 32768 positions; 15 layers windowed to 512: 1040 "
+                   "positions, f16") != std::string::npos);
+}

@@ -120,6 +120,7 @@ void bench_model(const BenchOptions& opt, const std::string& path, int threads, 
   fo.kv.type = *kv_type_from_name(opt.kv_type);
   fo.kv.n_blocks =
       (std::max(opt.n_prompt, opt.n_gen) + 1 + fo.kv.block_size - 1) / fo.kv.block_size;
+  fo.kv.max_sequences = 1;
   Forward fwd(c, m.weights, *backend, fo);
   const auto n_vocab = static_cast<int32_t>(c.n_vocab);
 

@@ -123,6 +123,7 @@ RunSession open_run_session(const RunOptions& opt, int64_t n_sequences) {
   fo.kv.type = *kv_type_from_name(opt.kv_type);
   const int64_t blocks_per_seq = (s.n_ctx + opt.block_size - 1) / opt.block_size;
   fo.kv.n_blocks = blocks_per_seq * n_sequences;
+  fo.kv.max_sequences = n_sequences;  // windowed layers' pools: that many windows (kv_cache.h)
   // An explicit -c that the host cannot hold is refused with the amount. The default (the
   // training context) is not: CPU pools are mapped lazily, so an unused long context costs
   // address space only.
@@ -132,12 +133,18 @@ RunSession open_run_session(const RunOptions& opt, int64_t n_sequences) {
   s.load_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 
   const uint64_t weight_bytes = weight_stats(s.model.weights).bytes;
+  // Windowed layers keep only their window (kv_cache.h): say how many positions they hold.
+  const PagedKvCache& cache = s.fwd->cache();
+  std::string windows;
+  for (int g = 1; g < cache.n_groups(); ++g)
+    windows += fmt::format("; {} layers windowed to {}: {} positions", cache.group_layers(g),
+                           cache.group_window(g), cache.n_blocks(g) * cache.block_size());
   fmt::print(stderr,
              "llmctl: {} ({}, {} layers, n_embd {}, n_vocab {}) on {}, {} thread{}; memory: "
-             "weights {} mapped, KV cache {} ({} x {} positions, {}, blocks of {}), scratch {}\n",
+             "weights {} mapped, KV cache {} ({} x {} positions{}, {}, blocks of {}), scratch {}\n",
              opt.model, config.arch, config.n_layers, config.n_embd, config.n_vocab,
              s.backend->name(), s.backend->n_threads(), s.backend->n_threads() == 1 ? "" : "s",
-             human_bytes(weight_bytes), human_bytes(s.fwd->cache().bytes()), n_sequences, s.n_ctx,
+             human_bytes(weight_bytes), human_bytes(cache.bytes()), n_sequences, s.n_ctx, windows,
              opt.kv_type, opt.block_size, human_bytes(s.fwd->scratch_bytes()));
   if (s.n_ctx > config.n_ctx_train)
     fmt::print(stderr, "llmctl: note: -c {} exceeds the model's training context {}\n", s.n_ctx,

@@ -34,12 +34,16 @@ KvCacheOptions single_sequence_cache(int64_t n_ctx) {
   KvCacheOptions kv;
   kv.type = KvType::F32;
   kv.n_blocks = (n_ctx + kv.block_size - 1) / kv.block_size;
+  kv.max_sequences = 1;
   return kv;
 }
 
-KvCacheOptions resolved_cache(const ModelConfig& c, KvCacheOptions kv) {
+// The cache's options as this Forward runs it: its batch size bounds the positions of a
+// sequence one forward pass maps.
+KvCacheOptions resolved_cache(const ModelConfig& c, KvCacheOptions kv, int64_t max_batch) {
   if (kv.n_blocks == 0 && kv.block_size >= 1)
     kv.n_blocks = (c.n_ctx_train + kv.block_size - 1) / kv.block_size;
+  kv.max_chunk = std::max<int64_t>(1, max_batch);  // allocate() refuses a bad batch size
   return kv;
 }
 
@@ -51,7 +55,8 @@ Forward::Forward(const ModelConfig& config, const ModelWeights& weights, Backend
       backend_(backend),
       weights_(bind_to_backend(weights, config, backend)),
       max_batch_(opt.max_batch_tokens),
-      cache_(backend, config.n_layers, config.kv_dim(), resolved_cache(config, opt.kv)) {
+      cache_(backend, layer_windows(config), config.kv_dim(),
+             resolved_cache(config, opt.kv, opt.max_batch_tokens)) {
   allocate(opt.max_device_top_k);
 }
 
@@ -61,7 +66,8 @@ Forward::Forward(const ModelConfig& config, const ModelWeights& weights, Backend
       backend_(backend),
       weights_(bind_to_backend(weights, config, backend)),
       max_batch_(std::min<int64_t>(512, n_ctx)),
-      cache_(backend, config.n_layers, config.kv_dim(), single_sequence_cache(n_ctx)) {
+      cache_(backend, layer_windows(config), config.kv_dim(),
+             resolved_cache(config, single_sequence_cache(n_ctx), max_batch_)) {
   allocate(ForwardOptions{}.max_device_top_k);
   cache_.add_sequence(n_ctx);  // sequence 0, for step()
 }
@@ -109,9 +115,8 @@ void Forward::allocate(int32_t max_device_top_k) {
   ids_ = b.alloc(n, BufferType::I32);
   pos_ = b.alloc(n, BufferType::I32);
   seq_rows_ = b.alloc(n, BufferType::I32);
-  slots_ = b.alloc(n, BufferType::I32);
   logit_rows_ = b.alloc(n, BufferType::I32);
-  block_table_ = b.alloc(1, BufferType::I32);  // grown on demand
+  // slots_ and block_tables_: per layer group, allocated and grown by prepare_chunk.
   if (max_device_top_k < -1 || max_device_top_k > kMaxDeviceTopK)
     throw Error(fmt::format("forward: max_device_top_k {} is outside [-1, {}]", max_device_top_k,
                             kMaxDeviceTopK));
@@ -123,7 +128,9 @@ void Forward::allocate(int32_t max_device_top_k) {
   }
   const int64_t floats = n * (4 * c.n_embd + 2 * c.q_dim() + 2 * c.kv_dim() + 2 * c.n_ff) +
                          kLogitsRows * (2 * c.n_embd + c.n_vocab);
-  scratch_bytes_ = static_cast<uint64_t>(floats) * sizeof(float) + 5 * static_cast<uint64_t>(n) * 4;
+  const auto n_groups = static_cast<uint64_t>(cache_.n_groups());
+  scratch_bytes_ =
+      static_cast<uint64_t>(floats) * sizeof(float) + (4 + n_groups) * static_cast<uint64_t>(n) * 4;
 }
 
 const std::vector<float>& Forward::decode(const std::vector<BatchToken>& batch) {
@@ -249,7 +256,6 @@ int64_t Forward::prepare_chunk(const BatchToken* batch, int64_t n) {
   host_ids_.resize(static_cast<size_t>(n));
   host_pos_.resize(static_cast<size_t>(n));
   host_rows_.resize(static_cast<size_t>(n));
-  host_slots_.resize(static_cast<size_t>(n));
   host_logit_rows_.clear();
   host_logit_k_.clear();
   seqs_.clear();                   // distinct sequences, in order of first appearance
@@ -276,25 +282,44 @@ int64_t Forward::prepare_chunk(const BatchToken* batch, int64_t n) {
     host_ids_[static_cast<size_t>(t)] = bt.token;
     host_pos_[static_cast<size_t>(t)] = static_cast<int32_t>(pos);
     host_rows_[static_cast<size_t>(t)] = static_cast<int32_t>(row);
-    host_slots_[static_cast<size_t>(t)] = cache_.slot(bt.seq, pos);
     if (bt.logits) {
       host_logit_rows_.push_back(static_cast<int32_t>(t));
       host_logit_k_.push_back(decode_k_ > 0 && bt.top_k > 0 ? bt.top_k : 0);
     }
   }
+  // Windowed layer groups take their blocks for these positions now (kv_cache.h); then each
+  // group's slots and block tables (a windowed table's released entries are kNoBlock, -1).
   const auto n_seqs = static_cast<int64_t>(seqs_.size());
-  host_table_.assign(static_cast<size_t>(n_seqs * max_blocks), 0);
-  for (int64_t r = 0; r < n_seqs; ++r) {
-    const std::vector<int32_t>& blocks = cache_.block_table(seqs_[static_cast<size_t>(r)]);
-    std::copy(blocks.begin(), blocks.end(), host_table_.begin() + r * max_blocks);
+  for (int64_t r = 0; r < n_seqs; ++r)
+    cache_.map_positions(seqs_[static_cast<size_t>(r)], seq_count[static_cast<size_t>(r)]);
+  const int n_groups = cache_.n_groups();
+  host_slots_.resize(static_cast<size_t>(n_groups));
+  host_tables_.resize(static_cast<size_t>(n_groups));
+  slots_.resize(static_cast<size_t>(n_groups));
+  block_tables_.resize(static_cast<size_t>(n_groups));
+  for (int g = 0; g < n_groups; ++g) {
+    const auto gu = static_cast<size_t>(g);
+    if (cache_.group_layers(g) == 0) continue;  // a full group without layers
+    std::vector<int32_t>& slots = host_slots_[gu];
+    slots.resize(static_cast<size_t>(n));
+    for (int64_t t = 0; t < n; ++t)
+      slots[static_cast<size_t>(t)] =
+          cache_.slot(batch[t].seq, host_pos_[static_cast<size_t>(t)], g);
+    std::vector<int32_t>& table = host_tables_[gu];
+    table.assign(static_cast<size_t>(n_seqs * max_blocks), g == 0 ? 0 : PagedKvCache::kNoBlock);
+    for (int64_t r = 0; r < n_seqs; ++r) {
+      const std::vector<int32_t>& blocks = cache_.block_table(seqs_[static_cast<size_t>(r)], g);
+      std::copy(blocks.begin(), blocks.end(), table.begin() + r * max_blocks);
+    }
+    if (slots_[gu].size() == 0) slots_[gu] = b.alloc(max_batch_, BufferType::I32);
+    if (block_tables_[gu].size() < n_seqs * max_blocks)
+      block_tables_[gu] = b.alloc(n_seqs * max_blocks, BufferType::I32);
+    b.upload(slots_[gu], slots.data(), n);
+    b.upload(block_tables_[gu], table.data(), n_seqs * max_blocks);
   }
-  if (block_table_.size() < n_seqs * max_blocks)
-    block_table_ = b.alloc(n_seqs * max_blocks, BufferType::I32);
   b.upload(ids_, host_ids_.data(), n);
   b.upload(pos_, host_pos_.data(), n);
   b.upload(seq_rows_, host_rows_.data(), n);
-  b.upload(slots_, host_slots_.data(), n);
-  b.upload(block_table_, host_table_.data(), n_seqs * max_blocks);
   const auto n_rows = static_cast<int64_t>(host_logit_rows_.size());
   if (n_rows > 0) b.upload(logit_rows_, host_logit_rows_.data(), std::min(n_rows, kLogitsRows));
 
@@ -343,7 +368,8 @@ void Forward::compute_chunk(int64_t n, int64_t max_blocks, bool with_output) {
     const LayerWeights& l = weights_.layers[static_cast<size_t>(il)];
     Buffer& k_pool = cache_.keys(il);
     Buffer& v_pool = cache_.values(il);
-    const PagedKv kv{&k_pool,    &v_pool, cache_.block_size(), &block_table_, max_blocks,
+    const auto group = static_cast<size_t>(cache_.layer_group(il));  // its pool and table
+    const PagedKv kv{&k_pool,    &v_pool, cache_.block_size(), &block_tables_[group], max_blocks,
                      &seq_rows_, &pos_};
 
     const RopeParams& rope = rope_[static_cast<size_t>(il)];
@@ -371,7 +397,7 @@ void Forward::compute_chunk(int64_t n, int64_t max_blocks, bool with_output) {
     }
     b.rope(q_, rope_pos, n, c.n_heads, rope);
     b.rope(k_, rope_pos, n, c.n_kv_heads, rope);
-    b.kv_store(k_, v_, slots_, n, c.kv_dim(), k_pool, v_pool);
+    b.kv_store(k_, v_, slots_[group], n, c.kv_dim(), k_pool, v_pool);
     if (want_stats) {
       b.attention_with_stats(q_, kv, n, attn, att_, attn_stats_);
       obs->on_attention_stats(il, observed_, observe(attn_stats_, n * c.n_heads * kAttnStatFields),

@@ -11,6 +11,7 @@
 //     q = h wq^T (+bq), k = h wk^T (+bk), v = h wv^T (+bv)  (n, q_dim), (n, kv_dim), (n, kv_dim)
 //     (QK-norm per head: each head of q, k = rmsnorm(head) * attn_q_norm, attn_k_norm)
 //     rope(q), rope(k) at p_t (the layer's base);  cache[layer][slot(seq_t, p_t)] = k_t, v_t
+//       (the slot in the layer's group: windowed layers keep only their window, kv_cache.h)
 //     a = attention(q_t over its sequence's positions 0..p_t, or the layer's window) wo^T
 //     x += a   (norms Both: x += rmsnorm(a) * attn_post_norm)
 //     h = rmsnorm(x) * ffn_norm
@@ -139,10 +140,12 @@ class Forward final : public SequenceModel {
   Buffer x_, h_, q_, k_, v_, att_, proj_, gate_, up_, ffn_;
   // Output projection, kLogitsRows rows at a time.
   Buffer x_out_, h_out_, logits_;
-  // Indices: token ids, positions, block-table rows, slots, rows that want logits.
-  Buffer ids_, pos_, seq_rows_, slots_, logit_rows_, block_table_;
-  std::vector<int32_t> host_ids_, host_pos_, host_rows_, host_slots_, host_logit_rows_;
-  std::vector<int32_t> host_table_;
+  // Indices: token ids, positions, block-table rows, rows that want logits; per KV layer group
+  // (kv_cache.h) the slots and block tables.
+  Buffer ids_, pos_, seq_rows_, logit_rows_;
+  std::vector<Buffer> slots_, block_tables_;
+  std::vector<int32_t> host_ids_, host_pos_, host_rows_, host_logit_rows_;
+  std::vector<std::vector<int32_t>> host_slots_, host_tables_;
   std::vector<float> logits_host_;
 
   // Candidates on the device (max_device_top_k): the top_k asked for per wanted row of the

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <initializer_list>
 #include <new>
 #include <string>
 
@@ -40,9 +41,38 @@ std::optional<KvType> kv_type_from_name(std::string_view name) {
   return std::nullopt;
 }
 
-PagedKvCache::PagedKvCache(Backend& backend, int64_t n_layers, int64_t kv_dim,
+namespace {
+// The group window of each layer: its window, or 0 without window groups.
+std::vector<int32_t> grouped(std::vector<int32_t> layer_windows, const KvCacheOptions& opt) {
+  if (!opt.window_groups) std::fill(layer_windows.begin(), layer_windows.end(), 0);
+  return layer_windows;
+}
+
+// The distinct windows of `layer_windows`, 0 (the full group) first, then ascending.
+std::vector<int32_t> group_windows(const std::vector<int32_t>& layer_windows) {
+  std::vector<int32_t> w{0};
+  for (const int32_t x : layer_windows)
+    if (std::find(w.begin(), w.end(), x) == w.end()) w.push_back(x);
+  std::sort(w.begin() + 1, w.end());
+  return w;
+}
+
+uint64_t saturating_product(std::initializer_list<uint64_t> factors) {
+  uint64_t total = 1;
+  for (const uint64_t f : factors) {
+    if (f != 0 && total > UINT64_MAX / f) return UINT64_MAX;
+    total *= f;
+  }
+  return total;
+}
+
+uint64_t nonneg(int64_t x) { return static_cast<uint64_t>(std::max<int64_t>(x, 0)); }
+}  // namespace
+
+PagedKvCache::PagedKvCache(Backend& backend, const std::vector<int32_t>& windows, int64_t kv_dim,
                            const KvCacheOptions& opt)
     : opt_(opt), kv_dim_(kv_dim) {
+  const std::vector<int32_t> layer_windows = grouped(windows, opt);
   if (opt.block_size < 1 || opt.block_size > 65536)
     throw Error(fmt::format("KV cache: block size {} is outside [1, 65536]", opt.block_size));
   if (opt.n_blocks < 1)
@@ -52,11 +82,49 @@ PagedKvCache::PagedKvCache(Backend& backend, int64_t n_layers, int64_t kv_dim,
                             "slot numbers can address",
                             opt.n_blocks, opt.block_size, INT32_MAX / opt.block_size),
                 "lower -c/--ctx-size or --parallel");
+  if (opt.max_chunk < 1 || opt.max_sequences < 0)
+    throw Error(fmt::format("KV cache: max_chunk {} and max_sequences {}: expected >= 1 and >= 0",
+                            opt.max_chunk, opt.max_sequences));
+  const auto n_layers = static_cast<int64_t>(layer_windows.size());
   LLMCTL_ASSERT(n_layers >= 1 && kv_dim >= 1);
-  const uint64_t need = required_bytes(n_layers, kv_dim, opt);
-  const std::string what = fmt::format(
-      "KV cache of {} ({} layers x K and V x {} positions x {} dims x {})", human_size(need),
-      n_layers, opt.n_blocks * opt.block_size, kv_dim, kv_type_name(opt.type));
+  for (const int32_t w : layer_windows) LLMCTL_ASSERT(w >= 0);
+  for (const int32_t w : group_windows(layer_windows)) {
+    Group g;
+    g.window = w;
+    g.n_blocks = group_blocks(w, opt);
+    g.per_sequence = w > 0 ? window_blocks_per_sequence(w, opt.block_size, opt.max_chunk,
+                                                        opt.n_blocks * opt.block_size)
+                           : 0;
+    groups_.push_back(std::move(g));
+  }
+  layer_group_.resize(layer_windows.size());
+  layer_in_group_.resize(layer_windows.size());
+  std::vector<size_t> n_in_group(groups_.size(), 0);
+  for (size_t l = 0; l < layer_windows.size(); ++l) {
+    const auto g = static_cast<size_t>(
+        std::find_if(groups_.begin(), groups_.end(),
+                     [&](const Group& x) { return x.window == layer_windows[l]; }) -
+        groups_.begin());
+    layer_group_[l] = static_cast<int>(g);
+    layer_in_group_[l] = n_in_group[g]++;
+  }
+
+  const uint64_t need = required_bytes(layer_windows, kv_dim, opt);
+  std::string layers;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    if (n_in_group[g] == 0) continue;
+    if (!layers.empty()) layers += " + ";
+    layers += fmt::format("{}{} layers x {} positions", n_in_group[g],
+                          groups_[g].window > 0 ? fmt::format(" window-{}", groups_[g].window) : "",
+                          groups_[g].n_blocks * opt.block_size);
+  }
+  const std::string what =
+      groups_.size() == 1
+          ? fmt::format("KV cache of {} ({} layers x K and V x {} positions x {} dims x {})",
+                        human_size(need), n_layers, opt.n_blocks * opt.block_size, kv_dim,
+                        kv_type_name(opt.type))
+          : fmt::format("KV cache of {} ({}, K and V x {} dims x {})", human_size(need), layers,
+                        kv_dim, kv_type_name(opt.type));
   const char* hint = opt.type == KvType::F32
                          ? "lower -c/--ctx-size (or --parallel), or use --kv-type f16"
                          : "lower -c/--ctx-size (or --parallel)";
@@ -64,46 +132,75 @@ PagedKvCache::PagedKvCache(Backend& backend, int64_t n_layers, int64_t kv_dim,
     throw Error(fmt::format("{} does not fit in the {} available", what, human_size(opt.max_bytes)),
                 hint);
   const BufferType bt = opt.type == KvType::F16 ? BufferType::F16 : BufferType::F32;
-  const int64_t n = opt.n_blocks * opt.block_size * kv_dim;
   try {
-    for (int64_t l = 0; l < n_layers; ++l) {
-      k_.push_back(backend.alloc(n, bt));
-      v_.push_back(backend.alloc(n, bt));
+    for (size_t l = 0; l < layer_windows.size(); ++l) {
+      Group& g = groups_[static_cast<size_t>(layer_group_[l])];
+      const int64_t n = g.n_blocks * opt.block_size * kv_dim;
+      g.k.push_back(backend.alloc(n, bt));
+      g.v.push_back(backend.alloc(n, bt));
     }
   } catch (const std::bad_alloc&) {
     throw Error(fmt::format("cannot allocate the {}", what), hint);
   } catch (const Error& e) {
     throw Error(fmt::format("cannot allocate the {}: {}", what, e.what()), hint);
   }
-  blocks_.resize(idx(opt.n_blocks));
-  // Lowest ids first out of the free list (back of the vector), for readable block tables.
-  for (int64_t b = opt.n_blocks - 1; b >= 0; --b) free_.push_back(static_cast<int32_t>(b));
+  for (Group& g : groups_) {
+    g.blocks.resize(idx(g.n_blocks));
+    // Lowest ids first out of the free list (back of the vector), for readable block tables.
+    for (int64_t b = g.n_blocks - 1; b >= 0; --b) g.free.push_back(static_cast<int32_t>(b));
+  }
 }
 
-uint64_t PagedKvCache::required_bytes(int64_t n_layers, int64_t kv_dim, const KvCacheOptions& opt) {
-  const uint64_t factors[] = {2,
-                              static_cast<uint64_t>(std::max<int64_t>(n_layers, 0)),
-                              static_cast<uint64_t>(std::max<int64_t>(opt.n_blocks, 0)),
-                              static_cast<uint64_t>(std::max<int64_t>(opt.block_size, 0)),
-                              static_cast<uint64_t>(std::max<int64_t>(kv_dim, 0)),
-                              opt.type == KvType::F16 ? 2u : 4u};
-  uint64_t total = 1;
-  for (const uint64_t f : factors) {
-    if (f != 0 && total > UINT64_MAX / f) return UINT64_MAX;
-    total *= f;
+int64_t PagedKvCache::group_blocks(int32_t window, const KvCacheOptions& opt) {
+  if (window <= 0 || opt.max_sequences <= 0 || opt.block_size < 1 || opt.max_chunk < 1)
+    return opt.n_blocks;
+  const int64_t per_seq_blocks = (opt.n_blocks + opt.max_sequences - 1) / opt.max_sequences;
+  const int64_t per_seq = window_blocks_per_sequence(window, opt.block_size, opt.max_chunk,
+                                                     per_seq_blocks * opt.block_size);
+  return std::min(opt.n_blocks, per_seq * opt.max_sequences);
+}
+
+uint64_t PagedKvCache::required_bytes(const std::vector<int32_t>& windows, int64_t kv_dim,
+                                      const KvCacheOptions& opt) {
+  const std::vector<int32_t> layer_windows = grouped(windows, opt);
+  uint64_t total = 0;
+  for (const int32_t w : group_windows(layer_windows)) {
+    const auto layers =
+        static_cast<uint64_t>(std::count(layer_windows.begin(), layer_windows.end(), w));
+    const uint64_t g =
+        saturating_product({2, layers, nonneg(group_blocks(w, opt)), nonneg(opt.block_size),
+                            nonneg(kv_dim), opt.type == KvType::F16 ? 2u : 4u});
+    total = g > UINT64_MAX - total ? UINT64_MAX : total + g;
   }
   return total;
 }
 
 uint64_t PagedKvCache::bytes() const {
   uint64_t total = 0;
-  for (size_t l = 0; l < k_.size(); ++l)
-    total += static_cast<uint64_t>(k_[l].size() + v_[l].size()) * buffer_type_size(k_[l].type());
+  for (const Group& g : groups_)
+    for (size_t l = 0; l < g.k.size(); ++l)
+      total +=
+          static_cast<uint64_t>(g.k[l].size() + g.v[l].size()) * buffer_type_size(g.k[l].type());
   return total;
 }
 
-int64_t PagedKvCache::n_free_blocks() const {
-  return static_cast<int64_t>(free_.size() + evictable_.size());
+int64_t PagedKvCache::group_layers(int group) const {
+  return static_cast<int64_t>(groups_[static_cast<size_t>(group)].k.size());
+}
+
+int64_t PagedKvCache::n_free_blocks(int group) const {
+  const Group& g = groups_[static_cast<size_t>(group)];
+  return static_cast<int64_t>(g.free.size() + g.evictable.size());
+}
+
+Buffer& PagedKvCache::keys(int64_t layer) {
+  const auto l = static_cast<size_t>(layer);
+  return groups_[static_cast<size_t>(layer_group_[l])].k[layer_in_group_[l]];
+}
+
+Buffer& PagedKvCache::values(int64_t layer) {
+  const auto l = static_cast<size_t>(layer);
+  return groups_[static_cast<size_t>(layer_group_[l])].v[layer_in_group_[l]];
 }
 
 // ---------------------------------------------------------------------------
@@ -128,12 +225,14 @@ int32_t PagedKvCache::add_sequence(int64_t max_len) {
   s = Sequence{};
   s.live = true;
   s.max_len = max_len;
+  s.windows.resize(groups_.size() - 1);
   return static_cast<int32_t>(i);
 }
 
 void PagedKvCache::remove_sequence(int32_t seq) {
   Sequence& s = seq_ref(seq);
-  for (const int32_t b : s.blocks) release_block(b);
+  for (const int32_t b : s.blocks) release_block(groups_[0], b);
+  release_windows(s);
   s = Sequence{};
 }
 
@@ -142,56 +241,70 @@ int64_t PagedKvCache::max_len(int32_t seq) const { return seq_ref(seq).max_len; 
 int64_t PagedKvCache::capacity(int32_t seq) const {
   return static_cast<int64_t>(seq_ref(seq).blocks.size()) * opt_.block_size;
 }
-const std::vector<int32_t>& PagedKvCache::block_table(int32_t seq) const {
-  return seq_ref(seq).blocks;
+const std::vector<int32_t>& PagedKvCache::block_table(int32_t seq, int group) const {
+  const Sequence& s = seq_ref(seq);
+  LLMCTL_ASSERT(group >= 0 && group < n_groups());
+  return group == 0 ? s.blocks : s.windows[static_cast<size_t>(group - 1)].blocks;
 }
 
-int32_t PagedKvCache::slot(int32_t seq, int64_t pos) const {
+int32_t PagedKvCache::slot(int32_t seq, int64_t pos, int group) const {
   const Sequence& s = seq_ref(seq);
-  if (pos < 0 || pos >= static_cast<int64_t>(s.blocks.size()) * opt_.block_size)
+  const int64_t cap = static_cast<int64_t>(s.blocks.size()) * opt_.block_size;
+  if (pos < 0 || pos >= cap)
     throw Error(fmt::format("KV cache: position {} of sequence {} has no slot (capacity {})", pos,
-                            seq, static_cast<int64_t>(s.blocks.size()) * opt_.block_size));
-  return static_cast<int32_t>(s.blocks[idx(pos / opt_.block_size)] * opt_.block_size +
-                              pos % opt_.block_size);
+                            seq, cap));
+  const int32_t b = block_table(seq, group)[idx(pos / opt_.block_size)];
+  if (b == kNoBlock)
+    throw Error(
+        fmt::format("KV cache: position {} of sequence {} has no block in the window-{} "
+                    "layers (not mapped yet, or outside the window)",
+                    pos, seq, group_window(group)));
+  return static_cast<int32_t>(b * opt_.block_size + pos % opt_.block_size);
 }
 
 // ---------------------------------------------------------------------------
 // Blocks
 // ---------------------------------------------------------------------------
-std::optional<int32_t> PagedKvCache::take_block() {
+std::optional<int32_t> PagedKvCache::take_block(Group& g) {
   int32_t b = -1;
-  if (!free_.empty()) {
-    b = free_.back();
-    free_.pop_back();
-  } else if (!evictable_.empty()) {  // evict the least recently used cached block
-    b = evictable_.begin()->second;
-    evictable_.erase(evictable_.begin());
-    Block& blk = blocks_[idx(b)];
-    const auto it = prefix_.find(blk.hash);
-    if (it != prefix_.end() && it->second == b) prefix_.erase(it);
+  if (!g.free.empty()) {
+    b = g.free.back();
+    g.free.pop_back();
+  } else if (!g.evictable.empty()) {  // evict the least recently used cached block
+    b = g.evictable.begin()->second;
+    g.evictable.erase(g.evictable.begin());
+    Block& blk = g.blocks[idx(b)];
+    if (g.window == 0) {
+      const auto it = prefix_.find(blk.hash);
+      if (it != prefix_.end() && it->second == b) prefix_.erase(it);
+    } else {
+      const auto it = g.copies.find(blk.copy_of);
+      if (it != g.copies.end() && it->second == b) g.copies.erase(it);
+      blk.copy_of = -1;
+    }
     blk.cached = false;
     blk.tokens.clear();
     ++blk.generation;
   } else {
     return std::nullopt;
   }
-  Block& blk = blocks_[idx(b)];
+  Block& blk = g.blocks[idx(b)];
   blk.ref = 1;
   blk.parent = -1;
   blk.last_use = ++tick_;
   return b;
 }
 
-void PagedKvCache::release_block(int32_t b) {
-  Block& blk = blocks_[idx(b)];
+void PagedKvCache::release_block(Group& g, int32_t b) {
+  Block& blk = g.blocks[idx(b)];
   LLMCTL_ASSERT(blk.ref > 0);
   if (--blk.ref > 0) return;
   blk.last_use = ++tick_;
   if (blk.cached) {
-    evictable_.emplace(blk.last_use, b);
+    g.evictable.emplace(blk.last_use, b);
   } else {
     ++blk.generation;  // children registered under it can no longer match
-    free_.push_back(b);
+    g.free.push_back(b);
   }
 }
 
@@ -206,14 +319,15 @@ uint64_t PagedKvCache::chain_hash(uint64_t parent_hash, const int32_t* tokens) c
 }
 
 void PagedKvCache::register_block(Sequence& s, int64_t block_index) {
+  std::vector<Block>& blocks = groups_[0].blocks;
   const int32_t b = s.blocks[idx(block_index)];
-  Block& blk = blocks_[idx(b)];
+  Block& blk = blocks[idx(b)];
   if (blk.cached) return;  // attached from the cache: already registered
   const int32_t parent = block_index > 0 ? s.blocks[idx(block_index - 1)] : -1;
-  const uint64_t parent_hash = parent >= 0 ? blocks_[idx(parent)].hash : kChainSeed;
+  const uint64_t parent_hash = parent >= 0 ? blocks[idx(parent)].hash : kChainSeed;
   blk.hash = chain_hash(parent_hash, s.tokens.data() + block_index * opt_.block_size);
   blk.parent = parent;
-  blk.parent_generation = parent >= 0 ? blocks_[idx(parent)].generation : 0;
+  blk.parent_generation = parent >= 0 ? blocks[idx(parent)].generation : 0;
   // The same contents computed twice (two sequences prefilled together): keep the first.
   if (prefix_.count(blk.hash) != 0) return;
   prefix_.emplace(blk.hash, b);
@@ -228,6 +342,9 @@ int64_t PagedKvCache::attach_prefix(int32_t seq, const std::vector<int32_t>& tok
     throw Error(fmt::format("KV cache: attach_prefix on sequence {} that is not empty", seq));
   const int64_t bs = opt_.block_size;
   const auto n_tokens = static_cast<int64_t>(tokens.size());
+  std::vector<Block>& blocks = groups_[0].blocks;
+  // The full blocks that match, in order.
+  std::vector<int32_t> matched;
   uint64_t h = kChainSeed;
   int32_t prev = -1;
   for (int64_t i = 0; (i + 1) * bs <= n_tokens - 1 && (i + 1) * bs <= s.max_len; ++i) {
@@ -236,19 +353,28 @@ int64_t PagedKvCache::attach_prefix(int32_t seq, const std::vector<int32_t>& tok
     const auto it = prefix_.find(h);
     if (it == prefix_.end()) break;
     const int32_t b = it->second;
-    Block& blk = blocks_[idx(b)];
+    const Block& blk = blocks[idx(b)];
     const bool parent_ok =
-        blk.parent == prev && (prev < 0 || blk.parent_generation == blocks_[idx(prev)].generation);
+        blk.parent == prev && (prev < 0 || blk.parent_generation == blocks[idx(prev)].generation);
     if (!blk.cached || !parent_ok || !std::equal(blk.tokens.begin(), blk.tokens.end(), blk_tokens))
       break;
-    if (blk.ref == 0) evictable_.erase(blk.last_use);
+    matched.push_back(b);
+    prev = b;
+  }
+  // As many as the windowed groups can resume from.
+  auto k = static_cast<int64_t>(matched.size());
+  while (k > 0 && !window_prefix_ok(matched, k)) --k;
+  for (int64_t i = 0; i < k; ++i) {
+    const int32_t b = matched[idx(i)];
+    Block& blk = blocks[idx(b)];
+    if (blk.ref == 0) groups_[0].evictable.erase(blk.last_use);
     ++blk.ref;
     blk.last_use = ++tick_;
     s.blocks.push_back(b);
-    s.tokens.insert(s.tokens.end(), blk_tokens, blk_tokens + bs);
-    s.length += bs;
-    prev = b;
+    s.tokens.insert(s.tokens.end(), tokens.begin() + i * bs, tokens.begin() + (i + 1) * bs);
   }
+  s.length = k * bs;
+  attach_window_blocks(s);
   n_reused_ += s.length;
   return s.length;
 }
@@ -260,8 +386,21 @@ Reserve PagedKvCache::reserve(int32_t seq, int64_t n) {
   const int64_t want = (s.length + n + opt_.block_size - 1) / opt_.block_size;
   const int64_t need = want - static_cast<int64_t>(s.blocks.size());
   if (need <= 0) return Reserve::Ok;
-  if (need > n_free_blocks()) return Reserve::PoolFull;
-  for (int64_t i = 0; i < need; ++i) s.blocks.push_back(*take_block());
+  if (need > n_free_blocks(0)) return Reserve::PoolFull;
+  const int64_t new_capacity = want * opt_.block_size;
+  for (size_t g = 1; g < groups_.size(); ++g) {
+    const WindowTable& t = s.windows[g - 1];
+    const int64_t q = window_quota(groups_[g], s.length, new_capacity);
+    if (groups_[g].quota_sum - t.quota + q > groups_[g].n_blocks) return Reserve::PoolFull;
+  }
+  for (int64_t i = 0; i < need; ++i) s.blocks.push_back(*take_block(groups_[0]));
+  for (size_t g = 1; g < groups_.size(); ++g) {
+    WindowTable& t = s.windows[g - 1];
+    const int64_t q = window_quota(groups_[g], s.length, new_capacity);
+    groups_[g].quota_sum += q - t.quota;
+    t.quota = q;
+    t.blocks.resize(idx(want), kNoBlock);
+  }
   return Reserve::Ok;
 }
 
@@ -275,6 +414,7 @@ void PagedKvCache::commit(int32_t seq, const int32_t* tokens, int64_t n) {
   s.length += n;
   for (int64_t b = old_len / opt_.block_size; (b + 1) * opt_.block_size <= s.length; ++b)
     register_block(s, b);
+  commit_windows(s, old_len);
 }
 
 }  // namespace llmctl
