@@ -145,3 +145,23 @@ TEST_CASE("kvplan --measure allocates the plan on the CPU", "[cli][plan]") {
   CHECK(big.code == 1);
   CHECK(has(big.err, "host memory"));
 }
+
+// The real Gemma 3 270M (18 layers, 15 of them windowed over 512 positions, 1 KV head of 256):
+// the pattern comes from the architecture table, the file carries only the window.
+TEST_CASE("kvplan on the real Gemma 3 file counts the windowed layers as each engine does",
+          "[cli][plan]") {
+  const std::string model = llmctl::test::require_fetched_model("gemma-3-270m-q4_k_m.gguf");
+  const auto kv_bytes = [&](const char* engine) {
+    const auto r = run_llmctl(
+        {"kvplan", "--model", model, "--engine", engine, "--ctx", "32768", "--json", "--no-sweep"});
+    REQUIRE(r.code == 0);
+    return nlohmann::json::parse(r.out)["kv_bytes_per_seq"].get<uint64_t>();
+  };
+  constexpr uint64_t kCell = 2 * 256 * 2;  // K and V of one head of 256, f16
+  // llama.cpp's log: 3 layers x 32768 cells + 15 windowed layers x 1024 cells = 111 MiB.
+  CHECK(kv_bytes("llamacpp") == (3 * 32768 + 15 * 1024) * kCell);
+  // llmctl: 65 blocks of 16 per windowed layer (window 512 + batch 512), as llmctl run allocates.
+  CHECK(kv_bytes("llmctl") == (3 * 32768 + 15 * 65 * 16) * kCell);
+  // vLLM keeps the window's 512 tokens.
+  CHECK(kv_bytes("vllm") == (3 * 32768 + 15 * 512) * kCell);
+}

@@ -6,7 +6,8 @@
 //   * prefix sharing through windowed groups gives the logits of no sharing, also when the
 //     windowed copies a prefix needs have been evicted (fewer positions are reused);
 //   * the bookkeeping: released entries, quotas that refuse what the windowed pool cannot
-//     promise, and sizes.
+//     promise, and sizes;
+//   * kvplan's llmctl rule gives exactly what the cache allocates for the same config.
 #include <catch2/catch.hpp>
 #include <memory>
 #include <string>
@@ -23,6 +24,9 @@
 #include "model/kv_cache.h"
 #include "model/scheduler.h"
 #include "model/weights.h"
+#include "plan/memory_plan.h"
+#include "plan/model_config.h"
+#include "support/test_data.h"
 #include "support/tiny_gemma3.h"
 
 using namespace llmctl;
@@ -231,4 +235,65 @@ TEST_CASE("kv window: the windowed pool bounds admission where the full pool wou
   CHECK(c.reserve(b, 1) == Reserve::PoolFull);  // no windowed block left to promise
   CHECK(c.capacity(b) == 0);                    // nothing changed
   CHECK(c.n_free_blocks(0) == 8);
+}
+
+TEST_CASE("kv window: kvplan's llmctl rule is what the cache allocates", "[cpu][plan]") {
+  const GgufFile f = test::build_tiny_gemma3({});
+  const ModelConfig c = config_from_gguf(f);
+  const plan::ModelConfig m = plan::model_from_gguf(f, arch_window_pattern);
+  for (int64_t l = 0; l < c.n_layers; ++l) CHECK(m.layer_window(l) == layer_window(c, l));
+  for (const int64_t ctx : {5, 100, 1000, 32768})
+    for (const int64_t batch : {1, 3})
+      for (const int64_t block : {16, 7}) {
+        INFO("ctx " << ctx << " batch " << batch << " block " << block);
+        plan::PlanInputs in;
+        in.model = m;
+        in.gpu = plan::find_gpu("h100-sxm");
+        in.kv = plan::parse_kv_format("f16");
+        in.weight = plan::parse_weight_format("f16");
+        in.ctx = ctx;
+        in.batch = batch;
+        in.block_size = block;
+        in.engine = plan::Engine::Llmctl;
+        // As `llmctl run -c ctx --parallel batch --block-size block` sets the cache up
+        // (run_session.cpp), with its default -b 512.
+        KvCacheOptions o;
+        o.block_size = block;
+        o.n_blocks = (ctx + block - 1) / block * batch;
+        o.max_sequences = batch;
+        o.max_chunk = std::min<int64_t>(512, ctx * batch);
+        o.type = KvType::F16;
+        const uint64_t cache = PagedKvCache::required_bytes(layer_windows(c), c.kv_dim(), o);
+        CHECK(plan::plan_memory(in, false).kv_bytes_needed == cache);
+      }
+}
+
+TEST_CASE("kv window: the real Gemma 3 270M at 32k, llmctl and llama.cpp rules", "[cpu][plan]") {
+  const std::string path = test::require_fetched_model("gemma-3-270m-q4_k_m.gguf");
+  const GgufFile f = GgufFile::open(path);
+  const ModelConfig c = config_from_gguf(f);
+  const plan::ModelConfig m = plan::model_from_gguf(f, arch_window_pattern);
+  REQUIRE(c.n_layers == 18);
+  REQUIRE(c.sliding_window == 512);
+  int64_t windowed = 0;
+  for (int64_t l = 0; l < m.n_layers; ++l) windowed += m.layer_window(l) > 0;
+  CHECK(windowed == 15);
+  plan::PlanInputs in;
+  in.model = m;
+  in.gpu = plan::find_gpu("h100-sxm");
+  in.kv = plan::parse_kv_format("f16");
+  in.weight = plan::parse_weight_format("gguf");
+  in.ctx = 32768;
+  const uint64_t per_cell = 2 * 1 * 256 * 2;  // K and V, 1 KV head of 256, f16
+  // llama.cpp's iSWA cache, as its log says: 3 x 32768 cells + 15 x 1024 (pad256(512 + 512)).
+  in.engine = plan::Engine::Llamacpp;
+  CHECK(plan::plan_memory(in, false).kv_bytes_needed == (3 * 32768 + 15 * 1024) * per_cell);
+  // llmctl: what the cache allocates for one sequence of 32768 in blocks of 16, -b 512.
+  in.engine = plan::Engine::Llmctl;
+  KvCacheOptions o;
+  o.n_blocks = 32768 / 16;
+  o.max_sequences = 1;
+  const uint64_t cache = PagedKvCache::required_bytes(layer_windows(c), c.kv_dim(), o);
+  CHECK(cache == (3 * 32768 + 15 * 65 * 16) * per_cell);  // ceil(1022 / 16) + 1 = 65 blocks
+  CHECK(plan::plan_memory(in, false).kv_bytes_needed == cache);
 }

@@ -204,16 +204,32 @@ TEST_CASE("MLA caches the latent per layer and it is not split across TP ranks",
 
 TEST_CASE("sliding-window layers keep at most the window", "[cpu][plan]") {
   PlanInputs in = inputs("mistral-7b");
+  in.engine = Engine::Vllm;
   in.ctx = 32768;
   MemoryPlan p = plan_memory(in);
   CHECK(p.kv_bytes_per_seq == 4096ull * 131072);  // every layer slides over 4096
+  // llmctl's cache: the window plus one forward pass (-b 512) of new positions, in blocks of 16:
+  // ceil((4096 + 512 - 2) / 16) + 1 = 289 blocks.
+  in.engine = Engine::Llmctl;
+  CHECK(plan_memory(in).kv_bytes_per_seq == 289ull * 16 * 131072);
+  // llama.cpp runs Mistral (a window on every layer, no pattern) as full attention.
+  in.engine = Engine::Llamacpp;
+  CHECK(plan_memory(in).kv_bytes_per_seq == 32768ull * 131072);
   in.model = find_model("gemma-2-9b");
+  in.engine = Engine::Vllm;
   in.ctx = 8192;
   p = plan_memory(in);
   const uint64_t per_layer_token = 2 * 8 * 256 * 2;
   CHECK(p.kv_bytes_per_seq == 21 * 8192 * per_layer_token + 21 * 4096 * per_layer_token);
   // The longest context at batch 1 grows past what full attention would allow.
   CHECK(p.max_context > p.kv_tokens);
+  in.engine = Engine::Llmctl;
+  CHECK(plan_memory(in).kv_bytes_per_seq ==
+        21 * 8192 * per_layer_token + 21 * 4624 * per_layer_token);
+  // llama.cpp's iSWA cache: pad256(4096 + 512) = 4608 cells on the windowed layers.
+  in.engine = Engine::Llamacpp;
+  CHECK(plan_memory(in).kv_bytes_per_seq ==
+        21 * 8192 * per_layer_token + 21 * 4608 * per_layer_token);
 }
 
 TEST_CASE("MoE: every expert is resident, active parameters drive FLOPs", "[cpu][plan]") {

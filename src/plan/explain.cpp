@@ -60,9 +60,15 @@ std::vector<std::string> explain_plan(const PlanInputs& in, const MemoryPlan& p,
   out.push_back("KV cache per sequence (linear in context; attention compute, not the cache, is quadratic):");
   int64_t windowed = 0;
   for (int64_t l = 0; l < m.n_layers; ++l) windowed += m.layer_window(l) > 0 ? 1 : 0;
-  if (windowed > 0 && in.engine != Engine::Llamacpp)
-    out.push_back(fmt::format("  sliding window {} on {} of {} layers: those keep min(ctx, {}) tokens",
-                              m.sliding_window, windowed, m.n_layers, m.sliding_window));
+  if (windowed > 0) {
+    const char* rule = in.engine == Engine::Llamacpp
+                           ? "pad256(min(cells, window x sequences + n_ubatch)) cells (iSWA)"
+                       : in.engine == Engine::Llmctl
+                           ? "the blocks of window + -b batch tokens per sequence"
+                           : "min(ctx, window) tokens";
+    out.push_back(fmt::format("  sliding window {} on {} of {} layers: those keep {}",
+                              m.sliding_window, windowed, m.n_layers, rule));
+  }
   out.push_back(fmt::format("  {} tokens (in blocks of {}) -> {} per sequence per GPU; x {} sequences per replica = {}",
                             num(static_cast<double>(in.ctx)), p.block_size, gib_gb(d(p.kv_bytes_per_seq)),
                             p.batch_per_replica, gib_gb(d(p.kv_bytes_needed))));

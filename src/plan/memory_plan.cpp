@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/sliding_window.h"
 
 namespace llmctl::plan {
 
@@ -71,18 +72,37 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t pad_to(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 uint64_t to_bytes(double x) { return x <= 0 ? 0 : static_cast<uint64_t>(std::llround(x)); }
 
+// Positions layer l keeps for `seqs` sequences of `ctx` tokens, by the engine's rule
+// (memory_plan.h).
+int64_t layer_cells(const PlanInputs& in, int64_t l, int64_t ctx, int64_t seqs) {
+  const int64_t w = in.model.layer_window(l);
+  if (in.engine == Engine::Llamacpp) {
+    // Its iSWA cache serves the architectures with a pattern of windowed and global layers
+    // (Gemma 2, 3); a window on every layer (Mistral v0.1) it runs as full attention.
+    const int64_t cells = pad_to(ctx * seqs, kLlamacppPad);
+    const bool iswa = w > 0 && in.model.swa_period > 0;
+    return iswa ? pad_to(std::min(cells, w * seqs + in.llamacpp_ubatch), kLlamacppPad) : cells;
+  }
+  if (w > 0 && in.engine == Engine::Llmctl) {
+    // run_session.cpp: the forward pass's batch is -b, at most every position of the batch.
+    const int64_t chunk = std::max<int64_t>(1, std::min(in.llmctl_batch_tokens, ctx * seqs));
+    return seqs * window_blocks_per_sequence(w, in.block_size, chunk, ctx) * in.block_size;
+  }
+  return seqs * pad_to(w > 0 ? std::min(ctx, w) : ctx, in.block_size);
+}
+
 }  // namespace
 
-uint64_t kv_bytes_for_context(const PlanInputs& in, const KvFormula& f, int64_t ctx) {
-  if (in.engine == Engine::Llamacpp)  // every layer holds every cell (windows not applied)
-    return static_cast<uint64_t>(pad_to(ctx, kLlamacppPad)) * f.bytes_per_token_per_gpu;
+uint64_t kv_bytes_for_batch(const PlanInputs& in, const KvFormula& f, int64_t ctx, int64_t seqs) {
   uint64_t total = 0;
-  for (int64_t l = 0; l < f.n_layers; ++l) {
-    const int64_t w = in.model.layer_window(l);
-    const int64_t tokens = w > 0 ? std::min(ctx, w) : ctx;
-    total += static_cast<uint64_t>(pad_to(tokens, in.block_size)) * f.layer_bytes_per_gpu[static_cast<size_t>(l)];
-  }
+  for (int64_t l = 0; l < f.n_layers; ++l)
+    total += static_cast<uint64_t>(layer_cells(in, l, ctx, seqs)) *
+             f.layer_bytes_per_gpu[static_cast<size_t>(l)];
   return total;
+}
+
+uint64_t kv_bytes_for_context(const PlanInputs& in, const KvFormula& f, int64_t ctx) {
+  return kv_bytes_for_batch(in, f, ctx, 1);
 }
 
 uint64_t weights_bytes_per_gpu(const ModelConfig& m, const WeightFormat& w, int64_t tp) {
@@ -156,7 +176,7 @@ namespace {
 // windows make the per-sequence cost flatten out).
 int64_t max_context_for(const PlanInputs& in, const KvFormula& f, int64_t seqs, uint64_t pool) {
   constexpr int64_t kCap = int64_t{1} << 26;
-  auto fits = [&](int64_t ctx) { return static_cast<uint64_t>(seqs) * kv_bytes_for_context(in, f, ctx) <= pool; };
+  auto fits = [&](int64_t ctx) { return kv_bytes_for_batch(in, f, ctx, seqs) <= pool; };
   if (!fits(1)) return 0;
   int64_t lo = 1, hi = kCap;
   if (fits(hi)) return hi;
@@ -201,12 +221,13 @@ MemoryPlan plan_memory(const PlanInputs& in, bool with_levers) {
   for (int64_t l = 0; l < in.model.n_layers; ++l) any_window = any_window || in.model.layer_window(l) > 0;
   if (lcpp) {
     // One unified cache of ctx * sequences cells, padded to 256; each sequence gets n_ctx / n_seq.
-    const int64_t cells = pad_to(in.ctx * p.batch_per_replica, kLlamacppPad);
-    p.kv_bytes_needed = static_cast<uint64_t>(cells) * p.kv.bytes_per_token_per_gpu;
+    // Windowed layers: the smaller iSWA cache (layer_cells).
+    p.kv_bytes_needed = kv_bytes_for_batch(in, p.kv, in.ctx, p.batch_per_replica);
     p.max_concurrency = p.kv_tokens / in.ctx * p.replicas;
     p.concurrency_ratio = static_cast<double>(p.kv_tokens) / static_cast<double>(in.ctx);
-    p.max_context = p.kv_tokens / p.batch_per_replica;
-    p.fits = p.kv_budget_bytes >= 0 && cells <= p.kv_tokens;
+    p.max_context = any_window ? max_context_for(in, p.kv, p.batch_per_replica, pool)
+                               : p.kv_tokens / p.batch_per_replica;
+    p.fits = p.kv_budget_bytes >= 0 && p.kv_bytes_needed <= pool;
   } else {
     p.kv_bytes_needed = bpr * p.kv_bytes_per_seq;
     p.max_concurrency = static_cast<int64_t>(pool / p.kv_bytes_per_seq) * p.replicas;

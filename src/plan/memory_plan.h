@@ -8,6 +8,15 @@
 //   llmctl  the same rule (our engine adopts vLLM's accounting), blocks of --block-size.
 //   llamacpp no utilisation factor: kv = usable - weights - compute buffer - CUDA context;
 //           KV cells are padded to multiples of 256; one unified cache of ctx * sequences cells.
+//
+// Sliding-window layers (ModelConfig::layer_window) hold, per engine:
+//   llmctl   window_blocks_per_sequence(window, block, batch tokens, ctx) blocks per sequence
+//            (core/sliding_window.h), what PagedKvCache allocates (model/kv_cache.h);
+//   vllm     min(ctx, window) tokens rounded up to blocks;
+//   llamacpp its iSWA cache (llama-kv-cache-iswa.cpp), for a pattern of windowed and global
+//            layers (Gemma 2, 3): the windowed layers get pad256(min(cells, window * sequences +
+//            n_ubatch)) cells, the others all cells; a window on every layer (Mistral v0.1)
+//            it runs as full attention.
 
 #include <cstdint>
 #include <optional>
@@ -44,6 +53,8 @@ struct PlanInputs {
   std::optional<uint64_t> overhead;    // per GPU non-torch / context reserve, overrides the default
   int64_t max_batched_tokens = 8192;   // vLLM's profile run (max_num_batched_tokens)
   int64_t max_num_seqs = 1024;         // vLLM v1 default on large GPUs; sampler logits per sequence
+  int64_t llmctl_batch_tokens = 512;   // llmctl run's -b: positions one forward pass writes
+  int64_t llamacpp_ubatch = 512;       // llama.cpp's n_ubatch (its SWA cache's headroom)
 };
 
 // Returns "" when the tensor-parallel size works for the model, else why not.
@@ -99,6 +110,8 @@ struct MemoryPlan {
 
 // Bytes of KV one sequence of `ctx` tokens holds on one GPU (sliding windows and block rounding).
 uint64_t kv_bytes_for_context(const PlanInputs& in, const KvFormula& f, int64_t ctx);
+// Bytes of KV `seqs` sequences of `ctx` tokens hold on one GPU (llama.cpp: one unified cache).
+uint64_t kv_bytes_for_batch(const PlanInputs& in, const KvFormula& f, int64_t ctx, int64_t seqs);
 uint64_t weights_bytes_total(const ModelConfig& m, const WeightFormat& w);
 uint64_t weights_bytes_per_gpu(const ModelConfig& m, const WeightFormat& w, int64_t tp);
 // Peak activation (vLLM/llmctl) or compute buffer (llama.cpp) estimate per GPU.

@@ -19,9 +19,9 @@
 namespace llmctl::plan {
 
 int64_t ModelConfig::layer_window(int64_t l) const {
-  if (sliding_window <= 0) return 0;
-  if (swa_period <= 0) return sliding_window;
-  return (l % swa_period == swa_period - 1) ? 0 : sliding_window;
+  const WindowPattern p{swa_period > 0 ? WindowLayers::AllButEveryPeriod : WindowLayers::All,
+                        static_cast<int32_t>(swa_period), 0.0};
+  return sliding_window > 0 && window_pattern_has(p, l) ? sliding_window : 0;
 }
 
 ParamCounts count_params(const ModelConfig& c) {
@@ -91,7 +91,7 @@ std::vector<std::string> closest_names(const std::string& query, const std::vect
 // GGUF metadata
 // --------------------------------------------------------------------------------------------
 
-ModelConfig model_from_gguf(const GgufFile& f) {
+ModelConfig model_from_gguf(const GgufFile& f, const WindowPatternOf& pattern_of) {
   ModelConfig c;
   c.name = f.path();
   c.source = "GGUF metadata of " + f.path();
@@ -119,7 +119,11 @@ ModelConfig model_from_gguf(const GgufFile& f) {
                                                      : need(a + "feed_forward_length");
   c.n_ff_expert = f.get_int_or(a + "expert_feed_forward_length", c.n_experts > 0 ? c.n_ff : 0);
   c.sliding_window = f.get_int_or(a + "attention.sliding_window", 0);
-  if (c.sliding_window > 0 && c.arch == "gemma2") c.swa_period = 2;
+  if (const std::optional<WindowPattern> p = pattern_of ? pattern_of(c.arch) : std::nullopt) {
+    if (p->layers == WindowLayers::None) c.sliding_window = 0;  // the engine ignores the key
+    if (p->layers == WindowLayers::AllButEveryPeriod)
+      c.swa_period = f.get_int_or(a + "attention.sliding_window_pattern", p->period);
+  }
   if (c.arch == "gemma2") c.norms_per_layer = 4;
   c.kv_lora_rank = f.get_int_or(a + "attention.kv_lora_rank", 0);
   if (c.is_mla()) {
@@ -243,7 +247,7 @@ ModelConfig model_from_config_json(const std::string& path) {
   return c;
 }
 
-ModelConfig load_model(const std::string& name_or_file) {
+ModelConfig load_model(const std::string& name_or_file, const WindowPatternOf& pattern_of) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::is_directory(name_or_file, ec)) {
@@ -255,7 +259,7 @@ ModelConfig load_model(const std::string& name_or_file) {
     const std::string lower = lowercase(name_or_file);
     if (lower.size() >= 5 && lower.compare(lower.size() - 5, 5, ".json") == 0)
       return model_from_config_json(name_or_file);
-    return model_from_gguf(GgufFile::open(name_or_file));
+    return model_from_gguf(GgufFile::open(name_or_file), pattern_of);
   }
   const std::string lower = lowercase(name_or_file);
   for (const char* ext : {".gguf", ".json"}) {
