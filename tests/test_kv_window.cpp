@@ -172,6 +172,50 @@ TEST_CASE("kv window: prefix sharing through windowed layers gives the logits of
   CHECK(evicted.hashes == alone.hashes);
 }
 
+TEST_CASE("kv window: sequences batched together give their logits alone", "[cpu]") {
+  // Continuous batching (scheduler.h) over a windowed pool sized for the 3 sequences: chunks
+  // of several sequences map and release their windowed blocks side by side.
+  const GgufFile f = test::build_tiny_gemma3({});
+  const ModelConfig c = config_from_gguf(f);
+  const ModelWeights w = bind_weights(f, c);
+  std::vector<std::vector<int32_t>> prompts;
+  for (const size_t n : {size_t{30}, size_t{45}, size_t{20}}) {
+    prompts.push_back(test::tiny_gemma3_prompt(n));
+    for (int32_t& t : prompts.back()) t = (t + static_cast<int32_t>(n)) % 100;
+  }
+  const auto run = [&](const std::vector<size_t>& which, int64_t parallel) {
+    cpu::CpuFastBackend be(2);
+    ForwardOptions fo;
+    fo.max_batch_tokens = 16;
+    fo.kv.block_size = 4;
+    fo.kv.n_blocks = 3 * 20;
+    fo.kv.max_sequences = 3;
+    Forward fwd(c, w, be, fo);
+    std::vector<std::vector<uint64_t>> hashes(prompts.size());
+    Scheduler sched(fwd, SchedulerOptions{parallel});
+    for (const size_t i : which) {
+      GenerateOptions o;
+      o.n_predict = 25;
+      o.n_ctx = 80;
+      o.ignore_eos = true;
+      o.on_pick_logits = [&hashes, i](const float* row, int32_t n) {
+        hashes[i].push_back(fnv1a_64(row, static_cast<size_t>(n)));
+      };
+      sched.submit(prompts[i], o);
+    }
+    sched.run(nullptr);
+    CHECK(fwd.cache().n_free_blocks(1) == fwd.cache().n_blocks(1));
+    return hashes;
+  };
+  const auto together = run({0, 1, 2}, 3);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    INFO("request " << i);
+    const auto alone = run({i}, 1);
+    REQUIRE(alone[i].size() == 25);
+    CHECK(together[i] == alone[i]);
+  }
+}
+
 TEST_CASE("kv window: released entries, quotas and sizes of a windowed group", "[cpu]") {
   cpu::CpuBackend be;
   KvCacheOptions o;
