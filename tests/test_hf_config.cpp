@@ -179,7 +179,8 @@ TEST_CASE("hf config: hostile values name config.json and the key", "[cpu]") {
              Contains("'use_sliding_window' = true is not supported"));
   CHECK_THAT(error_with([](json& j) { j["architectures"] = {"GemmaForCausalLM"}; }),
              Contains("architecture 'GemmaForCausalLM' is not supported (supported: "
-                      "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM)"));
+                      "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
+                      "Olmo2ForCausalLM, Gemma2ForCausalLM, GraniteForCausalLM)"));
   CHECK_THAT(error_with([](json& j) { j.erase("architectures"); }),
              Contains("'architectures' is missing or not a list of names"));
   CHECK_THAT(error_with([](json& j) {

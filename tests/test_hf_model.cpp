@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -22,13 +21,19 @@
 #include "model/hf_to_gguf.h"
 #include "model/model_loader.h"
 #include "support/fixtures.h"
+#include "support/hf_dirs.h"
+#include "support/logit_rows.h"
 #include "support/test_data.h"
 #include "tokenizer/sp_model_proto.h"
 #include "tokenizer/tokenizer.h"
 
 using namespace llmctl;
 using Catch::Matchers::Contains;
+using llmctl::test::as_double;
+using llmctl::test::edited_hf_copy;
 using llmctl::test::fixture_path;
+using llmctl::test::load_model_error;
+using llmctl::test::max_abs_diff;
 namespace fs = std::filesystem;
 
 namespace {
@@ -48,54 +53,12 @@ std::vector<std::vector<float>> run_logits(const LoadedModel& m,
   return out;
 }
 
-double max_abs_diff(const std::vector<std::vector<float>>& a,
-                    const std::vector<std::vector<double>>& b) {
-  REQUIRE(a.size() == b.size());
-  double worst = 0.0;
-  for (size_t p = 0; p < a.size(); ++p) {
-    REQUIRE(a[p].size() == b[p].size());
-    for (size_t i = 0; i < a[p].size(); ++i)
-      worst = std::max(worst, std::abs(static_cast<double>(a[p][i]) - b[p][i]));
-  }
-  return worst;
-}
-
-std::vector<std::vector<double>> as_double(const std::vector<std::vector<float>>& a) {
-  std::vector<std::vector<double>> out;
-  for (const auto& row : a) out.emplace_back(row.begin(), row.end());
-  return out;
-}
-
 // Max |logit - transformers' float64 logit| over every position of fixture `name`.
 double diff_vs_transformers(const std::string& name) {
   const auto ref = reference(name);
   const LoadedModel m = load_model(fixture_path(name));
   const auto logits = run_logits(m, ref["tokens"].get<std::vector<int32_t>>());
   return max_abs_diff(logits, ref["logits"].get<std::vector<std::vector<double>>>());
-}
-
-// A copy of fixture `name` in a fresh directory, with config.json edited by `edit` and the
-// model.safetensors as it is.
-std::string edited_copy(const std::string& name, const std::string& tag,
-                        const std::function<void(nlohmann::json&)>& edit) {
-  const std::string dir = llmctl::test::temp_dir() + "/" + tag;
-  fs::create_directories(dir);
-  for (const auto& e : fs::directory_iterator(fixture_path(name)))
-    fs::copy_file(e.path(), dir + "/" + e.path().filename().string(),
-                  fs::copy_options::overwrite_existing);
-  nlohmann::json cfg = nlohmann::json::parse(llmctl::test::read_file(dir + "/config.json"));
-  edit(cfg);
-  llmctl::test::write_file(dir + "/config.json", cfg.dump(2));
-  return dir;
-}
-
-std::string load_error(const std::string& path) {
-  try {
-    load_model(path);
-  } catch (const FileError& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 // model.safetensors of `dir` rewritten with every tensor in BF16 (written here, independent
@@ -274,7 +237,7 @@ TEST_CASE("hf -> GGUF carries the sentencepiece vocabulary", "[cpu]") {
 }
 
 TEST_CASE("hf: BF16 checkpoint (matrices in place, norms widened to F32)", "[cpu]") {
-  const std::string dir = edited_copy("hf_tiny_llama", "bf16", [](nlohmann::json&) {});
+  const std::string dir = edited_hf_copy("hf_tiny_llama", "bf16", [](nlohmann::json&) {});
   rewrite_as_bf16(dir);
   const LoadedModel m = load_model(dir);
   CHECK(m.weights.layers[0].wq.type == GgmlType::BF16);
@@ -290,37 +253,42 @@ TEST_CASE("hf: BF16 checkpoint (matrices in place, norms widened to F32)", "[cpu
 }
 
 TEST_CASE("load_model: errors name the file, the tensor, expected and actual", "[cpu]") {
-  CHECK_THAT(load_error("/nonexistent/model"), Contains("/nonexistent/model: no such file"));
+  CHECK_THAT(load_model_error("/nonexistent/model"), Contains("/nonexistent/model: no such file"));
   const std::string empty = llmctl::test::temp_dir() + "/empty_dir";
   fs::create_directories(empty);
-  CHECK_THAT(load_error(empty), Contains("no config.json: not a Hugging Face model directory"));
+  CHECK_THAT(load_model_error(empty),
+             Contains("no config.json: not a Hugging Face model directory"));
 
-  const std::string gpt2 = edited_copy(
+  const std::string gpt2 = edited_hf_copy(
       "hf_tiny_llama", "gpt2", [](nlohmann::json& c) { c["architectures"] = {"GPT2LMHeadModel"}; });
-  CHECK_THAT(load_error(gpt2),
+  CHECK_THAT(load_model_error(gpt2),
              Contains("config.json: architecture 'GPT2LMHeadModel' is not supported (supported: "
-                      "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM)"));
+                      "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
+                      "Olmo2ForCausalLM, Gemma2ForCausalLM, GraniteForCausalLM)"));
 
-  const std::string kv =
-      edited_copy("hf_tiny_llama", "kv4", [](nlohmann::json& c) { c["num_key_value_heads"] = 4; });
-  CHECK_THAT(load_error(kv), Contains("model.safetensors: tensor 'model.layers.0.self_attn.k_proj."
-                                      "weight': expected [64, 64], got [32, 64]"));
-  const std::string layers = edited_copy("hf_tiny_llama", "layers3",
-                                         [](nlohmann::json& c) { c["num_hidden_layers"] = 3; });
-  CHECK_THAT(load_error(layers),
+  const std::string kv = edited_hf_copy("hf_tiny_llama", "kv4",
+                                        [](nlohmann::json& c) { c["num_key_value_heads"] = 4; });
+  CHECK_THAT(load_model_error(kv),
+             Contains("model.safetensors: tensor 'model.layers.0.self_attn.k_proj."
+                      "weight': expected [64, 64], got [32, 64]"));
+  const std::string layers = edited_hf_copy("hf_tiny_llama", "layers3",
+                                            [](nlohmann::json& c) { c["num_hidden_layers"] = 3; });
+  CHECK_THAT(load_model_error(layers),
              Contains("missing tensor 'model.layers.2.input_layernorm.weight' (expected [64])"));
   const std::string vocab =
-      edited_copy("hf_tiny_llama", "vocab", [](nlohmann::json& c) { c["vocab_size"] = 301; });
-  CHECK_THAT(load_error(vocab),
+      edited_hf_copy("hf_tiny_llama", "vocab", [](nlohmann::json& c) { c["vocab_size"] = 301; });
+  CHECK_THAT(load_model_error(vocab),
              Contains("tensor 'model.embed_tokens.weight': expected [301, 64], got [300, 64]"));
-  const std::string tied = edited_copy("hf_tiny_qwen2", "untied",
-                                       [](nlohmann::json& c) { c["tie_word_embeddings"] = false; });
-  CHECK_THAT(load_error(tied), Contains("missing tensor 'lm_head.weight'"));
-  const std::string nobias = edited_copy("hf_tiny_llama", "asqwen", [](nlohmann::json& c) {
+  const std::string tied = edited_hf_copy(
+      "hf_tiny_qwen2", "untied", [](nlohmann::json& c) { c["tie_word_embeddings"] = false; });
+  CHECK_THAT(load_model_error(tied), Contains("missing tensor 'lm_head.weight'"));
+  const std::string nobias = edited_hf_copy("hf_tiny_llama", "asqwen", [](nlohmann::json& c) {
     c["architectures"] = {"Qwen2ForCausalLM"};
   });
-  CHECK_THAT(load_error(nobias), Contains("missing tensor 'model.layers.0.self_attn.q_proj.bias'"));
-  const std::string nost = edited_copy("hf_tiny_llama", "nost", [](nlohmann::json&) {});
+  CHECK_THAT(load_model_error(nobias),
+             Contains("missing tensor 'model.layers.0.self_attn.q_proj.bias'"));
+  const std::string nost = edited_hf_copy("hf_tiny_llama", "nost", [](nlohmann::json&) {});
   fs::remove(nost + "/model.safetensors");
-  CHECK_THAT(load_error(nost), Contains("no model.safetensors or model.safetensors.index.json"));
+  CHECK_THAT(load_model_error(nost),
+             Contains("no model.safetensors or model.safetensors.index.json"));
 }

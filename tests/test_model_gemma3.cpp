@@ -81,9 +81,14 @@ TEST_CASE("tiny gemma3: the config reader's window and per-layer RoPE bases", "[
   // The file's pattern period overrides the row's 6: layers 1, 3, 5 global.
   const ModelConfig p2 = config_from_gguf(build({6, 8, 2}));
   for (int64_t il = 0; il < 6; ++il) CHECK(layer_window(p2, il) == (il % 2 == 1 ? 0 : 8));
-  // A final-logit soft-cap in the file is read, and refused until the forward pass applies it.
-  CHECK_THROWS_WITH(config_from_gguf(build({6, 8, 0, 30.0f})),
-                    Catch::Contains("needs a final-logit soft-cap"));
+  // A final-logit soft-cap in the file is read (gemma3 has none without it), and applied.
+  CHECK(g.final_softcap == 0.0);
+  const GgufFile capped = build({6, 8, 0, 2.0f});
+  CHECK(config_from_gguf(capped).final_softcap == 2.0);
+  const std::vector<int32_t> tokens = {3, 14, 15};
+  const auto logits = run(capped, tokens, false);
+  for (const float x : logits.back()) CHECK(std::abs(x) < 2.0f);
+  CHECK(max_abs_diff(logits.back(), run(build({6, 8}), tokens, false).back()) > 0.01);
 }
 
 // llama.cpp's f_attention_scale: 1/sqrt(n_embd / n_head) for the 62-layer 27B only (where
@@ -106,7 +111,7 @@ TEST_CASE("gemma3: the 27B's attention scale follows llama.cpp's rule", "[cpu]")
   small.attn_scale = 0.0;
   apply_arch_row(*row, small);
   CHECK(small.attn_scale == 0.0);  // the op's 1/sqrt(head_dim)
-  CHECK(unimplemented_math(big, row).empty());
+  CHECK(unimplemented_math(big).empty());
 }
 
 TEST_CASE("tiny gemma3: the fast CPU path matches the reference over four windows", "[cpu]") {

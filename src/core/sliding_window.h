@@ -23,6 +23,9 @@ struct WindowPattern {
   WindowLayers layers = WindowLayers::None;
   int32_t period = 0;            // AllButEveryPeriod only
   double local_rope_base = 0.0;  // RoPE base of the windowed layers; 0: the global base
+  // The window of a GGUF file without {arch}.attention.sliding_window, as llama.cpp assumes it
+  // (gemma2: 4096); 0: such a file attends globally on every layer (gemma3).
+  int64_t default_length = 0;
 };
 
 // Whether layer il is one of the pattern's windowed layers (given a window at all).

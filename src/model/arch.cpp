@@ -60,27 +60,19 @@ void apply_arch_row(const ArchRow& row, ModelConfig& c) {
   c.window = row.window;
   if (row.embd_per_head_scale_layers > 0 && c.n_layers == row.embd_per_head_scale_layers)
     c.attn_scale = 1.0 / std::sqrt(static_cast<double>(c.n_embd / c.n_heads));
-  // A row with file_scales takes its four scales from the file; no reader fills them yet, so
-  // unimplemented_math(c, &row) refuses such a row.
+  // A row with file_scales takes its four scales from the file: the readers set them after
+  // this (embd_scale stays 1 here).
 }
 
-std::vector<std::string> unimplemented_math(const ModelConfig& c, const ArchRow* row) {
+std::vector<std::string> unimplemented_math(const ModelConfig& c) {
   std::vector<std::string> missing;
-  if (row != nullptr && row->file_scales)
-    missing.emplace_back("embedding, residual, attention and logit scales from the file");
-  if (c.qk_norm == QkNorm::WholeVector) missing.emplace_back("QK-norm over the whole q and k");
-  if (c.norms == NormPlacement::Post) missing.emplace_back("norms after attention and FFN");
   if (c.fused_qkv) missing.emplace_back("a fused QKV projection");
   if (c.fused_gate_up) missing.emplace_back("a fused gate/up projection");
-  if (c.residual_scale != 1.0) missing.emplace_back("a residual scale");
-  if (c.logit_scale != 1.0) missing.emplace_back("a logit scale");
-  if (c.attn_softcap != 0.0) missing.emplace_back("an attention-score soft-cap");
-  if (c.final_softcap != 0.0) missing.emplace_back("a final-logit soft-cap");
   return missing;
 }
 
-std::string unimplemented_message(const ModelConfig& c, const ArchRow* row) {
-  const std::vector<std::string> missing = unimplemented_math(c, row);
+std::string unimplemented_message(const ModelConfig& c) {
+  const std::vector<std::string> missing = unimplemented_math(c);
   if (missing.empty()) return {};
   std::string list = missing.front();
   for (size_t i = 1; i < missing.size(); ++i)
@@ -129,13 +121,14 @@ namespace {
 using L = LayerWeights;
 constexpr TensorKind M = TensorKind::Matrix;
 constexpr TensorKind V = TensorKind::Vector;
+constexpr TensorKind N = TensorKind::Norm;
 
 }  // namespace
 
 // GGUF names as llama.cpp's convert_hf_to_gguf.py writes them; HF names as transformers'
 // modeling files. Shapes in ggml order [cols, rows].
 const std::vector<LayerTensor> kLayerTensors = {
-    {&L::attn_norm, "attn_norm.weight", "input_layernorm.weight", nullptr, V, Dim::NEmbd, Dim::One,
+    {&L::attn_norm, "attn_norm.weight", "input_layernorm.weight", nullptr, N, Dim::NEmbd, Dim::One,
      When::PreNorm, false},
     {&L::wq, "attn_q.weight", "self_attn.q_proj.weight", nullptr, M, Dim::NEmbd, Dim::QDim,
      When::SplitQkv, true},
@@ -153,16 +146,16 @@ const std::vector<LayerTensor> kLayerTensors = {
      When::QkvBias, true},
     {&L::bv, "attn_v.bias", "self_attn.v_proj.bias", nullptr, V, Dim::KvDim, Dim::One,
      When::QkvBias, false},
-    {&L::attn_q_norm, "attn_q_norm.weight", "self_attn.q_norm.weight", nullptr, V, Dim::QNorm,
+    {&L::attn_q_norm, "attn_q_norm.weight", "self_attn.q_norm.weight", nullptr, N, Dim::QNorm,
      Dim::One, When::QkNorm, true},
-    {&L::attn_k_norm, "attn_k_norm.weight", "self_attn.k_norm.weight", nullptr, V, Dim::KNorm,
+    {&L::attn_k_norm, "attn_k_norm.weight", "self_attn.k_norm.weight", nullptr, N, Dim::KNorm,
      Dim::One, When::QkNorm, true},
     {&L::attn_post_norm, "post_attention_norm.weight", "post_attention_layernorm.weight", nullptr,
-     V, Dim::NEmbd, Dim::One, When::PostNorm, false},
+     N, Dim::NEmbd, Dim::One, When::PostNorm, false},
     // Hugging Face names the pre-FFN norm after the attention block unless there is a real
     // post-attention norm (gemma2/3).
     {&L::ffn_norm, "ffn_norm.weight", "post_attention_layernorm.weight",
-     "pre_feedforward_layernorm.weight", V, Dim::NEmbd, Dim::One, When::PreNorm, false},
+     "pre_feedforward_layernorm.weight", N, Dim::NEmbd, Dim::One, When::PreNorm, false},
     {&L::w_gate, "ffn_gate.weight", "mlp.gate_proj.weight", nullptr, M, Dim::NEmbd, Dim::NFf,
      When::SplitGateUp, false},
     {&L::w_up, "ffn_up.weight", "mlp.up_proj.weight", nullptr, M, Dim::NEmbd, Dim::NFf,
@@ -171,7 +164,7 @@ const std::vector<LayerTensor> kLayerTensors = {
      Dim::GateUpDim, When::FusedGateUp, false},
     {&L::w_down, "ffn_down.weight", "mlp.down_proj.weight", nullptr, M, Dim::NFf, Dim::NEmbd,
      When::Always, false},
-    {&L::ffn_post_norm, "post_ffw_norm.weight", "post_feedforward_layernorm.weight", nullptr, V,
+    {&L::ffn_post_norm, "post_ffw_norm.weight", "post_feedforward_layernorm.weight", nullptr, N,
      Dim::NEmbd, Dim::One, When::PostNorm, false},
 };
 

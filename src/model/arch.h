@@ -62,6 +62,8 @@ enum class HfWindowKey : uint8_t {
   UniformClampsContext,  // `sliding_window` N on every layer (Mistral): identical to full
                          // attention up to N positions, so N caps the training context
   GatedRefused,          // `use_sliding_window` true (Qwen2) is refused
+  PatternLength,         // `sliding_window` N is the length of the row's window pattern;
+                         // `layer_types`, when present, must list that pattern (Gemma 2)
 };
 
 struct ArchRow {
@@ -74,18 +76,25 @@ struct ArchRow {
   NormPlacement norms;
   Activation activation;
   EmbedScale embd_scale;
-  bool file_scales;      // embedding/residual/attention/logit scales from the file (granite)
+  bool file_scales;      // embedding/residual/attention/logit scales from the file (granite):
+                         // the readers fill embd_scale, residual_scale, attn_scale, logit_scale
   double attn_softcap;   // tanh cap of attention scores, 0: none; a file's value overrides
-  double final_softcap;  // tanh cap of the logits, 0: none
+                         // (GGUF {arch}.attn_logit_softcapping, config.json attn_logit_softcapping)
+  double final_softcap;  // tanh cap of the logits, 0: none; a file's value overrides (any row)
   WindowPattern window;
   bool fused_qkv;        // one (n_embd, q_dim + 2 kv_dim) projection (phi3)
   bool fused_gate_up;    // one (n_embd, 2 n_ff) projection, gate first (phi3)
   bool hf_tied_default;  // config.json tie_word_embeddings when absent
   bool hf_bias_keys;     // config.json attention_bias / mlp_bias apply (true: refused)
   HfWindowKey hf_window;
-  // llama.cpp's Gemma 3 27B rule (GGUF has no key for it): a file with exactly this many layers
-  // scales attention scores by 1/sqrt(n_embd / n_heads), not 1/sqrt(head_dim). 0: never.
+  // llama.cpp's Gemma 2 and 3 27B rule (GGUF has no key for it): a file with exactly this many
+  // layers scales attention scores by 1/sqrt(n_embd / n_heads), not 1/sqrt(head_dim). 0: never.
   int64_t embd_per_head_scale_layers = 0;
+  // Hugging Face norm weights w scale by (1 + w) (Gemma's RMSNorm); GGUF files hold 1 + w
+  // (convert_hf_to_gguf adds the 1), so the HF loader adds it too.
+  bool hf_norm_offset = false;
+  // config.json `query_pre_attn_scalar` Q sets the attention scale 1/sqrt(Q) (Gemma).
+  bool hf_query_pre_attn_scalar = false;
 };
 
 // The rows. Hugging Face rotates "halves" (NEOX pairing) in every family, so HF models run
@@ -129,6 +138,78 @@ inline constexpr ArchRow kArchRows[] = {
      /*hf_tied_default=*/false,
      /*hf_bias_keys=*/false,
      HfWindowKey::GatedRefused},
+    // qwen3: Qwen3 dense models (llama.cpp's LLM_ARCH_QWEN3, src/models/qwen3.cpp): qwen2 without
+    // biases, plus an RMSNorm of each head of q and k before RoPE; head_dim is explicit
+    // (attention.key_length, config.json head_dim: 128 with n_embd / n_heads = 64 in the 0.6B).
+    {"qwen3",
+     {"Qwen3ForCausalLM", nullptr, nullptr, nullptr},
+     RopeType::Neox,
+     /*hf_qk_permute=*/false,
+     /*qkv_bias=*/false,
+     QkNorm::PerHead,
+     NormPlacement::Pre,
+     Activation::SwiGlu,
+     EmbedScale::None,
+     /*file_scales=*/false,
+     /*attn_softcap=*/0.0,
+     /*final_softcap=*/0.0,
+     WindowPattern{},
+     /*fused_qkv=*/false,
+     /*fused_gate_up=*/false,
+     /*hf_tied_default=*/false,
+     /*hf_bias_keys=*/true,
+     HfWindowKey::GatedRefused},
+    // olmo2: OLMo 2 (llama.cpp's LLM_ARCH_OLMO2, src/models/olmo2.cpp): no norm before attention
+    // or FFN, an RMSNorm of each block's output before the residual add, and an RMSNorm over
+    // all of q and all of k (weights (q_dim,), (kv_dim,)) before RoPE. OLMo 2 files have no
+    // sliding window; one with olmo2.attention.sliding_window (OLMo 3, converted as olmo2)
+    // windows 3 of every 4 layers as llama.cpp does (its per-layer list form is refused).
+    {"olmo2",
+     {"Olmo2ForCausalLM", nullptr, nullptr, nullptr},
+     RopeType::Neox,
+     /*hf_qk_permute=*/false,
+     /*qkv_bias=*/false,
+     QkNorm::WholeVector,
+     NormPlacement::Post,
+     Activation::SwiGlu,
+     EmbedScale::None,
+     /*file_scales=*/false,
+     /*attn_softcap=*/0.0,
+     /*final_softcap=*/0.0,
+     WindowPattern{WindowLayers::AllButEveryPeriod, 4, 0.0, 0},
+     /*fused_qkv=*/false,
+     /*fused_gate_up=*/false,
+     /*hf_tied_default=*/false,
+     /*hf_bias_keys=*/true,
+     HfWindowKey::None},
+    // gemma2: Gemma 2 (llama.cpp's LLM_ARCH_GEMMA2, src/models/gemma2.cpp): embeddings times
+    // sqrt(n_embd), norms before and after attention and FFN (GGUF norm weights hold 1 + w),
+    // the tanh-GELU GLU, attention scores soft-capped at gemma2.attn_logit_softcapping
+    // (default 50) and logits at final_logit_softcapping (default 30), a sliding window of
+    // gemma2.attention.sliding_window (default 4096) on even layers (0, 2, ...), global odd
+    // layers, one RoPE base. Attention scale 1/sqrt(head_dim), except 1/sqrt(n_embd / n_heads)
+    // for the 46-layer 27B (llama.cpp's rule; Hugging Face: query_pre_attn_scalar).
+    {"gemma2",
+     {"Gemma2ForCausalLM", nullptr, nullptr, nullptr},
+     RopeType::Neox,
+     /*hf_qk_permute=*/false,
+     /*qkv_bias=*/false,
+     QkNorm::None,
+     NormPlacement::Both,
+     Activation::GeluTanhGlu,
+     EmbedScale::SqrtNEmbd,
+     /*file_scales=*/false,
+     /*attn_softcap=*/50.0,
+     /*final_softcap=*/30.0,
+     WindowPattern{WindowLayers::AllButEveryPeriod, 2, 0.0, 4096},
+     /*fused_qkv=*/false,
+     /*fused_gate_up=*/false,
+     /*hf_tied_default=*/true,
+     /*hf_bias_keys=*/true,
+     HfWindowKey::PatternLength,
+     /*embd_per_head_scale_layers=*/46,
+     /*hf_norm_offset=*/true,
+     /*hf_query_pre_attn_scalar=*/true},
     // gemma3: Gemma 3 text models (llama.cpp's LLM_ARCH_GEMMA3, src/models/gemma3.cpp). Norm
     // weights in its GGUF files already hold Gemma's 1 + w (convert_hf_to_gguf norm_shift).
     // 5 of 6 layers attend through gemma3.attention.sliding_window with RoPE base 10000
@@ -156,6 +237,30 @@ inline constexpr ArchRow kArchRows[] = {
      /*hf_bias_keys=*/false,
      HfWindowKey::None,
      /*embd_per_head_scale_layers=*/62},
+    // granite: IBM Granite 3.x dense models (llama.cpp's LLM_ARCH_GRANITE, src/models/
+    // granite.cpp): llama with four scales from the file: embeddings times embedding_scale,
+    // each block's output times residual_scale before the residual add, attention scores
+    // times attention.scale, logits divided by logit_scale (config.json embedding_multiplier,
+    // residual_multiplier, attention_multiplier, logits_scaling). Converted like llama (Q/K
+    // rows permuted for adjacent pairing).
+    {"granite",
+     {"GraniteForCausalLM", nullptr, nullptr, nullptr},
+     RopeType::Normal,
+     /*hf_qk_permute=*/true,
+     /*qkv_bias=*/false,
+     QkNorm::None,
+     NormPlacement::Pre,
+     Activation::SwiGlu,
+     EmbedScale::None,
+     /*file_scales=*/true,
+     /*attn_softcap=*/0.0,
+     /*final_softcap=*/0.0,
+     WindowPattern{},
+     /*fused_qkv=*/false,
+     /*fused_gate_up=*/false,
+     /*hf_tied_default=*/false,
+     /*hf_bias_keys=*/true,
+     HfWindowKey::None},
 };
 
 // A list of rows to search (the tests pass their own).
@@ -181,13 +286,12 @@ std::string arch_hf_classes(const ArchTable& table = {});
 // a GGUF file, Neox for a HF directory. Dimensions must be set first (embd_scale reads n_embd).
 void apply_arch_row(const ArchRow& row, ModelConfig& c);
 
-// What `c` asks for that the forward pass does not compute yet, one phrase each ("QK-norm
-// per head", "the tanh-GELU GLU", ...); empty when it runs as is. With `row`, also what the
-// row asks the readers for that they do not read yet (file_scales).
-std::vector<std::string> unimplemented_math(const ModelConfig& c, const ArchRow* row = nullptr);
+// What `c` asks for that the forward pass does not compute yet, one phrase each ("a fused QKV
+// projection", ...); empty when it runs as is.
+std::vector<std::string> unimplemented_math(const ModelConfig& c);
 // "architecture 'X' needs A and B, which llmctl's forward pass does not implement yet", or ""
 // when nothing is missing (for a reader to wrap in a FileError).
-std::string unimplemented_message(const ModelConfig& c, const ArchRow* row = nullptr);
+std::string unimplemented_message(const ModelConfig& c);
 // Throws Error with that message when something is missing (the forward pass calls it).
 void require_implemented(const ModelConfig& c);
 
@@ -228,6 +332,8 @@ enum class When : uint8_t {
 enum class TensorKind : uint8_t {
   Matrix,  // any supported weight type (backend_supports_weight_type)
   Vector,  // F32 for the engine (HF loader widens F16/BF16 copies)
+  Norm,    // an RMSNorm weight: a Vector, which the HF loader adds 1 to for rows with
+           // hf_norm_offset (their files hold w for a scale of 1 + w)
 };
 
 struct LayerTensor {

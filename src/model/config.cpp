@@ -32,12 +32,24 @@ int64_t optional_int(const GgufFile& f, const std::string& key, int64_t fallback
   return require_int(f, key, lo, hi);
 }
 
+// A finite value of float key `key` in (0, inf), or `fallback` when the file has no such key.
+double optional_positive(const GgufFile& f, const std::string& key, double fallback) {
+  if (!f.find(key)) return fallback;
+  const double v = f.get_float_or(key, 0.0);
+  if (!(v > 0.0 && std::isfinite(v)))
+    throw FileError(f.path(),
+                    fmt::format("metadata '{}' = {} must be a finite number above 0", key, v));
+  return v;
+}
+
 // The sliding window of a row with a window pattern, as llama.cpp reads it: no
-// {arch}.attention.sliding_window key (or 0) means every layer is global; the file's
-// attention.sliding_window_pattern (a period) and rope.freq_base_swa override the row's.
+// {arch}.attention.sliding_window key means the row's default length (0: every layer is
+// global), 0 means every layer is global; the file's attention.sliding_window_pattern (a
+// period) and rope.freq_base_swa override the row's.
 void read_window(const GgufFile& f, const std::string& a, ModelConfig& c) {
   if (c.window.layers == WindowLayers::None) return;
-  c.sliding_window = optional_int(f, a + "attention.sliding_window", 0, 0, int64_t{1} << 30);
+  c.sliding_window =
+      optional_int(f, a + "attention.sliding_window", c.window.default_length, 0, int64_t{1} << 30);
   if (c.sliding_window == 0) {
     c.window = WindowPattern{};
     return;
@@ -59,6 +71,34 @@ void read_window(const GgufFile& f, const std::string& a, ModelConfig& c) {
                                             "above 1",
                                             a, c.window.local_rope_base));
   }
+}
+
+// Soft-caps and scales, as llama.cpp reads them. A final-logit soft-cap from any file that
+// has one (gemma2, gemma3, ...); an attention soft-cap for a row that has one (its default:
+// llama.cpp's f_attn_logit_softcapping 50). A row with file_scales (granite): logit_scale is
+// required (logits are divided by it); embedding_scale, residual_scale and attention.scale
+// are optional (llama.cpp: absent or 0 means no such scale, 1/sqrt(head_dim) for attention).
+void read_caps_and_scales(const GgufFile& f, const std::string& a, const ArchRow& row,
+                          ModelConfig& c) {
+  if (f.find(a + "final_logit_softcapping")) {
+    c.final_softcap = f.get_float_or(a + "final_logit_softcapping", 0.0);
+    if (!(c.final_softcap >= 0.0 && std::isfinite(c.final_softcap)))
+      throw FileError(f.path(),
+                      fmt::format("{}final_logit_softcapping = {} must be finite and >= 0", a,
+                                  c.final_softcap));
+  }
+  if (row.attn_softcap > 0.0)
+    c.attn_softcap = optional_positive(f, a + "attn_logit_softcapping", row.attn_softcap);
+  if (!row.file_scales) return;
+  if (!f.find(a + "logit_scale"))
+    throw FileError(f.path(), fmt::format("missing metadata key '{}logit_scale'", a));
+  c.logit_scale = optional_positive(f, a + "logit_scale", 1.0);
+  const auto zero_is_none = [&](const std::string& key, double none) {
+    return f.find(key) && f.get_float_or(key, 0.0) == 0.0 ? none : optional_positive(f, key, none);
+  };
+  c.embd_scale = zero_is_none(a + "embedding_scale", 1.0);
+  c.residual_scale = zero_is_none(a + "residual_scale", 1.0);
+  c.attn_scale = zero_is_none(a + "attention.scale", 0.0);
 }
 
 }  // namespace
@@ -141,15 +181,8 @@ ModelConfig config_from_gguf(const GgufFile& f, const ArchTable& table) {
 
   apply_arch_row(*row, c);
   read_window(f, a, c);
-  // llama.cpp reads a final-logit soft-cap from any file that has one (gemma2, gemma3, ...);
-  // unimplemented_math refuses it until the forward pass applies it.
-  if (f.find(a + "final_logit_softcapping")) {
-    c.final_softcap = f.get_float_or(a + "final_logit_softcapping", 0.0);
-    if (!(c.final_softcap >= 0.0 && std::isfinite(c.final_softcap)))
-      throw FileError(f.path(), fmt::format("{}final_logit_softcapping = {} must be finite and >= 0",
-                                            a, c.final_softcap));
-  }
-  const std::string missing = unimplemented_message(c, row);
+  read_caps_and_scales(f, a, *row, c);
+  const std::string missing = unimplemented_message(c);
   if (!missing.empty()) throw FileError(f.path(), missing);
   return c;
 }

@@ -95,6 +95,7 @@ void Forward::allocate(int32_t max_device_top_k) {
     s.head_dim = c.head_dim;
     s.window = layer_window(c, il);
     s.scale = static_cast<float>(c.attn_scale);  // 0: the op's 1/sqrt(head_dim)
+    s.softcap = static_cast<float>(c.attn_softcap);
   }
 
   Backend& b = backend_;
@@ -378,13 +379,15 @@ void Forward::compute_chunk(int64_t n, int64_t max_blocks, bool with_output) {
     // ---- attention block -------------------------------------------------------------
     if (pre_norm) b.rmsnorm(x_, l.attn_norm, c.rms_eps, n, h_);
     const Buffer& in = pre_norm ? h_ : x_;
-    if (c.qk_norm == QkNorm::PerHead) {
-      // Projections into att_ (free until attention writes it), then each head normed:
-      // rows of head_dim, (n * n_heads) and (n * n_kv_heads) of them.
+    if (c.qk_norm != QkNorm::None) {
+      // Projections into att_ (free until attention writes it), then normed: per head, rows
+      // of head_dim ((n * n_heads) and (n * n_kv_heads) of them); whole vector, n rows of
+      // q_dim and of kv_dim.
+      const bool per_head = c.qk_norm == QkNorm::PerHead;
       matmul(l.wq, in, n, att_);  // (n, q_dim)
-      b.rmsnorm(att_, l.attn_q_norm, c.rms_eps, n * c.n_heads, q_);
+      b.rmsnorm(att_, l.attn_q_norm, c.rms_eps, per_head ? n * c.n_heads : n, q_);
       matmul(l.wk, in, n, att_);  // (n, kv_dim)
-      b.rmsnorm(att_, l.attn_k_norm, c.rms_eps, n * c.n_kv_heads, k_);
+      b.rmsnorm(att_, l.attn_k_norm, c.rms_eps, per_head ? n * c.n_kv_heads : n, k_);
     } else {
       matmul(l.wq, in, n, q_);  // (n, q_dim)
       matmul(l.wk, in, n, k_);  // (n, kv_dim)
@@ -407,7 +410,7 @@ void Forward::compute_chunk(int64_t n, int64_t max_blocks, bool with_output) {
     }
     matmul(l.wo, att_, n, proj_);  // (n, n_embd)
     if (post_norm) b.rmsnorm(proj_, l.attn_post_norm, c.rms_eps, n, h_);
-    b.add(x_, post_norm ? h_ : proj_, n * c.n_embd);
+    add_residual(post_norm ? h_ : proj_, n);
 
     // ---- feed-forward block (SwiGLU or GeGLU) ------------------------------------------
     if (pre_norm) b.rmsnorm(x_, l.ffn_norm, c.rms_eps, n, h_);
@@ -420,10 +423,18 @@ void Forward::compute_chunk(int64_t n, int64_t max_blocks, bool with_output) {
       b.silu_mul(gate_, up_, n * c.n_ff, gate_);
     matmul(l.w_down, gate_, n, ffn_);  // (n, n_embd)
     if (post_norm) b.rmsnorm(ffn_, l.ffn_post_norm, c.rms_eps, n, h_);
-    b.add(x_, post_norm ? h_ : ffn_, n * c.n_embd);
+    add_residual(post_norm ? h_ : ffn_, n);
     if (want_residual) obs->on_residual(il, observed_, observe(x_, n * c.n_embd), c.n_embd);
   }
   if (with_output) output_pass(0, static_cast<int64_t>(host_logit_rows_.size()));
+}
+
+// x (n, n_embd) += residual_scale * block (n, n_embd); `block` is scratch, scaled in place.
+void Forward::add_residual(Buffer& block, int64_t n) {
+  const ModelConfig& c = config_;
+  if (c.residual_scale != 1.0)
+    backend_.scale(block, n * c.n_embd, static_cast<float>(c.residual_scale));
+  backend_.add(x_, block, n * c.n_embd);
 }
 
 void Forward::output_pass(int64_t r0, int64_t m) {
@@ -432,6 +443,10 @@ void Forward::output_pass(int64_t r0, int64_t m) {
   b.copy_rows(x_, c.n_embd, logit_rows_, m, x_out_);
   b.rmsnorm(x_out_, weights_.output_norm, c.rms_eps, m, h_out_);
   matmul(weights_.output, h_out_, m, logits_);  // (m, n_vocab)
+  // Granite divides the logits by its logit scale; Gemma 2 caps them (no family does both).
+  if (c.logit_scale != 1.0)
+    b.scale(logits_, m * c.n_vocab, static_cast<float>(1.0 / c.logit_scale));
+  if (c.final_softcap > 0.0) b.softcap(logits_, m * c.n_vocab, static_cast<float>(c.final_softcap));
   bool any = false;
   for (int64_t r = r0; r < r0 + m; ++r) any = any || wants_top_k(r);
   if (!any) return;

@@ -115,9 +115,12 @@ class Forward final : public SequenceModel {
   // The device work of a chunk: embeddings and layers, and the output pass when all its
   // wanted rows fit one (`with_output`). No upload or download: a backend may record it.
   void compute_chunk(int64_t n, int64_t max_blocks, bool with_output);
+  // x_ += residual_scale * block, for n tokens (block scaled in place when the scale is not 1).
+  void add_residual(Buffer& block, int64_t n);
   // Output pass over wanted rows r0 .. r0 + m (rows uploaded to logit_rows_ before):
-  //   logits_ (m, n_vocab) = rmsnorm(x[rows]) * output_norm  output^T, then, when one of
-  //   them asks for candidates, top_k and find_nan_inf of those m rows.
+  //   logits_ (m, n_vocab) = rmsnorm(x[rows]) * output_norm  output^T, divided by
+  //   logit_scale and soft-capped by final_softcap when the config has them, then, when one
+  //   of them asks for candidates, top_k and find_nan_inf of those m rows.
   void output_pass(int64_t r0, int64_t m);
   // Downloads what the wanted rows r0 .. r0 + m asked for; `last`: logits_ stays on the
   // device until the next decode() (top_k_row_logits() reads it there).

@@ -32,6 +32,12 @@ class Keys {
     const auto it = obj_.find(key);
     return it == obj_.end() || it->is_null() ? nullptr : &*it;
   }
+  // Present with value null (transformers' None: "no such cap", where absent means the
+  // config class's default).
+  bool is_null(const char* key) const {
+    const auto it = obj_.find(key);
+    return it != obj_.end() && it->is_null();
+  }
   [[noreturn]] void fail(const char* key, const std::string& what) const {
     throw FileError(path_, fmt::format("'{}{}' {}", prefix_, key, what));
   }
@@ -118,6 +124,51 @@ void apply_architecture(HfConfig& h, const ArchRow& row, const Keys& k) {
       if (k.boolean("use_sliding_window", false))
         k.fail("use_sliding_window", "= true is not supported (sliding-window attention)");
       break;
+    case HfWindowKey::PatternLength:  // needs the row's pattern: apply_row_values
+      break;
+  }
+}
+
+// A soft-cap: the number, 0 for null (None: no cap), `fallback` (the class default) if absent.
+double softcap_key(const Keys& k, const char* key, double fallback) {
+  return k.is_null(key) ? 0.0 : k.number(key, fallback, 0.0, 1e9, false);
+}
+
+// What config.json says about the row's switches, once apply_arch_row has copied them:
+// the window pattern's length (checked against layer_types), soft-caps, the attention scale
+// (query_pre_attn_scalar) and the file scales (granite's multipliers, transformers' defaults
+// 1 when absent).
+void apply_row_values(ModelConfig& c, const ArchRow& row, const Keys& k) {
+  if (row.hf_window == HfWindowKey::PatternLength) {
+    // null (None) is no window, as in transformers; absent is the class default.
+    c.sliding_window =
+        k.is_null("sliding_window")
+            ? 0
+            : k.optional_int("sliding_window", row.window.default_length, 0, int64_t{1} << 30);
+    if (c.sliding_window == 0) c.window = WindowPattern{};
+    if (const json* types = k.get("layer_types")) {
+      if (!types->is_array() || static_cast<int64_t>(types->size()) != c.n_layers)
+        k.fail("layer_types", fmt::format("is not a list of {} layer types", c.n_layers));
+      for (int64_t il = 0; il < c.n_layers; ++il) {
+        const json& t = (*types)[static_cast<size_t>(il)];
+        const char* want = layer_windowed(c, il) ? "sliding_attention" : "full_attention";
+        if (!t.is_string() || t.get<std::string>() != want)
+          k.fail("layer_types", fmt::format("[{}] is {}, expected \"{}\" ({}'s pattern with "
+                                            "sliding_window {})",
+                                            il, t.dump(), want, row.gguf_name, c.sliding_window));
+      }
+    }
+  }
+  c.final_softcap = softcap_key(k, "final_logit_softcapping", c.final_softcap);
+  if (row.attn_softcap > 0.0)
+    c.attn_softcap = softcap_key(k, "attn_logit_softcapping", c.attn_softcap);
+  if (row.hf_query_pre_attn_scalar)  // transformers' Gemma default 256
+    c.attn_scale = 1.0 / std::sqrt(k.number("query_pre_attn_scalar", 256.0, 0.0, 1e9, true));
+  if (row.file_scales) {
+    c.embd_scale = k.number("embedding_multiplier", 1.0, 0.0, 1e6, true);
+    c.residual_scale = k.number("residual_multiplier", 1.0, 0.0, 1e6, true);
+    c.attn_scale = k.number("attention_multiplier", 1.0, 0.0, 1e6, true);
+    c.logit_scale = k.number("logits_scaling", 1.0, 0.0, 1e6, true);
   }
 }
 
@@ -252,10 +303,13 @@ HfConfig hf_config_from_json(const std::string& text, const std::string& path,
   }
   c.rms_eps = static_cast<float>(k.number("rms_norm_eps", 1e-6, 0.0, 1.0, true));
   if (!(c.rms_eps > 0.0f)) k.fail("rms_norm_eps", "rounds to 0 as a float");
+  // Gemma's configs name the activation hidden_activation (and may carry an older hidden_act
+  // beside it, which transformers ignores).
+  const char* act_key = k.get("hidden_activation") != nullptr ? "hidden_activation" : "hidden_act";
   const char* want_act = hf_activation_name(row->activation);
-  const std::string act = k.string("hidden_act", want_act);
+  const std::string act = k.string(act_key, want_act);
   if (act != want_act)
-    k.fail("hidden_act", fmt::format("'{}' is not supported (supported: {})", act, want_act));
+    k.fail(act_key, fmt::format("'{}' is not supported (supported: {})", act, want_act));
   h.tie_word_embeddings = k.boolean("tie_word_embeddings", row->hf_tied_default);
   apply_rope(h, j, k, path);
 
@@ -264,7 +318,8 @@ HfConfig hf_config_from_json(const std::string& text, const std::string& path,
   h.torch_dtype = k.string("torch_dtype", k.string("dtype", ""));
 
   apply_arch_row(*row, c);
-  const std::string missing = unimplemented_message(c, row);
+  apply_row_values(c, *row, k);
+  const std::string missing = unimplemented_message(c);
   if (!missing.empty()) throw FileError(path, missing);
   return h;
 }

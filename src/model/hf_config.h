@@ -17,8 +17,12 @@
 //   rope_scaling (v4) or rope_parameters (v5): {"rope_type" or "type": "default" | "linear" |
 //   "llama3", "factor", "low_freq_factor", "high_freq_factor",
 //   "original_max_position_embeddings", "partial_rotary_factor"},
-//   sliding_window / use_sliding_window (the row's hf_window), attention_bias / mlp_bias
-//   (rows with hf_bias_keys),
+//   hidden_activation (Gemma's name for it, preferred when present),
+//   sliding_window / use_sliding_window / layer_types (the row's hf_window), attention_bias /
+//   mlp_bias (rows with hf_bias_keys), final_logit_softcapping (any row), attn_logit_softcapping
+//   (rows with an attention soft-cap; null means no cap, absent the row's default),
+//   query_pre_attn_scalar (rows with hf_query_pre_attn_scalar), embedding_multiplier,
+//   residual_multiplier, attention_multiplier, logits_scaling (rows with file_scales),
 //   bos_token_id, eos_token_id (an id or a list, the first is kept), torch_dtype / dtype.
 
 #include <cstdint>

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 
@@ -111,6 +112,38 @@ void add_vocab(GgufBuilder& b, const GgufVocab& vocab, const LoadedModel& m) {
   b.set("tokenizer.ggml.remove_extra_whitespaces", gv::boolean(vocab.remove_extra_whitespaces));
 }
 
+// The keys config_from_gguf reads for the row's switches (config.cpp read_window,
+// read_caps_and_scales), as the converter writes them. An attention scale GGUF cannot carry
+// (a row without file_scales gets llama.cpp's rule from the layer count) is refused.
+void add_row_values(GgufBuilder& b, const std::string& a, const ArchRow& row,
+                    const ModelConfig& c) {
+  if (c.window.layers != WindowLayers::None && c.sliding_window > 0)
+    b.set(a + "attention.sliding_window", gv::u32(u32(c.sliding_window)));
+  if (row.attn_softcap > 0.0 && c.attn_softcap > 0.0)
+    b.set(a + "attn_logit_softcapping", gv::f32(static_cast<float>(c.attn_softcap)));
+  if (c.final_softcap > 0.0)
+    b.set(a + "final_logit_softcapping", gv::f32(static_cast<float>(c.final_softcap)));
+  if (row.file_scales) {
+    b.set(a + "embedding_scale", gv::f32(static_cast<float>(c.embd_scale)));
+    b.set(a + "residual_scale", gv::f32(static_cast<float>(c.residual_scale)));
+    b.set(a + "attention.scale", gv::f32(static_cast<float>(c.attn_scale)));
+    b.set(a + "logit_scale", gv::f32(static_cast<float>(c.logit_scale)));
+    return;
+  }
+  ModelConfig from_rule = c;  // what a GGUF reader derives
+  from_rule.attn_scale = 0.0;
+  apply_arch_row(row, from_rule);
+  const auto effective = [&](double s) {
+    return s > 0.0 ? s : 1.0 / std::sqrt(static_cast<double>(c.head_dim));
+  };
+  if (std::abs(effective(c.attn_scale) - effective(from_rule.attn_scale)) >
+      1e-6 * effective(c.attn_scale))
+    throw Error(
+        fmt::format("hf_to_gguf: arch {} with attention scale {} (config.json), which a "
+                    "GGUF file cannot carry: its readers use {}",
+                    c.arch, effective(c.attn_scale), effective(from_rule.attn_scale)));
+}
+
 }  // namespace
 
 GgufBuilder hf_to_gguf(const LoadedModel& m, const HfToGgufOptions& opt) {
@@ -168,6 +201,7 @@ GgufBuilder hf_to_gguf(const LoadedModel& m, const HfToGgufOptions& opt) {
     b.set(a + "rope.scaling.type", gv::string("linear"));
     b.set(a + "rope.scaling.factor", gv::f32(static_cast<float>(c.rope_scaling_factor)));
   }
+  add_row_values(b, a, *row, c);
   if (opt.vocab != nullptr) add_vocab(b, *opt.vocab, m);
 
   const ModelWeights& w = m.weights;
@@ -182,7 +216,7 @@ GgufBuilder hf_to_gguf(const LoadedModel& m, const HfToGgufOptions& opt) {
     for (const LayerTensor& t : kLayerTensors)
       if (layer_tensor_present(t, c))
         out.add(gguf_tensor_name(t, static_cast<int64_t>(il)), l.*t.member,
-                t.kind == TensorKind::Vector, t.rotary_rows ? qk_perm : 0);
+                t.kind != TensorKind::Matrix, t.rotary_rows ? qk_perm : 0);
   }
   return b;
 }

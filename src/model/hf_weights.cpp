@@ -37,11 +37,14 @@ std::vector<float> to_f32(const SafetensorsTensor& t) {
 
 class Binder {
  public:
-  Binder(const SafetensorsCheckpoint& ckpt, OwnedArrays& owned) : ckpt_(ckpt), owned_(owned) {}
+  // `norm_offset`: the checkpoint's norm weights are offsets from 1 (ArchRow::hf_norm_offset).
+  Binder(const SafetensorsCheckpoint& ckpt, OwnedArrays& owned, bool norm_offset)
+      : ckpt_(ckpt), owned_(owned), norm_offset_(norm_offset) {}
 
   // The view of tensor `name`, checked to have file shape `expected` ((out, in) or (n,)):
-  // a Matrix in place (F32/F16/BF16), a Vector as F32 for the engine. An absent view when the
-  // tensor is missing and `optional`.
+  // a Matrix in place (F32/F16/BF16), a Vector or Norm as F32 for the engine (a Norm of a
+  // norm_offset checkpoint as the copy 1 + w, what the engine and GGUF files multiply by).
+  // An absent view when the tensor is missing and `optional`.
   WeightView bind(const std::string& name, TensorKind kind, const std::vector<int64_t>& expected,
                   bool optional = false) {
     const std::string& path = ckpt_.path_of(name);
@@ -61,9 +64,13 @@ class Binder {
     v.n_rows = expected.size() > 1 ? expected.front() : 1;  // ggml shape[1]
     v.data = t->data;
     const bool aligned = reinterpret_cast<uintptr_t>(t->data) % elem_size(t->type) == 0;
-    if ((kind == TensorKind::Vector && t->type != GgmlType::F32) || !aligned) {
+    const bool offset = kind == TensorKind::Norm && norm_offset_;
+    if ((kind != TensorKind::Matrix && t->type != GgmlType::F32) || !aligned || offset) {
+      std::vector<float> values = to_f32(*t);
+      if (offset)
+        for (float& x : values) x += 1.0f;
       v.type = GgmlType::F32;
-      v.data = owned_.add(to_f32(*t));
+      v.data = owned_.add(std::move(values));
     }
     return v;
   }
@@ -71,6 +78,7 @@ class Binder {
  private:
   const SafetensorsCheckpoint& ckpt_;
   OwnedArrays& owned_;
+  bool norm_offset_;
 };
 
 }  // namespace
@@ -79,10 +87,12 @@ ModelWeights bind_hf_weights(const SafetensorsCheckpoint& ckpt, const HfConfig& 
                              OwnedArrays& owned) {
   const ModelConfig& c = hf.config;
   const int64_t n_embd = c.n_embd;
-  Binder b(ckpt, owned);
+  const ArchRow* row = find_arch_by_gguf(c.arch);
+  LLMCTL_ASSERT(row != nullptr);  // the HF reader found the row
+  Binder b(ckpt, owned, row->hf_norm_offset);
   ModelWeights w;
   w.token_embd = b.bind("model.embed_tokens.weight", TensorKind::Matrix, {c.n_vocab, n_embd});
-  w.output_norm = b.bind("model.norm.weight", TensorKind::Vector, {n_embd});
+  w.output_norm = b.bind("model.norm.weight", TensorKind::Norm, {n_embd});
   if (hf.tie_word_embeddings) {  // the output projection reuses the embeddings (an lm_head
     w.output = w.token_embd;     // tensor, when a checkpoint carries one, is a copy of them)
     w.output_tied = true;

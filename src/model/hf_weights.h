@@ -15,8 +15,9 @@
 // (hf_config.h), which pairs dims the way these rows are laid out.
 //
 // Copies are made only where the engine needs another form: norm and bias vectors (tiny) in
-// F16/BF16 become F32, the llama3 rope divisors come from config.json, and a tensor whose data
-// is not aligned to its element size (legal in safetensors) is copied to F32.
+// F16/BF16 become F32, Gemma's norm weights w (ArchRow::hf_norm_offset) become 1 + w as in
+// its GGUF files, the llama3 rope divisors come from config.json, and a tensor whose data is
+// not aligned to its element size (legal in safetensors) is copied to F32.
 
 #include <deque>
 #include <vector>

@@ -20,7 +20,7 @@ std::string shape_str(const std::vector<int64_t>& shape) {
 }
 
 // The view of tensor `name`, checked to have ggml shape `expected` (Matrix: any supported
-// weight type; Vector: F32 only). Returns an absent view when the tensor is missing and
+// weight type; Vector and Norm: F32 only). Returns an absent view when the tensor is missing and
 // `optional`.
 WeightView bind_tensor(const GgufFile& f, const std::string& name, TensorKind kind,
                        const std::vector<int64_t>& expected, bool optional = false) {
@@ -36,7 +36,7 @@ WeightView bind_tensor(const GgufFile& f, const std::string& name, TensorKind ki
   if (shape != expected)
     throw FileError(f.path(), fmt::format("tensor '{}': expected {}, got {}", name,
                                           shape_str(expected), shape_str(t->shape)));
-  if (kind == TensorKind::Vector && t->type != GgmlType::F32)
+  if (kind != TensorKind::Matrix && t->type != GgmlType::F32)
     throw FileError(
         f.path(), fmt::format("tensor '{}': expected F32 {}, got {} {}", name, shape_str(expected),
                               ggml_type_name(t->type), shape_str(t->shape)));
@@ -68,7 +68,7 @@ ModelWeights bind_weights(const GgufFile& f, const ModelConfig& c) {
   const int64_t n_embd = c.n_embd;
   ModelWeights w;
   w.token_embd = bind_tensor(f, "token_embd.weight", TensorKind::Matrix, {n_embd, c.n_vocab});
-  w.output_norm = bind_tensor(f, "output_norm.weight", TensorKind::Vector, {n_embd});
+  w.output_norm = bind_tensor(f, "output_norm.weight", TensorKind::Norm, {n_embd});
   w.output =
       bind_tensor(f, "output.weight", TensorKind::Matrix, {n_embd, c.n_vocab}, /*optional=*/true);
   if (!w.output.present()) {  // tied embeddings: the output projection reuses token_embd
