@@ -1,0 +1,338 @@
+#!/usr/bin/env python3
+"""Tiny random-weight models of the families qwen3, olmo2, gemma2 and granite, each as a Hugging
+Face directory run by transformers and as a GGUF run by llama.cpp, for
+tests/test_model_families.cpp. One place of knowledge, two steps in two virtual environments:
+
+  # 1. transformers + gguf-py (pip install torch transformers safetensors gguf numpy):
+  /work/venvs/hf/bin/python tools/gen_family_fixtures.py hf --out tests/fixtures
+  # 2. llama.cpp (the venv of scripts/install-reference.sh: llama-cpp-python 0.3.36, numpy):
+  ~/.cache/llmctl/ref-venv/bin/python tools/gen_family_fixtures.py llamacpp --out tests/fixtures
+
+(the committed files came from torch 2.15.0, transformers 5.24.0, gguf-py 0.19.0 and
+llama-cpp-python 0.3.36, which vendors llama.cpp 0c1e570)
+
+Step 1 writes, per family, tests/fixtures/family_<name>/:
+  config.json, model.safetensors  the transformers model (float32), random weights (std 0.15;
+                   norm weights 1 + 0.2 N(0,1), for Gemma the stored offset w so that 1 + w is)
+  reference_logits.json  transformers in float64, eager attention: the logits at every position
+                   of TOKENS, and GREEDY ids generated after them (argmax, whole recompute)
+  model.gguf       the same weights written by gguf-py with llama.cpp's tensor names and
+                   metadata keys (F32; a byte-level sentencepiece vocabulary of 3 + 256 tokens,
+                   which sets vocab_size), mapped here as convert_hf_to_gguf.py maps them:
+                   granite's Q/K rows permuted for llama.cpp's adjacent RoPE pairing, Gemma's
+                   norm weights stored as 1 + w, tied embeddings without output.weight
+It also prints how much each family's own feature moves the logits (the feature switched off on
+the same weights), so that the tests' 1e-3 tolerance is known to be far below it.
+
+Step 2 runs each model.gguf with llama.cpp on its precise CPU path (flash_attn off, F32 KV cache,
+logits_all, 2 threads; the tokens in one batch, then one token per greedy step) and writes
+llamacpp_logits.json (logits at every position, greedy ids), after checking them against
+transformers' logits of step 1: a wrong GGUF mapping fails here, at generation time.
+
+Families (hidden 32, 4 heads, 2 KV heads, n_ff 64, vocabulary 259, 24 tokens + 8 greedy):
+  qwen3    head_dim 16 (explicit: q_dim 64 > hidden), QK-norm per head, untied (a tied tiny
+           model only echoes its input under greedy decoding)
+  olmo2    norms after attention and FFN only, QK-norm over the whole q and k, untied
+  gemma2   4 layers, head_dim 16, sliding window 8 on layers 0 and 2 (24 tokens: 3 windows),
+           attention soft-cap 4 and final soft-cap 6 (small, so that both bite), tanh-GELU GLU,
+           embeddings times sqrt(32), query_pre_attn_scalar 16 (= head_dim, as llama.cpp's rule
+           gives for a file without 46 layers), tied
+  granite  llama with embedding_multiplier 4, residual_multiplier 0.5, attention_multiplier
+           0.25 (not 1/sqrt(8)), logits_scaling 2, untied
+"""
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+TOKENS = [1, 17, 42, 99, 3, 150, 7, 64, 200, 11, 128, 31, 77, 250, 5, 180, 23, 90, 141, 66, 219,
+          48, 12, 170]
+GREEDY = 8
+N_VOCAB = 3 + 256
+FAMILIES = ["qwen3", "olmo2", "gemma2", "granite"]
+# llama.cpp against transformers on the same weights. llama.cpp's CPU GELU rounds its input to
+# F16 and reads a table (ggml-cpu vec.h GGML_GELU_FP16), so gemma2 gets a looser bound: 1.8e-3
+# measured, and 3.3e-4 when transformers' GELU is replaced by that table (checked by hand).
+CROSS_TOL = {"qwen3": 1e-3, "olmo2": 1e-3, "gemma2": 3e-3, "granite": 1e-3}
+
+
+def fixture_dir(out, family):
+    return os.path.join(out, f"family_{family}")
+
+
+# ---- step 1: transformers and gguf-py ---------------------------------------------------------
+
+def hf_configs(transformers):
+    common = dict(vocab_size=N_VOCAB, hidden_size=32, num_attention_heads=4, num_key_value_heads=2,
+                  intermediate_size=64, max_position_embeddings=256, rms_norm_eps=1e-5,
+                  bos_token_id=1, eos_token_id=2, pad_token_id=None, attn_implementation="eager")
+    return {
+        "qwen3": (transformers.Qwen3ForCausalLM, transformers.Qwen3Config(
+            num_hidden_layers=2, head_dim=16, tie_word_embeddings=False, use_sliding_window=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}, **common)),
+        "olmo2": (transformers.Olmo2ForCausalLM, transformers.Olmo2Config(
+            num_hidden_layers=2, tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 500000.0}, **common)),
+        "gemma2": (transformers.Gemma2ForCausalLM, transformers.Gemma2Config(
+            num_hidden_layers=4, head_dim=16, tie_word_embeddings=True, sliding_window=8,
+            query_pre_attn_scalar=16, attn_logit_softcapping=4.0, final_logit_softcapping=6.0,
+            hidden_activation="gelu_pytorch_tanh",
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, **common)),
+        "granite": (transformers.GraniteForCausalLM, transformers.GraniteConfig(
+            num_hidden_layers=2, tie_word_embeddings=False, embedding_multiplier=4.0,
+            residual_multiplier=0.5, attention_multiplier=0.25, logits_scaling=2.0,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, **common)),
+    }
+
+
+# What each family's features are, switched off one at a time on the same weights (the
+# config edit), to print how far the logits move without them.
+FEATURES = {
+    "qwen3": {},
+    "olmo2": {},
+    "gemma2": {"attention soft-cap": {"attn_logit_softcapping": None},
+               "final soft-cap": {"final_logit_softcapping": None},
+               "sliding window": {"sliding_window": 1 << 20}},
+    "granite": {"embedding_multiplier": {"embedding_multiplier": 1.0},
+                "residual_multiplier": {"residual_multiplier": 1.0},
+                "attention_multiplier": {"attention_multiplier": 8 ** -0.5},
+                "logits_scaling": {"logits_scaling": 1.0}},
+}
+
+
+def randomize(torch, model, seed, norm_offset):
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in sorted(model.named_parameters()):
+            if name.endswith("norm.weight"):
+                w = 1.0 + 0.2 * torch.randn(p.shape, generator=g)
+                p.copy_(w - 1.0 if norm_offset else w)  # Gemma scales by 1 + w
+            else:
+                p.copy_(0.15 * torch.randn(p.shape, generator=g))
+
+
+def forward_logits(torch, model, tokens):
+    with torch.no_grad():
+        return model(torch.tensor([tokens]), use_cache=False).logits[0]
+
+
+def greedy(torch, model, tokens, n):
+    ids = list(tokens)
+    for _ in range(n):
+        ids.append(int(torch.argmax(forward_logits(torch, model, ids)[-1])))
+    return ids[len(tokens):]
+
+
+def rows(logits):
+    return [[float(f"{x:.9g}") for x in row.tolist()] for row in logits]
+
+
+def permute_for_adjacent_pairs(w, n_heads):
+    # Within each head of d rows, row 2j + h of the result is row h * d/2 + j of w: what
+    # convert_hf_to_gguf's LlamaModel.permute does, so that llama.cpp's adjacent (NORMAL) RoPE
+    # pairing computes Hugging Face's rotate_half.
+    d = w.shape[0] // n_heads
+    out = np.empty_like(w)
+    for head in range(n_heads):
+        for j in range(d // 2):
+            for half in range(2):
+                out[head * d + 2 * j + half] = w[head * d + half * (d // 2) + j]
+    return out
+
+
+def gguf_tensors(family, cfg, state):
+    """(name, float32 array) pairs with llama.cpp's names, from the HF state dict."""
+    gemma = family == "gemma2"
+    per_layer = {
+        "input_layernorm.weight": "attn_norm.weight",
+        "self_attn.q_proj.weight": "attn_q.weight",
+        "self_attn.k_proj.weight": "attn_k.weight",
+        "self_attn.v_proj.weight": "attn_v.weight",
+        "self_attn.o_proj.weight": "attn_output.weight",
+        "self_attn.q_norm.weight": "attn_q_norm.weight",
+        "self_attn.k_norm.weight": "attn_k_norm.weight",
+        # With real post-attention norms (gemma2, olmo2) the name means what it says; in
+        # llama-style layers it is the norm before the FFN.
+        "post_attention_layernorm.weight":
+            "post_attention_norm.weight" if family in ("gemma2", "olmo2") else "ffn_norm.weight",
+        "pre_feedforward_layernorm.weight": "ffn_norm.weight",
+        "post_feedforward_layernorm.weight": "post_ffw_norm.weight",
+        "mlp.gate_proj.weight": "ffn_gate.weight",
+        "mlp.up_proj.weight": "ffn_up.weight",
+        "mlp.down_proj.weight": "ffn_down.weight",
+    }
+    out = []
+    for name, t in state.items():
+        a = t.detach().to("cpu").double().numpy()
+        if name.endswith("norm.weight") and gemma:
+            a = a + 1.0
+        if name == "model.embed_tokens.weight":
+            gname = "token_embd.weight"
+        elif name == "model.norm.weight":
+            gname = "output_norm.weight"
+        elif name == "lm_head.weight":
+            if cfg.tie_word_embeddings:
+                continue
+            gname = "output.weight"
+        else:
+            parts = name.split(".")
+            assert parts[0] == "model" and parts[1] == "layers", name
+            rest = ".".join(parts[3:])
+            gname = f"blk.{parts[2]}.{per_layer[rest]}"
+            if family == "granite" and rest == "self_attn.q_proj.weight":
+                a = permute_for_adjacent_pairs(a, cfg.num_attention_heads)
+            if family == "granite" and rest == "self_attn.k_proj.weight":
+                a = permute_for_adjacent_pairs(a, cfg.num_key_value_heads)
+        out.append((gname, a.astype(np.float32)))
+    return out
+
+
+def write_gguf(gguf, path, family, cfg):
+    w = gguf.GGUFWriter(path, family)
+    w.add_name(f"tiny random {family}")
+    w.add_file_type(0)  # ALL_F32
+    w.add_context_length(cfg.max_position_embeddings)
+    w.add_embedding_length(cfg.hidden_size)
+    w.add_block_count(cfg.num_hidden_layers)
+    w.add_feed_forward_length(cfg.intermediate_size)
+    w.add_head_count(cfg.num_attention_heads)
+    w.add_head_count_kv(cfg.num_key_value_heads)
+    w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    w.add_rope_freq_base(cfg.rope_parameters["rope_theta"])
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    w.add_rope_dimension_count(head_dim)
+    if head_dim * cfg.num_attention_heads != cfg.hidden_size or family == "gemma2":
+        w.add_key_length(head_dim)
+        w.add_value_length(head_dim)
+    if family == "gemma2":
+        w.add_attn_logit_softcapping(cfg.attn_logit_softcapping)
+        w.add_final_logit_softcapping(cfg.final_logit_softcapping)
+        w.add_sliding_window(cfg.sliding_window)
+    if family == "granite":
+        w.add_embedding_scale(cfg.embedding_multiplier)
+        w.add_residual_scale(cfg.residual_multiplier)
+        w.add_attention_scale(cfg.attention_multiplier)
+        w.add_logit_scale(cfg.logits_scaling)
+    # A byte-level sentencepiece vocabulary: <unk> <s> </s>, then <0x00> .. <0xFF>.
+    tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
+    w.add_tokenizer_model("llama")
+    w.add_token_list(tokens)
+    w.add_token_scores([0.0] * len(tokens))
+    w.add_token_types([2, 3, 3] + [6] * 256)  # UNKNOWN, CONTROL, CONTROL, BYTE
+    w.add_unk_token_id(0)
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    return w
+
+
+def step_hf(args):
+    import gguf
+    import torch
+    import transformers
+
+    torch.manual_seed(0)
+    for seed, (family, (cls, cfg)) in enumerate(hf_configs(transformers).items(), start=10):
+        if args.only and family != args.only:
+            continue
+        d = fixture_dir(args.out, family)
+        os.makedirs(d, exist_ok=True)
+        model = cls(cfg)
+        randomize(torch, model, seed, norm_offset=family == "gemma2")
+        model.save_pretrained(d, safe_serialization=True)
+        gen = os.path.join(d, "generation_config.json")
+        if os.path.exists(gen):
+            os.remove(gen)
+        ref = cls(cfg).to(torch.float64).eval()
+        ref.load_state_dict(model.state_dict())
+        logits = forward_logits(torch, ref, TOKENS)
+        ids = greedy(torch, ref, TOKENS, GREEDY)
+        for what, edit in FEATURES[family].items():
+            off_cfg = cfg.__class__.from_dict({**cfg.to_dict(), **edit})
+            off_cfg._attn_implementation = "eager"
+            off = cls(off_cfg).to(torch.float64).eval()
+            off.load_state_dict(model.state_dict())
+            delta = (forward_logits(torch, off, TOKENS) - logits).abs().max().item()
+            print(f"{family}: max |logit change| without {what}: {delta:.4f}")
+        with open(os.path.join(d, "reference_logits.json"), "w") as f:
+            json.dump({"generator": "tools/gen_family_fixtures.py hf",
+                       "transformers": transformers.__version__, "torch": torch.__version__,
+                       "dtype": "float64", "attn_implementation": "eager", "tokens": TOKENS,
+                       "greedy_ids": ids, "logits": rows(logits)}, f, separators=(",", ":"))
+            f.write("\n")
+        w = write_gguf(gguf, os.path.join(d, "model.gguf"), family, cfg)
+        for name, a in gguf_tensors(family, cfg, model.state_dict()):
+            w.add_tensor(name, a)
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_tensors_to_file()
+        w.close()
+        with open(os.path.join(d, "README.md"), "w") as f:
+            f.write(f"# family_{family}\n\nA tiny random {cls.__name__} (config.json, model.safetensors) with "
+                    "transformers' float64 logits\n(reference_logits.json), the same weights as a GGUF "
+                    "written by gguf-py (model.gguf) and\nllama.cpp's logits for it (llamacpp_logits.json). "
+                    "Generated by the two steps in\ntools/gen_family_fixtures.py's docstring; tested in "
+                    "tests/test_model_families.cpp.\n")
+        for name in os.listdir(d):
+            os.chmod(os.path.join(d, name), 0o644)
+        size = sum(os.path.getsize(os.path.join(d, n)) for n in os.listdir(d))
+        print(f"{family}: logits std {logits.std().item():.3f}, greedy {ids}, {size} bytes in {d}")
+
+
+# ---- step 2: llama.cpp ------------------------------------------------------------------------
+
+def step_llamacpp(args):
+    import llama_cpp
+
+    settings = dict(n_ctx=64, n_batch=64, n_threads=2, n_threads_batch=2, flash_attn=False,
+                    type_k=0, type_v=0, logits_all=True, n_gpu_layers=0, seed=1234)
+    failed = False
+    for family in FAMILIES:
+        if args.only and family != args.only:
+            continue
+        d = fixture_dir(args.out, family)
+        with open(os.path.join(d, "reference_logits.json")) as f:
+            ref = json.load(f)
+        llm = llama_cpp.Llama(os.path.join(d, "model.gguf"), verbose=False, **settings)
+        llm.reset()
+        llm.eval(TOKENS)
+        logits = np.array(llm.scores[:len(TOKENS)], dtype=np.float64)
+        ids = []
+        row = logits[-1]
+        for i in range(GREEDY):
+            tok = int(np.argmax(row))  # first maximum
+            ids.append(tok)
+            if i + 1 < GREEDY:
+                llm.eval([tok])
+                row = np.array(llm.scores[llm.n_tokens - 1], dtype=np.float64)
+        diff = float(np.abs(logits - np.array(ref["logits"])).max())
+        ok = diff <= CROSS_TOL[family] and ids == ref["greedy_ids"]
+        failed = failed or not ok
+        print(f"{family}: max |llama.cpp - transformers| = {diff:.2e} (bound {CROSS_TOL[family]}), "
+              f"greedy {ids} {'==' if ids == ref['greedy_ids'] else '!='} transformers' "
+              f"{ref['greedy_ids']}{'' if ok else '  FAILED'}")
+        with open(os.path.join(d, "llamacpp_logits.json"), "w") as f:
+            json.dump({"generator": "tools/gen_family_fixtures.py llamacpp",
+                       "llama_cpp_python": llama_cpp.__version__,
+                       "settings": {**settings, "eval": "tokens in one batch, then one per step"},
+                       "max_abs_diff_vs_transformers": diff, "tokens": TOKENS, "greedy_ids": ids,
+                       "logits": rows(logits)}, f, separators=(",", ":"))
+            f.write("\n")
+        os.chmod(os.path.join(d, "llamacpp_logits.json"), 0o644)
+        del llm
+    if failed:
+        sys.exit("gen_family_fixtures: llama.cpp disagrees with transformers (see above)")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("step", choices=["hf", "llamacpp"])
+    ap.add_argument("--out", default="tests/fixtures")
+    ap.add_argument("--only", choices=FAMILIES, help="one family")
+    args = ap.parse_args()
+    step_hf(args) if args.step == "hf" else step_llamacpp(args)
+
+
+if __name__ == "__main__":
+    main()
