@@ -83,12 +83,19 @@ void launch_copy_rows_f32(const float* x, int64_t x_rows, int64_t row_len, const
 // ---------------------------------------------------------------------------
 // x (n_tokens, n_heads, head_dim) rotated in place: token t's pairs i < n_rot / 2 at position
 // positions[t] (Normal pairs (2i, 2i+1), neox pairs (i, i + n_rot/2)); theta in double, divided
-// by freq_factors[i] when freq_factors (n_rot / 2,) is not null. A negative position leaves the
-// token unrotated and gives kDeviceErrorRopePosition. n_rot even, <= head_dim.
+// by freq_factors[i] when freq_factors (n_rot / 2,) is not null, YaRN-mixed when
+// yarn.ext_factor != 0, cos and sin times yarn.mscale. A negative position leaves the token
+// unrotated and gives kDeviceErrorRopePosition. n_rot even, <= head_dim.
+struct RopeYarnArgs {
+  double ext_factor = 0.0;  // 0: no YaRN
+  double low = 0.0;         // correction pairs of the ramp
+  double high = 0.0;
+  double mscale = 1.0;
+};
 void launch_rope_f32(float* x, const int32_t* positions, int64_t n_tokens, int64_t n_heads,
                      int64_t head_dim, int64_t n_rot, bool neox, double freq_base,
-                     double freq_scale, const float* freq_factors, int* error_flag,
-                     cudaStream_t stream);
+                     double freq_scale, const float* freq_factors, RopeYarnArgs yarn,
+                     int* error_flag, cudaStream_t stream);
 
 // ---------------------------------------------------------------------------
 // Paged KV cache (kernels/kv_store.cu, kernels/attention_paged.cu)

@@ -46,6 +46,27 @@ __host__ __device__ __forceinline__ double rope_theta_hd(int64_t pos, int64_t pa
   return static_cast<double>(pos) * freq_scale * ::pow(freq_base, exponent);
 }
 
+// YaRN's mix of interpolated and extrapolated angle (core/rope_math.h rope_yarn_theta).
+__host__ __device__ __forceinline__ double rope_yarn_theta_hd(double theta_extrap, int64_t pair,
+                                                              double freq_scale, double ext_factor,
+                                                              double low, double high) {
+  const double span = high - low > 0.001 ? high - low : 0.001;
+  double y = (static_cast<double>(pair) - low) / span;
+  y = y < 0.0 ? 0.0 : (y > 1.0 ? 1.0 : y);
+  const double mix = (1.0 - y) * ext_factor;
+  return freq_scale * theta_extrap * (1.0 - mix) + theta_extrap * mix;
+}
+
+// The angle of a pair with its frequency factor and YaRN (core/rope_math.h rope_angle).
+__host__ __device__ __forceinline__ double rope_angle_hd(int64_t pos, int64_t pair, int64_t n_rot,
+                                                         double freq_base, double freq_scale,
+                                                         double factor, double ext_factor,
+                                                         double low, double high) {
+  if (ext_factor == 0.0) return rope_theta_hd(pos, pair, n_rot, freq_base, freq_scale) / factor;
+  const double extrap = rope_theta_hd(pos, pair, n_rot, freq_base, 1.0) / factor;
+  return rope_yarn_theta_hd(extrap, pair, freq_scale, ext_factor, low, high);
+}
+
 // Indices within a head of the two elements of pair `pair`: Normal pairs (2i, 2i + 1), Neox
 // pairs (i, i + n_rot / 2).
 __host__ __device__ __forceinline__ void rope_pair_index_hd(bool neox, int64_t pair, int64_t n_rot,
@@ -59,14 +80,20 @@ __host__ __device__ __forceinline__ void rope_pair_index_hd(bool neox, int64_t p
   }
 }
 
-// Rotates one pair in place by theta (core/rope_math.h rope_rotate).
-__host__ __device__ __forceinline__ void rope_rotate_hd(float* x0, float* x1, double theta) {
-  const float c = static_cast<float>(::cos(theta));
-  const float s = static_cast<float>(::sin(theta));
+// Rotates one pair in place by theta with cos and sin times mscale (1: core/rope_math.h
+// rope_rotate exactly; the CPU backends scale the same way in double before rounding).
+__host__ __device__ __forceinline__ void rope_rotate_scaled_hd(float* x0, float* x1, double theta,
+                                                               double mscale) {
+  const float c = static_cast<float>(::cos(theta) * mscale);
+  const float s = static_cast<float>(::sin(theta) * mscale);
   const float a = *x0;
   const float b = *x1;
   *x0 = sub_rn(mul_rn(a, c), mul_rn(b, s));
   *x1 = add_rn(mul_rn(a, s), mul_rn(b, c));
+}
+
+__host__ __device__ __forceinline__ void rope_rotate_hd(float* x0, float* x1, double theta) {
+  rope_rotate_scaled_hd(x0, x1, theta, 1.0);
 }
 
 }  // namespace llmctl::cuda

@@ -184,10 +184,10 @@ TEST_CASE("hf config: hostile values name config.json and the key", "[cpu]") {
   CHECK_THAT(error_with([](json& j) { j.erase("architectures"); }),
              Contains("'architectures' is missing or not a list of names"));
   CHECK_THAT(error_with([](json& j) {
-               j["rope_scaling"] = {{"type", "yarn"}, {"factor", 4.0}};
+               j["rope_scaling"] = {{"type", "longrope"}, {"factor", 4.0}};
              }),
-             Contains("'rope_scaling.type' 'yarn' is not supported (supported: default, linear, "
-                      "llama3)"));
+             Contains("'rope_scaling.type' 'longrope' is not supported (supported: default, "
+                      "linear, llama3, yarn)"));
   CHECK_THAT(error_with([](json& j) {
                j["rope_parameters"] = {{"rope_type", "dynamic"}};
              }),

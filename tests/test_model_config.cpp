@@ -168,10 +168,10 @@ TEST_CASE("config: missing and invalid metadata are FileErrors naming the key", 
   }
   {
     GgufBuilder b = tiny_llama();
-    b.set("llama.rope.scaling.type", gv::string("yarn"));
+    b.set("llama.rope.scaling.type", gv::string("longrope"));
     CHECK(config_error(b) ==
-          "tiny.gguf: llama.rope.scaling.type 'yarn' is not supported "
-          "(supported: none, linear)");
+          "tiny.gguf: llama.rope.scaling.type 'longrope' is not supported "
+          "(supported: none, linear, yarn)");
   }
   {
     // Llama 3.1 per-pair rope divisors: bound when their shape is (n_rot / 2,).

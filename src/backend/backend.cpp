@@ -210,6 +210,12 @@ void Backend::rope(Buffer& x, const Buffer& positions, int64_t n_tokens, int64_t
     throw Error(fmt::format("backend rope: n_rot {} must be even and in (0, head_dim {}]", p.n_rot,
                             p.head_dim));
   if (p.freq_factors.present()) check_f32_vector("rope", p.freq_factors, p.n_rot / 2);
+  if (!(std::isfinite(p.ext_factor) && std::isfinite(p.yarn_low) && std::isfinite(p.yarn_high) &&
+        std::isfinite(p.mscale) && p.mscale > 0.0))
+    throw Error(
+        fmt::format("backend rope: YaRN ext_factor {}, range [{}, {}] and mscale {} must "
+                    "be finite (mscale > 0)",
+                    p.ext_factor, p.yarn_low, p.yarn_high, p.mscale));
   rope_impl(x, positions, n_tokens, n_heads, p);
 }
 

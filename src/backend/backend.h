@@ -117,6 +117,13 @@ struct RopeParams {
   // Optional (n_rot / 2,) F32 per-pair frequency divisors (Llama 3.1 scaling, see
   // ModelWeights::rope_freqs), bound to the backend; absent: all 1.
   WeightView freq_factors;
+  // YaRN (core/rope_math.h rope_angle): ext_factor 0 is off; else pairs below yarn_low
+  // extrapolate, pairs above yarn_high interpolate by freq_scale, a linear ramp between.
+  double ext_factor = 0.0;
+  double yarn_low = 0.0;
+  double yarn_high = 0.0;
+  // cos and sin are multiplied by this (YaRN's attention factor); 1 leaves them exact.
+  double mscale = 1.0;
 };
 
 // The shape of one attention call and the per-layer options of its scores (attention() below).

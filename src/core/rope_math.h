@@ -11,6 +11,14 @@
 //   Neox   (LLAMA_ROPE_TYPE_NEOX, arch qwen2): x0 = x[i],  x1 = x[i + n_rot / 2]
 // Elements at n_rot .. head_dim - 1 are left as they are (partial rotary).
 // freq_scale = 1 / factor implements linear rope scaling; 1 without scaling.
+//
+// YaRN (Peng et al. 2023; llama.cpp's rope_yarn, transformers' _compute_yarn_parameters): pair i
+// interpolates (theta * freq_scale) where its wavelength is long and extrapolates (theta, as
+// trained) where it is short, with a linear ramp between the correction pairs [low, high]:
+//   r_i = (1 - clamp((i - low) / max(0.001, high - low), 0, 1)) * ext_factor
+//   theta_i = theta_interp * (1 - r_i) + theta_extrap * r_i
+// and cos/sin are multiplied by mscale (the "attention factor", 1 + 0.1 ln(factor) by default).
+// ext_factor 0 and mscale 1 leave every angle and product exactly as without YaRN.
 
 #include <cmath>
 #include <cstdint>
@@ -25,6 +33,44 @@ inline double rope_theta(int64_t pos, int64_t pair, int64_t n_rot, double freq_b
                          double freq_scale) {
   const double exponent = -2.0 * static_cast<double>(pair) / static_cast<double>(n_rot);
   return static_cast<double>(pos) * freq_scale * std::pow(freq_base, exponent);
+}
+
+// YaRN's correction pair of a rotation count: the pair whose wavelength turns `n_turns` times in
+// n_ctx_orig positions, n_rot * ln(n_ctx_orig / (n_turns 2 pi)) / (2 ln base).
+inline double rope_yarn_corr_pair(int64_t n_rot, int64_t n_ctx_orig, double n_turns, double base) {
+  constexpr double kTwoPi = 6.283185307179586;
+  return static_cast<double>(n_rot) *
+         std::log(static_cast<double>(n_ctx_orig) / (n_turns * kTwoPi)) / (2.0 * std::log(base));
+}
+
+// [low, high] from beta_fast (32) and beta_slow (1): floor and ceil, clamped to the pairs.
+inline void rope_yarn_corr_range(int64_t n_rot, int64_t n_ctx_orig, double base, double beta_fast,
+                                 double beta_slow, double* low, double* high) {
+  const double lo = std::floor(rope_yarn_corr_pair(n_rot, n_ctx_orig, beta_fast, base));
+  const double hi = std::ceil(rope_yarn_corr_pair(n_rot, n_ctx_orig, beta_slow, base));
+  *low = lo > 0.0 ? lo : 0.0;
+  *high = hi < static_cast<double>(n_rot - 1) ? hi : static_cast<double>(n_rot - 1);
+}
+
+// The angle of pair i under YaRN, from its extrapolated (trained) angle; ext_factor != 0.
+inline double rope_yarn_theta(double theta_extrap, int64_t pair, double freq_scale,
+                              double ext_factor, double low, double high) {
+  const double span = high - low > 0.001 ? high - low : 0.001;
+  double y = (static_cast<double>(pair) - low) / span;
+  y = y < 0.0 ? 0.0 : (y > 1.0 ? 1.0 : y);
+  const double mix = (1.0 - y) * ext_factor;
+  return freq_scale * theta_extrap * (1.0 - mix) + theta_extrap * mix;
+}
+
+// The angle every backend rotates pair i by: rope_theta divided by the pair's frequency factor
+// (Llama 3.1's rope_freqs, Phi-3's long/short factors; 1 without), YaRN-mixed when ext_factor is
+// not 0. Without YaRN the arithmetic is exactly rope_theta(...) / factor.
+inline double rope_angle(int64_t pos, int64_t pair, int64_t n_rot, double freq_base,
+                         double freq_scale, double factor, double ext_factor, double low,
+                         double high) {
+  if (ext_factor == 0.0) return rope_theta(pos, pair, n_rot, freq_base, freq_scale) / factor;
+  const double extrap = rope_theta(pos, pair, n_rot, freq_base, 1.0) / factor;
+  return rope_yarn_theta(extrap, pair, freq_scale, ext_factor, low, high);
 }
 
 // Indices (within a head) of the two elements of pair i.

@@ -104,14 +104,16 @@ std::vector<int32_t> layer_windows(const ModelConfig& c) {
   return w;
 }
 
+bool layer_rope_local(const ModelConfig& c, int64_t il) {
+  return layer_windowed(c, il) && c.window.local_rope_base > 0.0;
+}
+
 double layer_rope_base(const ModelConfig& c, int64_t il) {
-  const bool local = layer_windowed(c, il) && c.window.local_rope_base > 0.0;
-  return local ? c.window.local_rope_base : c.rope_freq_base;
+  return layer_rope_local(c, il) ? c.window.local_rope_base : c.rope_freq_base;
 }
 
 double layer_rope_freq_scale(const ModelConfig& c, int64_t il) {
-  const bool local = layer_windowed(c, il) && c.window.local_rope_base > 0.0;
-  return local ? 1.0 : c.rope_freq_scale;
+  return layer_rope_local(c, il) ? 1.0 : c.rope_freq_scale;
 }
 
 // ---- the per-layer tensor table ----------------------------------------------------------

@@ -304,8 +304,9 @@ int32_t layer_window(const ModelConfig& c, int64_t il);
 // layer_window of every layer, in order (the KV cache's layer groups, kv_cache.h).
 std::vector<int32_t> layer_windows(const ModelConfig& c);
 // Layer il's RoPE base and linear frequency scale: a windowed layer of a pattern with a local
-// base gets that base and no scaling (llama.cpp's rope_freq_{base,scale}_train_swa), every
-// other layer the file's.
+// base (layer_rope_local) gets that base and no scaling (llama.cpp's
+// rope_freq_{base,scale}_train_swa), neither linear nor YaRN; every other layer the file's.
+bool layer_rope_local(const ModelConfig& c, int64_t il);
 double layer_rope_base(const ModelConfig& c, int64_t il);
 double layer_rope_freq_scale(const ModelConfig& c, int64_t il);
 

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -101,7 +102,58 @@ void read_caps_and_scales(const GgufFile& f, const std::string& a, const ArchRow
   c.attn_scale = zero_is_none(a + "attention.scale", 0.0);
 }
 
+// YaRN's keys as llama.cpp reads them: the original context (default the training context),
+// beta_fast/beta_slow, and the attention factor. llama.cpp's cos/sin factor comes out as
+// (1 + 0.1 ln factor) * rope.scaling.attn_factor, or with rope.scaling.yarn_log_multiplier m
+// (DeepSeek-style) as (1 + 0.1 ln factor) / (1 + 0.1 m ln factor) * attn_factor.
+void read_yarn(const GgufFile& f, const std::string& a, ModelConfig& c) {
+  YarnParams y;
+  y.factor = c.rope_scaling_factor;
+  y.n_ctx_orig = optional_int(f, a + "rope.scaling.original_context_length", c.n_ctx_train, 1,
+                              int64_t{1} << 30);
+  y.beta_fast = f.get_float_or(a + "rope.scaling.yarn_beta_fast", 32.0);
+  y.beta_slow = f.get_float_or(a + "rope.scaling.yarn_beta_slow", 1.0);
+  const double log_mul = f.get_float_or(a + "rope.scaling.yarn_log_multiplier", 0.0);
+  const double attn = f.get_float_or(a + "rope.scaling.attn_factor", 1.0);
+  for (const double v : {y.beta_fast, y.beta_slow, attn})
+    if (!(v > 0.0 && std::isfinite(v)))
+      throw FileError(f.path(), fmt::format("{}rope.scaling: YaRN beta_fast {}, beta_slow {} and "
+                                            "attn_factor {} must be finite and > 0",
+                                            a, y.beta_fast, y.beta_slow, attn));
+  if (!std::isfinite(log_mul))
+    throw FileError(f.path(), fmt::format("{}rope.scaling.yarn_log_multiplier is not finite", a));
+  const double m = y.factor > 1.0 ? 1.0 + 0.1 * std::log(y.factor) : 1.0;
+  const double m_all = y.factor > 1.0 ? 1.0 + 0.1 * log_mul * std::log(y.factor) : 1.0;
+  y.attn_factor = (log_mul != 0.0 ? m / m_all : m) * attn;
+  set_rope_yarn(c, y);
+}
+
 }  // namespace
+
+void set_rope_yarn(ModelConfig& c, const YarnParams& y) {
+  if (!(y.factor >= 1.0 && std::isfinite(y.factor)) || y.n_ctx_orig < 1)
+    throw Error(
+        fmt::format("YaRN factor {} must be at least 1 and its original context {} "
+                    "at least 1",
+                    y.factor, y.n_ctx_orig));
+  c.rope_scaling_type = "yarn";
+  c.rope_yarn = y;
+  c.rope_scaling_factor = y.factor;
+  c.rope_freq_scale = 1.0 / y.factor;
+  c.rope_ext_factor = 1.0;
+  if (y.truncate) {
+    rope_yarn_corr_range(c.n_rot, y.n_ctx_orig, c.rope_freq_base, y.beta_fast, y.beta_slow,
+                         &c.rope_yarn_low, &c.rope_yarn_high);
+  } else {
+    c.rope_yarn_low =
+        std::max(0.0, rope_yarn_corr_pair(c.n_rot, y.n_ctx_orig, y.beta_fast, c.rope_freq_base));
+    c.rope_yarn_high =
+        std::min(static_cast<double>(c.n_rot - 1),
+                 rope_yarn_corr_pair(c.n_rot, y.n_ctx_orig, y.beta_slow, c.rope_freq_base));
+  }
+  c.rope_mscale =
+      y.attn_factor > 0.0 ? y.attn_factor : (y.factor > 1.0 ? 1.0 + 0.1 * std::log(y.factor) : 1.0);
+}
 
 ModelConfig config_from_gguf(const GgufFile& f, const ArchTable& table) {
   ModelConfig c;
@@ -159,15 +211,16 @@ ModelConfig config_from_gguf(const GgufFile& f, const ArchTable& table) {
   if (c.rope_scaling_type == "none") c.rope_scaling_type.clear();
   c.rope_scaling_factor = f.get_float_or(a + "rope.scaling.factor", 1.0);
   if (!c.rope_scaling_type.empty()) {
-    if (c.rope_scaling_type != "linear")
+    if (c.rope_scaling_type != "linear" && c.rope_scaling_type != "yarn")
       throw FileError(f.path(), fmt::format("{}rope.scaling.type '{}' is not supported "
-                                            "(supported: none, linear)",
+                                            "(supported: none, linear, yarn)",
                                             a, c.rope_scaling_type));
     if (!(c.rope_scaling_factor >= 1.0 && std::isfinite(c.rope_scaling_factor)))
       throw FileError(f.path(), fmt::format("{}rope.scaling.factor = {} must be at least 1", a,
                                             c.rope_scaling_factor));
     c.rope_freq_scale = 1.0 / c.rope_scaling_factor;
   }
+  if (c.rope_scaling_type == "yarn") read_yarn(f, a, c);
 
   // Llama 3.1-style rope scaling stores per-pair frequency divisors as the tensor
   // 'rope_freqs.weight' (bind_weights() binds it), with no scaling key.

@@ -13,6 +13,16 @@ namespace llmctl {
 
 class GgufFile;
 
+// YaRN's parameters as GGUF and config.json give them (defaults: the paper's).
+struct YarnParams {
+  double factor = 1.0;     // context extension factor (> 1)
+  int64_t n_ctx_orig = 0;  // the context the model was trained with
+  double beta_fast = 32.0;
+  double beta_slow = 1.0;
+  bool truncate = true;      // floor/ceil the correction range (transformers' truncate)
+  double attn_factor = 0.0;  // cos/sin factor; 0: 1 + 0.1 ln(factor)
+};
+
 struct ModelConfig {
   std::string arch;                  // general.architecture: a row of kArchRows
   int64_t n_vocab = 0;               // token_embd.weight shape[1]
@@ -28,7 +38,14 @@ struct ModelConfig {
   double rope_freq_base = 10000.0;   // {arch}.rope.freq_base
   std::string rope_scaling_type;     // {arch}.rope.scaling.type ("" = none, "linear", ...)
   double rope_scaling_factor = 1.0;  // {arch}.rope.scaling.factor
-  double rope_freq_scale = 1.0;      // 1 / factor for linear scaling, else 1
+  double rope_freq_scale = 1.0;      // 1 / factor for linear and YaRN scaling, else 1
+  // YaRN (rope.scaling.type "yarn"; core/rope_math.h rope_angle): 0 is off; else the ramp
+  // between correction pairs [rope_yarn_low, rope_yarn_high] and the cos/sin factor.
+  double rope_ext_factor = 0.0;
+  double rope_yarn_low = 0.0;
+  double rope_yarn_high = 0.0;
+  double rope_mscale = 1.0;
+  YarnParams rope_yarn;  // what they were derived from (set_rope_yarn; for writers)
   // Switches (apply_arch_row copies the architecture row's; require_implemented refuses
   // the ones the forward pass does not compute yet).
   RopeType rope_type = RopeType::Normal;  // GGUF: the row's gguf_rope; HF: Neox
@@ -57,5 +74,9 @@ struct ModelConfig {
 // (unimplemented_math in arch.h).
 // `table`: the architecture rows to accept (the tests pass their own).
 ModelConfig config_from_gguf(const GgufFile& file, const ArchTable& table = {});
+
+// Sets c's rope_freq_scale, rope_ext_factor, rope_yarn_low/high and rope_mscale (needs n_rot
+// and rope_freq_base). Throws Error for a factor below 1 or a context below 1.
+void set_rope_yarn(ModelConfig& c, const YarnParams& y);
 
 }  // namespace llmctl

@@ -89,6 +89,12 @@ void Forward::allocate(int32_t max_device_top_k) {
     r.freq_base = layer_rope_base(c, il);
     r.freq_scale = layer_rope_freq_scale(c, il);
     r.freq_factors = weights_.rope_freqs;
+    if (!layer_rope_local(c, il)) {  // YaRN where the file's scaling applies
+      r.ext_factor = c.rope_ext_factor;
+      r.yarn_low = c.rope_yarn_low;
+      r.yarn_high = c.rope_yarn_high;
+      r.mscale = c.rope_mscale;
+    }
     AttentionShape& s = attn_[static_cast<size_t>(il)];
     s.n_heads = c.n_heads;
     s.n_kv_heads = c.n_kv_heads;

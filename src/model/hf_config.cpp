@@ -215,9 +215,31 @@ void apply_rope(HfConfig& h, const json& j, const Keys& top, const std::string& 
     h.rope_freqs =
         llama3_rope_divisors(c.n_rot, c.rope_freq_base, h.rope_llama3_factor,
                              h.rope_low_freq_factor, h.rope_high_freq_factor, h.rope_original_ctx);
+  } else if (type == "yarn") {
+    // transformers' _compute_yarn_parameters: factor defaults to max_position_embeddings /
+    // original_max_position_embeddings; attention_factor to get_mscale(factor, mscale) /
+    // get_mscale(factor, mscale_all_dim) when both are given, else 1 + 0.1 ln(factor).
+    YarnParams y;
+    const int64_t max_pos = top.require_int("max_position_embeddings", 1, int64_t{1} << 30);
+    y.n_ctx_orig = r.optional_int("original_max_position_embeddings", max_pos, 1, int64_t{1} << 30);
+    y.factor = r.number("factor", static_cast<double>(max_pos) / static_cast<double>(y.n_ctx_orig),
+                        1.0, 1e6, false);
+    y.beta_fast = r.number("beta_fast", 32.0, 0.0, 1e6, true);
+    y.beta_slow = r.number("beta_slow", 1.0, 0.0, 1e6, true);
+    y.truncate = r.boolean("truncate", true);
+    const double mscale = r.number("mscale", 0.0, 0.0, 1e6, false);
+    const double mscale_all = r.number("mscale_all_dim", 0.0, 0.0, 1e6, false);
+    auto get_mscale = [&](double m) {
+      return y.factor <= 1.0 ? 1.0 : 0.1 * m * std::log(y.factor) + 1.0;
+    };
+    const double derived = mscale > 0.0 && mscale_all > 0.0
+                               ? get_mscale(mscale) / get_mscale(mscale_all)
+                               : get_mscale(1.0);
+    y.attn_factor = r.number("attention_factor", derived, 0.0, 1e6, true);
+    set_rope_yarn(c, y);
   } else {
     r.fail(r.get("rope_type") != nullptr ? "rope_type" : "type",
-           fmt::format("'{}' is not supported (supported: default, linear, llama3)", type));
+           fmt::format("'{}' is not supported (supported: default, linear, llama3, yarn)", type));
   }
 }
 
@@ -261,7 +283,8 @@ HfConfig hf_config_from_json(const std::string& text, const std::string& path,
   try {
     j = json::parse(text);
   } catch (const json::parse_error& e) {
-    throw FileError(path, fmt::format("not valid JSON: {}", json_error_text(e.what())), e.byte > 0 ? e.byte - 1 : 0);
+    throw FileError(path, fmt::format("not valid JSON: {}", json_error_text(e.what())),
+                    e.byte > 0 ? e.byte - 1 : 0);
   } catch (const json::exception& e) {
     // out_of_range 406: a number like 1e400 that overflows a double (found by fuzz_hf_config).
     throw FileError(path, fmt::format("not usable JSON: {}", json_error_text(e.what())));

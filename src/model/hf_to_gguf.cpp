@@ -197,11 +197,22 @@ GgufBuilder hf_to_gguf(const LoadedModel& m, const HfToGgufOptions& opt) {
   b.set(a + "rope.dimension_count", gv::u32(u32(c.n_rot)));
   b.set(a + "rope.freq_base", gv::f32(static_cast<float>(c.rope_freq_base)));
   b.set(a + "attention.layer_norm_rms_epsilon", gv::f32(c.rms_eps));
-  if (c.rope_scaling_type == "linear") {
-    b.set(a + "rope.scaling.type", gv::string("linear"));
+  if (c.rope_scaling_type == "linear" || c.rope_scaling_type == "yarn") {
+    b.set(a + "rope.scaling.type", gv::string(c.rope_scaling_type));
     b.set(a + "rope.scaling.factor", gv::f32(static_cast<float>(c.rope_scaling_factor)));
   }
   add_row_values(b, a, *row, c);
+  if (c.rope_scaling_type == "yarn") {
+    // The keys from which llama.cpp (and config_from_gguf) derive the same angles and factor:
+    // its cos/sin factor is (1 + 0.1 ln factor) * rope.scaling.attn_factor.
+    const YarnParams& y = c.rope_yarn;
+    if (!y.truncate) throw Error("hf_to_gguf: YaRN with truncate false has no GGUF representation");
+    b.set(a + "rope.scaling.original_context_length", gv::u32(u32(y.n_ctx_orig)));
+    b.set(a + "rope.scaling.yarn_beta_fast", gv::f32(static_cast<float>(y.beta_fast)));
+    b.set(a + "rope.scaling.yarn_beta_slow", gv::f32(static_cast<float>(y.beta_slow)));
+    const double yarn_mscale = y.factor > 1.0 ? 1.0 + 0.1 * std::log(y.factor) : 1.0;
+    b.set(a + "rope.scaling.attn_factor", gv::f32(static_cast<float>(c.rope_mscale / yarn_mscale)));
+  }
   if (opt.vocab != nullptr) add_vocab(b, *opt.vocab, m);
 
   const ModelWeights& w = m.weights;

@@ -157,6 +157,21 @@ TEST_CASE("kernels/rope_math.cuh equals core/rope_math.h bit for bit on the CPU"
             llmctl::cuda::rope_rotate_hd(&y0, &y1, got);
             REQUIRE(std::memcmp(&x0, &y0, sizeof x0) == 0);
             REQUIRE(std::memcmp(&x1, &y1, sizeof x1) == 0);
+            // With a frequency factor and YaRN (ext_factor 1, ramp over pairs [3, 20]) and an
+            // attention factor: the same angle and the same scaled rotation.
+            for (const double ext : {0.0, 1.0}) {
+              const double a = llmctl::rope_angle(pos, pair, n_rot, base, scale, 1.5, ext, 3, 20);
+              const double b =
+                  llmctl::cuda::rope_angle_hd(pos, pair, n_rot, base, scale, 1.5, ext, 3, 20);
+              REQUIRE(std::memcmp(&a, &b, sizeof a) == 0);
+              float u0 = x0, u1 = x1, v0 = x0, v1 = x1;
+              const double m = 1.0 + 0.1 * std::log(4.0);
+              llmctl::rope_rotate_cs(&u0, &u1, static_cast<float>(std::cos(a) * m),
+                                     static_cast<float>(std::sin(a) * m));
+              llmctl::cuda::rope_rotate_scaled_hd(&v0, &v1, b, m);
+              REQUIRE(std::memcmp(&u0, &v0, sizeof u0) == 0);
+              REQUIRE(std::memcmp(&u1, &v1, sizeof u1) == 0);
+            }
             ++checked;
           }
   CHECK(checked > 1000);

@@ -146,10 +146,12 @@ void CpuBackend::rope_rows(Buffer& x, const Buffer& positions, int64_t t0, int64
     const int32_t pos = positions.i32()[t];
     if (pos < 0) throw Error(fmt::format("backend rope: position {} is negative", pos));
     for (int64_t i = 0; i < n_pairs; ++i) {
-      double theta = rope_theta(pos, i, p.n_rot, p.freq_base, p.freq_scale);
-      if (p.freq_factors.present()) theta /= static_cast<double>(load_f32(p.freq_factors.data, i));
-      cs[static_cast<size_t>(2 * i)] = static_cast<float>(std::cos(theta));
-      cs[static_cast<size_t>(2 * i + 1)] = static_cast<float>(std::sin(theta));
+      const double factor =
+          p.freq_factors.present() ? static_cast<double>(load_f32(p.freq_factors.data, i)) : 1.0;
+      const double theta = rope_angle(pos, i, p.n_rot, p.freq_base, p.freq_scale, factor,
+                                      p.ext_factor, p.yarn_low, p.yarn_high);
+      cs[static_cast<size_t>(2 * i)] = static_cast<float>(std::cos(theta) * p.mscale);
+      cs[static_cast<size_t>(2 * i + 1)] = static_cast<float>(std::sin(theta) * p.mscale);
     }
     for (int64_t h = 0; h < n_heads; ++h) {
       float* head = x.data() + (t * n_heads + h) * p.head_dim;

@@ -257,7 +257,8 @@ void CudaBackend::rope_impl(Buffer& x, const Buffer& positions, int64_t n_tokens
                             const RopeParams& p) {
   const float* factors = p.freq_factors.present() ? f32(p.freq_factors) : nullptr;
   launch_rope_f32(x.data(), positions.i32(), n_tokens, n_heads, p.head_dim, p.n_rot,
-                  p.type == RopeType::Neox, p.freq_base, p.freq_scale, factors, error_flag_,
+                  p.type == RopeType::Neox, p.freq_base, p.freq_scale, factors,
+                  RopeYarnArgs{p.ext_factor, p.yarn_low, p.yarn_high, p.mscale}, error_flag_,
                   stream_);
   LLMCTL_CUDA_CHECK_LAUNCH();
 }
