@@ -85,12 +85,23 @@ std::vector<float> make_x(int64_t n_tokens, int64_t n, std::mt19937& rng) {
 }
 
 std::vector<float> run(MatmulIsa isa, const Weight& w, const std::vector<float>& x,
-                       int64_t n_tokens, int n_threads) {
+                       int64_t n_tokens, int n_threads,
+                       MatmulPrecision precision = MatmulPrecision::Fast) {
   ThreadPool pool(n_threads);
   MatmulScratch scratch;
   std::vector<float> out(static_cast<size_t>(n_tokens * w.d), -1.0f);
-  matmul_fast_isa(isa, w.view(), x.data(), n_tokens, out.data(), pool, scratch);
+  matmul_fast_isa(isa, w.view(), x.data(), n_tokens, out.data(), pool, scratch, precision);
   return out;
+}
+
+// The weight decoded to F32 (the same values the dequantizing kernel multiplies).
+Weight decoded(const Weight& w) {
+  Weight f{GgmlType::F32, w.d, w.n, {}};
+  f.bytes.resize(static_cast<size_t>(w.d * w.n) * 4);
+  for (int64_t r = 0; r < w.d; ++r)
+    std::memcpy(f.bytes.data() + static_cast<size_t>(r * w.n) * 4, w.row(r).data(),
+                static_cast<size_t>(w.n) * 4);
+  return f;
 }
 
 // The test's reading of quantize_activations.h: d = amax / 127, q = round_half_even(x * 127 /
@@ -385,6 +396,21 @@ TEST_CASE("matmul_fast: kernel names, bad arguments", "[cpu]") {
   CHECK_NOTHROW(call(GgmlType::F32, 8, 1));
 }
 
+// w under `precision` gives exactly the F32 kernel's bits on w decoded, for every tile shape
+// (decode and prefill), instruction set and thread count.
+void check_same_as_decoded(const Weight& w, MatmulPrecision precision, std::mt19937& rng) {
+  const Weight f = decoded(w);
+  for (int64_t n_tokens : {1, 6, 40}) {
+    const std::vector<float> x = make_x(n_tokens, w.n, rng);
+    for (MatmulIsa isa : isas())
+      for (int n_threads : {1, 3}) {
+        INFO(ggml_type_name(w.type) << " n_tokens " << n_tokens << " threads " << n_threads);
+        CHECK(same_bits(run(isa, w, x, n_tokens, n_threads, precision).data(),
+                        run(isa, f, x, n_tokens, n_threads).data(), w.d * n_tokens));
+      }
+  }
+}
+
 // The dequantizing kernel's contract: exactly the F32 kernel on the dequantized weight, for
 // every tile shape (decode and prefill) and thread count, and no stale rows when one call's
 // weight is replaced by another at the same address (the row cache is per call).
@@ -393,20 +419,7 @@ TEST_CASE("matmul_fast: dequantizing kernel equals the F32 kernel on the decoded
   for (GgmlType type :
        {GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     Weight w = make_weight(type, 23, 512, rng);
-    Weight f{GgmlType::F32, w.d, w.n, {}};
-    f.bytes.resize(static_cast<size_t>(w.d * w.n) * 4);
-    for (int64_t r = 0; r < w.d; ++r)
-      std::memcpy(f.bytes.data() + static_cast<size_t>(r * w.n) * 4, w.row(r).data(),
-                  static_cast<size_t>(w.n) * 4);
-    for (int64_t n_tokens : {1, 6, 40}) {
-      const std::vector<float> x = make_x(n_tokens, w.n, rng);
-      for (MatmulIsa isa : isas())
-        for (int n_threads : {1, 3}) {
-          INFO(ggml_type_name(type) << " n_tokens " << n_tokens << " threads " << n_threads);
-          CHECK(same_bits(run(isa, w, x, n_tokens, n_threads).data(),
-                          run(isa, f, x, n_tokens, n_threads).data(), w.d * n_tokens));
-        }
-    }
+    check_same_as_decoded(w, MatmulPrecision::Fast, rng);
     // Same buffer, new contents: the next call must not reuse the first call's decoded rows.
     const std::vector<float> x = make_x(1, w.n, rng);
     ThreadPool pool(1);
@@ -419,4 +432,26 @@ TEST_CASE("matmul_fast: dequantizing kernel equals the F32 kernel on the decoded
     CHECK(same_bits(out2.data(), run(MatmulIsa::Auto, other, x, 1, 1).data(), w.d));
     CHECK_FALSE(same_bits(out1.data(), out2.data(), w.d));
   }
+}
+
+// MatmulPrecision::Float (rope-probe's backend): the integer-kernel dtypes and F16 multiply the
+// f32 activations, i.e. give exactly the F32 kernel's bits on the decoded weight (so the F32
+// kernel's batch and thread invariance and its error bound carry over), where the Fast path
+// differs by the int8 / f16 rounding of the activations.
+TEST_CASE("matmul_fast: Float precision equals the F32 kernel on the decoded weight", "[cpu]") {
+  std::mt19937 rng(31);
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::F16}) {
+    const Weight w = make_weight(type, 23, 512, rng);
+    check_same_as_decoded(w, MatmulPrecision::Float, rng);
+    // ... where the Fast path does not (int8 or f16 activations).
+    const std::vector<float> x = make_x(6, w.n, rng);
+    CHECK_FALSE(same_bits(run(MatmulIsa::Auto, w, x, 6, 1, MatmulPrecision::Float).data(),
+                          run(MatmulIsa::Auto, w, x, 6, 1).data(), w.d * 6));
+  }
+  CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_1, MatmulPrecision::Float))
+            .rfind("dequant+f32", 0) == 0);
+  CHECK(std::string(matmul_fast_kernel_name(GgmlType::F16, MatmulPrecision::Float))
+            .rfind("f16 f32-activations", 0) == 0);
+  CHECK(std::string(matmul_fast_kernel_name(GgmlType::F32, MatmulPrecision::Float)) ==
+        matmul_fast_kernel_name(GgmlType::F32));
 }

@@ -158,7 +158,8 @@ std::unique_ptr<Backend> make_backend(const BackendChoice& choice) {
   }
   if (choice.cpu_reference) return std::make_unique<cpu::CpuBackend>();
   const int n = choice.n_threads > 0 ? choice.n_threads : default_cpu_threads();
-  return std::make_unique<cpu::CpuFastBackend>(n);
+  return std::make_unique<cpu::CpuFastBackend>(
+      n, choice.float_activations ? cpu::MatmulPrecision::Float : cpu::MatmulPrecision::Fast);
 }
 
 }  // namespace llmctl

@@ -35,6 +35,11 @@ struct BackendChoice {
   std::string device = "cpu";  // "cpu", "cuda", "cuda:N"; "auto": a visible GPU, else the CPU
   int n_threads = 0;           // CPU threads; 0: every core the process may use
   bool cpu_reference = false;  // the scalar reference backend instead of the fast one
+  // CPU fast backend: f32 activations in every matmul (MatmulPrecision::Float in
+  // backend/cpu/matmul_fast.h) instead of int8 (quantized weights) or f16 (F16 weights), for
+  // diagnostics that must see small effects without the activation rounding (rope-probe).
+  // CUDA: no effect (its batch-invariant matvecs take f32 activations already).
+  bool float_activations = false;
   // CUDA: true keeps backend.h's batch invariance (every matmul a matvec, a token's results
   // bit-identical alone or batched); false sends prefill-sized matmuls through cuBLAS (f16
   // inputs, much faster prefill, results within f16 rounding that depend on the batch). The

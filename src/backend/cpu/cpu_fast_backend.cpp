@@ -20,8 +20,9 @@ constexpr int64_t kMinParallelScores = int64_t{1} << 14;       // attention: hea
 constexpr int64_t kMinParallelElements = int64_t{1} << 15;     // element-wise: floats touched
 }  // namespace
 
-CpuFastBackend::CpuFastBackend(int n_threads)
+CpuFastBackend::CpuFastBackend(int n_threads, MatmulPrecision precision)
     : simd_(attention_fast_available()),
+      precision_(precision),
       pool_(n_threads),
       scores_(static_cast<size_t>(n_threads)),
       kv_rows_(static_cast<size_t>(n_threads)) {}
@@ -30,7 +31,7 @@ void CpuFastBackend::matmul_impl(const WeightView& w, const Buffer& x, int64_t n
                                  Buffer& out) {
   const auto bytes = static_cast<int64_t>(weight_row_bytes(w.type, w.n_cols)) * w.n_rows;
   ThreadPool& pool = bytes * n_tokens >= kMinParallelWeightBytes ? pool_ : serial_;
-  matmul_fast(w, x.data(), n_tokens, out.data(), pool, scratch_);
+  matmul_fast(w, x.data(), n_tokens, out.data(), pool, scratch_, precision_);
 }
 
 // Tasks are (token, KV group) pairs for the fast kernel, (token, head) pairs for the reference. The

@@ -11,7 +11,8 @@
 // the batch and thread count, and each (token, head) of attention and each element of the
 // element-wise ops is computed the same way wherever it sits.
 // The fast path differs from the reference by rounding (documented in matmul_fast.h); tests
-// compare the two.
+// compare the two. MatmulPrecision::Float keeps the activations f32 in every matmul (the
+// reference's precision at close to the fast path's speed; rope-probe runs on it).
 
 #include <memory>
 #include <vector>
@@ -24,7 +25,8 @@ namespace llmctl::cpu {
 
 class CpuFastBackend final : public CpuBackend {
  public:
-  explicit CpuFastBackend(int n_threads);
+  // precision: how matmul meets quantized and F16 weights (matmul_fast.h MatmulPrecision).
+  explicit CpuFastBackend(int n_threads, MatmulPrecision precision = MatmulPrecision::Fast);
   const char* name() const override { return "cpu"; }
   int n_threads() const override { return pool_.size(); }
 
@@ -53,6 +55,7 @@ class CpuFastBackend final : public CpuBackend {
                        const AttentionShape& s, Buffer& out, float* stats);
   bool simd_;  // AVX2, FMA and F16C (attention_fast_available()): the SIMD attention and
                // element-wise ops
+  MatmulPrecision precision_;
   ThreadPool pool_;
   ThreadPool serial_{1};  // ops too small to be worth waking the other threads
   MatmulScratch scratch_;

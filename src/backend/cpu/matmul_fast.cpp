@@ -34,7 +34,19 @@ bool cpu_has_avx2() {
   return f.avx2 && f.fma && f.f16c;
 }
 
-MatmulKernel kernel_for(GgmlType type, bool avx2) {
+MatmulKernel kernel_for(GgmlType type, bool avx2, MatmulPrecision precision) {
+  if (precision == MatmulPrecision::Float) {
+    if (type == GgmlType::F16) {
+      // The F16 kernel's f32-activation tile (otherwise only for tokens that overflow f16).
+      MatmulKernel k = matmul_kernel_f16(avx2);
+      k.tile = k.tile_wide;
+      k.half_activations = false;
+      k.name = avx2 ? "f16 f32-activations avx2" : "f16 f32-activations scalar";
+      return k;
+    }
+    if (type == GgmlType::Q8_0 || type == GgmlType::Q4_0 || type == GgmlType::Q4_1)
+      return matmul_kernel_dequant(type, avx2);
+  }
   switch (type) {
     case GgmlType::F32:
       return matmul_kernel_f32(avx2);
@@ -54,7 +66,7 @@ MatmulKernel kernel_for(GgmlType type, bool avx2) {
 }
 
 void check_args(const WeightView& w, const float* x, int64_t n_tokens, const float* out) {
-  if (!is_engine_type(w.type) || kernel_for(w.type, false).tile == nullptr)
+  if (!is_engine_type(w.type) || kernel_for(w.type, false, MatmulPrecision::Fast).tile == nullptr)
     throw Error(
         fmt::format("matmul '{}': expected weight dtype F32, F16, BF16, Q8_0, Q4_0, Q4_1, "
                     "Q5_0, Q5_1, Q4_K, Q5_K or Q6_K, got {}",
@@ -181,17 +193,18 @@ bool matmul_fast_has_avx2() {
 #endif
 }
 
-const char* matmul_fast_kernel_name(GgmlType type) {
-  return kernel_for(type, matmul_fast_has_avx2()).name;
+const char* matmul_fast_kernel_name(GgmlType type, MatmulPrecision precision) {
+  return kernel_for(type, matmul_fast_has_avx2(), precision).name;
 }
 
 void matmul_fast_isa(MatmulIsa isa, const WeightView& w, const float* x, int64_t n_tokens,
-                     float* out, ThreadPool& pool, MatmulScratch& scratch) {
+                     float* out, ThreadPool& pool, MatmulScratch& scratch,
+                     MatmulPrecision precision) {
   check_args(w, x, n_tokens, out);
   if (isa == MatmulIsa::Avx2 && !matmul_fast_has_avx2())
     throw Error("matmul: the AVX2 kernels need a CPU with AVX2, FMA and F16C");
   const bool avx2 = isa == MatmulIsa::Avx2 || (isa == MatmulIsa::Auto && matmul_fast_has_avx2());
-  const MatmulKernel k = kernel_for(w.type, avx2);
+  const MatmulKernel k = kernel_for(w.type, avx2, precision);
   const int64_t n = w.n_cols;
 
   TileArgs base{};
@@ -251,8 +264,8 @@ void matmul_fast_isa(MatmulIsa isa, const WeightView& w, const float* x, int64_t
 }
 
 void matmul_fast(const WeightView& w, const float* x, int64_t n_tokens, float* out,
-                 ThreadPool& pool, MatmulScratch& scratch) {
-  matmul_fast_isa(MatmulIsa::Auto, w, x, n_tokens, out, pool, scratch);
+                 ThreadPool& pool, MatmulScratch& scratch, MatmulPrecision precision) {
+  matmul_fast_isa(MatmulIsa::Auto, w, x, n_tokens, out, pool, scratch, precision);
 }
 
 }  // namespace llmctl::cpu

@@ -47,6 +47,18 @@ struct MatmulScratch {
   std::vector<uint8_t> fits;  // (n_tokens,) 1: the token's activations fit f16 (xh is used)
 };
 
+// How quantized and F16 weights meet the activations.
+//   Fast   int8 activations per 32-element block for Q8_0, Q4_0 and Q4_1, f16 activations for
+//          F16 weights (as ggml does); the other dtypes as below.
+//   Float  every weight row decoded to f32 (quantized: a tile at a time, matmul_kernel_dequant;
+//          F16: widened in the F32 tile) and multiplied with the f32 activations: no rounding of
+//          the activations, so a result moves continuously with its inputs, as the reference's
+//          does (rope-probe measures RoPE with it: int8 activations turn a 1-ulp change of q
+//          into whole quantization steps downstream). Slower: Q4_1 prefill about 1.2x on
+//          SmolLM2 (rope-probe's shift probe, one thread).
+// Batch and thread invariance hold in both.
+enum class MatmulPrecision { Fast, Float };
+
 // Which instruction set the kernels use. Auto picks AVX2 when cpu_features() has AVX2, FMA
 // and F16C, else Scalar.
 enum class MatmulIsa { Auto, Scalar, Avx2 };
@@ -55,16 +67,19 @@ enum class MatmulIsa { Auto, Scalar, Avx2 };
 // Throws Error for an unsupported dtype, a row length that is not a whole number of blocks,
 // or n_tokens < 1. out must not alias x.
 void matmul_fast(const WeightView& w, const float* x, int64_t n_tokens, float* out,
-                 ThreadPool& pool, MatmulScratch& scratch);
+                 ThreadPool& pool, MatmulScratch& scratch,
+                 MatmulPrecision precision = MatmulPrecision::Fast);
 
 // The same with the instruction set chosen by the caller (tests, benchmarks). Throws Error
 // when Avx2 is asked for on a CPU without AVX2+FMA+F16C.
 void matmul_fast_isa(MatmulIsa isa, const WeightView& w, const float* x, int64_t n_tokens,
-                     float* out, ThreadPool& pool, MatmulScratch& scratch);
+                     float* out, ThreadPool& pool, MatmulScratch& scratch,
+                     MatmulPrecision precision = MatmulPrecision::Fast);
 
 // The kernel matmul_fast runs for `type` on this CPU, e.g. "q4_0 avx2" or "f16 scalar";
 // "unsupported" for a dtype it cannot multiply.
-const char* matmul_fast_kernel_name(GgmlType type);
+const char* matmul_fast_kernel_name(GgmlType type,
+                                    MatmulPrecision precision = MatmulPrecision::Fast);
 
 // Whether this CPU runs the AVX2 kernels (AVX2, FMA and F16C).
 bool matmul_fast_has_avx2();
