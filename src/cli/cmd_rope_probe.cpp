@@ -10,8 +10,8 @@
 #include <optional>
 
 #include "backend/registry.h"
-#include "cli/model_tokenizer.h"
 #include "cli/app.h"
+#include "cli/model_tokenizer.h"
 #include "cli/rope_probe_report.h"
 #include "cli/run_session.h"
 #include "core/error.h"
@@ -33,6 +33,8 @@ struct RopeProbeCliOptions {
   std::string baseline;
   std::string device = "auto";
   int threads = 0;
+  bool cpu_reference = false;
+  std::string probes;  // --probes LIST; empty: all
   std::string text_file;
   std::string rope_scale;  // "linear:F"
   std::optional<double> rope_theta;
@@ -66,16 +68,32 @@ nlohmann::json read_baseline(const std::string& path) {
   const std::string text = read_whole_file(path);
   try {
     nlohmann::json j = nlohmann::json::parse(text);
-    if (!j.is_object() || !j.contains("shift"))
+    if (!j.is_object() || !j.contains("config") || !j.contains("thresholds"))
       throw FileError(path, "not a rope-probe --json output (no 'shift' member)");
     return j;
   } catch (const nlohmann::json::parse_error& e) {
-    throw FileError(path, fmt::format("not valid JSON: {}", json_error_text(e.what())), FileError::kNoOffset,
+    throw FileError(path, fmt::format("not valid JSON: {}", json_error_text(e.what())),
+                    FileError::kNoOffset,
                     "save a baseline with: llmctl rope-probe -m MODEL --json > FILE");
   }
 }
 
+// What the probes ran on, for the report's header and "backend" member.
+std::string backend_label(const Backend& b, const BackendChoice& choice) {
+  if (std::string(b.name()) != "cpu") return b.name();
+  return choice.cpu_reference ? "cpu (scalar reference)" : "cpu (f32 activations)";
+}
+
 int run_rope_probe_cli(RopeProbeCliOptions& opt) {
+  if (!opt.probes.empty()) {
+    try {
+      opt.probe.probes = parse_rope_probe_set(opt.probes);
+    } catch (const Error& e) {
+      throw CLI::ValidationError("--probes", e.what());
+    }
+  }
+  if (!opt.svg.empty() && !(opt.probe.probes.shift && opt.probe.probes.distance))
+    throw CLI::ValidationError("--svg", "the charts need the shift and distance probes");
   if (!opt.rope_scale.empty()) opt.probe.linear_scale = parse_rope_scale(opt.rope_scale);
   opt.probe.theta = opt.rope_theta;
   if (!opt.text_file.empty()) opt.probe.reference = read_whole_file(opt.text_file);
@@ -92,11 +110,18 @@ int run_rope_probe_cli(RopeProbeCliOptions& opt) {
   BackendChoice choice;
   choice.device = opt.device;
   choice.n_threads = opt.threads;
+  // f32 activations: the shift probe looks for rounding-sized differences, and the fast CPU
+  // path's int8 activations make a 1-ulp change of q or k into whole quantization steps
+  // downstream (SmolLM2: shift KL 0.013 on the fast path, 1.6e-11 with f32 activations;
+  // diag/rope_probe.h has the measurements). Costs ~1.2x on a Q4_1 model.
+  choice.float_activations = true;
+  choice.cpu_reference = opt.cpu_reference;
   const std::unique_ptr<Backend> backend = make_backend(choice);
-  fmt::print(stderr, "llmctl: rope-probe {} on {}\n", opt.model, backend->name());
+  const std::string label = backend_label(*backend, choice);
+  fmt::print(stderr, "llmctl: rope-probe {} on {}\n", opt.model, label);
 
-  const RopeProbeReport report =
-      run_rope_probe(opt.model, m.config, m.weights, *backend, tok, opt.probe);
+  RopeProbeReport report = run_rope_probe(opt.model, m.config, m.weights, *backend, tok, opt.probe);
+  report.backend = label;
   const nlohmann::json j = rope_probe_json(report, opt.thresholds);
   const std::vector<std::string> failures = check_rope_probe(report, opt.thresholds);
   if (opt.json)
@@ -138,8 +163,9 @@ void add_rope_probe_command(CLI::App& app, Action& action) {
       "  3 distance  fact + N filler tokens + cue: P(expected token) and KL against N=0 for N\n"
       "              doubling up to the context; with --rope-theta/--rope-scale a second curve.\n"
       "  4 sweep     mean NLL per token of a reference text under the configured RoPE and under\n"
-      "              base x10, base /10, the other pair layout (normal/neox), linear scaling\n"
-      "              on (x2) or off. The configured one should fit best.\n"
+      "              base x10, base /10 (with a local base: global and local base x10, /10\n"
+      "              each), the other pair layout (normal/neox), linear scaling on (x2) or\n"
+      "              off. The configured one should fit best.\n"
       "Checks (--check; exit 3 with one line per failure on stderr):\n"
       "  shift     every offset: max KL <= --max-shift-kl (1e-6), max |dlogit| <=\n"
       "            --max-shift-dlogit (1e-3)\n"
@@ -148,8 +174,18 @@ void add_rope_probe_command(CLI::App& app, Action& action) {
       "            variant that fits better (the metadata may be wrong)\n"
       "  --baseline F  every number of F (a saved --json) within --drift-abs (1e-4) +\n"
       "            --drift-rel (0.02) x |baseline|, else exit 3 naming the number\n"
-      "Forward passes use an f32 KV cache. --svg F writes the distance curve to F and the\n"
-      "angle precision to F's name without .svg + '-angles.svg'.\n"
+      "Precision: every forward pass uses an f32 KV cache and, on the CPU, f32 activations in\n"
+      "every matmul (weights decoded to f32), not the int8/f16 activations of 'run': the\n"
+      "shift check looks for rounding-sized differences, and int8 activations alone move\n"
+      "SmolLM2's logits by |dlogit| ~1.3 under a shift (f32: 3e-5). --cpu-reference runs the\n"
+      "scalar reference instead (same verdicts, ~30x slower). CUDA matvecs are f32 already.\n"
+      "Layers: with a sliding-window pattern and a local RoPE base (Gemma 3) the header lists\n"
+      "the layer groups, the sweep varies the global and the local base separately, and the\n"
+      "angle table has rows per base. The shift moves RoPE positions only; windows count\n"
+      "cache positions, so windowed layers see the same keys at every offset.\n"
+      "--probes LIST runs some of shift, ablation, distance, sweep (checks judge those only).\n"
+      "--svg F writes the distance curve to F and the angle precision to F's name without\n"
+      ".svg + '-angles.svg' (needs the shift and distance probes).\n"
       "Examples:\n"
       "  llmctl rope-probe -m stories260K.gguf\n"
       "  llmctl rope-probe -m stories260K.gguf --check --json > base.json\n"
@@ -165,6 +201,12 @@ void add_rope_probe_command(CLI::App& app, Action& action) {
   sub->add_option("--baseline", opt.baseline,
                   "Compare with a saved --json output; exit 3 on drift");
   sub->add_option("--device", opt.device, "auto, cpu or cuda[:N]")->capture_default_str();
+  sub->add_flag("--cpu-reference", opt.cpu_reference,
+                "CPU: the scalar reference backend (slow) instead of the fast one with f32 "
+                "activations");
+  sub->add_option("--probes", opt.probes,
+                  "Probes to run, comma-separated: shift, ablation, distance, sweep (default: "
+                  "all)");
   sub->add_option("-t,--threads", opt.threads, "CPU threads (0 = every core)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1024));

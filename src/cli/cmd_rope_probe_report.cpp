@@ -10,6 +10,19 @@ namespace llmctl::cli {
 
 namespace {
 
+// "0-4, 6-10, 12" for {0, 1, 2, 3, 4, 6, ...}.
+std::string layer_list(const std::vector<int64_t>& layers) {
+  std::string s;
+  for (size_t i = 0; i < layers.size();) {
+    size_t j = i;
+    while (j + 1 < layers.size() && layers[j + 1] == layers[j] + 1) ++j;
+    if (!s.empty()) s += ", ";
+    s += j == i ? fmt::format("{}", layers[i]) : fmt::format("{}-{}", layers[i], layers[j]);
+    i = j + 1;
+  }
+  return s;
+}
+
 void print_shift(const RopeProbeReport& r) {
   fmt::print(
       "\n## 1. Shift invariance ({} prompt tokens; RoPE positions offset .. offset + {})\n\n",
@@ -21,11 +34,11 @@ void print_shift(const RopeProbeReport& r) {
       "\nAngle precision (analytic, every pair): float32 angles (p * theta_scale^i in "
       "float) against float64\n\n");
   fmt::print(
-      "| position | f32 angle error (rad) | f32 cos/sin error | llmctl f64 cos/sin error |\n"
-      "|---:|---:|---:|---:|\n");
+      "| base | position | f32 angle error (rad) | f32 cos/sin error | llmctl f64 cos/sin error "
+      "|\n|---:|---:|---:|---:|---:|\n");
   for (const AngleRow& a : r.angles)
-    fmt::print("| {} | {:.3g} | {:.3g} | {:.3g} |\n", a.pos, a.f32_angle_err, a.f32_rot_err,
-               a.f64_rot_err);
+    fmt::print("| {:g} | {} | {:.3g} | {:.3g} | {:.3g} |\n", a.freq_base, a.pos, a.f32_angle_err,
+               a.f32_rot_err, a.f64_rot_err);
 }
 
 void print_ablation(const RopeProbeReport& r) {
@@ -79,14 +92,18 @@ void print_sweep(const RopeProbeReport& r) {
 void print_rope_probe_tables(const RopeProbeReport& r, const std::vector<std::string>& failures) {
   const ModelConfig& c = r.config;
   fmt::print("# rope-probe: {} on {}\n\n", r.model, r.backend);
-  fmt::print(
-      "{}: n_ctx_train {}, head_dim {}, n_rot {}, {} pairs, freq_base {:g}, freq_scale {:g}\n",
-      c.arch, c.n_ctx_train, c.head_dim, c.n_rot,
-      c.rope_type == RopeType::Normal ? "normal" : "neox", c.rope_freq_base, c.rope_freq_scale);
-  print_shift(r);
-  print_ablation(r);
-  print_distance(r);
-  print_sweep(r);
+  fmt::print("{}: n_ctx_train {}, head_dim {}, n_rot {}, {}\n", c.arch, c.n_ctx_train, c.head_dim,
+             c.n_rot, describe_rope(c));
+  const std::vector<RopeLayerGroup> groups = rope_layer_groups(c);
+  if (groups.size() > 1)
+    for (const RopeLayerGroup& g : groups)
+      fmt::print("  {} layers {}: {}, RoPE base {:g}, scale {:g}\n", g.layers.size(),
+                 layer_list(g.layers), g.window > 0 ? fmt::format("window {}", g.window) : "global",
+                 g.freq_base, g.freq_scale);
+  if (r.probes.shift) print_shift(r);
+  if (r.probes.ablation) print_ablation(r);
+  if (r.probes.distance) print_distance(r);
+  if (r.probes.sweep) print_sweep(r);
   fmt::print("\n## Checks\n\n");
   if (failures.empty()) fmt::print("all checks pass\n");
   for (const std::string& f : failures) fmt::print("FAIL {}\n", f);
@@ -114,15 +131,24 @@ std::vector<std::string> write_rope_probe_svgs(const RopeProbeReport& r, const s
   ang.y_label = "max |cos, sin error|";
   ang.log_x = true;
   ang.log_y = true;
-  SvgSeries f32{"float32 angles", {}, {}, false};
-  SvgSeries f64{"float64 angles (llmctl)", {}, {}, false};
-  for (const AngleRow& a : r.angles) {
-    f32.x.push_back(static_cast<double>(a.pos));
-    f32.y.push_back(a.f32_rot_err);
-    f64.x.push_back(static_cast<double>(a.pos));
-    f64.y.push_back(a.f64_rot_err);
+  // One pair of series per RoPE base (Gemma 3: the global and the local one).
+  for (size_t i = 0; i < r.angles.size(); ++i) {
+    const double base = r.angles[i].freq_base;
+    if (i > 0 && r.angles[i - 1].freq_base == base) continue;
+    const std::string of =
+        rope_layer_groups(r.config).size() > 1 ? fmt::format(", base {:g}", base) : std::string();
+    SvgSeries f32{"float32 angles" + of, {}, {}, false};
+    SvgSeries f64{"float64 angles (llmctl)" + of, {}, {}, false};
+    for (const AngleRow& a : r.angles) {
+      if (a.freq_base != base) continue;
+      f32.x.push_back(static_cast<double>(a.pos));
+      f32.y.push_back(a.f32_rot_err);
+      f64.x.push_back(static_cast<double>(a.pos));
+      f64.y.push_back(a.f64_rot_err);
+    }
+    ang.series.push_back(f32);
+    ang.series.push_back(f64);
   }
-  ang.series = {f32, f64};
   const bool has_ext = path.size() > 4 && path.compare(path.size() - 4, 4, ".svg") == 0;
   const std::string angles_path =
       (has_ext ? path.substr(0, path.size() - 4) : path) + "-angles.svg";

@@ -9,7 +9,8 @@ namespace llmctl {
 
 // JSON members named as the struct fields (rope_probe.h documents them).
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ShiftRow, offset, kl_mean, kl_max, max_dlogit)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(AngleRow, pos, f32_angle_err, f32_rot_err, f64_rot_err)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(AngleRow, freq_base, pos, f32_angle_err, f32_rot_err,
+                                   f64_rot_err)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(AblationResult, kl_zero_mean, kl_shuffled_last,
                                    kl_zero_shuffled_last)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DistancePoint, n_filler, n_tokens, p_expected, rank, kl_vs_0)
@@ -72,10 +73,11 @@ std::vector<std::string> check_rope_probe(const RopeProbeReport& r, const RopeTh
           fmt::format("shift: offset {}: max |dlogit| {:.3g} > {:g} (--max-shift-dlogit)", s.offset,
                       s.max_dlogit, t.max_shift_dlogit));
   }
-  if (!(r.ablation.kl_zero_mean >= t.min_ablation_kl))
+  if (r.probes.ablation && !(r.ablation.kl_zero_mean >= t.min_ablation_kl))
     fail.push_back(
         fmt::format("ablation: KL with all positions 0 is {:.3g} < {:g} "
-                    "(--min-ablation-kl); the model barely uses positions",
+                    "(--min-ablation-kl); the model barely uses positions (or the "
+                    "positions reach no layer: RoPE frozen)",
                     r.ablation.kl_zero_mean, t.min_ablation_kl));
   const SweepRow* configured = nullptr;
   const SweepRow* best = nullptr;
@@ -98,24 +100,46 @@ nlohmann::json rope_probe_json(const RopeProbeReport& r, const RopeThresholds& t
   json j;
   j["model"] = r.model;
   j["backend"] = r.backend;
+  nlohmann::json groups = json::array();
+  for (const RopeLayerGroup& g : rope_layer_groups(c))
+    groups.push_back({{"layers", g.layers},
+                      {"window", g.window},
+                      {"local", g.local},
+                      {"rope_freq_base", g.freq_base},
+                      {"rope_freq_scale", g.freq_scale}});
   j["config"] = {{"arch", c.arch},
                  {"n_ctx_train", c.n_ctx_train},
                  {"head_dim", c.head_dim},
                  {"n_rot", c.n_rot},
                  {"rope_type", rope_type_name(c.rope_type)},
                  {"rope_freq_base", c.rope_freq_base},
-                 {"rope_freq_scale", c.rope_freq_scale}};
+                 {"rope_freq_scale", c.rope_freq_scale},
+                 {"rope_layers", groups}};
   j["prompt_tokens"] = r.prompt_tokens;
-  j["shift"] = r.shift;
-  j["angles"] = r.angles;
-  j["ablation"] = r.ablation;
-  json curves = json::array();
-  for (const DistanceCurve& dc : r.distance.curves)
-    curves.push_back({{"label", dc.label}, {"points", dc.points}});
-  j["distance"] = {{"expected_id", r.distance.expected_id},
-                   {"expected_piece", r.distance.expected_piece},
-                   {"curves", curves}};
-  j["sweep"] = {{"n_tokens", r.sweep.n_tokens}, {"rows", r.sweep.rows}};
+  json probes = json::array();
+  if (r.probes.shift) {
+    probes.push_back("shift");
+    j["shift"] = r.shift;
+    j["angles"] = r.angles;
+  }
+  if (r.probes.ablation) {
+    probes.push_back("ablation");
+    j["ablation"] = r.ablation;
+  }
+  if (r.probes.distance) {
+    probes.push_back("distance");
+    json curves = json::array();
+    for (const DistanceCurve& dc : r.distance.curves)
+      curves.push_back({{"label", dc.label}, {"points", dc.points}});
+    j["distance"] = {{"expected_id", r.distance.expected_id},
+                     {"expected_piece", r.distance.expected_piece},
+                     {"curves", curves}};
+  }
+  if (r.probes.sweep) {
+    probes.push_back("sweep");
+    j["sweep"] = {{"n_tokens", r.sweep.n_tokens}, {"rows", r.sweep.rows}};
+  }
+  j["probes"] = probes;
   j["thresholds"] = {{"max_shift_kl", t.max_shift_kl},
                      {"max_shift_dlogit", t.max_shift_dlogit},
                      {"min_ablation_kl", t.min_ablation_kl},

@@ -66,30 +66,38 @@ std::vector<AngleRow> angle_precision(const ModelConfig& c, std::vector<int64_t>
   for (int k = 8; k <= 30; k += 2) positions.push_back(int64_t{1} << k);
   std::sort(positions.begin(), positions.end());
   positions.erase(std::unique(positions.begin(), positions.end()), positions.end());
+  std::vector<std::pair<double, double>> bases;  // (base, scale) of each group, once
+  for (const RopeLayerGroup& g : rope_layer_groups(c))
+    if (std::find(bases.begin(), bases.end(), std::pair(g.freq_base, g.freq_scale)) == bases.end())
+      bases.emplace_back(g.freq_base, g.freq_scale);
+  if (bases.empty()) bases.emplace_back(c.rope_freq_base, c.rope_freq_scale);  // no layers
   const int64_t n_pairs = c.n_rot / 2;
-  // float32 angles as ggml computes them: theta_scale = base^(-2/n_rot) in float, the pair's
-  // angle p * theta_scale^i by repeated float multiplication, times freq_scale.
-  const float theta_scale =
-      std::pow(static_cast<float>(c.rope_freq_base), -2.0f / static_cast<float>(c.n_rot));
   std::vector<AngleRow> rows;
-  for (const int64_t p : positions) {
-    AngleRow r;
-    r.pos = p;
-    float theta_base = static_cast<float>(p);
-    for (int64_t i = 0; i < n_pairs; ++i) {
-      const double exact = rope_theta(p, i, c.n_rot, c.rope_freq_base, c.rope_freq_scale);
-      const double f32 = static_cast<double>(static_cast<float>(c.rope_freq_scale) * theta_base);
-      theta_base *= theta_scale;
-      r.f32_angle_err = std::max(r.f32_angle_err, std::fabs(f32 - exact));
-      r.f32_rot_err = std::max({r.f32_rot_err, std::fabs(std::cos(f32) - std::cos(exact)),
-                                std::fabs(std::sin(f32) - std::sin(exact))});
-      // llmctl's path: the double angle, cos/sin rounded to float once.
-      const double cr = static_cast<double>(static_cast<float>(std::cos(exact)));
-      const double sr = static_cast<double>(static_cast<float>(std::sin(exact)));
-      r.f64_rot_err = std::max(
-          {r.f64_rot_err, std::fabs(cr - std::cos(exact)), std::fabs(sr - std::sin(exact))});
+  for (const auto& [base, scale] : bases) {
+    // float32 angles as ggml computes them: theta_scale = base^(-2/n_rot) in float, the pair's
+    // angle p * theta_scale^i by repeated float multiplication, times freq_scale.
+    const float theta_scale =
+        std::pow(static_cast<float>(base), -2.0f / static_cast<float>(c.n_rot));
+    for (const int64_t p : positions) {
+      AngleRow r;
+      r.freq_base = base;
+      r.pos = p;
+      float theta_base = static_cast<float>(p);
+      for (int64_t i = 0; i < n_pairs; ++i) {
+        const double exact = rope_theta(p, i, c.n_rot, base, scale);
+        const double f32 = static_cast<double>(static_cast<float>(scale) * theta_base);
+        theta_base *= theta_scale;
+        r.f32_angle_err = std::max(r.f32_angle_err, std::fabs(f32 - exact));
+        r.f32_rot_err = std::max({r.f32_rot_err, std::fabs(std::cos(f32) - std::cos(exact)),
+                                  std::fabs(std::sin(f32) - std::sin(exact))});
+        // llmctl's path: the double angle, cos/sin rounded to float once.
+        const double cr = static_cast<double>(static_cast<float>(std::cos(exact)));
+        const double sr = static_cast<double>(static_cast<float>(std::sin(exact)));
+        r.f64_rot_err = std::max(
+            {r.f64_rot_err, std::fabs(cr - std::cos(exact)), std::fabs(sr - std::sin(exact))});
+      }
+      rows.push_back(r);
     }
-    rows.push_back(r);
   }
   return rows;
 }

@@ -31,6 +31,31 @@ const char* const kRopeProbeFiller = "She liked to play in the park with her fri
 const char* const kRopeProbeCue = "One day,";
 const char* const kRopeProbeExpected = " Sue";
 
+RopeProbeSet parse_rope_probe_set(const std::string& list) {
+  RopeProbeSet set{false, false, false, false};
+  size_t start = 0;
+  bool any = false;
+  while (start <= list.size()) {
+    const size_t end = std::min(list.find(',', start), list.size());
+    const std::string word = list.substr(start, end - start);
+    if (word == "shift")
+      set.shift = true;
+    else if (word == "ablation")
+      set.ablation = true;
+    else if (word == "distance")
+      set.distance = true;
+    else if (word == "sweep")
+      set.sweep = true;
+    else
+      throw Error(fmt::format("rope-probe: '{}' is not a probe", word),
+                  "name some of shift, ablation, distance, sweep, comma-separated");
+    any = true;
+    start = end + 1;
+  }
+  if (!any) throw Error("rope-probe: no probe named");
+  return set;
+}
+
 RopeProbeReport run_rope_probe(const std::string& model_path, const ModelConfig& c,
                                const ModelWeights& w, Backend& b, const Tokenizer& tok,
                                const RopeProbeOptions& opt) {
@@ -38,22 +63,27 @@ RopeProbeReport run_rope_probe(const std::string& model_path, const ModelConfig&
   r.model = model_path;
   r.backend = b.name();
   r.config = c;
+  r.probes = opt.probes;
   const bool bos = tok.bos_id() >= 0 && tok.add_bos_default();
   const std::vector<int32_t> prompt = tok.encode(opt.prompt, bos);
   r.prompt_tokens = static_cast<int64_t>(prompt.size());
   const std::vector<int64_t> offsets = opt.offsets.empty() ? default_shift_offsets(c) : opt.offsets;
-  r.shift = probe_shift(c, w, b, prompt, offsets);
-  std::vector<int64_t> last_pos;
-  for (const int64_t o : offsets) last_pos.push_back(o + r.prompt_tokens - 1);
-  r.angles = angle_precision(c, last_pos);
-  r.ablation = probe_ablation(c, w, b, prompt, opt.seed);
-  r.distance = probe_distance(c, w, b, tok, opt);
-  // The reference text, cut to the training context (the sweep asks which RoPE the weights
-  // were trained with, inside the positions they were trained on).
-  std::vector<int32_t> ref = tok.encode(opt.reference, bos);
-  if (c.n_ctx_train > 1 && static_cast<int64_t>(ref.size()) > c.n_ctx_train)
-    ref.resize(static_cast<size_t>(c.n_ctx_train));
-  r.sweep = probe_sweep(c, w, b, ref);
+  if (opt.probes.shift) {
+    r.shift = probe_shift(c, w, b, prompt, offsets);
+    std::vector<int64_t> last_pos;
+    for (const int64_t o : offsets) last_pos.push_back(o + r.prompt_tokens - 1);
+    r.angles = angle_precision(c, last_pos);
+  }
+  if (opt.probes.ablation) r.ablation = probe_ablation(c, w, b, prompt, opt.seed);
+  if (opt.probes.distance) r.distance = probe_distance(c, w, b, tok, opt);
+  if (opt.probes.sweep) {
+    // The reference text, cut to the training context (the sweep asks which RoPE the weights
+    // were trained with, inside the positions they were trained on).
+    std::vector<int32_t> ref = tok.encode(opt.reference, bos);
+    if (c.n_ctx_train > 1 && static_cast<int64_t>(ref.size()) > c.n_ctx_train)
+      ref.resize(static_cast<size_t>(c.n_ctx_train));
+    r.sweep = probe_sweep(c, w, b, ref);
+  }
   return r;
 }
 
