@@ -28,9 +28,11 @@ namespace llmctl::cuda {
 // The score the softmax receives from a dot product: dot * scale, soft-capped when softcap > 0
 // (AttentionShape::softcap). Without a cap the expression is the one the kernels had before the
 // option existed.
+__host__ __device__ __forceinline__ float capped_score(float raw, float softcap) {
+  return softcap > 0.0f ? softcap_f32(raw, softcap) : raw;
+}
 __host__ __device__ __forceinline__ float attention_score(float dot, float scale, float softcap) {
-  const float s = dot * scale;
-  return softcap > 0.0f ? softcap_f32(s, softcap) : s;
+  return capped_score(dot * scale, softcap);
 }
 
 // The first position a query at `pos` sees (backend.h attention_first_position): 0, or
@@ -54,10 +56,21 @@ struct ScoreStats {
   float max, min;
   double sum, sum_sq;
   int n_nan, n_inf;
-  float t;  // sum_j p_j (s_j - m) relative to the warp's running max m
+  float t;                 // sum_j p_j (s_j - m) relative to the warp's running max m
+  float raw_max, raw_min;  // the scores before the soft-cap (add_raw)
+  int n_raw_nonfinite;
 
   __host__ __device__ static ScoreStats empty() {
-    return ScoreStats{-INFINITY, INFINITY, 0.0, 0.0, 0, 0, 0.0f};
+    return ScoreStats{-INFINITY, INFINITY, 0.0, 0.0, 0, 0, 0.0f, -INFINITY, INFINITY, 0};
+  }
+  // A score before the soft-cap (the same score when there is none).
+  __host__ __device__ void add_raw(float raw) {
+    if (is_nan(raw) || is_inf(raw)) {
+      ++n_raw_nonfinite;
+    } else {
+      raw_max = fmaxf(raw_max, raw);
+      raw_min = fminf(raw_min, raw);
+    }
   }
   // Score s entered the online softmax: m -> m_new, c = exp(m - m_new), p = exp(s - m_new),
   // l_prev the sum of p before it.
@@ -131,6 +144,9 @@ __host__ __device__ inline void write_attention_stats(const ScoreStats* warps, c
     all.sum_sq += ws.sum_sq;
     all.n_nan += ws.n_nan;
     all.n_inf += ws.n_inf;
+    all.raw_max = fmaxf(all.raw_max, ws.raw_max);
+    all.raw_min = fminf(all.raw_min, ws.raw_min);
+    all.n_raw_nonfinite += ws.n_raw_nonfinite;
     // A warp without scores has l = 0 and adds nothing; a NaN l (NaN or +inf scores) makes
     // the entropy NaN, as the softmax is.
     if (l[w] != 0.0f) t_all = fmaf(expf(m[w] - big_m), fmaf(m[w] - big_m, l[w], ws.t), t_all);
@@ -143,6 +159,9 @@ __host__ __device__ inline void write_attention_stats(const ScoreStats* warps, c
   out[kAttnFieldInf] = static_cast<float>(all.n_inf);
   out[kAttnFieldEntropy] = logf(total) - t_all / total;
   out[kAttnFieldCount] = static_cast<float>(n_scores);
+  out[kAttnFieldRawMax] = all.raw_max;
+  out[kAttnFieldRawMin] = all.raw_min;
+  out[kAttnFieldRawNonFinite] = static_cast<float>(all.n_raw_nonfinite);
 }
 
 }  // namespace llmctl::cuda

@@ -92,7 +92,10 @@ static __global__ void attention_paged_kernel(
       const int64_t i = lane + k * kWarpSize;
       if (i < head_dim) dot = fmaf(qr[k], load_kv(kj + i), dot);
     }
-    const float s = attention_score(warp_reduce_sum(dot), scale, softcap);
+    // attention_score's arithmetic, with the score before the cap kept for the statistics.
+    const float raw = warp_reduce_sum(dot) * scale;
+    const float s = capped_score(raw, softcap);
+    if constexpr (kStats) st.add_raw(raw);
     const SoftmaxStep step = online_softmax_step<kStats>(s, m, l, st);
     const float c = step.c, p = step.p;
 #pragma unroll

@@ -154,7 +154,9 @@ void launch_attention_prefill_f16(const float* q, const uint16_t* k_pool, const 
 // (cuda_backend.cpp static_asserts that the two agree): over the scores s[j0 .. p] the softmax
 // receives (scaled, and capped when softcap > 0),
 // max, min, sum, sum of squares (f64 sums) of the finite ones, NaN and Inf counts, the entropy
-// of the softmax applied (nats; NaN when it is), p - j0 + 1.
+// of the softmax applied (nats; NaN when it is), p - j0 + 1; then over the scores before the
+// cap (q . k * scale; the same scores without one): max and min of the finite ones and the
+// count of NaN or +-Inf ones.
 enum AttentionStatField : int {
   kAttnFieldMax = 0,
   kAttnFieldMin,
@@ -164,6 +166,9 @@ enum AttentionStatField : int {
   kAttnFieldInf,
   kAttnFieldEntropy,
   kAttnFieldCount,
+  kAttnFieldRawMax,
+  kAttnFieldRawMin,
+  kAttnFieldRawNonFinite,
   kAttnFieldsPerHead
 };
 // launch_attention_paged_* that also writes stats (n_tokens, n_heads, kAttnFieldsPerHead) f32;

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -92,6 +93,18 @@ Both run_both(Backend& be, const std::vector<float>& q, const std::vector<float>
   return Both{download(be, out), download(be, out2), download(be, stats)};
 }
 
+// generate() on a fresh Forward observed by a collector (no score threshold unless given).
+AttnStatsCollector observed_run(const ModelConfig& c, const ModelWeights& w, Backend& be,
+                                const ForwardOptions& fo, const std::vector<int32_t>& prompt,
+                                const GenerateOptions& g,
+                                std::optional<double> threshold = std::nullopt) {
+  Forward fwd(c, w, be, fo);
+  AttnStatsCollector stats(c.n_layers, c.n_heads, threshold);
+  fwd.set_observer(&stats);
+  generate(fwd, prompt, g);
+  return stats;
+}
+
 }  // namespace
 
 TEST_CASE("attention_with_stats against a direct double computation", "[cpu]") {
@@ -173,6 +186,10 @@ TEST_CASE("attention_with_stats counts NaN and Inf scores", "[cpu]") {
       const float* st = got.stats.data() + h * kAttnStatFields;
       for (size_t i = 0; i < 6; ++i) CHECK(st[fields[i]] == want[h][i]);
       CHECK(st[kAttnStatCount] == 4.0f);
+      // Without a soft-cap the raw statistics are the same scores'.
+      CHECK(st[kAttnStatRawMax] == st[kAttnStatMax]);
+      CHECK(st[kAttnStatRawMin] == st[kAttnStatMin]);
+      CHECK(st[kAttnStatRawNonFinite] == st[kAttnStatNan] + st[kAttnStatInf]);
     }
     CHECK(std::isnan(got.stats[kAttnStatEntropy]));  // head 0: the softmax itself is NaN
     const float* h1 = got.stats.data() + kAttnStatFields;
@@ -183,6 +200,61 @@ TEST_CASE("attention_with_stats counts NaN and Inf scores", "[cpu]") {
     CHECK(h1[kAttnStatEntropy] == Approx(ent).margin(1e-6));
     CHECK(std::isnan(got.out[0]));  // a NaN score poisons the head's output, as it should
     CHECK(std::isfinite(got.out[4]));
+  }
+}
+
+TEST_CASE("attention_with_stats with a soft-cap: scores after it, raw ones before it", "[cpu]") {
+  // The layout of the NaN/Inf case above with softcap 8: head 0's raw scores NaN, +inf, -inf,
+  // 10 become NaN, 8, -8, 8 tanh(10/8); head 1's -inf, 5, 10, 15 become -8 and 8 tanh(s/8).
+  // A cap hides an overflow (+-inf -> +-8), so only the raw count shows it.
+  AttentionShape s{2, 2, 4};
+  s.softcap = 8.0f;
+  std::vector<float> k(4 * 8, 0.0f), v(4 * 8, 1.0f);
+  const float col0[2][4] = {{kNaN, 3e38f, -3e38f, 2.0f}, {-3e38f, 1.0f, 2.0f, 3.0f}};
+  for (size_t j = 0; j < 4; ++j)
+    for (size_t g = 0; g < 2; ++g) k[j * 8 + g * 4] = col0[g][j];
+  const std::vector<float> q = {10, 0, 0, 0, 10, 0, 0, 0};
+  const auto cap = [](double x) { return 8.0 * std::tanh(x / 8.0); };
+  cpu::CpuBackend ref;
+  cpu::CpuFastBackend fast(1);
+  for (Backend* be : {static_cast<Backend*>(&ref), static_cast<Backend*>(&fast)}) {
+    INFO((be == &ref ? "reference" : "fast"));
+    const Both got = run_both(*be, q, k, v, s, {3}, BufferType::F32);
+    // The same bits (head 0's output is NaN, which == would call unequal).
+    CHECK(std::memcmp(got.out.data(), got.out_stats.data(), got.out.size() * sizeof(float)) == 0);
+    const float* h0 = got.stats.data();
+    CHECK(h0[kAttnStatNan] == 1.0f);
+    CHECK(h0[kAttnStatInf] == 0.0f);  // +-inf were capped to +-8
+    CHECK(h0[kAttnStatMax] == Approx(8.0).margin(1e-5));
+    CHECK(h0[kAttnStatMin] == Approx(-8.0).margin(1e-5));
+    CHECK(h0[kAttnStatRawNonFinite] == 3.0f);
+    CHECK(h0[kAttnStatRawMax] == 10.0f);
+    CHECK(h0[kAttnStatRawMin] == 10.0f);
+    const float* h1 = got.stats.data() + kAttnStatFields;
+    CHECK(h1[kAttnStatNan] + h1[kAttnStatInf] == 0.0f);
+    CHECK(h1[kAttnStatMax] == Approx(cap(15.0)).margin(1e-5));
+    CHECK(h1[kAttnStatMin] == Approx(-8.0).margin(1e-5));
+    CHECK(h1[kAttnStatSum] == Approx(-8.0 + cap(5.0) + cap(10.0) + cap(15.0)).margin(1e-4));
+    CHECK(h1[kAttnStatRawNonFinite] == 1.0f);
+    CHECK(h1[kAttnStatRawMax] == 15.0f);
+    CHECK(h1[kAttnStatRawMin] == 5.0f);
+
+    // Folded: the capped-away overflow still alerts, and the table shows raw_max.
+    const int32_t pos[] = {3}, seq[] = {0}, tok[] = {7};
+    AttnStatsCollector c(1, 2, std::nullopt, 8.0);
+    c.on_attention_stats(0, ObservedBatch{1, seq, pos, tok}, got.stats.data(), 2);
+    REQUIRE(c.alert());
+    CHECK(c.alert()->kind == AttnAlert::Kind::NonFiniteScore);
+    CHECK(c.alert()->head == 0);
+    CHECK(c.alert()->value == 3.0);
+    CHECK(c.head(0, 1).raw_max == 15.0);
+    CHECK(c.head(0, 1).max == Approx(cap(15.0)).margin(1e-5));
+    CHECK(c.head(0, 1).n_raw_nonfinite == 1);
+    CHECK(attn_stats_table(c).find("raw_max") != std::string::npos);
+    const nlohmann::json j = attn_stats_json(c);
+    CHECK(j["softcap"] == 8.0);
+    CHECK(j["layers"][0]["raw_max"] == 15.0);
+    CHECK(j["layers"][0]["raw_nonfinite"] == 4);
   }
 }
 
@@ -237,6 +309,9 @@ TEST_CASE("AttnStatsCollector folds rows and keeps the first alert", "[cpu]") {
     r[kAttnStatInf] = static_cast<float>(inf);
     r[kAttnStatEntropy] = entropy;
     r[kAttnStatCount] = static_cast<float>(sc.size()) + static_cast<float>(nan + inf);
+    r[kAttnStatRawMax] = r[kAttnStatMax];  // no soft-cap
+    r[kAttnStatRawMin] = r[kAttnStatMin];
+    r[kAttnStatRawNonFinite] = static_cast<float>(nan + inf);
     return r;
   };
   const auto concat = [](std::initializer_list<std::vector<float>> rows) {
@@ -309,7 +384,34 @@ TEST_CASE("AttnStatsCollector folds rows and keeps the first alert", "[cpu]") {
   CHECK(j["layers"][1]["nan"] == 1);
   CHECK(j["layers"][0]["heads"][1]["max"] == 4.0);
   CHECK(j["first_nonfinite_residual_layer"].is_null());
+  CHECK(j["alert_threshold"] == 100.0);
   CHECK_THROWS(AttnStatsCollector(2, 2, std::nan("")));
+
+  // No threshold (the default): large finite scores never alert, only the NaN does; scores
+  // above ln(65504) are counted as the fp16 risk, the first by (layer, position, head).
+  const std::vector<float> big = concat({row({1}, 0, 0, 0), row({12}, 0, 0, 0),
+                                         row({11.5f, 30}, 0, 0, 0.5f), row({4, -2}, 0, 0, 0.25f)});
+  AttnStatsCollector e(2, 2);
+  e.on_attention_stats(0, batch, big.data(), 2);
+  CHECK(!e.alert());
+  const Fp16Risk risk = e.fp16_risk();
+  CHECK(risk.rows == 2);
+  CHECK(risk.of_rows == 4);
+  CHECK(risk.largest == 30.0);
+  CHECK(risk.layer == 0);
+  CHECK(risk.pos == 0);
+  CHECK(risk.head == 1);
+  CHECK(e.head(0, 0).n_fp16_risk == 1);
+  CHECK(attn_stats_table(e).find("info: 2 of 4 (token, head) rows have a max score above "
+                                 "ln(65504) = 11.09") != std::string::npos);
+  e.on_attention_stats(1, batch, l1.data(), 2);
+  REQUIRE(e.alert());
+  CHECK(e.alert()->kind == AttnAlert::Kind::NonFiniteScore);
+  const nlohmann::json je = attn_stats_json(e);
+  CHECK(je["alert_threshold"].is_null());
+  CHECK(je["fp16_risk"]["rows"] == 2);
+  CHECK(je["fp16_risk"]["head"] == 1);
+  CHECK(je["layers"][0]["fp16_risk_rows"] == 2);
 }
 
 TEST_CASE("stories260K: stats cover every query: a planted NaN is traced to its layer", "[cpu]") {
@@ -378,10 +480,7 @@ TEST_CASE("stories260K: stats cover every query: a planted NaN is traced to its 
   std::memcpy(wq.data(), l2.wq.data, wq.size() * sizeof(float));
   wq[0] = kNaN;  // row 0: query dimension 0 of head 0
   l2.wq.data = wq.data();
-  Forward bad(c, w, backend, fo);
-  AttnStatsCollector bs(c.n_layers, c.n_heads, 1e9);
-  bad.set_observer(&bs);
-  generate(bad, prompt, g);
+  const AttnStatsCollector bs = observed_run(c, w, backend, fo, prompt, g, 1e9);
   REQUIRE(bs.alert());
   CHECK(bs.alert()->kind == AttnAlert::Kind::NonFiniteScore);
   CHECK(bs.alert()->layer == 2);
@@ -392,4 +491,42 @@ TEST_CASE("stories260K: stats cover every query: a planted NaN is traced to its 
   REQUIRE(bs.first_nonfinite_residual_layer());
   CHECK(*bs.first_nonfinite_residual_layer() == 2);
   CHECK(bs.residual(1).n_nonfinite == 0);
+}
+
+TEST_CASE("SmolLM2: no alert on a healthy run, a planted NaN still alerts in its layer", "[cpu]") {
+  const GgufFile f =
+      GgufFile::open(llmctl::test::require_test_file("models/SmolLM2-135M-Instruct.Q4_1.gguf"));
+  const ModelConfig c = config_from_gguf(f);
+  ModelWeights w = bind_weights(f, c);
+  const std::vector<int32_t> prompt = {1, 504, 3458, 282, 4649, 314};
+  GenerateOptions g;
+  g.n_ctx = 32;
+  g.n_predict = 4;
+  cpu::CpuFastBackend backend(2);
+  ForwardOptions fo;
+  fo.kv.n_blocks = 2;
+  fo.kv.type = KvType::F16;  // as `run` does by default
+  const AttnStatsCollector stats = observed_run(c, w, backend, fo, prompt, g);  // no threshold
+  CHECK(!stats.alert());
+  // Real scores pass ln(65504) (SmolLM2 reaches ~16 by layer 7): information only.
+  CHECK(stats.fp16_risk().rows > 0);
+  CHECK(stats.fp16_risk().largest > kFp16SoftmaxLimit);
+
+  // A NaN block scale in layer 3's attn_q (row 0, block 0: query dimensions 0-31 of head 0).
+  LayerWeights& l3 = w.layers[3];
+  REQUIRE((l3.wq.type == GgmlType::Q4_1 || l3.wq.type == GgmlType::Q4_0 ||
+           l3.wq.type == GgmlType::Q8_0));  // blocks that start with an f16 scale
+  std::vector<uint8_t> wq(weight_row_bytes(l3.wq.type, l3.wq.n_cols) *
+                          static_cast<size_t>(l3.wq.n_rows));
+  std::memcpy(wq.data(), l3.wq.data, wq.size());
+  wq[0] = 0x00;
+  wq[1] = 0x7e;  // f16 quiet NaN, little-endian
+  l3.wq.data = wq.data();
+  const AttnStatsCollector bs = observed_run(c, w, backend, fo, prompt, g);
+  REQUIRE(bs.alert());
+  CHECK(bs.alert()->kind == AttnAlert::Kind::NonFiniteScore);
+  CHECK(bs.alert()->layer == 3);
+  CHECK(bs.alert()->head == 0);
+  CHECK(bs.alert()->pos == 0);
+  CHECK(bs.head(2, 0).n_nan == 0);
 }

@@ -3,6 +3,7 @@
 // scores per head), the loop found in a greedy continuation that repeats a sentence and none
 // in one that does not, finish=loop, and the usage errors.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -74,7 +75,7 @@ TEST_CASE("run --attn-stats --json: per layer and head, counts that add up", "[c
   // Tokens fed: the prompt and every generated token but the last; query p sees p + 1 keys.
   const auto n = static_cast<int64_t>(j["prompt_ids"].size() + j["generated_ids"].size()) - 1;
   CHECK(a["n_tokens"] == n);
-  CHECK(a["alert_threshold"] == 15.0);
+  CHECK(a["alert_threshold"].is_null());  // no score threshold unless --attn-alert T
   REQUIRE(a["layers"].size() == 5);
   double layer_max = -1e300;
   for (const auto& l : a["layers"]) {
@@ -97,8 +98,51 @@ TEST_CASE("run --attn-stats --json: per layer and head, counts that add up", "[c
   }
   CHECK(a["first_nonfinite_residual_layer"].is_null());
   CHECK(a["embeddings_abs_max"].get<double>() > 0.0);
-  // The alert fires exactly when some score passed the threshold.
-  CHECK(a["alert"].is_null() == (layer_max <= 15.0));
+  // Nothing is non-finite, so no alert; the fp16 risk counts rows over ln(65504).
+  CHECK(a["alert"].is_null());
+  CHECK(a["fp16_risk"]["limit"].get<double>() == Approx(std::log(65504.0)));
+  CHECK((a["fp16_risk"]["rows"].get<int64_t>() > 0) == (layer_max > std::log(65504.0)));
+  CHECK(a["fp16_risk"]["of_rows"] == n * 8 * 5);
+}
+
+TEST_CASE("run --attn-stats on SmolLM2: no alert by default, the fp16 risk as information",
+          "[cli]") {
+  // SmolLM2-135M's layer 7 reaches scaled scores of ~16.5: normal for a real model (the old
+  // default threshold of 15 alerted on it), above ln(65504) = 11.09 (the fp16 risk).
+  const std::vector<std::string> args = {
+      "run",
+      "-m",
+      require_test_file("models/SmolLM2-135M-Instruct.Q4_1.gguf"),
+      "-p",
+      "The capital of France is",
+      "-n",
+      "4",
+      "--temp",
+      "0",
+      "--attn-stats"};
+  const auto r = run_llmctl(args);
+  REQUIRE(r.code == 0);
+  CHECK(r.err.find("attn-alert") == std::string::npos);
+  CHECK(r.err.find("info: ") != std::string::npos);
+  CHECK(r.err.find("rows have a max score above ln(65504) = 11.09") != std::string::npos);
+  CHECK(last_line(r.err).find("finish=n_predict") != std::string::npos);
+  const auto j = run_llmctl(with(args, {"--json"}));
+  REQUIRE(j.code == 0);
+  const auto a = nlohmann::json::parse(j.out).at("attn_stats");
+  CHECK(a["alert"].is_null());
+  const auto& risk = a["fp16_risk"];
+  REQUIRE(risk["rows"].get<int64_t>() > 0);
+  CHECK(risk["largest"].get<double>() > std::log(65504.0));
+  const auto& first = a["layers"][risk["layer"].get<size_t>()];
+  CHECK(first["fp16_risk_rows"].get<int64_t>() > 0);
+  for (size_t l = 0; l < risk["layer"].get<size_t>(); ++l)
+    CHECK(a["layers"][l]["max"].get<double>() <= std::log(65504.0));
+  // Opting in to a threshold still alerts on the same run.
+  const auto t = run_llmctl(with(args, {"--attn-alert", "12", "--json"}));
+  REQUIRE(t.code == 0);
+  const auto ta = nlohmann::json::parse(t.out).at("attn_stats");
+  CHECK(ta["alert"]["kind"] == "score_max");
+  CHECK(ta["alert_threshold"] == 12.0);
 }
 
 TEST_CASE("run --attn-alert: the first score over the threshold is named, exit code 0", "[cli]") {

@@ -182,10 +182,13 @@ bool backend_supports_weight_type(GgmlType type);
 //                         (NaN when the softmax is)
 //   Count                 p + 1, the number of scores (with a window: the positions the
 //                         window leaves, p - attention_first_position(p) + 1)
-// The scores are the ones the softmax receives: with AttentionShape::softcap they are taken
-// after the cap (capped scores; the raw scores before it are not reported yet), and only over
-// the positions inside the window. Reduced where the scores are (on the device for CUDA); the
-// engine downloads only these.
+//   RawMax, RawMin        over the finite scores before the soft-cap (q . k * scale); equal to
+//                         Max, Min without AttentionShape::softcap
+//   RawNonFinite          how many scores were NaN or +-Inf before the soft-cap (a cap turns an
+//                         overflowed +-Inf into a finite +-softcap, so only this field shows it)
+// Max .. Count describe the scores the softmax receives: with a soft-cap, after the cap; only
+// over the positions inside the window. Reduced where the scores are (on the device for CUDA);
+// the engine downloads only these.
 enum AttnStat : int {
   kAttnStatMax = 0,
   kAttnStatMin,
@@ -195,6 +198,9 @@ enum AttnStat : int {
   kAttnStatInf,
   kAttnStatEntropy,
   kAttnStatCount,
+  kAttnStatRawMax,
+  kAttnStatRawMin,
+  kAttnStatRawNonFinite,
   kAttnStatFields
 };
 

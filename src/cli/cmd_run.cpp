@@ -26,6 +26,7 @@ namespace llmctl::cli {
 
 void add_run_command(CLI::App& app, Action& action) {
   static RunOptions opt;
+  static double attn_alert_value = 0.0;  // --attn-alert T (opt.attn_alert when given)
   CLI::App* sub = app.add_subcommand(
       "run",
       "Generate text from a prompt (sampling or greedy, streaming), a JSONL batch, or a chat");
@@ -35,7 +36,8 @@ void add_run_command(CLI::App& app, Action& action) {
       "  echo \"Once upon a time\" | llmctl run -m stories260K.gguf --json | jq .generated_ids\n"
       "  llmctl run -m stories260K.gguf -p \"Once upon a time\" -n 0 --logits-out logits.f32\n"
       "  llmctl run -m model.gguf --batch prompts.jsonl --parallel 8 > answers.jsonl\n"
-      "  llmctl run -m SmolLM2-135M-Instruct.Q4_1.gguf -i           # the model's own chat template\n"
+      "  llmctl run -m SmolLM2-135M-Instruct.Q4_1.gguf -i           # the model's own chat "
+      "template\n"
       "  llmctl run -m model.gguf -i --chat-template chatml --system \"Be brief.\"\n"
       "\nWithout -p or -f, the prompt is read from standard input when it is not a terminal.\n"
       "stdout carries only the generated text (--json: one JSON object). stderr ends with one\n"
@@ -56,14 +58,21 @@ void add_run_command(CLI::App& app, Action& action) {
       "and \"acf\" objects instead; with --batch every record has its own request's objects,\n"
       "and with -i every turn gets one line each on stderr):\n"
       "  --attn-stats  per layer (and per head in --json) over every query token, prompt and\n"
-      "    generated: max/min/mean/std of the scaled scores q.k/sqrt(head_dim) before the\n"
-      "    softmax, taken inside the attention kernel; how many were NaN/Inf; the mean entropy\n"
+      "    generated: max/min/mean/std of the scaled scores q.k/sqrt(head_dim) the softmax\n"
+      "    receives (after a soft-cap; raw_max: before it, on soft-capped models), taken inside\n"
+      "    the attention kernel; how many were NaN/Inf; the mean entropy\n"
       "    of the softmax in nats next to 'uniform' = mean ln(positions), its largest possible\n"
       "    value (near it: the head attends everywhere; near 0: to one position); resid_absmax,\n"
       "    the largest |x| of the residual stream after the layer ('emb': the embeddings), so a\n"
       "    NaN can be traced to the layer that produced it. One 'attn-alert' line names the\n"
-      "    first layer, head and position whose max score exceeds --attn-alert or whose scores\n"
-      "    or residual hold NaN/Inf. Alerts are reports: the exit code stays 0.\n"
+      "    first layer, head and position whose scores (before or after a soft-cap) or residual\n"
+      "    hold NaN/Inf: where every overflow of the engine's arithmetic shows up (f32 scores,\n"
+      "    an f16 KV cache storing |K|, |V| > 65504 as Inf; the softmax subtracts the max, so\n"
+      "    large finite scores cannot overflow). --attn-alert T adds an alert for a max score\n"
+      "    above T (none by default: 15-20 is normal in real models). An 'info:' line counts\n"
+      "    the rows whose max exceeds ln(65504) = 11.09, where a softmax exponentiating in\n"
+      "    fp16 before subtracting the max would overflow (information, not an alert).\n"
+      "    Alerts are reports: the exit code stays 0.\n"
       "  --acf  autocorrelation of the generated tokens: Cohen's kappa of id[t] == id[t-lag]\n"
       "    (0: chance agreement, 1: every token equals the one lag before) and the Pearson ACF\n"
       "    of the top-1 probability (of the raw logits) per step, for lags 1..n/2; the\n"
@@ -134,8 +143,7 @@ void add_run_command(CLI::App& app, Action& action) {
       ->check(CLI::Range(0, 1024));
   sub->add_option("--device", opt.device, "auto, cpu or cuda[:N]")->capture_default_str();
   sub->add_option_function<std::string>(
-         "--batch-invariant",
-         [](const std::string& v) { opt.batch_invariant = v == "on"; },
+         "--batch-invariant", [](const std::string& v) { opt.batch_invariant = v == "on"; },
          "on (default): every token computed bit-identically alone or batched; off: CUDA sends "
          "prefill-sized matmuls through cuBLAS (faster, f16 rounding, batch-dependent). No effect "
          "on the CPU")
@@ -178,10 +186,9 @@ void add_run_command(CLI::App& app, Action& action) {
   sub->add_flag("--attn-stats", opt.attn_stats,
                 "Attention-score statistics per layer and head (max/min/mean/std of the scaled "
                 "scores, NaN/Inf, softmax entropy) and the residual abs-max per layer");
-  sub->add_option("--attn-alert", opt.attn_alert,
-                  "Alert when a scaled attention score exceeds this (implies --attn-stats; "
-                  "NaN/Inf always alert)")
-      ->capture_default_str();
+  sub->add_option("--attn-alert", attn_alert_value,
+                  "Also alert when a scaled attention score exceeds this (implies --attn-stats; "
+                  "default: no threshold, NaN/Inf always alert)");
   sub->add_flag("--acf", opt.acf,
                 "Autocorrelation of the generated token ids and top-1 probabilities: dominant "
                 "period, strength and loop verdict");
@@ -189,7 +196,10 @@ void add_run_command(CLI::App& app, Action& action) {
                 "Stop generating when the tokens loop (finish=loop; the test of --acf)");
   sub->callback([&action, sub] {
     opt.has_prompt = sub->count("--prompt") > 0;
-    if (sub->count("--attn-alert") > 0) opt.attn_stats = true;
+    if (sub->count("--attn-alert") > 0) {
+      opt.attn_stats = true;
+      opt.attn_alert = attn_alert_value;
+    }
     action = [] {
       check_run_options(opt);
       if (!opt.batch_file.empty()) return run_batch(opt);

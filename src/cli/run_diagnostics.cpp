@@ -12,7 +12,8 @@ namespace llmctl::cli {
 
 SequenceDiagnostics::SequenceDiagnostics(const RunOptions& opt, const ModelConfig& config)
     : acf_(opt.acf), stop_on_loop_(opt.stop_on_loop) {
-  if (opt.attn_stats) attn_.emplace(config.n_layers, config.n_heads, opt.attn_alert);
+  if (opt.attn_stats)
+    attn_.emplace(config.n_layers, config.n_heads, opt.attn_alert, config.attn_softcap);
 }
 
 void SequenceDiagnostics::attach(GenerateOptions& g) {
@@ -43,7 +44,7 @@ void SequenceDiagnostics::add_json(nlohmann::json& j, const std::optional<AcfRep
 
 std::optional<std::string> SequenceDiagnostics::alert_text() const {
   if (!attn_ || !attn_->alert()) return std::nullopt;
-  return attn_alert_text(*attn_->alert(), attn_->alert_threshold());
+  return attn_alert_text(*attn_->alert(), attn_->alert_threshold().value_or(0.0));
 }
 
 std::string SequenceDiagnostics::loop_stop_text() const {

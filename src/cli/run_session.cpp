@@ -52,11 +52,11 @@ void check_run_options(const RunOptions& opt) {
     throw CLI::ValidationError("--resume", "--resume needs --batch");
   if (!opt.logits_out.empty() && modes > 0)
     throw CLI::ValidationError("--logits-out", "--logits-out works with a single prompt only");
-  if (!std::isfinite(opt.attn_alert))
+  if (opt.attn_alert && !std::isfinite(*opt.attn_alert))
     throw CLI::ValidationError(
         "--attn-alert", fmt::format("--attn-alert {} is not a finite number (a scaled attention "
-                                    "score such as 15)",
-                                    opt.attn_alert));
+                                    "score such as 30)",
+                                    *opt.attn_alert));
 }
 
 SamplerParams resolved_sampling(const RunOptions& opt) {

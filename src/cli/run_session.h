@@ -50,13 +50,13 @@ struct RunOptions {
   std::string system;              // --system: -i's system message
   bool has_prompt = false;
   bool batch_invariant = true;  // --batch-invariant on|off (CUDA prefill through cuBLAS when off)
-  bool cuda_graphs = false;      // --cuda-graphs on|off (CUDA decode steps as CUDA graphs)
-  bool verify = false;  // --verify: scan every weight for NaN/Inf before running
+  bool cuda_graphs = false;     // --cuda-graphs on|off (CUDA decode steps as CUDA graphs)
+  bool verify = false;          // --verify: scan every weight for NaN/Inf before running
   // Diagnostics, per prompt, --batch request or -i turn (run_diagnostics.h): attention
-  // statistics (diag/attn_stats.h) with the alert threshold on the scaled score max, and the
-  // autocorrelation report (diag/acf.h).
+  // statistics (diag/attn_stats.h), with an alert threshold on the scaled score max only when
+  // --attn-alert is given (NaN/Inf always alert), and the autocorrelation report (diag/acf.h).
   bool attn_stats = false;
-  double attn_alert = 15.0;
+  std::optional<double> attn_alert;
   bool acf = false;
   bool stop_on_loop = false;
 };

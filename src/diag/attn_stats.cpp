@@ -52,6 +52,13 @@ void AttnHeadStats::merge(const AttnHeadStats& o) {
     }
     min = n_finite == 0 ? o.min : std::min(min, o.min);
   }
+  if (o.n_raw_finite > 0) {
+    raw_max = n_raw_finite == 0 ? o.raw_max : std::max(raw_max, o.raw_max);
+    raw_min = n_raw_finite == 0 ? o.raw_min : std::min(raw_min, o.raw_min);
+  }
+  n_raw_finite += o.n_raw_finite;
+  n_raw_nonfinite += o.n_raw_nonfinite;
+  n_fp16_risk += o.n_fp16_risk;
   sum += o.sum;
   sum_sq += o.sum_sq;
   n_finite += o.n_finite;
@@ -79,18 +86,20 @@ void AttnStatsCollector::raise(const AttnAlert& a) {
   if (!alert_ || alert_order(a) < alert_order(*alert_)) alert_ = a;
 }
 
-AttnStatsCollector::AttnStatsCollector(int64_t n_layers, int64_t n_heads, double alert_threshold)
+AttnStatsCollector::AttnStatsCollector(int64_t n_layers, int64_t n_heads,
+                                       std::optional<double> alert_threshold, double softcap)
     : n_layers_(n_layers),
       n_heads_(n_heads),
       threshold_(alert_threshold),
+      softcap_(softcap),
       heads_(static_cast<size_t>(n_layers * n_heads)),
       residual_(static_cast<size_t>(n_layers + 1)) {
   if (n_layers < 1 || n_heads < 1)
     throw Error(fmt::format("attention statistics: {} layers and {} heads, expected >= 1 each",
                             n_layers, n_heads));
-  if (!std::isfinite(alert_threshold))
-    throw Error(
-        fmt::format("attention statistics: the alert threshold {} is not finite", alert_threshold));
+  if (alert_threshold && !std::isfinite(*alert_threshold))
+    throw Error(fmt::format("attention statistics: the alert threshold {} is not finite",
+                            *alert_threshold));
   for (int64_t l = 0; l < n_layers; ++l)
     for (int64_t h = 0; h < n_heads; ++h) heads_[static_cast<size_t>(l * n_heads + h)].max_head = h;
 }
@@ -109,6 +118,19 @@ AttnHeadStats AttnStatsCollector::layer(int64_t layer) const {
 const ResidualStats& AttnStatsCollector::residual(int64_t layer) const {
   LLMCTL_ASSERT(layer >= -1 && layer < n_layers_);
   return residual_[static_cast<size_t>(layer + 1)];
+}
+
+Fp16Risk AttnStatsCollector::fp16_risk() const {
+  Fp16Risk r = fp16_first_;
+  r.rows = 0;
+  r.of_rows = 0;
+  r.largest = 0;
+  for (const AttnHeadStats& a : heads_) {
+    r.rows += a.n_fp16_risk;
+    r.of_rows += a.n_queries;
+    if (a.n_fp16_risk > 0) r.largest = std::max(r.largest, a.max);
+  }
+  return r;
 }
 
 std::optional<int64_t> AttnStatsCollector::first_nonfinite_residual_layer() const {
@@ -151,13 +173,34 @@ void AttnStatsCollector::on_attention_stats(int64_t layer, const ObservedBatch& 
         a.uniform_entropy_sum += std::log(static_cast<double>(count));
         a.n_entropy += 1;
       }
+      // Before the soft-cap: a cap maps +-Inf to a finite +-cap, so only these count them.
+      const auto n_raw_bad = static_cast<int64_t>(st[kAttnStatRawNonFinite]);
+      if (count - n_raw_bad > 0) {
+        const auto rmx = static_cast<double>(st[kAttnStatRawMax]);
+        const auto rmn = static_cast<double>(st[kAttnStatRawMin]);
+        a.raw_max = a.n_raw_finite == 0 ? rmx : std::max(a.raw_max, rmx);
+        a.raw_min = a.n_raw_finite == 0 ? rmn : std::min(a.raw_min, rmn);
+        a.n_raw_finite += count - n_raw_bad;
+      }
+      a.n_raw_nonfinite += n_raw_bad;
+      if (n_finite > 0 && mx > kFp16SoftmaxLimit) {
+        a.n_fp16_risk += 1;
+        const auto order = [](int64_t l, int64_t p, int64_t hd) { return std::tuple(l, p, hd); };
+        if (fp16_first_.layer < 0 ||
+            order(layer, batch.pos[t], h) <
+                order(fp16_first_.layer, fp16_first_.pos, fp16_first_.head)) {
+          fp16_first_.layer = layer;
+          fp16_first_.head = h;
+          fp16_first_.pos = batch.pos[t];
+        }
+      }
       const AttnAlert here{AttnAlert::Kind::ScoreMax, layer, h, batch.pos[t], batch.token[t], mx};
-      if (n_nan + n_inf > 0) {
+      if (n_nan + n_inf > 0 || n_raw_bad > 0) {
         AttnAlert al = here;
         al.kind = AttnAlert::Kind::NonFiniteScore;
-        al.value = static_cast<double>(n_nan + n_inf);
+        al.value = static_cast<double>(std::max(n_nan + n_inf, n_raw_bad));
         raise(al);
-      } else if (n_finite > 0 && mx > threshold_) {
+      } else if (threshold_ && n_finite > 0 && mx > *threshold_) {
         raise(here);
       }
     }

@@ -10,15 +10,27 @@
 // Sums are kept in double: a run adds up n_tokens * positions scores per head.
 //
 // Alert: of all the events
-//   * a finite scaled score above the threshold (the max of a (token, head) > threshold),
-//   * a NaN or +-Inf score,
+//   * a NaN or +-Inf score (before or after a soft-cap),
 //   * a NaN or +-Inf value in the residual stream after a layer (or in the embeddings),
+//   * only when a threshold is given (--attn-alert T): a finite scaled score above it (the max
+//     of a (token, head) > T),
 // the first in the order (layer, scores before the residual, position, head): the lowest
 // layer that shows the problem (the embeddings first), at its earliest position. Within one
 // chunk that is the order the forward pass produces them in; over several it does not depend
 // on how the tokens were split into chunks or batched with other sequences (`run --batch`
 // reports per request what a run of the request alone reports), and a NaN is named where it
 // first appears in the layer stack, not where a later token happened to meet it.
+//
+// Why no score threshold by default: every overflow in the arithmetic the engine uses shows up
+// as a NaN or an Inf. Scores are f32 (a score overflows at 3.4e38, as +-Inf); the softmax
+// subtracts the row's max before exp, so it cannot overflow at any score; an f16 KV cache
+// stores a K or V element beyond 65504 as +-Inf (core/fp16.h), which makes the scores or the
+// attention output (and so the residual) non-finite; a soft-cap turns an Inf score into a
+// finite +-cap, so the scores before the cap are counted too. Large finite scores are normal
+// in real models (SmolLM2-135M: 16.5 in layer 7 on a short prompt). What they do risk is
+// reported as information: fp16_risk counts the (token, head) rows whose max score exceeds
+// ln(65504) = 11.09, where a softmax that exponentiates in fp16 before subtracting the max
+// (a naive kernel; not llmctl's) would overflow.
 
 #include <cstdint>
 #include <optional>
@@ -43,6 +55,11 @@ struct AttnHeadStats {
   double uniform_entropy_sum = 0;  // ln(positions attended) of those rows: the uniform maximum
   int64_t max_head = -1;           // for a merged layer: the head holding max
   int64_t max_pos = -1;            // sequence position of the query holding max
+  // Before the soft-cap (the same as max/min without one; valid when n_raw_finite > 0).
+  double raw_max = 0, raw_min = 0;
+  int64_t n_raw_finite = 0;
+  int64_t n_raw_nonfinite = 0;  // NaN or +-Inf before the cap
+  int64_t n_fp16_risk = 0;      // rows whose max score > kFp16SoftmaxLimit
 
   double mean() const;          // of the finite scores; NaN when there are none
   double std() const;           // population standard deviation of the finite scores; NaN when none
@@ -59,6 +76,17 @@ struct ResidualStats {
   int64_t n_nonfinite = 0;  // NaN or +-Inf values
 };
 
+// ln(65504): exp of a larger score overflows fp16 (a softmax that does not subtract the max).
+inline constexpr double kFp16SoftmaxLimit = 11.089866488461016;
+
+// Where the fp16 risk first appears (the lowest layer, then position, then head) and how often.
+struct Fp16Risk {
+  int64_t rows = 0;                         // (token, head) rows with max score > kFp16SoftmaxLimit
+  int64_t of_rows = 0;                      // all (token, head) rows of all layers
+  double largest = 0;                       // the largest such max (valid when rows > 0)
+  int64_t layer = -1, head = -1, pos = -1;  // the first such row
+};
+
 struct AttnAlert {
   enum class Kind { ScoreMax, NonFiniteScore, NonFiniteResidual };
   Kind kind = Kind::ScoreMax;
@@ -72,8 +100,11 @@ const char* attn_alert_kind_name(AttnAlert::Kind k);  // "score_max", "nonfinite
 
 class AttnStatsCollector final : public ForwardObserver {
  public:
-  // alert_threshold: scaled-score max above which the first alert fires (finite).
-  AttnStatsCollector(int64_t n_layers, int64_t n_heads, double alert_threshold);
+  // alert_threshold: scaled-score max above which an alert fires (finite), or none (the
+  // default: only non-finite values alert). softcap: the model's attention soft-cap (0: none),
+  // so that the table shows the scores before it too.
+  AttnStatsCollector(int64_t n_layers, int64_t n_heads,
+                     std::optional<double> alert_threshold = std::nullopt, double softcap = 0.0);
 
   bool wants_attention_stats() const override { return true; }
   bool wants_residual() const override { return true; }
@@ -84,7 +115,9 @@ class AttnStatsCollector final : public ForwardObserver {
 
   int64_t n_layers() const { return n_layers_; }
   int64_t n_heads() const { return n_heads_; }
-  double alert_threshold() const { return threshold_; }
+  const std::optional<double>& alert_threshold() const { return threshold_; }
+  double softcap() const { return softcap_; }
+  Fp16Risk fp16_risk() const;
   const AttnHeadStats& head(int64_t layer, int64_t h) const;
   AttnHeadStats layer(int64_t layer) const;  // the layer's heads merged
   // layer -1 is the embeddings.
@@ -99,7 +132,9 @@ class AttnStatsCollector final : public ForwardObserver {
   // Keeps `a` when it comes before the alert so far in the order above.
   void raise(const AttnAlert& a);
   int64_t n_layers_, n_heads_;
-  double threshold_;
+  std::optional<double> threshold_;
+  double softcap_;
+  Fp16Risk fp16_first_;  // layer/head/pos of the first risky row (rows, largest: fp16_risk())
   std::vector<AttnHeadStats> heads_;     // (n_layers, n_heads)
   std::vector<ResidualStats> residual_;  // n_layers + 1, embeddings first
   std::optional<AttnAlert> alert_;

@@ -31,6 +31,7 @@ Result kernel_math(const std::vector<float>& s, const std::vector<float>& v) {
     acc[w] = 0.0f;
     st[w] = ScoreStats::empty();
     for (size_t j = static_cast<size_t>(w); j < s.size(); j += kWarps) {
+      st[w].add_raw(s[j]);  // no soft-cap here: the raw scores are the scores
       const auto step = llmctl::cuda::online_softmax_step<true>(s[j], m[w], l[w], st[w]);
       acc[w] = fmaf(step.p, v[j], acc[w] * step.c);
     }
@@ -88,6 +89,9 @@ Result reference(const std::vector<float>& s, const std::vector<float>& v) {
   r.stats[llmctl::cuda::kAttnFieldInf] = static_cast<float>(n_inf);
   r.stats[llmctl::cuda::kAttnFieldEntropy] = static_cast<float>(softmax_nan ? nan : h);
   r.stats[llmctl::cuda::kAttnFieldCount] = static_cast<float>(s.size());
+  r.stats[llmctl::cuda::kAttnFieldRawMax] = static_cast<float>(mx);
+  r.stats[llmctl::cuda::kAttnFieldRawMin] = static_cast<float>(mn);
+  r.stats[llmctl::cuda::kAttnFieldRawNonFinite] = static_cast<float>(n_nan + n_inf);
   return r;
 }
 

@@ -196,6 +196,7 @@ LLMCTL_ATTN_AVX2 void attend(const float* q, const PagedKv& kv, const int32_t* b
     for (int64_t h = 0; h < hn; ++h) {
       float* sh = sc + h * n_kv;
       float* st = stats != nullptr ? stats + (h0 + h) * kAttnStatFields : nullptr;
+      if (st != nullptr) attn_raw_score_stats(sh, n_kv, st);
       if (keys.softcap > 0.0f) softcap_fast(sh, n_kv, keys.softcap);
       if (st != nullptr) attn_score_stats(sh, n_kv, st);
       softmax_fast(sh, n_kv);

@@ -203,6 +203,24 @@ const float* kv_head(const Buffer& pool, int64_t slot, int64_t kv_dim, int64_t g
 // ---------------------------------------------------------------------------
 // Attention statistics (AttnStat in backend.h)
 // ---------------------------------------------------------------------------
+void attn_raw_score_stats(const float* scores, int64_t n, float* stats) {
+  float mx = -std::numeric_limits<float>::infinity();
+  float mn = std::numeric_limits<float>::infinity();
+  int64_t bad = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    const float x = scores[j];
+    if (!std::isfinite(x)) {
+      ++bad;
+    } else {
+      mx = std::max(mx, x);
+      mn = std::min(mn, x);
+    }
+  }
+  stats[kAttnStatRawMax] = mx;
+  stats[kAttnStatRawMin] = mn;
+  stats[kAttnStatRawNonFinite] = static_cast<float>(bad);
+}
+
 void attn_score_stats(const float* scores, int64_t n, float* stats) {
   double mx = -std::numeric_limits<double>::infinity();
   double mn = std::numeric_limits<double>::infinity();
@@ -276,6 +294,7 @@ void CpuBackend::attend_head(const Buffer& q, const PagedKv& kv, int64_t t, int6
     for (int64_t i = 0; i < s.head_dim; ++i) dot += qh[i] * kj[i];
     scores[to_size(j)] = dot * scale;
   }
+  if (stats != nullptr) attn_raw_score_stats(scores.data(), n_kv, stats);
   if (s.softcap > 0.0f)
     for (float& x : scores) x = softcap_score(x, s.softcap);
   if (stats != nullptr) attn_score_stats(scores.data(), n_kv, stats);

@@ -15,11 +15,14 @@
 namespace llmctl::cpu {
 
 // The statistics of one (token, head) of attention_with_stats() (AttnStat in backend.h), in
-// two halves so a kernel computes them from the very scores it uses, without a second pass
-// over K: attn_score_stats() on the scaled scores s[0 .. n) before the softmax (Max, Min,
-// Sum, SumSq over the finite ones, Nan, Inf, Count), attn_softmax_entropy() on the softmax
-// a[0 .. n) after it (Entropy). Sums run in double and are stored as float. Only reads its
-// input, so the attention output cannot depend on whether statistics are asked for.
+// three parts so a kernel computes them from the very scores it uses, without a second pass
+// over K: attn_raw_score_stats() on the scaled scores before the soft-cap (RawMax, RawMin,
+// RawNonFinite; called with or without a cap), attn_score_stats() on the scores s[0 .. n) the
+// softmax receives (Max, Min, Sum, SumSq over the finite ones, Nan, Inf, Count),
+// attn_softmax_entropy() on the softmax a[0 .. n) after it (Entropy). Sums run in double and
+// are stored as float. Only reads its input, so the attention output cannot depend on whether
+// statistics are asked for.
+void attn_raw_score_stats(const float* scores, int64_t n, float* stats);
 void attn_score_stats(const float* scores, int64_t n, float* stats);
 void attn_softmax_entropy(const float* probs, int64_t n, float* stats);
 

@@ -313,7 +313,10 @@ static_assert(same_field(kAttnFieldsPerHead, kAttnStatFields) &&
                   same_field(kAttnFieldNan, kAttnStatNan) &&
                   same_field(kAttnFieldInf, kAttnStatInf) &&
                   same_field(kAttnFieldEntropy, kAttnStatEntropy) &&
-                  same_field(kAttnFieldCount, kAttnStatCount),
+                  same_field(kAttnFieldCount, kAttnStatCount) &&
+                  same_field(kAttnFieldRawMax, kAttnStatRawMax) &&
+                  same_field(kAttnFieldRawMin, kAttnStatRawMin) &&
+                  same_field(kAttnFieldRawNonFinite, kAttnStatRawNonFinite),
               "kernels.h AttentionStatField must list backend.h AttnStat in the same order");
 
 }  // namespace
