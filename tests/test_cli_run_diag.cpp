@@ -67,6 +67,21 @@ TEST_CASE("run --attn-stats: table on stderr, same text, summary line last", "[c
   CHECK(last_line(r.err).find("finish=n_predict") != std::string::npos);
 }
 
+TEST_CASE("run --attn-stats with 2>&1: the table starts on a line of its own", "[cli]") {
+  const auto plain = run_llmctl(greedy(kStoryPrompt, "12"));
+  REQUIRE(plain.code == 0);
+  REQUIRE(!plain.out.empty());
+  REQUIRE(plain.out.back() != '\n');  // piped text is exact: no newline of ours at its end
+  const auto merged = run_llmctl(with(greedy(kStoryPrompt, "12"), {"--attn-stats"}), "", true);
+  REQUIRE(merged.code == 0);
+  CHECK(merged.out.find(plain.out + "\nattention statistics: ") != std::string::npos);
+  // Separate files: stderr as before, no blank line of ours.
+  const auto apart = run_llmctl(with(greedy(kStoryPrompt, "12"), {"--attn-stats"}));
+  CHECK(apart.out == plain.out);
+  CHECK(apart.err.find("\nattention statistics: ") != std::string::npos);
+  CHECK(apart.err.find("\n\nattention statistics: ") == std::string::npos);
+}
+
 TEST_CASE("run --attn-stats --json: per layer and head, counts that add up", "[cli]") {
   const auto r = run_llmctl(with(greedy(kStoryPrompt, "20"), {"--attn-stats", "--json"}));
   REQUIRE(r.code == 0);

@@ -157,6 +157,12 @@ int run_single(const RunOptions& opt) {
   }
 
   if (!opt.json) {
+    // Piped text keeps its exact bytes (no newline added), so with 2>&1 the tables would run
+    // on from the last generated word: start them on a line of their own there.
+    if ((diag.attn() || acf) && !stdout_is_terminal() && stdout_shares_stderr()) {
+      std::fflush(stdout);
+      fmt::print(stderr, "\n");
+    }
     if (diag.attn()) fmt::print(stderr, "{}", attn_stats_table(*diag.attn()));
     if (acf) fmt::print(stderr, "{}", acf_table(*acf));
   }

@@ -1,5 +1,6 @@
 #include "core/text_io.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -27,7 +28,8 @@ std::string read_stream(std::FILE* f, const std::string& name) {
 std::string read_whole_file(const std::string& path) {
   if (path == "-") return read_stream(stdin, "<stdin>");
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw FileError(path, "is a directory, expected a file");
+  if (std::filesystem::is_directory(path, ec))
+    throw FileError(path, "is a directory, expected a file");
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) throw FileError(path, fmt::format("cannot open: {}", std::strerror(errno)));
   try {
@@ -42,5 +44,12 @@ std::string read_whole_file(const std::string& path) {
 
 bool stdin_is_terminal() { return ::isatty(STDIN_FILENO) == 1; }
 bool stdout_is_terminal() { return ::isatty(STDOUT_FILENO) == 1; }
+
+bool stdout_shares_stderr() {
+  struct stat out {};
+  struct stat err {};
+  if (::fstat(STDOUT_FILENO, &out) != 0 || ::fstat(STDERR_FILENO, &err) != 0) return false;
+  return out.st_dev == err.st_dev && out.st_ino == err.st_ino;
+}
 
 }  // namespace llmctl

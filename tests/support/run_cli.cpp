@@ -11,7 +11,8 @@
 
 namespace llmctl::test {
 
-CliResult run_llmctl(const std::vector<std::string>& args, const std::string& stdin_data) {
+CliResult run_llmctl(const std::vector<std::string>& args, const std::string& stdin_data,
+                     bool merge_stderr) {
   static int counter = 0;
   const std::string base = temp_dir() + "/cli" + std::to_string(counter++);
   const std::string in_path = base + ".in", out_path = base + ".out", err_path = base + ".err";
@@ -32,7 +33,7 @@ CliResult run_llmctl(const std::vector<std::string>& args, const std::string& st
     if (in < 0 || out < 0 || err < 0) _exit(126);
     dup2(in, 0);
     dup2(out, 1);
-    dup2(err, 2);
+    dup2(merge_stderr ? out : err, 2);
     execv(argv[0], argv.data());
     _exit(127);
   }

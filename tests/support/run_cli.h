@@ -7,12 +7,14 @@
 namespace llmctl::test {
 
 struct CliResult {
-  int code = -1;      // exit status; 128+N when killed by signal N
-  std::string out;    // stdout
-  std::string err;    // stderr
+  int code = -1;    // exit status; 128+N when killed by signal N
+  std::string out;  // stdout
+  std::string err;  // stderr
 };
 
 // Runs `llmctl args...` with `stdin_data` on standard input (empty: /dev/null-like EOF).
-CliResult run_llmctl(const std::vector<std::string>& args, const std::string& stdin_data = "");
+// `merge_stderr`: standard error goes to the same file as standard output (`2>&1`), into out.
+CliResult run_llmctl(const std::vector<std::string>& args, const std::string& stdin_data = "",
+                     bool merge_stderr = false);
 
 }  // namespace llmctl::test
