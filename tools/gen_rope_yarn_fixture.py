@@ -2,7 +2,7 @@
 """A tiny random Llama with YaRN rope scaling and transformers' float64 logits for it, run past
 its original context, for tests/test_rope_yarn.cpp.
 
-    pip install torch transformers safetensors
+    pip install torch transformers safetensors sentencepiece   # gen_hf_fixture is imported
     python3 tools/gen_rope_yarn_fixture.py --out tests/fixtures
 
 (the committed files came from torch 2.15.0, transformers 5.24.0)
@@ -24,25 +24,10 @@ import os
 import torch
 import transformers
 
+# The same random weights and float64 forward as the other HF fixtures.
+from gen_hf_fixture import randomize, reference_logits
+
 TOKENS = [(7 * i + 3) % 128 for i in range(40)]
-
-
-def randomize(model, seed):
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in sorted(model.named_parameters()):
-            if name.endswith("norm.weight"):
-                p.copy_(1.0 + 0.2 * torch.randn(p.shape, generator=g))
-            else:
-                p.copy_(0.15 * torch.randn(p.shape, generator=g))
-
-
-def logits64(model, tokens):
-    m = model.to(torch.float64).eval()
-    with torch.no_grad():
-        out = m(torch.tensor([tokens]), use_cache=False).logits[0]
-    model.to(torch.float32)
-    return out
 
 
 def main():
@@ -57,11 +42,11 @@ def main():
             "original_max_position_embeddings": 16, "beta_fast": 16.0, "beta_slow": 1.0}
     model = transformers.LlamaForCausalLM(transformers.LlamaConfig(rope_parameters=yarn, **common))
     randomize(model, 7)
-    logits = logits64(model, TOKENS)
+    logits = reference_logits(model, TOKENS)
     plain = transformers.LlamaForCausalLM(transformers.LlamaConfig(
         rope_parameters={"rope_type": "default", "rope_theta": 50.0}, **common))
     plain.load_state_dict(model.state_dict())
-    delta = (logits64(plain, TOKENS) - logits).abs().max().item()
+    delta = (reference_logits(plain, TOKENS) - logits).abs().max().item()
 
     out = os.path.join(args.out, "hf_tiny_llama_yarn")
     os.makedirs(out, exist_ok=True)
