@@ -56,7 +56,7 @@ row() {  # row LABEL NAME  (NAME.gguf and NAME.log in $out)
 quant() {  # quant NAME TYPE [quantize args...]
   local name="$1" type="$2"
   shift 2
-  "$bin" quantize "$model" "$out/$name.gguf" --type "$type" --force "$@" >/dev/null 2>"$out/$name.log" \
+  "$bin" quantize "$model" "$out/$name.gguf" --type "$type" --pure --force "$@" >/dev/null 2>"$out/$name.log" \
     || { echo "eval-table: quantize $name failed:" >&2; cat "$out/$name.log" >&2; return 1; }
 }
 

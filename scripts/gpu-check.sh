@@ -355,7 +355,7 @@ run_model_bench() {
   local f16="$models_dir/llama-3.2-1b-f16.gguf" q4="$models_dir/llama-3.2-1b-q4_0.gguf"
   make_model llama-3.2-1b "$f16" || return 0
   if [ ! -s "$q4" ]; then
-    stage "quantize q4_0" 120 "$build_dir/llmctl" quantize "$f16" "$q4.tmp" --type q4_0 --force \
+    stage "quantize q4_0" 120 "$build_dir/llmctl" quantize "$f16" "$q4.tmp" --type q4_0 --pure --force \
       && mv "$q4.tmp" "$q4" || return 0
   fi
   # Decode (unaffected by the mode: one token per step) and prefill through cuBLAS; then

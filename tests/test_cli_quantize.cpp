@@ -43,7 +43,7 @@ std::vector<float> decode(const GgufTensorInfo& t) {
 
 std::string quantize_to(const std::string& in, const std::string& type, const std::string& name) {
   const std::string out = test::temp_dir() + "/" + name;
-  const auto r = run_llmctl({"quantize", in, out, "--type", type, "--force"});
+  const auto r = run_llmctl({"quantize", in, out, "--type", type, "--pure", "--force"});
   INFO(r.err);
   REQUIRE(r.code == 0);
   return out;
@@ -58,7 +58,7 @@ TEST_CASE("quantize stories260K to q8_0 and q4_0: types, metadata, fallback warn
        {std::tuple{"q8_0", GgmlType::Q8_0, 7}, std::tuple{"q4_0", GgmlType::Q4_0, 2}}) {
     INFO(name);
     const std::string out_path = test::temp_dir() + "/s_" + name + ".gguf";
-    const auto r = run_llmctl({"quantize", in_path, out_path, "--type", name, "--force"});
+    const auto r = run_llmctl({"quantize", in_path, out_path, "--type", name, "--pure", "--force"});
     REQUIRE(r.code == 0);
     CHECK(has(r.err, "warning: tensor 'blk.0.ffn_down.weight': row length 172"));
     CHECK(has(r.err, "writing F16 instead"));
@@ -198,7 +198,7 @@ TEST_CASE("quantize --dry-run writes nothing and predicts the tensor bytes", "[c
 TEST_CASE("quantize --json reports per-tensor errors computed from the written bytes", "[cli]") {
   const std::string in_path = require_test_file("models/stories260K.gguf");
   const std::string out_path = test::temp_dir() + "/json.gguf";
-  const auto r = run_llmctl({"quantize", in_path, out_path, "--type", "q4_0", "--json", "--report",
+  const auto r = run_llmctl({"quantize", in_path, out_path, "--type", "q4_0", "--pure", "--json", "--report",
                              "3", "--keep-embedding", "f16", "--tensor-type", "attn_v=q8_0"});
   REQUIRE(r.code == 0);
   const auto j = nlohmann::json::parse(r.out);
@@ -259,7 +259,6 @@ TEST_CASE("quantize refuses hostile input with a clear message", "[cli]") {
       {{"quantize", model, dir + "/exists.gguf", "--type", "q8_0"}, 1, "--force"},
       {{"quantize", dir + "/hf_dir", dir + "/o.gguf", "--type", "q8_0"}, 1, "no config.json"},
       {{"quantize", model, dir + "/o.gguf", "--type", "q7"}, 2, "unknown type 'q7'"},
-      {{"quantize", model, dir + "/o.gguf", "--type", "q3_k"}, 2, "not supported yet"},
       {{"quantize", model, dir + "/o.gguf", "--type", "q8_0", "--tensor-type", "a(b=f16"},
        2,
        "invalid regular expression"},
@@ -284,7 +283,7 @@ TEST_CASE("quantize names the tensor and row of a NaN and leaves no file", "[cli
   std::vector<uint8_t> bytes(w.size() * 4);
   std::memcpy(bytes.data(), w.data(), bytes.size());
   GgufBuilder b;
-  b.set("general.architecture", gguf_value::string("llama"));
+  b.set("general.architecture", llmctl::gguf_value::string("llama"));
   b.add_tensor("blk.0.ok.weight", GgmlType::F32, {64, 4}, bytes);
   w[2 * 64 + 5] = 0.0f;
   b.add_tensor("blk.0.attn_k.weight", GgmlType::F32, {64, 4}, bytes);
@@ -294,4 +293,51 @@ TEST_CASE("quantize names the tensor and row of a NaN and leaves no file", "[cli
   CHECK(has(r.err, "tensor 'blk.0.ok.weight' has nan at row 2, column 5"));
   CHECK_FALSE(std::filesystem::exists(dir + "/o.gguf"));
   CHECK_FALSE(std::filesystem::exists(dir + "/o.gguf.tmp"));
+}
+
+TEST_CASE("quantize --type Q4_K_M: the mix rules of llama.cpp, unwritable mixes plan but refuse", "[cli]") {
+  const std::string in_path = require_test_file("models/stories260K.gguf");
+  const std::string dir = test::temp_dir();
+  // output.weight gets the Q6_K rule (rows of 64 are no whole super-block: Q8_0); the other
+  // matrices, the untied embedding too, want Q4_K and fall back to Q5_0 (rows of 64) or F16
+  // (rows of 172).
+  auto r = run_llmctl({"quantize", in_path, dir + "/m.gguf", "--type", "Q4_K_M", "--dry-run",
+                       "--json"});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["mix"] == "Q4_K_M");
+  CHECK(j["file_type"] == 15);
+  for (const auto& t : j["tensors"]) {
+    const std::string name = t["name"];
+    INFO(name);
+    if (name == "output.weight") CHECK(t["chosen"] == "Q8_0");
+    if (name == "token_embd.weight" || has(name, "attn_q.weight")) CHECK(t["chosen"] == "Q5_0");
+  }
+  // --pure: the output is Q4_K's fallback like every other matrix
+  r = run_llmctl({"quantize", in_path, dir + "/m.gguf", "--type", "q4_k_m", "--pure", "--dry-run",
+                  "--json"});
+  REQUIRE(r.code == 0);
+  for (const auto& t : nlohmann::json::parse(r.out)["tensors"])
+    if (t["name"] == "output.weight") CHECK(t["chosen"] == "Q5_0");
+  // Q2_K is planned, never written: exit 1 naming the missing type, no output left behind.
+  // (stories260K's rows of 64 fall back to Q4_0, which is written: a file of 256-long rows.)
+  GgufBuilder b;
+  b.set("general.architecture", llmctl::gguf_value::string("llama"));
+  b.add_tensor("blk.0.attn_q.weight", GgmlType::F32, {256, 4}, std::vector<uint8_t>(256 * 4 * 4));
+  b.write(dir + "/wide.gguf");
+  r = run_llmctl({"quantize", dir + "/wide.gguf", dir + "/q2.gguf", "--type", "Q2_K"});
+  CHECK(r.code == 1);
+  CHECK(has(r.err, "needs Q2_K (1 tensors), which llmctl does not write yet"));
+  CHECK_FALSE(std::filesystem::exists(dir + "/q2.gguf"));
+  r = run_llmctl({"quantize", dir + "/wide.gguf", dir + "/q2.gguf", "--type", "Q2_K", "--dry-run",
+                  "--json"});
+  CHECK(r.code == 0);
+  CHECK(nlohmann::json::parse(r.out)["tensors"][0]["chosen"] == "Q2_K");
+  // stories260K under Q3_K_M: every Q3_K/Q4_K/Q5_K wish falls back to a written type
+  r = run_llmctl({"quantize", in_path, dir + "/q3.gguf", "--type", "q3_k"});
+  CHECK(r.code == 0);
+  r = run_llmctl({"quantize", in_path, dir + "/x.gguf", "--type", "iq2_xxs"});
+  CHECK(r.code == 2);
+  CHECK(has(r.err, "Q4_K_M"));
 }

@@ -35,7 +35,8 @@ struct TypeCase {
 
 const TypeCase kCases[] = {
     {"q5_0", GgmlType::Q5_0, GgmlType::Q5_0, 8},  {"q5_1", GgmlType::Q5_1, GgmlType::Q5_1, 9},
-    {"q4_k", GgmlType::Q4_K, GgmlType::Q5_0, 14}, {"q5_k", GgmlType::Q5_K, GgmlType::Q5_1, 16},
+    // q4_k and q5_k are llama-quantize's aliases of Q4_K_M and Q5_K_M (file types 15, 17)
+    {"q4_k", GgmlType::Q4_K, GgmlType::Q5_0, 15}, {"q5_k", GgmlType::Q5_K, GgmlType::Q5_1, 17},
     {"q6_k", GgmlType::Q6_K, GgmlType::Q8_0, 18},
 };
 
@@ -61,7 +62,7 @@ TEST_CASE("quantize stories260K to q5_0 q5_1 q4_k q5_k q6_k: plan, report, run",
     INFO(c.name);
     const std::string out_path = test::temp_dir() + "/k_" + std::string(c.name) + ".gguf";
     const auto r = run_llmctl(
-        {"quantize", in_path, out_path, "--type", c.name, "--json", "--force", "-t", "2"});
+        {"quantize", in_path, out_path, "--type", c.name, "--pure", "--json", "--force", "-t", "2"});
     INFO(r.err);
     REQUIRE(r.code == 0);
     const auto j = nlohmann::json::parse(r.out);
@@ -102,14 +103,14 @@ TEST_CASE("quantize stories260K to q5_0 q5_1 q4_k q5_k q6_k: plan, report, run",
 TEST_CASE("quantize --help lists every type with its bits per weight, --dry-run sizes", "[cli]") {
   const auto h = run_llmctl({"quantize", "--help"});
   CHECK(h.code == 0);
-  for (const char* s : {"q4_k (4.5)", "q5_k (5.5)", "q6_k (6.56)", "q5_0 (5.5)", "q5_1 (6)",
-                        "q8_0 (8.5)", "q4_0 (4.5)", "q4_1 (5)", "--imatrix"})
+  for (const char* s : {"Q4_K_M", "Q5_K_M", "Q6_K (6.56)", "Q5_0 (5.5)", "Q5_1 (6)",
+                        "Q8_0 (8.5", "Q4_0 (4.5)", "Q4_1 (5)", "--pure", "--imatrix"})
     CHECK(has(h.out, s));
   const std::string in_path = require_test_file("models/stories260K.gguf");
   const GgufFile in = GgufFile::open(in_path);
   for (const TypeCase& c : kCases) {
     const auto r = run_llmctl({"quantize", in_path, test::temp_dir() + "/never.gguf", "--type",
-                               c.name, "--dry-run", "--json"});
+                               c.name, "--pure", "--dry-run", "--json"});
     REQUIRE(r.code == 0);
     uint64_t expect = 0;
     for (const GgufTensorInfo& t : in.tensors()) {
@@ -131,8 +132,8 @@ TEST_CASE("quantize --imatrix: weighted tensors, missing entries, wrong column c
   for (const char* w : {"blk.0.attn_q.weight", "blk.0.attn_k.weight", "blk.0.attn_v.weight"})
     m.add(w, x.data(), 4, 64);
   save_imatrix(dir + "/part.imatrix", m);
-  auto r = run_llmctl({"quantize", in_path, dir + "/w.gguf", "--type", "q4_0", "--imatrix",
-                       dir + "/part.imatrix", "--json", "--force"});
+  auto r = run_llmctl({"quantize", in_path, dir + "/w.gguf", "--type", "q4_0", "--pure",
+                       "--imatrix", dir + "/part.imatrix", "--json", "--force"});
   INFO(r.err);
   REQUIRE(r.code == 0);
   auto j = nlohmann::json::parse(r.out);
@@ -145,7 +146,7 @@ TEST_CASE("quantize --imatrix: weighted tensors, missing entries, wrong column c
           (t["name"] == "blk.0.attn_q.weight" || t["name"] == "blk.0.attn_k.weight" ||
            t["name"] == "blk.0.attn_v.weight"));
   // A tensor without an entry is written exactly as without --imatrix.
-  r = run_llmctl({"quantize", in_path, dir + "/p.gguf", "--type", "q4_0", "--force"});
+  r = run_llmctl({"quantize", in_path, dir + "/p.gguf", "--type", "q4_0", "--pure", "--force"});
   REQUIRE(r.code == 0);
   const GgufFile a = GgufFile::open(dir + "/w.gguf"), b = GgufFile::open(dir + "/p.gguf");
   const GgufTensorInfo* ta = a.find_tensor("blk.1.attn_q.weight");

@@ -1,6 +1,9 @@
-// llmctl quantize IN OUT --type T [--tensor-type REGEX=T]... [--keep-embedding T]
+// llmctl quantize IN OUT --type MIX [--pure] [--tensor-type REGEX=T]... [--keep-embedding T]
 //                 [--keep-output T] [--imatrix FILE] [--dry-run] [--json] [--report N]
 //                 [--force] [-t N]
+//
+// MIX is llama-quantize's name (Q4_K_M, Q8_0, ...): each matrix gets the type llama.cpp's rules
+// give it (quant/quant_mix.h); --pure gives every matrix the mix's base type.
 //
 // IN is a GGUF file or a Hugging Face directory (converted in memory, model/hf_to_gguf.h).
 // Plans the output type of every tensor (quant/quant_plan.h), then writes OUT through
@@ -30,6 +33,7 @@
 #include "model/model_loader.h"
 #include "quant/imatrix.h"
 #include "quant/importance.h"
+#include "quant/quant_mix.h"
 #include "quant/quant_plan.h"
 #include "quant/quantize_gguf.h"
 #include "tokenizer/sp_model_proto.h"
@@ -46,6 +50,7 @@ struct QuantizeCliOptions {
   std::string keep_embedding;
   std::string keep_output;
   std::string imatrix;
+  bool pure = false;
   bool dry_run = false;
   bool json = false;
   bool force = false;
@@ -89,7 +94,13 @@ auto as_usage(const std::string& option, F&& parse) {
 
 QuantOptions parse_options(const QuantizeCliOptions& o) {
   QuantOptions q;
-  q.type = as_usage("--type", [&] { return parse_quant_type(o.type, "--type"); });
+  const QuantMix* mix = find_quant_mix(o.type);
+  if (mix == nullptr)
+    throw CLI::ValidationError(
+        "--type", fmt::format("unknown type '{}' (expected one of {})", o.type, quant_mix_names()));
+  q.type = mix->base;
+  q.mix = mix;
+  q.pure = o.pure;
   for (const auto& a : o.tensor_types)
     q.overrides.push_back(as_usage("--tensor-type", [&] { return parse_tensor_type_override(a); }));
   if (!o.keep_embedding.empty())
@@ -194,8 +205,19 @@ int run_quantize(const QuantizeCliOptions& o) {
   const QuantOptions qopt = parse_options(o);
   check_paths(o);
   const GgufFile in = open_input(o.input);
-  const QuantPlan plan = plan_quantization(in.tensors(), qopt);
+  QuantOptions planned = qopt;
+  planned.model = mix_model_from_gguf(in);
+  const QuantPlan plan = plan_quantization(in.tensors(), planned);
   for (const std::string& w : plan.warnings) fmt::print(stderr, "llmctl: warning: {}\n", w);
+  const auto unwritable = unwritable_types(plan);
+  if (!unwritable.empty() && !o.dry_run) {
+    std::string list;
+    for (const auto& [type, count] : unwritable)
+      list += fmt::format("{}{} ({} tensors)", list.empty() ? "" : ", ", ggml_type_name(type), count);
+    throw Error(fmt::format("--type {} needs {}, which llmctl does not write yet", o.type, list),
+                "--dry-run shows the whole plan; choose another mix (Q4_K_M, Q5_K_M, Q6_K, "
+                "Q8_0, ...) or set those tensors with --tensor-type REGEX=TYPE");
+  }
   std::optional<ImportancePlan> importance;
   if (!o.imatrix.empty()) {
     importance = importance_for_plan(plan, load_imatrix(o.imatrix));
@@ -252,9 +274,10 @@ int run_quantize(const QuantizeCliOptions& o) {
       fmt::print("importance matrix {}: {} tensors weighted, {} without an entry\n", o.imatrix,
                  extras.imatrix_used.size(), extras.imatrix_missing.size());
   }
-  fmt::print(stderr, "quantize: type={} tensors={} out_bytes={} threads={} seconds={:.3f}\n",
-             ggml_type_name(plan.type), plan.tensors.size(), plan.out_tensor_bytes, o.threads,
-             seconds);
+  fmt::print(stderr,
+             "quantize: mix={} pure={} type={} tensors={} out_bytes={} threads={} seconds={:.3f}\n",
+             plan.mix, plan.pure ? 1 : 0, ggml_type_name(plan.type), plan.tensors.size(),
+             plan.out_tensor_bytes, o.threads, seconds);
   return kExitOk;
 }
 
@@ -269,15 +292,22 @@ void add_quantize_command(CLI::App& app, Action& action) {
       ->required();
   sub->add_option("output", opt->output, "Output GGUF file")->required();
   sub->add_option("--type", opt->type,
-                  "Output type (bits per weight): f32 (32), f16 (16), bf16 (16), q8_0 (8.5), "
-                  "q6_k (6.56), q5_1 (6), q5_0 (5.5), q5_k (5.5), q4_1 (5), q4_0 (4.5), "
-                  "q4_k (4.5)")
+                  "Mix, by llama-quantize's names, case-insensitive: F32, F16, BF16, Q8_0 "
+                  "(8.5 bits per weight), Q6_K (6.56), Q5_K_M, Q5_K_S, Q5_1 (6), Q5_0 (5.5), "
+                  "Q4_K_M, Q4_K_S, Q4_1 (5), Q4_0 (4.5); Q4_K = Q4_K_M, Q5_K = Q5_K_M. Each matrix "
+                  "gets the type llama.cpp's rules give it (output and attn_v upgrades, first "
+                  "and last layers); --dry-run also plans IQ4_NL, IQ4_XS, Q3_K_*, Q2_K*")
       ->required();
+  sub->add_flag("--pure", opt->pure,
+                "Every matrix gets the mix's base type (no llama.cpp upgrades), as llama-quantize "
+                "--pure");
   sub->add_option("--tensor-type", opt->tensor_types,
                   "REGEX=TYPE for tensors whose name matches REGEX (repeatable; first match wins)")
       ->allow_extra_args(false);
-  sub->add_option("--keep-embedding", opt->keep_embedding, "Type for token_embd.weight");
-  sub->add_option("--keep-output", opt->keep_output, "Type for output.weight");
+  sub->add_option("--keep-embedding,--token-embedding-type", opt->keep_embedding,
+                  "Type for token_embd.weight");
+  sub->add_option("--keep-output,--output-tensor-type", opt->keep_output,
+                  "Type for output.weight");
   sub->add_option("--imatrix", opt->imatrix,
                   "Importance matrix (GGUF, from `llmctl eval --save-imatrix` or llama.cpp) "
                   "weighting the block search of q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k");

@@ -91,6 +91,8 @@ nlohmann::ordered_json quantize_json(const QuantPlan& plan, const std::vector<Te
   j["output"] = output;
   j["dry_run"] = errors == nullptr;
   j["type"] = ggml_type_name(plan.type);
+  if (!plan.mix.empty()) j["mix"] = plan.mix;
+  j["pure"] = plan.pure;
   j["file_type"] = plan.file_type;
   j["src_tensor_bytes"] = plan.src_tensor_bytes;
   j["out_tensor_bytes"] = plan.out_tensor_bytes;

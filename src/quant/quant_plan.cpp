@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <regex>
 
 #include "core/error.h"
@@ -30,6 +31,13 @@ std::regex compile_regex(const std::string& pattern) {
         "the part before '=' is an ECMAScript regex searched in the tensor name, e.g. "
         "'attn_v=q8_0' or '^output\\.weight$=f16'");
   }
+}
+
+// ggml_n_dims: trailing dimensions of 1 do not count.
+size_t n_dims(const std::vector<int64_t>& shape) {
+  size_t n = shape.size();
+  while (n > 1 && shape[n - 1] == 1) --n;
+  return n;
 }
 
 bool fits(GgmlType type, int64_t row_len) {
@@ -91,6 +99,11 @@ std::vector<GgmlType> fallback_chain(GgmlType wanted) {
       return {wanted, GgmlType::Q5_1, GgmlType::F16};
     case GgmlType::Q6_K:
       return {wanted, GgmlType::Q8_0, GgmlType::F16};
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
+      return {wanted, GgmlType::Q4_0, GgmlType::F16};
+    case GgmlType::IQ4_XS:
+      return {wanted, GgmlType::IQ4_NL, GgmlType::F16};
     default:
       break;
   }
@@ -116,7 +129,11 @@ QuantPlan plan_quantization(const std::vector<GgufTensorInfo>& tensors, const Qu
 
   QuantPlan plan;
   plan.type = opt.type;
-  plan.file_type = llama_file_type(opt.type);
+  plan.mix = opt.mix != nullptr ? opt.mix->name : "";
+  plan.pure = opt.pure;
+  plan.file_type = opt.mix != nullptr ? opt.mix->file_type : llama_file_type(opt.type);
+  std::optional<MixRules> rules;
+  if (opt.mix != nullptr && !opt.pure) rules.emplace(*opt.mix, opt.model, tensors);
   for (const GgufTensorInfo& t : tensors) {
     TensorPlan p;
     p.name = t.name;
@@ -128,6 +145,9 @@ QuantPlan plan_quantization(const std::vector<GgufTensorInfo>& tensors, const Qu
     if (t.shape.size() <= 1) {
       p.wanted = GgmlType::F32;
       p.rule = "1-D";
+    } else if (opt.mix != nullptr && !mix_allows_quantization(t.name, n_dims(t.shape))) {
+      p.wanted = t.type;
+      p.rule = "kept (llama.cpp does not quantize it)";
     } else {
       p.wanted = opt.type;
       p.rule = "--type";
@@ -145,9 +165,11 @@ QuantPlan plan_quantization(const std::vector<GgufTensorInfo>& tensors, const Qu
       } else if (!matched && t.name == "output.weight" && opt.keep_output) {
         p.wanted = *opt.keep_output;
         p.rule = "--keep-output";
+      } else if (!matched && rules) {
+        p.wanted = rules->type_for(t);
+        if (p.wanted != opt.type) p.rule = fmt::format("{} rule", opt.mix->name);
       }
     }
-    LLMCTL_ASSERT(can_quantize(p.wanted));
 
     p.chosen = p.wanted;
     if (p.wanted != p.src_type && !can_dequantize(p.src_type)) {
@@ -180,6 +202,19 @@ QuantPlan plan_quantization(const std::vector<GgufTensorInfo>& tensors, const Qu
     plan.tensors.push_back(std::move(p));
   }
   return plan;
+}
+
+std::vector<std::pair<GgmlType, int>> unwritable_types(const QuantPlan& plan) {
+  std::vector<std::pair<GgmlType, int>> out;
+  for (const TensorPlan& p : plan.tensors) {
+    if (p.copy || can_quantize(p.chosen)) continue;
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& e) { return e.first == p.chosen; });
+    if (it == out.end())
+      out.emplace_back(p.chosen, 1);
+    else
+      ++it->second;
+  }
+  return out;
 }
 
 }  // namespace llmctl

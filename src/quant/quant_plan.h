@@ -7,15 +7,18 @@
 //      engine (like llama.cpp) expects them in F32.
 //   2. A tensor whose source type we cannot decode (K-quants, IQ*, integers ...) is copied
 //      unchanged, with a warning.
-//   3. The first --tensor-type REGEX=TYPE whose regex is found in the GGUF tensor name
+//   3. With a mix (--type Q4_K_M ...), a tensor llama.cpp never quantizes keeps its type.
+//   4. The first --tensor-type REGEX=TYPE whose regex is found in the GGUF tensor name
 //      (std::regex_search, ECMAScript, as llama.cpp's --tensor-type: "attn_v" matches
 //      "blk.0.attn_v.weight"; anchor with ^...$ for an exact name), else --keep-embedding for
-//      token_embd.weight, --keep-output for output.weight, else --type.
-//   4. Row length (shape[0]) not a multiple of the wanted type's block size: fall back along
+//      token_embd.weight, --keep-output for output.weight, else the mix's rule (quant_mix.h),
+//      else --type.
+//   5. Row length (shape[0]) not a multiple of the wanted type's block size: fall back along
 //      fallback_chain(wanted) to the first type that fits, with a warning naming the tensor,
 //      the wanted and the chosen type:
 //          wanted                          row length   chosen
 //          Q4_K / Q5_K / Q6_K              % 256 != 0   Q5_0 / Q5_1 / Q8_0 (as llama.cpp)
+//          Q2_K / Q3_K, IQ4_XS             % 256 != 0   Q4_0, IQ4_NL (as llama.cpp)
 //                                          % 32 != 0    F16
 //          Q8_0, Q4_0, Q4_1, Q5_0, Q5_1    % 32 != 0    F16 (llama.cpp stops with an error)
 //      F16, BF16 and F32 always fit.
@@ -30,6 +33,7 @@
 
 #include "core/ggml_type.h"
 #include "io/gguf.h"
+#include "quant/quant_mix.h"
 
 namespace llmctl {
 
@@ -52,7 +56,13 @@ struct TensorTypeOverride {
 };
 
 struct QuantOptions {
-  GgmlType type = GgmlType::Q8_0;             // --type
+  GgmlType type = GgmlType::Q8_0;             // --type (a mix: its base type)
+  // llama.cpp's rules of this mix choose each matrix's type (quant_mix.h), and its file type
+  // is written; nullptr or `pure`: every matrix is `type`. With a mix, tensors llama.cpp never
+  // quantizes (routers, norms, position embeddings) keep their type, pure or not.
+  const QuantMix* mix = nullptr;
+  bool pure = false;                          // --pure
+  MixModel model;                             // what the rules read (mix_model_from_gguf)
   std::vector<TensorTypeOverride> overrides;  // --tensor-type, first match wins
   std::optional<GgmlType> keep_embedding;     // token_embd.weight
   std::optional<GgmlType> keep_output;        // output.weight
@@ -79,13 +89,19 @@ struct QuantPlan {
   std::vector<TensorPlan> tensors;  // input order
   std::vector<std::string> warnings;
   GgmlType type = GgmlType::F32;  // options.type
-  uint32_t file_type = 0;         // llama_file_type(options.type)
+  std::string mix;                // options.mix's name ("Q4_K_M"), empty without one
+  bool pure = false;              // options.pure
+  uint32_t file_type = 0;         // the mix's file type, else llama_file_type(options.type)
   uint64_t src_tensor_bytes = 0;
   uint64_t out_tensor_bytes = 0;  // sum of out_bytes (no alignment padding)
 };
 
 // Decides the output type of every tensor. Throws Error for an invalid regex (already checked
-// by parse_tensor_type_override) or an option type quantize_row cannot write.
+// by parse_tensor_type_override). A mix may choose types llmctl cannot write (Q2_K, Q3_K,
+// IQ4_NL, IQ4_XS): the plan holds them (a dry run shows it) and unwritable_types() names them.
 QuantPlan plan_quantization(const std::vector<GgufTensorInfo>& tensors, const QuantOptions& opt);
+
+// The chosen types of the plan that quantize_row cannot write, with how many tensors want each.
+std::vector<std::pair<GgmlType, int>> unwritable_types(const QuantPlan& plan);
 
 }  // namespace llmctl

@@ -1,0 +1,235 @@
+// llama.cpp's quantization mixes (quant_mix.h): the table of mixes and the per-tensor rules,
+// learnt from llama.cpp's llama_tensor_get_type (src/llama-quant.cpp) and checked against the
+// types llama-quantize writes (tests/fixtures/quant_mix_llamacpp.json, tools/gen_quant_mix_fixture.py).
+#include "quant/quant_mix.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstdio>
+
+namespace llmctl {
+
+namespace {
+
+// llama_ftype numbers (llama.h): the mixes the rules below name.
+enum Ftype : uint32_t {
+  kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ8_0 = 7, kQ5_0 = 8, kQ5_1 = 9, kQ2_K = 10,
+  kQ3_K_S = 11, kQ3_K_M = 12, kQ3_K_L = 13, kQ4_K_S = 14, kQ4_K_M = 15, kQ5_K_S = 16,
+  kQ5_K_M = 17, kQ6_K = 18, kQ2_K_S = 21, kIQ4_NL = 25, kIQ4_XS = 30, kBF16 = 32,
+};
+
+// The IQ1/IQ2/IQ3 mixes need an importance matrix and their own encoders: not offered.
+const std::array<QuantMix, 20> kMixes = {{
+    {"F32", kF32, GgmlType::F32, false},
+    {"F16", kF16, GgmlType::F16, false},
+    {"BF16", kBF16, GgmlType::BF16, false},
+    {"Q8_0", kQ8_0, GgmlType::Q8_0, true},
+    {"Q6_K", kQ6_K, GgmlType::Q6_K, true},
+    {"Q5_K_M", kQ5_K_M, GgmlType::Q5_K, true},
+    {"Q5_K_S", kQ5_K_S, GgmlType::Q5_K, true},
+    {"Q5_1", kQ5_1, GgmlType::Q5_1, true},
+    {"Q5_0", kQ5_0, GgmlType::Q5_0, true},
+    {"Q4_K_M", kQ4_K_M, GgmlType::Q4_K, true},
+    {"Q4_K_S", kQ4_K_S, GgmlType::Q4_K, true},
+    {"Q4_1", kQ4_1, GgmlType::Q4_1, true},
+    {"Q4_0", kQ4_0, GgmlType::Q4_0, true},
+    {"IQ4_NL", kIQ4_NL, GgmlType::IQ4_NL, true},
+    {"IQ4_XS", kIQ4_XS, GgmlType::IQ4_XS, true},
+    {"Q3_K_L", kQ3_K_L, GgmlType::Q3_K, true},
+    {"Q3_K_M", kQ3_K_M, GgmlType::Q3_K, true},
+    {"Q3_K_S", kQ3_K_S, GgmlType::Q3_K, true},
+    {"Q2_K", kQ2_K, GgmlType::Q2_K, true},
+    {"Q2_K_S", kQ2_K_S, GgmlType::Q2_K, true},
+}};
+
+struct Alias {
+  const char* name;
+  const char* mix;
+};
+constexpr Alias kAliases[] = {{"Q4_K", "Q4_K_M"}, {"Q5_K", "Q5_K_M"}, {"Q3_K", "Q3_K_M"}};
+
+std::string upper(std::string_view s) {
+  std::string u(s);
+  for (char& c : u) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return u;
+}
+
+bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
+
+enum class Category { TokenEmbd, AttnQ, AttnK, AttnV, AttnQkv, AttnOutput, FfnUp, FfnGate,
+                      FfnDown, Output, Other };
+
+Category category_of(const std::string& name) {
+  if (name == "output.weight") return Category::Output;
+  if (name == "token_embd.weight") return Category::TokenEmbd;
+  if (contains(name, "attn_qkv.weight")) return Category::AttnQkv;
+  if (contains(name, "attn_v.weight")) return Category::AttnV;
+  if (contains(name, "attn_k.weight")) return Category::AttnK;
+  if (contains(name, "attn_q.weight")) return Category::AttnQ;
+  if (contains(name, "attn_output.weight")) return Category::AttnOutput;
+  if (contains(name, "ffn_up")) return Category::FfnUp;
+  if (contains(name, "ffn_gate")) return Category::FfnGate;
+  if (contains(name, "ffn_down")) return Category::FfnDown;
+  return Category::Other;
+}
+
+// The first and last eighth of the layers, and every third layer in between.
+bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+
+// An integer key, 0 when absent or not one integer (a per-layer array of head counts: the
+// rules then see no grouping, which only matters for Q2_K/IQ4 attn_v choices).
+int64_t get_int(const GgufFile& f, const std::string& key) {
+  try {
+    return f.get_int_or(key, 0);
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+}  // namespace
+
+const QuantMix* find_quant_mix(std::string_view name) {
+  std::string u = upper(name);
+  for (const Alias& a : kAliases)
+    if (u == a.name) u = a.mix;
+  for (const QuantMix& m : kMixes)
+    if (u == m.name) return &m;
+  return nullptr;
+}
+
+std::string quant_mix_names() {
+  std::string s;
+  for (const QuantMix& m : kMixes) s += (s.empty() ? "" : ", ") + std::string(m.name);
+  for (const Alias& a : kAliases) s += fmt::format(", {} (= {})", a.name, a.mix);
+  return s;
+}
+
+MixModel mix_model_from_gguf(const GgufFile& file) {
+  MixModel m;
+  m.arch = file.get_string_or("general.architecture", "");
+  m.n_layer = get_int(file, m.arch + ".block_count");
+  m.n_head = get_int(file, m.arch + ".attention.head_count");
+  m.n_head_kv = get_int(file, m.arch + ".attention.head_count_kv");
+  m.n_expert = get_int(file, m.arch + ".expert_count");
+  return m;
+}
+
+bool mix_allows_quantization(const std::string& name, size_t n_dims) {
+  if (n_dims < 2) return false;
+  if (name.size() < 6 || name.compare(name.size() - 6, 6, "weight") != 0) return false;
+  for (const char* keep : {"_norm.weight", "ffn_gate_inp.weight", "ssm_conv1d", "attn_rel_b.weight",
+                           "position_embd", "token_types.weight"})
+    if (contains(name, keep)) return false;
+  return true;
+}
+
+MixRules::MixRules(const QuantMix& mix, const MixModel& model,
+                   const std::vector<GgufTensorInfo>& tensors)
+    : mix_(mix), model_(model) {
+  for (const GgufTensorInfo& t : tensors) {
+    const Category c = category_of(t.name);
+    if (c == Category::AttnV || c == Category::AttnQkv) ++n_attn_v_;
+    if (c == Category::Output) tied_ = false;
+  }
+}
+
+GgmlType MixRules::type_for(const GgufTensorInfo& t) {
+  using T = GgmlType;
+  const uint32_t f = mix_.file_type;
+  T type = mix_.base;
+  if (!mix_.rules) return type;
+  const Category c = category_of(t.name);
+  const bool falcon = model_.arch == "falcon";
+  const int n_gqa = model_.n_head_kv > 0 ? static_cast<int>(model_.n_head / model_.n_head_kv) : 1;
+  const bool eight_experts = model_.n_expert == 8;
+  const int n_layer = static_cast<int>(model_.n_layer);
+  // The layer of an ffn tensor: its count in file order, or "blk.N." with experts.
+  auto layer = [&](int& counter) {
+    int i = counter++;
+    if (model_.n_expert > 1) std::sscanf(t.name.c_str(), "blk.%d.", &i);
+    return i;
+  };
+
+  if (c == Category::Output || (tied_ && c == Category::TokenEmbd)) {
+    const int64_t nx = t.shape.empty() ? 0 : t.shape[0];
+    if (falcon || nx % ggml_traits(type).block_size != 0)
+      type = T::Q8_0;
+    else if (type != T::Q8_0)
+      type = T::Q6_K;
+  } else if (c == Category::TokenEmbd) {
+    // untied embedding: the base type
+  } else if (c == Category::AttnV || c == Category::AttnQkv) {
+    if (f == kQ2_K)
+      type = n_gqa >= 4 ? T::Q4_K : T::Q3_K;
+    else if (f == kQ2_K_S && n_gqa >= 4)
+      type = T::Q4_K;
+    else if (f == kQ3_K_M)
+      type = i_attn_v_ < 2 ? T::Q5_K : T::Q4_K;
+    else if (f == kQ3_K_L)
+      type = T::Q5_K;
+    else if ((f == kIQ4_NL || f == kIQ4_XS) && n_gqa >= 4)
+      type = T::Q5_K;
+    else if ((f == kQ4_K_M || f == kQ5_K_M) && use_more_bits(i_attn_v_, n_attn_v_))
+      type = T::Q6_K;
+    else if (f == kQ4_K_S && i_attn_v_ < 4)
+      type = T::Q5_K;
+    // llama.cpp's 70B model type: 80 layers of llama (with grouped KV heads: 65B has none),
+    // qwen2 or olmo.
+    const bool is_70b = n_layer == 80 && ((model_.arch == "llama" && n_gqa > 1) ||
+                                          model_.arch == "qwen2" || model_.arch == "olmo");
+    if (is_70b && (type == T::Q3_K || type == T::Q4_K)) type = T::Q5_K;
+    if (eight_experts) type = T::Q8_0;
+    ++i_attn_v_;
+  } else if (c == Category::AttnK) {
+    if (eight_experts) type = T::Q8_0;
+  } else if (c == Category::FfnDown) {
+    const int i = layer(i_ffn_down_);
+    if (f == kQ2_K)
+      type = T::Q3_K;
+    else if (f == kQ2_K_S) {
+      if (i < n_layer / 8) type = T::Q4_K;
+    } else if (f == kQ3_K_M)
+      type = i < n_layer / 16                        ? T::Q5_K
+             : !falcon || use_more_bits(i, n_layer) ? T::Q4_K
+                                                     : T::Q3_K;
+    else if (f == kQ3_K_L)
+      type = falcon ? T::Q4_K : T::Q5_K;
+    else if (f == kQ4_K_M) {
+      if (falcon)
+        type = i < n_layer / 16 ? T::Q6_K : use_more_bits(i, n_layer) ? T::Q5_K : T::Q4_K;
+      else if (use_more_bits(i, n_layer))
+        type = T::Q6_K;
+    } else if (i < n_layer / 8 && (f == kIQ4_NL || f == kIQ4_XS))
+      type = T::Q5_K;  // llama.cpp: without an importance matrix
+    else if (f == kQ5_K_M && use_more_bits(i, n_layer))
+      type = T::Q6_K;
+    else if (f == kQ4_K_S && !falcon && i < n_layer / 8)
+      type = T::Q5_K;
+  } else if (c == Category::AttnOutput) {
+    if (!falcon) {
+      if (eight_experts) {
+        if (f == kQ2_K || f == kQ3_K_S || f == kQ3_K_M || f == kIQ4_NL || f == kQ4_K_S ||
+            f == kQ4_K_M || f == kIQ4_XS)
+          type = T::Q5_K;
+      } else if (f == kQ2_K) {
+        type = T::Q3_K;
+      } else if (f == kQ3_K_M) {
+        type = T::Q4_K;
+      } else if (f == kQ3_K_L) {
+        type = T::Q5_K;
+      }
+    } else if (f == kQ3_K_L) {
+      type = T::Q4_K;
+    }
+  } else if (c == Category::FfnGate) {
+    layer(i_ffn_gate_);
+  } else if (c == Category::FfnUp) {
+    layer(i_ffn_up_);
+  }
+  return type;
+}
+
+}  // namespace llmctl

@@ -1,0 +1,77 @@
+#pragma once
+// llama.cpp's quantization mixes ("file types" such as Q4_K_M): which type each weight tensor
+// of a model gets, by llama.cpp's rules (llama_tensor_get_type in its src/llama-quant.cpp), so
+// that `llmctl quantize --type Q4_K_M` gives the tensor types llama-quantize gives for the same
+// input. The whole of that knowledge lives in quant_mix.cpp: the table of mixes and the rules.
+//
+// The rules, in the order llama.cpp applies them to each tensor that may be quantized (a
+// tensor of two or more dimensions whose name ends in "weight", not a norm, not a router
+// "ffn_gate_inp", not a position or token-type embedding; the others keep their type):
+//   - output.weight, and token_embd.weight when the model has no output.weight (tied):
+//     Q6_K, or Q8_0 when the mix's base type is Q8_0 or its block size does not divide the row
+//     (or for falcon).
+//   - attn_v (and fused attn_qkv): upgrades per mix, e.g. Q4_K_M/Q5_K_M give Q6_K to the
+//     first and last eighth of the layers and every third one in between ("use_more_bits"),
+//     Q3_K_M gives Q5_K to the first two and Q4_K to the rest, Q2_K gives Q4_K when n_head /
+//     n_head_kv >= 4 else Q3_K; 70B Llama (80 layers, grouped KV) lifts Q3_K/Q4_K to Q5_K;
+//     eight experts give Q8_0.
+//   - ffn_down: per mix and layer (Q4_K_M: Q6_K on use_more_bits layers; Q4_K_S: Q5_K on the
+//     first eighth; Q3_K_M: Q5_K on the first sixteenth, then Q4_K; ...).
+//   - attn_output: Q2_K -> Q3_K, Q3_K_M -> Q4_K, Q3_K_L -> Q5_K; eight experts -> Q5_K.
+//   - attn_k: eight experts -> Q8_0.
+//   - Then a row length the chosen type's block does not divide falls back (quant_plan.h).
+// Layer numbers of ffn_down/gate/up count the tensors of that kind in file order, as
+// llama.cpp does for models without experts (with experts it reads "blk.N.").
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/ggml_type.h"
+#include "io/gguf.h"
+
+namespace llmctl {
+
+struct QuantMix {
+  const char* name = "";        // "Q4_K_M"
+  uint32_t file_type = 0;       // general.file_type (llama.cpp's llama_ftype)
+  GgmlType base = GgmlType::F32;  // the type of every tensor no rule changes
+  bool rules = false;           // false: every matrix is `base` (the plain types F32, F16, BF16)
+};
+
+// A mix by llama-quantize's name (case-insensitive; "Q4_K" is Q4_K_M, "Q5_K" Q5_K_M, "Q3_K"
+// Q3_K_M, as there); nullptr when unknown.
+const QuantMix* find_quant_mix(std::string_view name);
+// Every accepted name, comma-separated, for help and error messages.
+std::string quant_mix_names();
+
+// What the rules read from the model besides the tensors.
+struct MixModel {
+  std::string arch;      // general.architecture
+  int64_t n_layer = 0;   // {arch}.block_count
+  int64_t n_head = 0;    // {arch}.attention.head_count
+  int64_t n_head_kv = 0; // {arch}.attention.head_count_kv (0: same as n_head)
+  int64_t n_expert = 0;  // {arch}.expert_count
+};
+MixModel mix_model_from_gguf(const GgufFile& file);
+
+// Whether llama.cpp quantizes this tensor at all (the list above); n_dims counts the shape.
+bool mix_allows_quantization(const std::string& name, size_t n_dims);
+
+// The rules over one file: construct with all its tensors (the counts the rules need), then
+// ask type_for() for each quantizable tensor without a manual override, in file order (the
+// layer counters advance as llama.cpp's do). The result is before the row-length fallback.
+class MixRules {
+ public:
+  MixRules(const QuantMix& mix, const MixModel& model, const std::vector<GgufTensorInfo>& tensors);
+  GgmlType type_for(const GgufTensorInfo& tensor);
+
+ private:
+  const QuantMix& mix_;
+  MixModel model_;
+  bool tied_ = true;  // no output.weight: token_embd.weight is also the output
+  int n_attn_v_ = 0, i_attn_v_ = 0, i_ffn_down_ = 0, i_ffn_gate_ = 0, i_ffn_up_ = 0;
+};
+
+}  // namespace llmctl
