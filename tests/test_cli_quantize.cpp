@@ -41,9 +41,12 @@ std::vector<float> decode(const GgufTensorInfo& t) {
   return x;
 }
 
-std::string quantize_to(const std::string& in, const std::string& type, const std::string& name) {
+std::string quantize_to(const std::string& in, const std::string& type, const std::string& name,
+                        const std::vector<std::string>& extra = {}) {
   const std::string out = test::temp_dir() + "/" + name;
-  const auto r = run_llmctl({"quantize", in, out, "--type", type, "--pure", "--force"});
+  std::vector<std::string> args = {"quantize", in, out, "--type", type, "--pure", "--force"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const auto r = run_llmctl(args);
   INFO(r.err);
   REQUIRE(r.code == 0);
   return out;
@@ -133,7 +136,8 @@ TEST_CASE("quantize a quantized file: same type copies the bytes, another type r
   const std::string q4 = quantize_to(in, "q4_0", "q4.gguf");
   const GgufFile a = GgufFile::open(q4);
   const GgufFile b = GgufFile::open(quantize_to(q4, "q4_0", "q4_again.gguf"));
-  const GgufFile c = GgufFile::open(quantize_to(q4, "q8_0", "q4_to_q8.gguf"));
+  const GgufFile c =
+      GgufFile::open(quantize_to(q4, "q8_0", "q4_to_q8.gguf", {"--allow-requantize"}));
   for (size_t i = 0; i < a.tensors().size(); ++i) {
     const GgufTensorInfo& t = a.tensors()[i];
     INFO(t.name);
@@ -340,4 +344,23 @@ TEST_CASE("quantize --type Q4_K_M: the mix rules of llama.cpp, unwritable mixes 
   r = run_llmctl({"quantize", in_path, dir + "/x.gguf", "--type", "iq2_xxs"});
   CHECK(r.code == 2);
   CHECK(has(r.err, "Q4_K_M"));
+}
+
+TEST_CASE("quantize refuses to requantize a quantized input without --allow-requantize", "[cli]") {
+  const std::string in_path = require_test_file("models/stories260K.gguf");
+  const std::string dir = test::temp_dir();
+  const std::string q8 = quantize_to(in_path, "q8_0", "rq_q8.gguf");
+  auto r = run_llmctl({"quantize", q8, dir + "/rq_q4.gguf", "--type", "q4_0", "--pure"});
+  CHECK(r.code == 1);
+  CHECK(has(r.err, "the input is already quantized"));
+  CHECK(has(r.err, "Q8_0 -> Q4_0"));
+  CHECK(has(r.err, "--allow-requantize"));
+  CHECK_FALSE(std::filesystem::exists(dir + "/rq_q4.gguf"));
+  r = run_llmctl(
+      {"quantize", q8, dir + "/rq_q4.gguf", "--type", "q4_0", "--pure", "--allow-requantize"});
+  CHECK(r.code == 0);
+  CHECK(std::filesystem::exists(dir + "/rq_q4.gguf"));
+  // the same type again copies every quantized tensor's bytes: nothing is requantized
+  r = run_llmctl({"quantize", q8, dir + "/rq_same.gguf", "--type", "q8_0", "--pure"});
+  CHECK(r.code == 0);
 }

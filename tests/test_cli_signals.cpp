@@ -188,7 +188,7 @@ TEST_CASE("a model file replaced by rename during run: the mapping keeps the old
 TEST_CASE("SIGINT during quantize: exit 130, no output and no temporary file", "[cli]") {
   const std::string model = require_test_file("models/SmolLM2-135M-Instruct.Q4_1.gguf");
   const std::string out = llmctl::test::temp_dir() + "/interrupted.gguf";
-  CliProcess p({"quantize", model, out, "--type", "q4_k", "-t", "1"});
+  CliProcess p({"quantize", model, out, "--type", "q4_k", "--allow-requantize", "-t", "1"});
   REQUIRE(p.wait_for_stderr("[3/", kDeadline));  // the third tensor has started
   const CliExit e = interrupt_and_wait(p);
   INFO("stderr: " << e.err);

@@ -1,6 +1,6 @@
 // llmctl quantize IN OUT --type MIX [--pure] [--tensor-type REGEX=T]... [--keep-embedding T]
-//                 [--keep-output T] [--imatrix FILE] [--dry-run] [--json] [--report N]
-//                 [--force] [-t N]
+//                 [--keep-output T] [--imatrix FILE] [--allow-requantize] [--dry-run] [--json]
+//                 [--report N] [--force] [-t N]
 //
 // MIX is llama-quantize's name (Q4_K_M, Q8_0, ...): each matrix gets the type llama.cpp's rules
 // give it (quant/quant_mix.h); --pure gives every matrix the mix's base type.
@@ -51,6 +51,7 @@ struct QuantizeCliOptions {
   std::string keep_output;
   std::string imatrix;
   bool pure = false;
+  bool allow_requantize = false;
   bool dry_run = false;
   bool json = false;
   bool force = false;
@@ -201,6 +202,27 @@ std::string dump_json(const nlohmann::ordered_json& j) {
   return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
+// Decoding a block-quantized tensor and encoding it again compounds two roundings, and the
+// error report would measure the second against the already-quantized input: llama-quantize
+// refuses it too unless --allow-requantize. Tensors copied unchanged are not requantized.
+void refuse_requantize(const QuantPlan& plan) {
+  int count = 0;
+  const TensorPlan* first = nullptr;
+  for (const TensorPlan& t : plan.tensors) {
+    if (t.copy || ggml_traits(t.src_type).block_size == 1) continue;
+    if (first == nullptr) first = &t;
+    ++count;
+  }
+  if (first == nullptr) return;
+  throw Error(fmt::format("the input is already quantized: {} tensors would be decoded and "
+                          "quantized again (first: {}, {} -> {}); that compounds both roundings, "
+                          "and the error report would be measured against the quantized input, "
+                          "not the original weights",
+                          count, first->name, ggml_type_name(first->src_type),
+                          ggml_type_name(first->chosen)),
+              "quantize from the F16/BF16/F32 original, or pass --allow-requantize to do it anyway");
+}
+
 int run_quantize(const QuantizeCliOptions& o) {
   const QuantOptions qopt = parse_options(o);
   check_paths(o);
@@ -209,6 +231,7 @@ int run_quantize(const QuantizeCliOptions& o) {
   planned.model = mix_model_from_gguf(in);
   const QuantPlan plan = plan_quantization(in.tensors(), planned);
   for (const std::string& w : plan.warnings) fmt::print(stderr, "llmctl: warning: {}\n", w);
+  if (!o.allow_requantize && !o.dry_run) refuse_requantize(plan);
   const auto unwritable = unwritable_types(plan);
   if (!unwritable.empty() && !o.dry_run) {
     std::string list;
@@ -311,6 +334,8 @@ void add_quantize_command(CLI::App& app, Action& action) {
   sub->add_option("--imatrix", opt->imatrix,
                   "Importance matrix (GGUF, from `llmctl eval --save-imatrix` or llama.cpp) "
                   "weighting the block search of q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k");
+  sub->add_flag("--allow-requantize", opt->allow_requantize,
+                "Allow tensors that are already quantized to be decoded and quantized again");
   sub->add_flag("--dry-run", opt->dry_run, "Write nothing; print the resulting size by type");
   sub->add_flag("--json", opt->json, "Print the plan and the error report as JSON on stdout");
   sub->add_option("--report", opt->report, "How many worst tensors (by SNR) to list")
