@@ -1,0 +1,131 @@
+// quant/quant_mix.h: llmctl's mix rules give every tensor the type llama.cpp's quantizer gives
+// it, on tiny models that llama.cpp quantized under each mix (tests/fixtures/
+// quant_mix_llamacpp.json from tools/gen_quant_mix_fixture.py, llama-cpp-python 0.3.36).
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "quant/quant_mix.h"
+#include "quant/quant_plan.h"
+#include "support/fixtures.h"
+#include "support/test_data.h"
+
+using namespace llmctl;
+
+namespace {
+
+nlohmann::json fixture() {
+  return nlohmann::json::parse(
+      llmctl::test::read_file(llmctl::test::fixture_path("quant_mix_llamacpp.json")));
+}
+
+std::vector<GgufTensorInfo> tensors_of(const nlohmann::json& model) {
+  std::vector<GgufTensorInfo> out;
+  for (const auto& t : model["tensors"]) {
+    GgufTensorInfo info;
+    info.name = t[0].get<std::string>();
+    info.shape = t[1].get<std::vector<int64_t>>();
+    info.type = info.shape.size() == 1 ? GgmlType::F32 : GgmlType::F16;
+    const GgmlTypeTraits tr = ggml_traits(info.type);
+    info.n_bytes = static_cast<uint64_t>(info.n_elements()) / tr.block_size * tr.type_size;
+    out.push_back(info);
+  }
+  return out;
+}
+
+MixModel model_of(const nlohmann::json& m) {
+  MixModel model;
+  model.arch = m["arch"].get<std::string>();
+  model.n_layer = m["n_layer"].get<int64_t>();
+  model.n_head = m["n_head"].get<int64_t>();
+  model.n_head_kv = m["n_head_kv"].get<int64_t>();
+  model.n_expert = m["n_expert"].get<int64_t>();
+  return model;
+}
+
+}  // namespace
+
+TEST_CASE("quant mix: every tensor gets llama.cpp's type under every mix", "[cpu]") {
+  const nlohmann::json fx = fixture();
+  int compared = 0;
+  for (const auto& m : fx["models"]) {
+    const std::vector<GgufTensorInfo> tensors = tensors_of(m);
+    for (const auto& [mix_name, types] : m["mixes"].items()) {
+      const QuantMix* mix = find_quant_mix(mix_name);
+      REQUIRE(mix != nullptr);
+      QuantOptions o;
+      o.type = mix->base;
+      o.mix = mix;
+      o.model = model_of(m);
+      const QuantPlan plan = plan_quantization(tensors, o);
+      REQUIRE(plan.tensors.size() == types.size());
+      CHECK(plan.file_type == mix->file_type);
+      for (size_t i = 0; i < types.size(); ++i) {
+        INFO(m["name"].get<std::string>() << " " << mix_name << " " << plan.tensors[i].name
+                                          << " (rule: " << plan.tensors[i].rule << ")");
+        CHECK(std::string(ggml_type_name(plan.tensors[i].chosen)) == types[i].get<std::string>());
+        ++compared;
+      }
+    }
+  }
+  // 4 models x 17 mixes: the fixture really holds the cases it claims
+  CHECK(compared > 4000);
+}
+
+TEST_CASE("quant mix: the rules change types (the fixture is not all base types)", "[cpu]") {
+  // Guards the comparison above against a fixture in which no rule ever fired.
+  const nlohmann::json fx = fixture();
+  const auto& m = fx["models"][0];
+  const auto& q4km = m["mixes"]["Q4_K_M"];
+  int q6 = 0, q4 = 0;
+  for (const auto& t : q4km) {
+    q6 += t.get<std::string>() == "Q6_K";
+    q4 += t.get<std::string>() == "Q4_K";
+  }
+  CHECK(q6 > 8);
+  CHECK(q4 > 8);
+}
+
+TEST_CASE("quant mix: names, aliases and the unwritable types of a plan", "[cpu]") {
+  REQUIRE(find_quant_mix("q4_k_m") != nullptr);
+  CHECK(std::string(find_quant_mix("Q4_K")->name) == "Q4_K_M");
+  CHECK(std::string(find_quant_mix("q5_k")->name) == "Q5_K_M");
+  CHECK(std::string(find_quant_mix("Q3_K")->name) == "Q3_K_M");
+  CHECK(find_quant_mix("q4_k_m")->file_type == 15);
+  CHECK(find_quant_mix("iq2_xxs") == nullptr);
+  CHECK(find_quant_mix("q7") == nullptr);
+  CHECK(quant_mix_names().find("Q4_K_M") != std::string::npos);
+
+  const nlohmann::json fx = fixture();
+  const auto& m = fx["models"][0];
+  QuantOptions o;
+  o.mix = find_quant_mix("Q3_K_M");
+  o.type = o.mix->base;
+  o.model = model_of(m);
+  const auto missing = unwritable_types(plan_quantization(tensors_of(m), o));
+  REQUIRE(!missing.empty());
+  CHECK(missing.front().first == GgmlType::Q3_K);
+
+  o.mix = find_quant_mix("Q4_K_M");
+  o.type = o.mix->base;
+  CHECK(unwritable_types(plan_quantization(tensors_of(m), o)).empty());
+}
+
+TEST_CASE("quant mix: tensors llama.cpp never quantizes keep their type", "[cpu]") {
+  CHECK(mix_allows_quantization("blk.0.attn_q.weight", 2));
+  CHECK_FALSE(mix_allows_quantization("blk.0.attn_norm.weight", 1));
+  CHECK_FALSE(mix_allows_quantization("blk.0.ffn_gate_inp.weight", 2));
+  CHECK_FALSE(mix_allows_quantization("blk.0.attn_q.bias", 2));
+  GgufTensorInfo router;
+  router.name = "blk.0.ffn_gate_inp.weight";
+  router.shape = {256, 8};
+  router.type = GgmlType::F16;
+  router.n_bytes = 256 * 8 * 2;
+  QuantOptions o;
+  o.mix = find_quant_mix("Q4_K_M");
+  o.type = o.mix->base;
+  const QuantPlan p = plan_quantization({router}, o);
+  CHECK(p.tensors[0].chosen == GgmlType::F16);
+  CHECK(p.tensors[0].copy);
+}
