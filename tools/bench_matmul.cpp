@@ -2,10 +2,11 @@
 // Llama-3.2-1B shapes, against the scalar reference loop.
 //
 //   bench_matmul [--types q4_0,q8_0,...] [--threads 1,2] [--reps N] [--prefill N]
-//                [--vocab] [--no-ref] [--cpu-time]
+//                [--vocab] [--no-ref] [--cpu-time] [--shapes DxN,DxN,...]
 //
 // For each dtype, each weight shape W (d, n) of a layer (q/o 2048x2048, k/v 512x2048,
-// gate/up 8192x2048, down 2048x8192; with --vocab also the output 128256x2048):
+// gate/up 8192x2048, down 2048x8192; with --vocab also the output 128256x2048; --shapes: these
+// D x N shapes instead):
 //   decode  (n_tokens = 1): median ms over reps; GB/s = weight bytes / median. Enough copies of
 //           the weight rotate so that they do not fit in the last-level cache: every byte comes
 //           from memory, as in a real model whose layers together are far bigger than L3.
@@ -25,6 +26,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/matmul_fast.h"
@@ -50,6 +52,7 @@ struct Options {
   int reps = 20;
   int64_t prefill = 512;
   bool vocab = false, ref = true;
+  std::vector<std::pair<int64_t, int64_t>> shapes;  // --shapes (d, n); empty: the defaults
 };
 
 bool g_cpu_time = false;  // --cpu-time
@@ -202,6 +205,12 @@ Options parse(int argc, char** argv) {
       for (const std::string& t : split(v)) o.threads.push_back(std::stoi(t));
     } else if (a == "--reps") {
       o.reps = std::max(1, std::stoi(v));
+    } else if (a == "--shapes") {
+      for (const std::string& t : split(v)) {
+        const size_t x = t.find('x');
+        if (x == std::string::npos) throw Error(fmt::format("bench_matmul: bad shape '{}'", t));
+        o.shapes.emplace_back(std::stoll(t.substr(0, x)), std::stoll(t.substr(x + 1)));
+      }
     } else if (a == "--prefill") {
       o.prefill = std::max<int64_t>(2, std::stoll(v));
     } else {
@@ -221,6 +230,10 @@ int main(int argc, char** argv) {
                               {"ffn_up", 8192, 2048},
                               {"ffn_dn", 2048, 8192}};
     if (o.vocab) shapes.push_back({"output", 128256, 2048});
+    if (!o.shapes.empty()) {
+      shapes.clear();
+      for (const auto& [d, n] : o.shapes) shapes.push_back({"shape", d, n});
+    }
     std::vector<std::unique_ptr<ThreadPool>> owned;
     std::vector<ThreadPool*> pools;
     for (int t : o.threads) {
