@@ -25,14 +25,16 @@ using namespace llmctl::cpu;
 
 namespace {
 
-// Q5_0 ... Q6_K run through the dequantizing kernel (rows decoded to f32, then the F32 kernel).
+// Q5_0, Q5_1 and Q5_K run through the dequantizing kernel (rows decoded to f32, then the F32
+// kernel); Q8_0, Q4_0, Q4_1, Q4_K and Q6_K have integer kernels.
 const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
                            GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
                            GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
 // Whether the kernel multiplies int8-quantized activations (the integer kernels).
 bool is_quantized(GgmlType t) {
-  return t == GgmlType::Q8_0 || t == GgmlType::Q4_0 || t == GgmlType::Q4_1;
+  return t == GgmlType::Q8_0 || t == GgmlType::Q4_0 || t == GgmlType::Q4_1 ||
+         t == GgmlType::Q4_K;
 }
 
 // Whether the kernel multiplies f16-rounded activations (F16 weights, matmul_kernels.h).
@@ -127,13 +129,16 @@ std::vector<double> half_x(const float* x, int64_t n) {
 
 // Tolerance for one output element, u = 2^-24 (float unit roundoff):
 //  * Float rounding. Each of the 8 lanes is a chain of fma over n/8 terms (float kernels) or
-//    one fma per 32-block (two for Q4_1: the q * d part, then the min part), then 3 adds; the
-//    standard bound for recursive summation is (chain length) * u * sum|terms|. A quantized
-//    term also rounds its factor (d_w * d_x; Q4_1's xsum * d_x) once, and Q4_1's two parts can
-//    cancel, so both are bounded by their absolute sums:
+//    one fma per 32-block (two for Q4_1, Q4_K and Q5_K: the q * d part, then the min part),
+//    then 3 adds; the standard bound for recursive summation is (chain length) * u *
+//    sum|terms|. A quantized term also rounds its factor (d_w * d_x; the min part's xsum * d_x)
+//    once, and the two parts can cancel, so both are bounded by their absolute sums:
 //    float_tol = (m + 5) * u * P, m = n / 8 (float) or n / 16 (quantized),
-//    P = sum_j (|w_j| + 2 |m_w|) * (|x_j| + amax_b / 254)  (|d_w q_j| <= |w_j| + |m_w|;
-//    |d_x q_x| <= |x_j| + amax_b / 254).
+//    P = sum_j (|w_j| + 2 |m_w|) * (|x_j| + amax_b / 254)  (|d_w q_j| <= |w_j| + |m_w|, m_w
+//    the block's min: Q4_1 m, K-quants dmin * m_j; |d_x q_x| <= |x_j| + amax_b / 254).
+//    K-quant integer sums are exact in float too (Q6_K's two scaled halves: < 2^24); the
+//    reference's decoded w_j rounds once (d*sc*q is exact, then - dmin*m or * (q - 32)), at
+//    most u |w_j| per element, inside the + 5.
 //  * Activation quantization (quantized kernels only, against the f32 x): round-to-nearest
 //    leaves |x_j - d_x q_j| <= d_x / 2 = amax_b / 254 (times 1 + a few u for the rounding of
 //    d and x * id), so act_tol = sum_j |w_j| * amax_b / 254 * (1 + 1e-5).
@@ -168,13 +173,25 @@ double tolerance(GgmlType type, const std::vector<float>& w, float m_w_max, cons
   return (m + 5.0) * u * p + (with_activation_error ? act * (1.0 + 1e-5) : 0.0) + 1e-30;
 }
 
-// |m_w| of a Q4_1 row (0 for other types): the largest block min.
+// |m_w| of a Q4_1, Q4_K or Q5_K row (0 for other types): the largest block min (Q4_1: m;
+// K-quants: dmin * m_j of each sub-block).
 float max_min(const Weight& w, int64_t r) {
-  if (w.type != GgmlType::Q4_1) return 0.0f;
   float m = 0.0f;
   const uint8_t* row = w.bytes.data() + static_cast<size_t>(r) * w.row_bytes();
-  for (int64_t b = 0; b < w.n / 32; ++b)
-    m = std::max(m, std::fabs(fp16_to_f32(load_u16_le(row + 20 * b + 2))));
+  if (w.type == GgmlType::Q4_1) {
+    for (int64_t b = 0; b < w.n / 32; ++b)
+      m = std::max(m, std::fabs(fp16_to_f32(load_u16_le(row + 20 * b + 2))));
+  } else if (w.type == GgmlType::Q4_K || w.type == GgmlType::Q5_K) {
+    const size_t bytes = ggml_traits(w.type).type_size;
+    for (int64_t s = 0; s < w.n / 256; ++s) {
+      const uint8_t* sb = row + bytes * static_cast<size_t>(s);
+      for (int j = 0; j < 8; ++j) {
+        int sc = 0, mj = 0;
+        k_scale_min(sb + 4, j, &sc, &mj);
+        m = std::max(m, std::fabs(fp16_to_f32(load_u16_le(sb + 2)) * static_cast<float>(mj)));
+      }
+    }
+  }
   return m;
 }
 
@@ -417,7 +434,7 @@ void check_same_as_decoded(const Weight& w, MatmulPrecision precision, std::mt19
 TEST_CASE("matmul_fast: dequantizing kernel equals the F32 kernel on the decoded weight", "[cpu]") {
   std::mt19937 rng(77);
   for (GgmlType type :
-       {GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+       {GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q5_K, GgmlType::Q6_K}) {
     Weight w = make_weight(type, 23, 512, rng);
     check_same_as_decoded(w, MatmulPrecision::Fast, rng);
     // Same buffer, new contents: the next call must not reuse the first call's decoded rows.
@@ -440,7 +457,8 @@ TEST_CASE("matmul_fast: dequantizing kernel equals the F32 kernel on the decoded
 // differs by the int8 / f16 rounding of the activations.
 TEST_CASE("matmul_fast: Float precision equals the F32 kernel on the decoded weight", "[cpu]") {
   std::mt19937 rng(31);
-  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::F16}) {
+  for (GgmlType type :
+       {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q4_K, GgmlType::F16}) {
     const Weight w = make_weight(type, 23, 512, rng);
     check_same_as_decoded(w, MatmulPrecision::Float, rng);
     // ... where the Fast path does not (int8 or f16 activations).

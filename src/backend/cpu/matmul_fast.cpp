@@ -44,8 +44,8 @@ MatmulKernel kernel_for(GgmlType type, bool avx2, MatmulPrecision precision) {
       k.name = avx2 ? "f16 f32-activations avx2" : "f16 f32-activations scalar";
       return k;
     }
-    if (type == GgmlType::Q8_0 || type == GgmlType::Q4_0 || type == GgmlType::Q4_1)
-      return matmul_kernel_dequant(type, avx2);
+    // every block-quantized type: decoded rows through the F32 kernel
+    if (ggml_traits(type).block_size > 1) return matmul_kernel_dequant(type, avx2);
   }
   switch (type) {
     case GgmlType::F32:
@@ -60,6 +60,8 @@ MatmulKernel kernel_for(GgmlType type, bool avx2, MatmulPrecision precision) {
       return matmul_kernel_q4_0(avx2);
     case GgmlType::Q4_1:
       return matmul_kernel_q4_1(avx2);
+    case GgmlType::Q4_K:
+      return matmul_kernel_q4_k(avx2);
     default:
       return matmul_kernel_dequant(type, avx2);
   }

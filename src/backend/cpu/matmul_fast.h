@@ -3,14 +3,15 @@
 //
 //   out (n_tokens, d) = x (n_tokens, n) @ W^T      W (d, n) = w.n_rows rows of w.n_cols
 //
-// W is read in place (ggml layout: F32, F16, BF16, Q8_0, Q4_0, Q4_1). Q5_0, Q5_1, Q4_K, Q5_K
+// W is read in place (ggml layout: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K). Q5_0, Q5_1, Q5_K
 // and Q6_K have no integer kernel yet: their rows are dequantized to f32 a tile at a time and
 // go through the F32 kernel (same invariance, F32 speed plus the decoding). F32 and BF16
 // weights are multiplied with the f32 activations directly, F16 weights with the activations
 // rounded to f16 (as ggml does; a token whose values overflow f16 keeps f32); quantized weights are
 // multiplied with the activations quantized to int8 per 32-element block (quantize_activations.h),
 // as ggml does (vec_dot_q4_0_q8_0): integer dot products per block, one float multiply-add per
-// block.
+// block (K-quants: per 32-element sub-block, with the super-block's scales decoded once;
+// matmul_kquant_tile.h).
 //
 // Threads take contiguous row ranges (ThreadPool's static partition). Within a range, a tile
 // of R rows x T tokens keeps its accumulators in registers so each weight block loaded from
@@ -25,7 +26,8 @@
 //     in order; the lanes are then summed in one fixed order
 //     (((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7))).
 //   quantized weights: one float lane of the tile's accumulator (lanes are rows, never mixed),
-//     fma(float(isum_b), d_w * d_x, acc) block after block in order.
+//     fma(float(isum_b), d_w * d_x, acc) block after block in order (plus the min term of
+//     Q4_1 and Q4_K; the exact sequences are in matmul_quant_tile.h and matmul_kquant_tile.h).
 // The engine relies on this for "batched generation gives the same tokens as separate runs"
 // and for prefix sharing. The portable scalar kernels follow the same arithmetic with
 // std::fma, so they give the same bits as the AVX2 kernels (tested), on any CPU.
@@ -48,8 +50,8 @@ struct MatmulScratch {
 };
 
 // How quantized and F16 weights meet the activations.
-//   Fast   int8 activations per 32-element block for Q8_0, Q4_0 and Q4_1, f16 activations for
-//          F16 weights (as ggml does); the other dtypes as below.
+//   Fast   int8 activations per 32-element block for Q8_0, Q4_0, Q4_1 and Q4_K, f16
+//          activations for F16 weights (as ggml does); the other dtypes as below.
 //   Float  every weight row decoded to f32 (quantized: a tile at a time, matmul_kernel_dequant;
 //          F16: widened in the F32 tile) and multiplied with the f32 activations: no rounding of
 //          the activations, so a result moves continuously with its inputs, as the reference's

@@ -54,6 +54,9 @@ inline int quant_weight(const uint8_t* blk, int j) {
 }
 
 template <class Block>
+struct QuantTileAvx2;  // x86 only (below)
+
+template <class Block>
 struct QuantTileScalar {
   template <int T>
   static void tile(const TileArgs& a, int n_rows) {
@@ -91,6 +94,19 @@ LLMCTL_AVX2 inline void transpose_dwords_4x4(const __m256i v[4], __m256i g[4]) {
   g[1] = _mm256_unpackhi_epi64(t0, t2);
   g[2] = _mm256_unpacklo_epi64(t1, t3);
   g[3] = _mm256_unpackhi_epi64(t1, t3);
+}
+
+// The 8 rows of a tile (rows past n_rows repeat the last one; their lanes are not stored).
+inline void lane_tile_rows(const TileArgs& a, int n_rows, const uint8_t* rows[8]) {
+  for (int r = 0; r < 8; ++r)
+    rows[r] = a.w + static_cast<size_t>(r < n_rows ? r : n_rows - 1) * a.w_stride;
+}
+
+// Token t's accumulator (lane r: row r) into out, n_rows lanes.
+LLMCTL_AVX2 inline void store_lane_tile(const TileArgs& a, int n_rows, int t, __m256 acc) {
+  alignas(32) float v[8];
+  _mm256_store_ps(v, acc);
+  for (int r = 0; r < n_rows; ++r) a.out[t * a.out_stride + r] = v[r];
 }
 
 LLMCTL_AVX2 inline __m256i load_two_rows(const uint8_t* lo, const uint8_t* hi) {
@@ -202,14 +218,9 @@ struct QuantTileAvx2 {
     return acc;
   }
 
-  static void tile_rows(const TileArgs& a, int n_rows, const uint8_t* rows[8]) {
-    for (int r = 0; r < 8; ++r)
-      rows[r] = a.w + static_cast<size_t>(r < n_rows ? r : n_rows - 1) * a.w_stride;
-  }
-
   LLMCTL_AVX2 static void pack(const TileArgs& a, int n_rows, uint8_t* panel) {
     const uint8_t* rows[8];
-    tile_rows(a, n_rows, rows);
+    lane_tile_rows(a, n_rows, rows);
     for (int64_t b = 0; b < a.n / 32; ++b)
       pack_block(rows, static_cast<size_t>(b) * Block::kBytes,
                  panel + static_cast<size_t>(b) * kPanelBlockBytes);
@@ -243,7 +254,7 @@ struct QuantTileAvx2 {
         block<T>(a.panel + static_cast<size_t>(b) * kPanelBlockBytes, a, b, acc);
     } else {
       const uint8_t* rows[8];
-      tile_rows(a, n_rows, rows);
+      lane_tile_rows(a, n_rows, rows);
       const char* next_tile = reinterpret_cast<const char*>(a.w + 8 * a.w_stride);
       for (int64_t b = 0; b < nb; ++b) {
         const size_t blk = static_cast<size_t>(b) * Block::kBytes;
@@ -264,11 +275,7 @@ struct QuantTileAvx2 {
         }
       }
     }
-    for (int t = 0; t < T; ++t) {
-      alignas(32) float v[8];
-      _mm256_store_ps(v, acc[t]);
-      for (int r = 0; r < n_rows; ++r) a.out[t * a.out_stride + r] = v[r];
-    }
+    for (int t = 0; t < T; ++t) store_lane_tile(a, n_rows, t, acc[t]);
   }
 
   static int32_t load_i32(const int8_t* p) {
@@ -309,29 +316,39 @@ void dispatch_quant_tile(const TileArgs& a, int n_rows, int n_tokens) {
   }
 }
 
-// The MatmulKernel of a block type: AVX2 when asked for (and compiled for x86), else scalar.
-template <class Block>
-MatmulKernel make_quant_kernel(bool avx2, const char* avx2_name, const char* scalar_name) {
-  static_assert(quant_tile_tokens<Block>() <= 8, "dispatch_quant_tile handles 1..8 tokens");
+// The MatmulKernel of a rows-as-lanes tile pair over a trait (this file's blocks, the
+// K-quants of matmul_kquant_tile.h): Avx2<Trait> (tile, pack, kPanelBlockBytes) when asked for
+// and compiled for x86, else Scalar<Trait>; `tokens` (1..8) per prefill tile.
+template <template <class> class Scalar, template <class> class Avx2, class Trait>
+MatmulKernel make_lane_kernel(bool avx2, const char* avx2_name, const char* scalar_name,
+                              int tokens) {
   MatmulKernel k;
   k.quantized = true;
   k.rows_decode = kQuantTileRows;
   k.rows_prefill = kQuantTileRows;
-  k.tokens_prefill = quant_tile_tokens<Block>();
+  k.tokens_prefill = tokens;  // dispatch_quant_tile handles 1..8
 #if defined(LLMCTL_HAVE_X86)
   if (avx2) {
     k.name = avx2_name;
-    k.tile = &dispatch_quant_tile<QuantTileAvx2<Block>>;
-    k.pack = &QuantTileAvx2<Block>::pack;
-    k.panel_bytes_per_block = QuantTileAvx2<Block>::kPanelBlockBytes;
+    k.tile = &dispatch_quant_tile<Avx2<Trait>>;
+    k.pack = &Avx2<Trait>::pack;
+    k.panel_bytes_per_block = Avx2<Trait>::kPanelBlockBytes;
     return k;
   }
 #endif
   (void)avx2;
   (void)avx2_name;
   k.name = scalar_name;
-  k.tile = &dispatch_quant_tile<QuantTileScalar<Block>>;
+  k.tile = &dispatch_quant_tile<Scalar<Trait>>;
   return k;
+}
+
+// The MatmulKernel of a block type: AVX2 when asked for (and compiled for x86), else scalar.
+template <class Block>
+MatmulKernel make_quant_kernel(bool avx2, const char* avx2_name, const char* scalar_name) {
+  static_assert(quant_tile_tokens<Block>() <= 8, "dispatch_quant_tile handles 1..8 tokens");
+  return make_lane_kernel<QuantTileScalar, QuantTileAvx2, Block>(avx2, avx2_name, scalar_name,
+                                                                 quant_tile_tokens<Block>());
 }
 
 }  // namespace llmctl::cpu

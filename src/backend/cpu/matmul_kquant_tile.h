@@ -1,0 +1,236 @@
+#pragma once
+// Internal to the matmul fast path: the tile kernel for K-quant weights (Q4_K, Q5_K, Q6_K)
+// against the int8 activations of quantize_activations.h (per 32-element block: int8 q_x,
+// float scale d_x, block sum xsum = sum q_x). A 256-element super-block is 8 activation
+// blocks; block j of a super-block is Q4_K/Q5_K sub-block j, or Q6_K's 16-element sub-blocks
+// 2j and 2j + 1. Layouts and scale packing: quant/dequant.h.
+//
+// Arithmetic (the contract the scalar and the AVX2 kernel share, bit for bit): for each
+// (row r, token t), over the row's 32-element blocks in order, starting from acc = 0:
+//   Q4_K, Q5_K (w = (d*sc_j) * q - dmin*m_j, q in 0..15 / 0..31):
+//     isum = sum_l q[l] * q_x[l]                                exact in int32
+//     ds_j = d * float(sc_j),  dm_j = dmin * float(m_j)           (both exact: <= 17 bits)
+//     acc  = fma(float(isum), ds_j * d_x, acc)
+//     acc  = fma(-(float(xsum) * d_x), dm_j, acc)
+//   Q6_K (w = (d*sc_s) * (q - 32), q in 0..63, int8 sc_s per 16 elements):
+//     isum = sc_{2j} * sum_{l<16} (q[l] - 32) q_x[l] + sc_{2j+1} * sum_{l>=16} (q[l] - 32) q_x[l]
+//            exact in int32 (|isum| <= 2 * 128 * 16 * 32 * 127 < 2^24, so float(isum) is exact)
+//     acc  = fma(float(isum), d * d_x, acc)
+// and out[t][r] = acc. The integer sums are exact, so how a kernel forms them (lane layout,
+// int16 partial sums, where the -32 goes) does not change a bit; the float steps above are
+// the same instructions in both kernels.
+//
+// AVX2 layout: as matmul_quant_tile.h, the 8 rows of a tile are the SIMD lanes, and a block's
+// weights are transposed so that one 32-byte vector holds 4 consecutive weights of each row
+// (step s: weights 4s..4s+3), multiplied by the token's 4 activation bytes broadcast (maddubs,
+// unsigned weights x signed activations). A super-block of the 8 rows is unpacked at once
+// into a panel record (KQ::pack; layout per type below): its scales are decoded once per
+// super-block, not per block. Prefill packs each row tile once per token chunk (the panel of
+// run_rows); decode packs one super-block at a time into a stack buffer (L1) as it streams
+// the GGUF rows in place, prefetching the next tile as matmul_quant_tile.h does.
+//
+// The int8 dot products of a block (8 rows x 32 weights against T tokens' 32 activations) are
+// a small function per type (KQ::dots), so that a VNNI variant (dpbusd) can replace it. Each
+// weight vector is loaded once for the T tokens (prefill reads the panel from L1/L2).
+//
+// Type traits KQ:
+//   kBytes                super-block bytes;  kPanelBytes  panel bytes per super-block
+//   kTokens               tokens per prefill tile (<= 8)
+//   scalar_block(sb, j, q_x, d_x, xsum, acc) -> acc   block j of super-block sb (the definition)
+//   pack(rows, off, panel)                    AVX2: the 8 rows' super-block at byte off
+//   superblock<T>(panel, a, sb, acc)          AVX2: acc[t] over the super-block's 8 blocks
+//   dots<T>(w, qx, n, isum)                    AVX2 (Q4_K, Q5_K): isum[t] of block w (8 rows)
+//                                              against activations qx + t * n
+
+#include "backend/cpu/matmul_quant_tile.h"
+
+namespace llmctl::cpu {
+
+constexpr int64_t kKQuantSuperBlock = 256;
+
+// Element e (0..255) of a Q4_K (with_high false: 0..15) or Q5_K (0..31) super-block.
+inline int q45_k_value(const uint8_t* sb, bool with_high, int e) {
+  const int j = e / 32, l = e % 32;
+  const uint8_t* qs = sb + (with_high ? 48 : 16);
+  const uint8_t b = qs[32 * (j / 2) + l];
+  int v = j % 2 == 0 ? (b & 0x0f) : (b >> 4);
+  if (with_high) v |= ((sb[16 + l] >> j) & 1) << 4;
+  return v;
+}
+
+// Block j of a Q4_K / Q5_K super-block (the scalar definition above).
+inline float q45_k_scalar_block(const uint8_t* sb, bool with_high, int j, const int8_t* qx,
+                                float dx, int32_t xsum, float acc) {
+  int sc = 0, m = 0;
+  k_scale_min(sb + 4, j, &sc, &m);
+  const float ds = fp16_to_f32(load_u16_le(sb)) * static_cast<float>(sc);
+  const float dm = fp16_to_f32(load_u16_le(sb + 2)) * static_cast<float>(m);
+  int isum = 0;
+  for (int l = 0; l < 32; ++l) isum += q45_k_value(sb, with_high, 32 * j + l) * qx[l];
+  acc = std::fma(static_cast<float>(isum), ds * dx, acc);
+  return std::fma(-(static_cast<float>(xsum) * dx), dm, acc);
+}
+
+template <class KQ>
+struct KQuantTileAvx2;  // x86 only (below)
+
+template <class KQ>
+struct KQuantTileScalar {
+  template <int T>
+  static void tile(const TileArgs& a, int n_rows) {
+    const int64_t nb = a.n / 32, nsb = a.n / kKQuantSuperBlock;
+    for (int r = 0; r < n_rows; ++r) {
+      const uint8_t* row = a.w + static_cast<size_t>(r) * a.w_stride;
+      for (int t = 0; t < T; ++t) {
+        float acc = 0.0f;
+        for (int64_t s = 0; s < nsb; ++s)
+          for (int j = 0; j < 8; ++j) {
+            const int64_t b = 8 * s + j;
+            acc = KQ::scalar_block(row + static_cast<size_t>(s) * KQ::kBytes, j,
+                                   a.qs + t * a.n + 32 * b, a.qd[t * nb + b], a.qsum[t * nb + b],
+                                   acc);
+          }
+        a.out[t * a.out_stride + r] = acc;
+      }
+    }
+  }
+};
+
+#if defined(LLMCTL_HAVE_X86)
+LLMCTL_AVX2 inline __m256i kq_load(const uint8_t* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+LLMCTL_AVX2 inline void kq_store(uint8_t* p, __m256i v) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v);
+}
+LLMCTL_AVX2 inline __m256i kq_bcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// 16 bytes at `off` of each of the 8 rows, transposed: g[k] lane r = dword k of row r.
+LLMCTL_AVX2 inline void kq_transpose16(const uint8_t* const rows[8], size_t off, __m256i g[4]) {
+  __m256i v[4];
+  for (int i = 0; i < 4; ++i) v[i] = load_two_rows(rows[i] + off, rows[i + 4] + off);
+  transpose_dwords_4x4(v, g);
+}
+
+// 32 bytes at `off` of each row, transposed: g[s] lane r = bytes 4s..4s+3 of row r.
+LLMCTL_AVX2 inline void kq_transpose32(const uint8_t* const rows[8], size_t off, __m256i g[8]) {
+  kq_transpose16(rows, off, g);
+  kq_transpose16(rows, off + 16, g + 4);
+}
+
+// The fp16 in the low (high == false) or high half of each dword lane, as 8 floats.
+LLMCTL_AVX2 inline __m256 kq_fp16_lanes(__m256i g, bool high) {
+  const __m256i pick =
+      high ? _mm256_setr_epi8(2, 3, 6, 7, 10, 11, 14, 15, -1, -1, -1, -1, -1, -1, -1, -1, 2, 3, 6,
+                              7, 10, 11, 14, 15, -1, -1, -1, -1, -1, -1, -1, -1)
+           : _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1, 0, 1, 4, 5,
+                              8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1);
+  const __m256i h = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(g, pick), _MM_SHUFFLE(3, 1, 2, 0));
+  return _mm256_cvtph_ps(_mm256_castsi256_si128(h));
+}
+
+// Q4_K / Q5_K panel record (8 rows, one super-block):
+//   w[8][8]  at 256 j + 32 s: block j, weights 4s..4s+3 of rows 0..7, q unsigned
+//   ds[8]    at 2048 + 32 j: 8 floats, d * sc_j of each row
+//   dm[8]    at 2304 + 32 j: 8 floats, dmin * m_j of each row
+constexpr size_t kQ45kDsOffset = 2048, kQ45kDmOffset = 2304, kQ45kPanelBytes = 2560;
+
+// The scales of the 8 rows' super-block at `off` into the panel record p (ds, dm).
+LLMCTL_AVX2 inline void q45_k_pack_scales(const uint8_t* const rows[8], size_t off, uint8_t* p) {
+  __m256i g[4];  // g[0]: d | dmin << 16; g[1..3]: scale bytes 0..3, 4..7, 8..11
+  kq_transpose16(rows, off, g);
+  const __m256 d = kq_fp16_lanes(g[0], false), dmin = kq_fp16_lanes(g[0], true);
+  const __m256i m6 = _mm256_set1_epi8(0x3f), m4 = _mm256_set1_epi8(0x0f),
+                top = _mm256_set1_epi8(0x30), byte = _mm256_set1_epi32(0xff);
+  // bytes k of sc_lo / m_lo: sub-block k; of sc_hi / m_hi: sub-block 4 + k (dequant.h packing:
+  // the top two bits of bytes 0..7 are bits 4..5 of the upper sub-blocks' scales and mins)
+  const __m256i sc_lo = _mm256_and_si256(g[1], m6), m_lo = _mm256_and_si256(g[2], m6);
+  const __m256i sc_hi = _mm256_or_si256(_mm256_and_si256(g[3], m4),
+                                        _mm256_and_si256(_mm256_srli_epi32(g[1], 2), top));
+  const __m256i m_hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(g[3], 4), m4),
+                                       _mm256_and_si256(_mm256_srli_epi32(g[2], 2), top));
+  for (int j = 0; j < 8; ++j) {
+    const __m128i sh = _mm_cvtsi32_si128(8 * (j % 4));
+    const __m256i sc = _mm256_and_si256(_mm256_srl_epi32(j < 4 ? sc_lo : sc_hi, sh), byte);
+    const __m256i m = _mm256_and_si256(_mm256_srl_epi32(j < 4 ? m_lo : m_hi, sh), byte);
+    _mm256_storeu_ps(reinterpret_cast<float*>(p + kQ45kDsOffset + 32 * j),
+                     _mm256_mul_ps(d, _mm256_cvtepi32_ps(sc)));
+    _mm256_storeu_ps(reinterpret_cast<float*>(p + kQ45kDmOffset + 32 * j),
+                     _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(m)));
+  }
+}
+
+// Q4_K / Q5_K: the panel's 8 blocks for T tokens (KQ::dots: the blocks' int8 products).
+template <class KQ, int T>
+LLMCTL_AVX2 inline void q45_k_superblock(const uint8_t* p, const TileArgs& a, int64_t sb,
+                                         __m256* acc) {
+  const int64_t nb = a.n / 32;
+  for (int j = 0; j < 8; ++j) {
+    const int64_t b = 8 * sb + j;
+    __m256i isum[static_cast<size_t>(T)];
+    KQ::template dots<T>(p + 256 * j, a.qs + 32 * b, a.n, isum);
+    const __m256 ds = _mm256_loadu_ps(reinterpret_cast<const float*>(p + kQ45kDsOffset + 32 * j));
+    const __m256 dm = _mm256_loadu_ps(reinterpret_cast<const float*>(p + kQ45kDmOffset + 32 * j));
+    for (int t = 0; t < T; ++t) {
+      const float dx = a.qd[t * nb + b];
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(ds, _mm256_set1_ps(dx)),
+                               acc[t]);
+      acc[t] =
+          _mm256_fnmadd_ps(_mm256_set1_ps(static_cast<float>(a.qsum[t * nb + b]) * dx), dm, acc[t]);
+    }
+  }
+}
+
+template <class KQ>
+struct KQuantTileAvx2 {
+  static constexpr size_t kPanelBlockBytes = KQ::kPanelBytes / 8;  // per 32-element block
+  LLMCTL_AVX2 static void pack(const TileArgs& a, int n_rows, uint8_t* panel) {
+    const uint8_t* rows[8];
+    lane_tile_rows(a, n_rows, rows);
+    for (int64_t s = 0; s < a.n / kKQuantSuperBlock; ++s)
+      KQ::pack(rows, static_cast<size_t>(s) * KQ::kBytes,
+               panel + static_cast<size_t>(s) * KQ::kPanelBytes);
+  }
+
+  template <int T>
+  LLMCTL_AVX2 static void tile(const TileArgs& a, int n_rows) {
+    const int64_t nsb = a.n / kKQuantSuperBlock;
+    __m256 acc[static_cast<size_t>(T)];
+    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+    if (a.panel != nullptr) {
+      for (int64_t s = 0; s < nsb; ++s)
+        KQ::template superblock<T>(a.panel + static_cast<size_t>(s) * KQ::kPanelBytes, a, s, acc);
+    } else {
+      const uint8_t* rows[8];
+      lane_tile_rows(a, n_rows, rows);
+      const char* next_tile = reinterpret_cast<const char*>(a.w + 8 * a.w_stride);
+      alignas(32) uint8_t record[KQ::kPanelBytes];
+      for (int64_t s = 0; s < nsb; ++s) {
+        const size_t off = static_cast<size_t>(s) * KQ::kBytes;
+        if constexpr (T == 1) {
+          // decode: the next tile's rows at the pace this tile is read (matmul_quant_tile.h)
+          for (size_t o = 0; o < 8 * KQ::kBytes; o += 64)
+            _mm_prefetch(next_tile + 8 * off + o, _MM_HINT_T0);
+        }
+        KQ::pack(rows, off, record);
+        KQ::template superblock<T>(record, a, s, acc);
+      }
+    }
+    for (int t = 0; t < T; ++t) store_lane_tile(a, n_rows, t, acc[t]);
+  }
+};
+#endif
+
+// The MatmulKernel of a K-quant type: AVX2 when asked for (and compiled for x86), else scalar.
+template <class KQ>
+MatmulKernel make_kquant_kernel(bool avx2, const char* avx2_name, const char* scalar_name) {
+  static_assert(KQ::kTokens >= 1 && KQ::kTokens <= 8, "dispatch_quant_tile handles 1..8 tokens");
+  return make_lane_kernel<KQuantTileScalar, KQuantTileAvx2, KQ>(avx2, avx2_name, scalar_name,
+                                                                KQ::kTokens);
+}
+
+}  // namespace llmctl::cpu
