@@ -1,0 +1,139 @@
+// Q6_K weights (210-byte super-blocks of 256: 128 bytes of low nibbles ql, 64 bytes of 2-bit
+// highs qh, 16 int8 scales, fp16 d; w = (d*sc_s) * (q - 32) per 16-element sub-block s) against
+// int8 activations: the K-quant tile (matmul_kquant_tile.h), as ggml's vec_dot_q6_K_q8_K but
+// with our per-32 activation scales: the two sub-blocks of an activation block fold into one
+// exact integer sum, then one fma per block.
+#include "backend/cpu/matmul_kquant_tile.h"
+
+namespace llmctl::cpu {
+
+namespace {
+
+struct KQ6_K {
+  static constexpr size_t kBytes = 210;
+  static constexpr int kTokens = 6;
+
+  static float scalar_block(const uint8_t* sb, int j, const int8_t* qx, float dx, int32_t xsum,
+                            float acc) {
+    (void)xsum;
+    int8_t sc[2];
+    std::memcpy(sc, sb + 192 + 2 * j, 2);
+    int half[2] = {0, 0};
+    for (int l = 0; l < 32; ++l) half[l / 16] += (q6_k_value(sb, 32 * j + l) - 32) * qx[l];
+    const int isum = sc[0] * half[0] + sc[1] * half[1];
+    return std::fma(static_cast<float>(isum), fp16_to_f32(load_u16_le(sb + 208)) * dx, acc);
+  }
+
+#if defined(LLMCTL_HAVE_X86)
+  // Panel record (8 rows, one super-block):
+  //   w[8][8]  at 256 j + 32 s: block j, weights 4s..4s+3 of rows 0..7, q in 0..63 (unsigned)
+  //   sa[8]    at 2048 + 32 j: per row the int16 pair (sc_2j, sc_2j), sb[8] at 2304: sc_2j+1
+  //   off[8]   at 2560 + 32 j: per row the int16 pair (-32 sc_2j, -32 sc_2j+1)
+  //   d        at 2816: 8 floats
+  static constexpr size_t kSaOffset = 2048, kSbOffset = 2304, kOffOffset = 2560, kDOffset = 2816;
+  static constexpr size_t kPanelBytes = 2848;
+
+  // The 8 rows' block against 32 activations, without the -32: sum_s sc * q * x. A maddubs
+  // lane is <= 2 * 63 * 127 = 16002 in magnitude, so two steps add in int16 (<= 32004)
+  // before a madd with the sub-block's scale widens them (the scales differ every 4 steps).
+  LLMCTL_AVX2 static __m256i dot(const uint8_t* w, const int8_t* qx, __m256i sa, __m256i sb) {
+    __m256i sum = _mm256_setzero_si256();
+    for (int s = 0; s < 8; s += 2) {
+      const __m256i p = _mm256_add_epi16(
+          _mm256_maddubs_epi16(kq_load(w + 32 * s), kq_bcast4(qx + 4 * s)),
+          _mm256_maddubs_epi16(kq_load(w + 32 * s + 32), kq_bcast4(qx + 4 * s + 4)));
+      sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, s < 4 ? sa : sb));
+    }
+    return sum;
+  }
+
+  // Per block of the super-block: (sum of activations 0..15) | (sum of 16..31) << 16, int16
+  // each (|sum| <= 16 * 127), the operand of the -32 term's madd with off[j].
+  LLMCTL_AVX2 static void half_sums(const int8_t* qx, int32_t out[8]) {
+    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+    __m256i m[8];
+    for (int i = 0; i < 8; ++i)
+      m[i] = _mm256_madd_epi16(
+          _mm256_maddubs_epi16(ones8, kq_load(reinterpret_cast<const uint8_t*>(qx) + 32 * i)),
+          ones16);  // lanes 0..3: parts of block i's first half, 4..7: its second half
+    // hadd twice: low 128 bits the first halves of 4 blocks, high 128 bits their second halves
+    const __m256i lo =
+        _mm256_hadd_epi32(_mm256_hadd_epi32(m[0], m[1]), _mm256_hadd_epi32(m[2], m[3]));
+    const __m256i hi =
+        _mm256_hadd_epi32(_mm256_hadd_epi32(m[4], m[5]), _mm256_hadd_epi32(m[6], m[7]));
+    const __m256i first = _mm256_permute2x128_si256(lo, hi, 0x20);
+    const __m256i second = _mm256_permute2x128_si256(lo, hi, 0x31);
+    const __m256i pairs = _mm256_blend_epi16(first, _mm256_slli_epi32(second, 16), 0xaa);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), pairs);
+  }
+
+  LLMCTL_AVX2 static void pack(const uint8_t* const rows[8], size_t off, uint8_t* p) {
+    __m256i g[4];  // g[c] lane r: scales 4c..4c+3 of row r
+    kq_transpose16(rows, off + 192, g);
+    const __m256i low16 = _mm256_set1_epi32(0xffff);
+    for (int j = 0; j < 8; ++j) {
+      const int sh = 16 * (j % 2);  // scales 2j, 2j+1: bytes sh/8, sh/8 + 1 of dword j/2
+      const __m256i sa =
+          _mm256_srai_epi32(_mm256_sll_epi32(g[j / 2], _mm_cvtsi32_si128(24 - sh)), 24);
+      const __m256i sb =
+          _mm256_srai_epi32(_mm256_sll_epi32(g[j / 2], _mm_cvtsi32_si128(16 - sh)), 24);
+      kq_store(p + kSaOffset + 32 * j,
+               _mm256_or_si256(_mm256_and_si256(sa, low16), _mm256_slli_epi32(sa, 16)));
+      kq_store(p + kSbOffset + 32 * j,
+               _mm256_or_si256(_mm256_and_si256(sb, low16), _mm256_slli_epi32(sb, 16)));
+      const __m256i na = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(sa, 5));
+      const __m256i nb = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(sb, 5));
+      kq_store(p + kOffOffset + 32 * j, _mm256_blend_epi16(na, _mm256_slli_epi32(nb, 16), 0xaa));
+    }
+    __m256i gd[4];  // bytes 194..209: d is the high half of dword 3
+    kq_transpose16(rows, off + 194, gd);
+    _mm256_storeu_ps(reinterpret_cast<float*>(p + kDOffset), kq_fp16_lanes(gd[3], true));
+    const __m256i nib = _mm256_set1_epi8(0x0f), top = _mm256_set1_epi8(0x30);
+    for (int h = 0; h < 2; ++h) {  // elements 128h + 32k + l: block 4h + k
+      __m256i l0[8], l1[8], hb[8];
+      kq_transpose32(rows, off + 64 * static_cast<size_t>(h), l0);
+      kq_transpose32(rows, off + 64 * static_cast<size_t>(h) + 32, l1);
+      kq_transpose32(rows, off + 128 + 32 * static_cast<size_t>(h), hb);
+      for (int k = 0; k < 4; ++k)
+        for (int s = 0; s < 8; ++s) {
+          const __m256i src = k % 2 == 0 ? l0[s] : l1[s];
+          const __m256i lo = _mm256_and_si256(k < 2 ? src : _mm256_srli_epi16(src, 4), nib);
+          // bits 2k, 2k+1 of qh to bits 4, 5 (the 16-bit shifts keep them inside their byte)
+          const __m256i hi =
+              _mm256_and_si256(k < 3 ? _mm256_sll_epi16(hb[s], _mm_cvtsi32_si128(4 - 2 * k))
+                                     : _mm256_srli_epi16(hb[s], 2),
+                               top);
+          kq_store(p + 256 * (4 * h + k) + 32 * s, _mm256_or_si256(lo, hi));
+        }
+    }
+  }
+
+  template <int T>
+  LLMCTL_AVX2 static void superblock(const uint8_t* p, const TileArgs& a, int64_t sbi,
+                                     __m256* acc) {
+    const int64_t nb = a.n / 32;
+    alignas(32) int32_t xh[static_cast<size_t>(T)][8];
+    for (int t = 0; t < T; ++t) half_sums(a.qs + t * a.n + kKQuantSuperBlock * sbi, xh[t]);
+    const __m256 d = _mm256_loadu_ps(reinterpret_cast<const float*>(p + kDOffset));
+    for (int j = 0; j < 8; ++j) {
+      const int64_t b = 8 * sbi + j;
+      const __m256i sa = kq_load(p + kSaOffset + 32 * j), sb = kq_load(p + kSbOffset + 32 * j);
+      const __m256i offs = kq_load(p + kOffOffset + 32 * j);
+      for (int t = 0; t < T; ++t) {
+        const __m256i isum = _mm256_add_epi32(dot(p + 256 * j, a.qs + t * a.n + 32 * b, sa, sb),
+                                              _mm256_madd_epi16(_mm256_set1_epi32(xh[t][j]), offs));
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum),
+                                 _mm256_mul_ps(d, _mm256_set1_ps(a.qd[t * nb + b])), acc[t]);
+      }
+    }
+  }
+#endif
+};
+
+}  // namespace
+
+MatmulKernel matmul_kernel_q6_k(bool avx2) {
+  return make_kquant_kernel<KQ6_K>(avx2, "q6_k avx2", "q6_k scalar");
+}
+
+}  // namespace llmctl::cpu
