@@ -62,6 +62,8 @@ MatmulKernel kernel_for(GgmlType type, bool avx2, MatmulPrecision precision) {
       return matmul_kernel_q4_1(avx2);
     case GgmlType::Q4_K:
       return matmul_kernel_q4_k(avx2);
+    case GgmlType::Q5_K:
+      return matmul_kernel_q5_k(avx2);
     case GgmlType::Q6_K:
       return matmul_kernel_q6_k(avx2);
     default:

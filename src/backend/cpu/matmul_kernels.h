@@ -83,18 +83,20 @@ struct MatmulKernel {
 };
 
 // Per-dtype kernels (matmul_f32.cpp, matmul_f16.cpp, matmul_q8_0.cpp, matmul_q4_0.cpp,
-// matmul_q4_1.cpp, matmul_q4_k.cpp, matmul_q6_k.cpp). avx2 == false gives the portable scalar
-// kernel.
+// matmul_q4_1.cpp, matmul_q4_k.cpp, matmul_q5_k.cpp, matmul_q6_k.cpp). avx2 == false gives the
+// portable scalar kernel.
 MatmulKernel matmul_kernel_f32(bool avx2);
 MatmulKernel matmul_kernel_f16(bool avx2);
 MatmulKernel matmul_kernel_bf16(bool avx2);
 MatmulKernel matmul_kernel_q8_0(bool avx2);
 MatmulKernel matmul_kernel_q4_0(bool avx2);
 MatmulKernel matmul_kernel_q4_1(bool avx2);
-// K-quants against int8 activations (matmul_kquant_tile.h; matmul_q4_k.cpp, matmul_q6_k.cpp).
+// K-quants against int8 activations (matmul_kquant_tile.h; matmul_q4_k.cpp, matmul_q5_k.cpp,
+// matmul_q6_k.cpp).
 MatmulKernel matmul_kernel_q4_k(bool avx2);
+MatmulKernel matmul_kernel_q5_k(bool avx2);
 MatmulKernel matmul_kernel_q6_k(bool avx2);
-// Any other type dequantize_row() decodes (Q5_0, Q5_1, Q5_K): each row of the
+// Any other type dequantize_row() decodes (Q5_0, Q5_1): each row of the
 // tile is dequantized to f32 (quant/dequant.h) and multiplied by the F32 kernel, so the result
 // is bit-identical to the F32 kernel on the dequantized weight, with its batch and thread
 // invariance (matmul_dequant.cpp). A tile's rows stay decoded while its token tiles pass.
