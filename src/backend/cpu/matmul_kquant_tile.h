@@ -30,7 +30,7 @@
 // the GGUF rows in place, prefetching the next tile as matmul_quant_tile.h does.
 //
 // The int8 dot products of a block (8 rows x 32 weights against T tokens' 32 activations) are
-// a small function per type (KQ::dots), so that a VNNI variant (dpbusd) can replace it. Each
+// a small function per type (dots), so that a VNNI variant (dpbusd) can replace it. Each
 // weight vector is loaded once for the T tokens (prefill reads the panel from L1/L2).
 //
 // Type traits KQ:
@@ -39,37 +39,13 @@
 //   scalar_block(sb, j, q_x, d_x, xsum, acc) -> acc   block j of super-block sb (the definition)
 //   pack(rows, off, panel)                    AVX2: the 8 rows' super-block at byte off
 //   superblock<T>(panel, a, sb, acc)          AVX2: acc[t] over the super-block's 8 blocks
-//   dots<T>(w, qx, n, isum)                    AVX2 (Q4_K, Q5_K): isum[t] of block w (8 rows)
-//                                              against activations qx + t * n
+// Q4_K and Q5_K share one trait (matmul_q45_k.h), Q6_K has its own (matmul_q6_k.cpp).
 
 #include "backend/cpu/matmul_quant_tile.h"
 
 namespace llmctl::cpu {
 
 constexpr int64_t kKQuantSuperBlock = 256;
-
-// Element e (0..255) of a Q4_K (with_high false: 0..15) or Q5_K (0..31) super-block.
-inline int q45_k_value(const uint8_t* sb, bool with_high, int e) {
-  const int j = e / 32, l = e % 32;
-  const uint8_t* qs = sb + (with_high ? 48 : 16);
-  const uint8_t b = qs[32 * (j / 2) + l];
-  int v = j % 2 == 0 ? (b & 0x0f) : (b >> 4);
-  if (with_high) v |= ((sb[16 + l] >> j) & 1) << 4;
-  return v;
-}
-
-// Block j of a Q4_K / Q5_K super-block (the scalar definition above).
-inline float q45_k_scalar_block(const uint8_t* sb, bool with_high, int j, const int8_t* qx,
-                                float dx, int32_t xsum, float acc) {
-  int sc = 0, m = 0;
-  k_scale_min(sb + 4, j, &sc, &m);
-  const float ds = fp16_to_f32(load_u16_le(sb)) * static_cast<float>(sc);
-  const float dm = fp16_to_f32(load_u16_le(sb + 2)) * static_cast<float>(m);
-  int isum = 0;
-  for (int l = 0; l < 32; ++l) isum += q45_k_value(sb, with_high, 32 * j + l) * qx[l];
-  acc = std::fma(static_cast<float>(isum), ds * dx, acc);
-  return std::fma(-(static_cast<float>(xsum) * dx), dm, acc);
-}
 
 template <class KQ>
 struct KQuantTileAvx2;  // x86 only (below)
@@ -131,58 +107,6 @@ LLMCTL_AVX2 inline __m256 kq_fp16_lanes(__m256i g, bool high) {
                               8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1);
   const __m256i h = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(g, pick), _MM_SHUFFLE(3, 1, 2, 0));
   return _mm256_cvtph_ps(_mm256_castsi256_si128(h));
-}
-
-// Q4_K / Q5_K panel record (8 rows, one super-block):
-//   w[8][8]  at 256 j + 32 s: block j, weights 4s..4s+3 of rows 0..7, q unsigned
-//   ds[8]    at 2048 + 32 j: 8 floats, d * sc_j of each row
-//   dm[8]    at 2304 + 32 j: 8 floats, dmin * m_j of each row
-constexpr size_t kQ45kDsOffset = 2048, kQ45kDmOffset = 2304, kQ45kPanelBytes = 2560;
-
-// The scales of the 8 rows' super-block at `off` into the panel record p (ds, dm).
-LLMCTL_AVX2 inline void q45_k_pack_scales(const uint8_t* const rows[8], size_t off, uint8_t* p) {
-  __m256i g[4];  // g[0]: d | dmin << 16; g[1..3]: scale bytes 0..3, 4..7, 8..11
-  kq_transpose16(rows, off, g);
-  const __m256 d = kq_fp16_lanes(g[0], false), dmin = kq_fp16_lanes(g[0], true);
-  const __m256i m6 = _mm256_set1_epi8(0x3f), m4 = _mm256_set1_epi8(0x0f),
-                top = _mm256_set1_epi8(0x30), byte = _mm256_set1_epi32(0xff);
-  // bytes k of sc_lo / m_lo: sub-block k; of sc_hi / m_hi: sub-block 4 + k (dequant.h packing:
-  // the top two bits of bytes 0..7 are bits 4..5 of the upper sub-blocks' scales and mins)
-  const __m256i sc_lo = _mm256_and_si256(g[1], m6), m_lo = _mm256_and_si256(g[2], m6);
-  const __m256i sc_hi = _mm256_or_si256(_mm256_and_si256(g[3], m4),
-                                        _mm256_and_si256(_mm256_srli_epi32(g[1], 2), top));
-  const __m256i m_hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(g[3], 4), m4),
-                                       _mm256_and_si256(_mm256_srli_epi32(g[2], 2), top));
-  for (int j = 0; j < 8; ++j) {
-    const __m128i sh = _mm_cvtsi32_si128(8 * (j % 4));
-    const __m256i sc = _mm256_and_si256(_mm256_srl_epi32(j < 4 ? sc_lo : sc_hi, sh), byte);
-    const __m256i m = _mm256_and_si256(_mm256_srl_epi32(j < 4 ? m_lo : m_hi, sh), byte);
-    _mm256_storeu_ps(reinterpret_cast<float*>(p + kQ45kDsOffset + 32 * j),
-                     _mm256_mul_ps(d, _mm256_cvtepi32_ps(sc)));
-    _mm256_storeu_ps(reinterpret_cast<float*>(p + kQ45kDmOffset + 32 * j),
-                     _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(m)));
-  }
-}
-
-// Q4_K / Q5_K: the panel's 8 blocks for T tokens (KQ::dots: the blocks' int8 products).
-template <class KQ, int T>
-LLMCTL_AVX2 inline void q45_k_superblock(const uint8_t* p, const TileArgs& a, int64_t sb,
-                                         __m256* acc) {
-  const int64_t nb = a.n / 32;
-  for (int j = 0; j < 8; ++j) {
-    const int64_t b = 8 * sb + j;
-    __m256i isum[static_cast<size_t>(T)];
-    KQ::template dots<T>(p + 256 * j, a.qs + 32 * b, a.n, isum);
-    const __m256 ds = _mm256_loadu_ps(reinterpret_cast<const float*>(p + kQ45kDsOffset + 32 * j));
-    const __m256 dm = _mm256_loadu_ps(reinterpret_cast<const float*>(p + kQ45kDmOffset + 32 * j));
-    for (int t = 0; t < T; ++t) {
-      const float dx = a.qd[t * nb + b];
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(ds, _mm256_set1_ps(dx)),
-                               acc[t]);
-      acc[t] =
-          _mm256_fnmadd_ps(_mm256_set1_ps(static_cast<float>(a.qsum[t * nb + b]) * dx), dm, acc[t]);
-    }
-  }
 }
 
 template <class KQ>
