@@ -3,9 +3,11 @@
 //   * a random Llama of width 256 (stories260K's rows of 64 and 172 are not whole 256-element
 //     super-blocks, so its k-quant version would be all fallback) with Q4_K / Q5_K / Q6_K.
 // Each quantized model must compute exactly what the F32 model holding its dequantized
-// weights computes (both backends multiply decoded rows as f32: a wrong layout or stride
-// breaks this), stay close to the F32 original (KL of the next-token distributions, bounded
-// per type and ordered by bits), and run greedy decoding.
+// weights computes when the rows are multiplied decoded to f32 (the reference backend; the
+// fast backend with MatmulPrecision::Float: a wrong layout or stride breaks this), stay close to the F32 original (KL of the next-token distributions, bounded
+// per type and ordered by bits; the fast backend's default precision too, whose integer
+// kernels multiply int8 activations: their bits are tested in test_cpu_matmul_fast), and run
+// greedy decoding.
 // Then the importance matrix (quant/importance.h, quantize_rows' weighted search): on
 // stories260K, Q4_0 with an importance matrix collected from the model's own matmul inputs has
 // lower KL against the F32 model than plain Q4_0 on text it was not calibrated on (issue 7,
@@ -123,11 +125,12 @@ struct Run {
   std::vector<int32_t> greedy;
 };
 
-Run run(const GgufFile& f, bool fast, const std::vector<int32_t>& prompt, size_t n_gen) {
+Run run(const GgufFile& f, bool fast, const std::vector<int32_t>& prompt, size_t n_gen,
+        cpu::MatmulPrecision precision = cpu::MatmulPrecision::Fast) {
   const ModelConfig c = config_from_gguf(f);
   const ModelWeights w = bind_weights(f, c);
   cpu::CpuBackend reference;
-  cpu::CpuFastBackend fast_backend(2);
+  cpu::CpuFastBackend fast_backend(2, precision);
   Backend& backend = fast ? static_cast<Backend&>(fast_backend) : reference;
   Forward fwd(c, w, backend, 64);
   Run r;
@@ -189,7 +192,8 @@ std::vector<double> check_model(const GgufBuilder& f32_model, const std::vector<
     for (bool fast : {false, true}) {
       INFO((fast ? "fast backend" : "reference backend"));
       const Run got = run(q, fast, kPrompt, 0);
-      CHECK(same_logits(got, run(same, fast, kPrompt, 0)));
+      CHECK(same_logits(run(q, fast, kPrompt, 0, cpu::MatmulPrecision::Float),
+                        run(same, fast, kPrompt, 0)));
       const double kl = mean_kl(ref.logits, got.logits);
       INFO("mean KL vs F32 = " << kl);
       CHECK(kl < cs.max_kl);
