@@ -25,15 +25,19 @@ using namespace llmctl::cpu;
 
 namespace {
 
-// Q5_0 ... Q6_K run through the dequantizing kernel (rows decoded to f32, then the F32 kernel).
+// Q4_K ... Q6_K run through the dequantizing kernel (rows decoded to f32, then the F32 kernel).
 const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
                            GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
                            GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
 // Whether the kernel multiplies int8-quantized activations (the integer kernels).
 bool is_quantized(GgmlType t) {
-  return t == GgmlType::Q8_0 || t == GgmlType::Q4_0 || t == GgmlType::Q4_1;
+  return t == GgmlType::Q8_0 || t == GgmlType::Q4_0 || t == GgmlType::Q4_1 ||
+         t == GgmlType::Q5_0 || t == GgmlType::Q5_1;
 }
+
+// Whether the weight has a per-block min (w = q * d + m): Q4_1, Q5_1.
+bool has_min(GgmlType t) { return t == GgmlType::Q4_1 || t == GgmlType::Q5_1; }
 
 // Whether the kernel multiplies f16-rounded activations (F16 weights, matmul_kernels.h).
 bool is_half(GgmlType t) { return t == GgmlType::F16; }
@@ -44,7 +48,7 @@ std::vector<MatmulIsa> isas() {
   return v;
 }
 
-// A weight (d, n) of `type`: normal values (plus an offset for Q4_1 so its min matters), a row
+// A weight (d, n) of `type`: normal values (plus an offset for Q4_1, Q5_1 so the min matters), a row
 // of zeros, and for Q8_0 some q = -128 (valid in a file, never written by the quantizer).
 struct Weight {
   GgmlType type;
@@ -62,7 +66,7 @@ struct Weight {
 Weight make_weight(GgmlType type, int64_t d, int64_t n, std::mt19937& rng) {
   Weight w{type, d, n, {}};
   w.bytes.resize(w.row_bytes() * static_cast<size_t>(d));
-  std::normal_distribution<float> dist(type == GgmlType::Q4_1 ? 0.5f : 0.0f, 1.0f);
+  std::normal_distribution<float> dist(has_min(type) ? 0.5f : 0.0f, 1.0f);
   std::vector<float> row(static_cast<size_t>(n));
   for (int64_t r = 0; r < d; ++r) {
     for (float& v : row) v = r == 2 ? 0.0f : dist(rng);
@@ -127,7 +131,7 @@ std::vector<double> half_x(const float* x, int64_t n) {
 
 // Tolerance for one output element, u = 2^-24 (float unit roundoff):
 //  * Float rounding. Each of the 8 lanes is a chain of fma over n/8 terms (float kernels) or
-//    one fma per 32-block (two for Q4_1: the q * d part, then the min part), then 3 adds; the
+//    one fma per 32-block (two for Q4_1, Q5_1: the q * d part, then the min part), then 3 adds; the
 //    standard bound for recursive summation is (chain length) * u * sum|terms|. A quantized
 //    term also rounds its factor (d_w * d_x; Q4_1's xsum * d_x) once, and Q4_1's two parts can
 //    cancel, so both are bounded by their absolute sums:
@@ -168,13 +172,14 @@ double tolerance(GgmlType type, const std::vector<float>& w, float m_w_max, cons
   return (m + 5.0) * u * p + (with_activation_error ? act * (1.0 + 1e-5) : 0.0) + 1e-30;
 }
 
-// |m_w| of a Q4_1 row (0 for other types): the largest block min.
+// |m_w| of a Q4_1 or Q5_1 row (0 for other types): the largest block min.
 float max_min(const Weight& w, int64_t r) {
-  if (w.type != GgmlType::Q4_1) return 0.0f;
+  if (!has_min(w.type)) return 0.0f;
   float m = 0.0f;
   const uint8_t* row = w.bytes.data() + static_cast<size_t>(r) * w.row_bytes();
   for (int64_t b = 0; b < w.n / 32; ++b)
-    m = std::max(m, std::fabs(fp16_to_f32(load_u16_le(row + 20 * b + 2))));
+    m = std::max(m,
+                 std::fabs(fp16_to_f32(load_u16_le(row + ggml_traits(w.type).type_size * b + 2))));
   return m;
 }
 
@@ -379,8 +384,11 @@ TEST_CASE("matmul_fast: kernel names, bad arguments", "[cpu]") {
   for (GgmlType type : kTypes) CHECK(std::string(matmul_fast_kernel_name(type)) != "unsupported");
   CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q3_K)) == "unsupported");
   CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q5_K)).rfind("dequant+f32", 0) == 0);
-  if (matmul_fast_has_avx2())
+  if (matmul_fast_has_avx2()) {
     CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_0)) == "q4_0 avx2");
+    CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q5_0)) == "q5_0 avx2");
+    CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q5_1)) == "q5_1 avx2");
+  }
   ThreadPool pool(1);
   MatmulScratch scratch;
   std::vector<uint8_t> bytes(4096);
@@ -394,6 +402,23 @@ TEST_CASE("matmul_fast: kernel names, bad arguments", "[cpu]") {
   CHECK_THROWS_WITH(call(GgmlType::Q4_0, 48, 1), Catch::Contains("multiple of 32"));
   CHECK_THROWS_WITH(call(GgmlType::F32, 8, 0), Catch::Contains("n_tokens >= 1"));
   CHECK_NOTHROW(call(GgmlType::F32, 8, 1));
+}
+
+// Q5 weights at the top of their range (q = 31 in every element: nibbles 0xF, qh all ones)
+// against activations at +-127: a block's products reach 31 * 127 * 32, past int16, so a
+// kernel that sums the steps in int16 (as the 4-bit path may) would wrap.
+TEST_CASE("matmul_fast: Q5_0 and Q5_1 at q = 31 do not overflow", "[cpu]") {
+  std::mt19937 rng(8);
+  for (GgmlType type : {GgmlType::Q5_0, GgmlType::Q5_1}) {
+    Weight w = make_weight(type, 11, 256, rng);
+    const size_t bs = ggml_traits(type).type_size, qh = type == GgmlType::Q5_0 ? 2 : 4;
+    for (size_t b = 0; b < w.bytes.size() / bs; ++b)
+      std::memset(w.bytes.data() + b * bs + qh, 0xFF, bs - qh);  // qh and qs: q = 31
+    std::vector<float> x(static_cast<size_t>(3 * w.n), 1.0f);
+    for (size_t i = 0; i < x.size(); i += 7) x[i] = 0.25f;  // q_x = 127 in most lanes
+    for (size_t i = static_cast<size_t>(w.n); i < x.size(); ++i) x[i] = -x[i];
+    for (MatmulIsa isa : isas()) check_against_reference(w, x, 3, run(isa, w, x, 3, 1));
+  }
 }
 
 // w under `precision` gives exactly the F32 kernel's bits on w decoded, for every tile shape
@@ -416,8 +441,7 @@ void check_same_as_decoded(const Weight& w, MatmulPrecision precision, std::mt19
 // weight is replaced by another at the same address (the row cache is per call).
 TEST_CASE("matmul_fast: dequantizing kernel equals the F32 kernel on the decoded weight", "[cpu]") {
   std::mt19937 rng(77);
-  for (GgmlType type :
-       {GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     Weight w = make_weight(type, 23, 512, rng);
     check_same_as_decoded(w, MatmulPrecision::Fast, rng);
     // Same buffer, new contents: the next call must not reuse the first call's decoded rows.
@@ -440,7 +464,8 @@ TEST_CASE("matmul_fast: dequantizing kernel equals the F32 kernel on the decoded
 // differs by the int8 / f16 rounding of the activations.
 TEST_CASE("matmul_fast: Float precision equals the F32 kernel on the decoded weight", "[cpu]") {
   std::mt19937 rng(31);
-  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::F16}) {
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
+                        GgmlType::Q5_1, GgmlType::F16}) {
     const Weight w = make_weight(type, 23, 512, rng);
     check_same_as_decoded(w, MatmulPrecision::Float, rng);
     // ... where the Fast path does not (int8 or f16 activations).

@@ -44,7 +44,8 @@ MatmulKernel kernel_for(GgmlType type, bool avx2, MatmulPrecision precision) {
       k.name = avx2 ? "f16 f32-activations avx2" : "f16 f32-activations scalar";
       return k;
     }
-    if (type == GgmlType::Q8_0 || type == GgmlType::Q4_0 || type == GgmlType::Q4_1)
+    if (type == GgmlType::Q8_0 || type == GgmlType::Q4_0 || type == GgmlType::Q4_1 ||
+        type == GgmlType::Q5_0 || type == GgmlType::Q5_1)
       return matmul_kernel_dequant(type, avx2);
   }
   switch (type) {
@@ -60,6 +61,10 @@ MatmulKernel kernel_for(GgmlType type, bool avx2, MatmulPrecision precision) {
       return matmul_kernel_q4_0(avx2);
     case GgmlType::Q4_1:
       return matmul_kernel_q4_1(avx2);
+    case GgmlType::Q5_0:
+      return matmul_kernel_q5_0(avx2);
+    case GgmlType::Q5_1:
+      return matmul_kernel_q5_1(avx2);
     default:
       return matmul_kernel_dequant(type, avx2);
   }

@@ -12,7 +12,7 @@
 // only. Half-width activations halve the bytes the tile streams from L2 per FMA.
 // Quantized weights (up to 8 rows, rows as SIMD lanes): one scalar chain per pair over the
 // 32-element blocks, acc = fma(float(isum_b), d_w * d_x, acc) with the block's exact integer
-// dot product isum_b (Q4_1 adds its min term per block); matmul_quant_tile.h has the details.
+// dot product isum_b (Q4_1 and Q5_1 add their min term per block); matmul_quant_tile.h has the details.
 //
 // Every float product that feeds a sum is written as an explicit fma (std::fma, fmadd
 // intrinsics) and no float expression has the shape a * b + c: GCC contracts such
@@ -82,14 +82,17 @@ struct MatmulKernel {
 };
 
 // Per-dtype kernels (matmul_f32.cpp, matmul_f16.cpp, matmul_q8_0.cpp, matmul_q4_0.cpp,
-// matmul_q4_1.cpp). avx2 == false gives the portable scalar kernel.
+// matmul_q4_1.cpp, matmul_q5_0.cpp, matmul_q5_1.cpp). avx2 == false gives the portable scalar
+// kernel.
 MatmulKernel matmul_kernel_f32(bool avx2);
 MatmulKernel matmul_kernel_f16(bool avx2);
 MatmulKernel matmul_kernel_bf16(bool avx2);
 MatmulKernel matmul_kernel_q8_0(bool avx2);
 MatmulKernel matmul_kernel_q4_0(bool avx2);
 MatmulKernel matmul_kernel_q4_1(bool avx2);
-// Any other type dequantize_row() decodes (Q5_0, Q5_1, Q4_K, Q5_K, Q6_K): each row of the
+MatmulKernel matmul_kernel_q5_0(bool avx2);
+MatmulKernel matmul_kernel_q5_1(bool avx2);
+// Any other type dequantize_row() decodes (Q4_K, Q5_K, Q6_K): each row of the
 // tile is dequantized to f32 (quant/dequant.h) and multiplied by the F32 kernel, so the result
 // is bit-identical to the F32 kernel on the dequantized weight, with its batch and thread
 // invariance (matmul_dequant.cpp). A tile's rows stay decoded while its token tiles pass.

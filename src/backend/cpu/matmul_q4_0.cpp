@@ -13,6 +13,8 @@ struct BlockQ4_0 {
   static constexpr bool kNibbles = true;
   static constexpr bool kOffset8 = true;
   static constexpr bool kHasMin = false;
+  static constexpr bool kHighBit = false;
+  static constexpr size_t kQhOffset = 0;
 };
 
 }  // namespace

@@ -13,6 +13,8 @@ struct BlockQ4_1 {
   static constexpr bool kNibbles = true;
   static constexpr bool kOffset8 = false;
   static constexpr bool kHasMin = true;
+  static constexpr bool kHighBit = false;
+  static constexpr size_t kQhOffset = 0;
 };
 
 }  // namespace

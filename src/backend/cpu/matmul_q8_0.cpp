@@ -12,6 +12,8 @@ struct BlockQ8_0 {
   static constexpr bool kNibbles = false;
   static constexpr bool kOffset8 = false;
   static constexpr bool kHasMin = false;
+  static constexpr bool kHighBit = false;
+  static constexpr size_t kQhOffset = 0;
 };
 
 }  // namespace

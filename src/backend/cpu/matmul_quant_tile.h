@@ -1,13 +1,15 @@
 #pragma once
 // Internal to the matmul fast path: the tile kernel for block-quantized weights (Q8_0, Q4_0,
-// Q4_1) against int8 activations (quantize_activations.h), written once over a block trait.
+// Q4_1, Q5_0, Q5_1) against int8 activations (quantize_activations.h), written once over a
+// block trait.
 //
 // Arithmetic (the contract the scalar and the AVX2 kernel share, bit for bit): for each
 // (row r, token t), over the row's 32-element blocks b in order, starting from acc = 0:
 //   isum = sum_j q_w[j] * q_x[j]                       exact in int32
 //   acc  = fma(float(isum), d_w * d_x, acc)
-//   Q4_1 (w = q * d + m) then: acc = fma(float(xsum) * d_x, m, acc), xsum = sum_j q_x[j]
-// and out[t][r] = acc. The integer weights are Q8_0 q, Q4_0 q - 8, Q4_1 q.
+//   Q4_1, Q5_1 (w = q * d + m) then: acc = fma(float(xsum) * d_x, m, acc), xsum = sum_j q_x[j]
+// and out[t][r] = acc. The integer weights are Q8_0 q, Q4_0 q - 8, Q4_1 q, Q5_0 q - 16, Q5_1 q
+// (Q5: the nibble plus bit j of qh as bit 4).
 //
 // Rows are the SIMD lanes: a tile is 8 rows (fewer at the end of a range: the missing rows
 // repeat the last one and are not stored) x T tokens. For each block the 8 rows' weight bytes
@@ -22,8 +24,11 @@
 // Block traits:
 //   Block::kBytes, kQsOffset     bytes per block, offset of the quants (after d, and Q4_1's m)
 //   Block::kNibbles              4-bit quants (byte j: element j low, element j + 16 high)
-//   Block::kOffset8              integer weight is q - 8 (Q4_0): isum = sum q*x - 8 * xsum
-//   Block::kHasMin               Q4_1: fp16 m at byte 2
+//   Block::kOffset8              integer weight is q minus half its range: q - 8 (Q4_0), with
+//                                kHighBit q - 16 (Q5_0); isum = sum q*x - offset * xsum
+//   Block::kHasMin               Q4_1, Q5_1: fp16 m at byte 2
+//   Block::kHighBit, kQhOffset   Q5_0, Q5_1: nibble blocks whose element j has a fifth bit,
+//                                bit j of the u32 (LE) at kQhOffset
 
 #include <cstring>
 
@@ -36,6 +41,12 @@ constexpr int kQuantTileRows = 8;
 // Tokens per prefill tile: T accumulators and T int sums stay in registers while the packed
 // weights stream from L1/L2 (1 thread, 256 tokens, 2048x2048: Q4_0 T = 4 / 6 / 8 gave 116 /
 // 134 / 149 GFLOP/s; Q8_0, whose sign vectors take registers too, 86 / 112 / 109).
+// The offset subtracted from q (kOffset8 above).
+template <class Block>
+constexpr int quant_offset() {
+  return Block::kOffset8 ? (Block::kHighBit ? 16 : 8) : 0;
+}
+
 template <class Block>
 constexpr int quant_tile_tokens() {
   return Block::kNibbles ? 8 : 6;
@@ -46,8 +57,13 @@ template <class Block>
 inline int quant_weight(const uint8_t* blk, int j) {
   const uint8_t* q = blk + Block::kQsOffset;
   if constexpr (Block::kNibbles) {
-    const int v = j < 16 ? (q[j] & 0x0f) : (q[j - 16] >> 4);
-    return Block::kOffset8 ? v - 8 : v;
+    int v = j < 16 ? (q[j] & 0x0f) : (q[j - 16] >> 4);
+    if constexpr (Block::kHighBit) {
+      uint32_t qh;
+      std::memcpy(&qh, blk + Block::kQhOffset, 4);  // little-endian hosts (x86, arm64)
+      v |= static_cast<int>((qh >> j) & 1u) << 4;
+    }
+    return v - quant_offset<Block>();
   } else {
     return static_cast<int8_t>(q[j]);
   }
@@ -129,6 +145,27 @@ struct QuantTileAvx2 {
                                           static_cast<short>(load_u16_le(rows[7] + off))));
   }
 
+  // Q5: ORs 16 into w[s] byte (4r + i) where element 4s + i (s < 4; s >= 4: 16 + 4(s - 4) + i)
+  // of row r has its qh bit set. Dword r of h holds row r's qh; the byte of it that holds
+  // the step's 4 bits is copied to the 4 bytes of the dword, and each byte tests its own bit.
+  LLMCTL_AVX2 static void add_high_bits(const uint8_t* const rows[8], size_t qh_off, __m256i w[8]) {
+    uint32_t qh[8];
+    for (int r = 0; r < 8; ++r) std::memcpy(&qh[r], rows[r] + qh_off, 4);
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh));
+    const __m256i bit4 = _mm256_set1_epi8(0x10);
+    for (int s = 0; s < 8; ++s) {
+      const int byte = s / 2, shift = 4 * (s % 2);  // bits 4s..4s+3 of the u32
+      const char b = static_cast<char>(byte);
+      const __m256i spread = _mm256_shuffle_epi8(
+          h, _mm256_setr_epi8(b, b, b, b, b + 4, b + 4, b + 4, b + 4, b + 8, b + 8, b + 8, b + 8,
+                              b + 12, b + 12, b + 12, b + 12, b, b, b, b, b + 4, b + 4, b + 4,
+                              b + 4, b + 8, b + 8, b + 8, b + 8, b + 12, b + 12, b + 12, b + 12));
+      const __m256i mask = _mm256_set1_epi32(static_cast<int>(0x08040201u << shift));
+      const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, mask), mask);
+      w[s] = _mm256_or_si256(w[s], _mm256_and_si256(set, bit4));
+    }
+  }
+
   // One block of the 8 rows in registers (the fields of the panel layout above).
   struct Unpacked {
     __m256i w[8], sgn[8];
@@ -147,6 +184,7 @@ struct QuantTileAvx2 {
         u.w[k] = _mm256_and_si256(g[k], low);                            // elements 4k..4k+3
         u.w[k + 4] = _mm256_and_si256(_mm256_srli_epi16(g[k], 4), low);  // 16 + 4k ..
       }
+      if constexpr (Block::kHighBit) add_high_bits(rows, blk + Block::kQhOffset, u.w);
       for (int k = 0; k < 8; ++k) u.sgn[k] = u.w[k];  // unused by nibble blocks
     } else {
       for (int half = 0; half < 2; ++half) {
@@ -177,11 +215,15 @@ struct QuantTileAvx2 {
   // Step s of a block for one token: sum += the 8 rows' products with activations 4s..4s+3.
   LLMCTL_AVX2 static __m256i step(__m256i sum, __m256i w, __m256i sgn, const int8_t* qx, int s) {
     const __m256i x = _mm256_set1_epi32(load_i32(qx + 4 * s));
-    if constexpr (Block::kNibbles) {
+    if constexpr (Block::kNibbles && !Block::kHighBit) {
       // q in 0..15, |x| <= 127: each int16 lane of a maddubs is <= 3810 in magnitude, so
       // the 8 steps add up in int16 without overflow (<= 30480) before one madd.
       const __m256i p = _mm256_maddubs_epi16(w, x);
       return s == 0 ? p : _mm256_add_epi16(sum, p);
+    } else if constexpr (Block::kNibbles) {
+      // Q5: q in 0..31, a lane reaches 7874 and 8 steps would overflow int16: widen each step
+      const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1));
+      return s == 0 ? p : _mm256_add_epi32(sum, p);
     } else {
       // |q| * sign(x, q): a pair of products reaches 32512, so every step is widened
       const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(w, _mm256_sign_epi8(x, sgn)),
@@ -193,8 +235,10 @@ struct QuantTileAvx2 {
   // The block's contribution to one token's accumulator (8 rows), from its 8 step sums.
   LLMCTL_AVX2 static __m256 finish(__m256i sum, __m256 dw, __m256 mw, const TileArgs& a, int64_t tb,
                                    __m256 acc) {
-    if constexpr (Block::kNibbles) sum = _mm256_madd_epi16(sum, _mm256_set1_epi16(1));
-    if constexpr (Block::kOffset8) sum = _mm256_sub_epi32(sum, _mm256_set1_epi32(8 * a.qsum[tb]));
+    if constexpr (Block::kNibbles && !Block::kHighBit)
+      sum = _mm256_madd_epi16(sum, _mm256_set1_epi16(1));
+    if constexpr (Block::kOffset8)
+      sum = _mm256_sub_epi32(sum, _mm256_set1_epi32(quant_offset<Block>() * a.qsum[tb]));
     acc =
         _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, _mm256_set1_ps(a.qd[tb])), acc);
     if constexpr (Block::kHasMin)
