@@ -25,15 +25,16 @@ using namespace llmctl::cpu;
 
 namespace {
 
-// Q4_K ... Q6_K run through the dequantizing kernel (rows decoded to f32, then the F32 kernel).
+// Q2_K ... Q6_K run through the dequantizing kernel (rows decoded to f32, then the F32 kernel).
 const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
                            GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
-                           GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+                           GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
+                           GgmlType::Q6_K};
 
 // Whether the kernel multiplies int8-quantized activations (the integer kernels).
 bool is_quantized(GgmlType t) {
-  return t == GgmlType::Q8_0 || t == GgmlType::Q4_0 || t == GgmlType::Q4_1 ||
-         t == GgmlType::Q5_0 || t == GgmlType::Q5_1;
+  return t == GgmlType::Q8_0 || t == GgmlType::Q4_0 || t == GgmlType::Q4_1 || t == GgmlType::Q5_0 ||
+         t == GgmlType::Q5_1;
 }
 
 // Whether the weight has a per-block min (w = q * d + m): Q4_1, Q5_1.
@@ -48,8 +49,9 @@ std::vector<MatmulIsa> isas() {
   return v;
 }
 
-// A weight (d, n) of `type`: normal values (plus an offset for Q4_1, Q5_1 so the min matters), a row
-// of zeros, and for Q8_0 some q = -128 (valid in a file, never written by the quantizer).
+// A weight (d, n) of `type`: normal values (plus an offset for Q4_1, Q5_1 so the min matters), a
+// row of zeros, and for Q8_0 some q = -128 (valid in a file, never written by the quantizer).
+// Types quantize_row does not write (Q2_K, Q3_K, IQ4_*) get random bytes with small scales.
 struct Weight {
   GgmlType type;
   int64_t d, n;
@@ -60,12 +62,40 @@ struct Weight {
     dequantize_row(type, bytes.data() + static_cast<size_t>(r) * row_bytes(), v.data(), n);
     return v;
   }
-  size_t row_bytes() const { return quantized_size(type, n); }
+  size_t row_bytes() const {
+    const GgmlTypeTraits tr = ggml_traits(type);
+    return static_cast<size_t>(n) / tr.block_size * tr.type_size;
+  }
 };
+
+// Byte offsets of the fp16 scales in a block of a type quantize_row does not write (dequant.h).
+std::vector<size_t> half_offsets(GgmlType t) {
+  if (t == GgmlType::Q2_K) return {80, 82};  // d, dmin
+  if (t == GgmlType::Q3_K) return {108};
+  return {0};  // IQ4_NL, IQ4_XS: d
+}
+
+// Random block bytes, each fp16 scale a random +-[0.002, 0.02] (q spans a few tens).
+void random_blocks(GgmlType type, std::vector<uint8_t>& bytes, std::mt19937& rng) {
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> mag(0.002f, 0.02f);
+  for (uint8_t& b : bytes) b = static_cast<uint8_t>(byte(rng));
+  const size_t bs = ggml_traits(type).type_size;
+  for (size_t blk = 0; blk < bytes.size(); blk += bs)
+    for (size_t off : half_offsets(type)) {
+      const uint16_t h = f32_to_fp16(byte(rng) < 128 ? mag(rng) : -mag(rng));
+      bytes[blk + off] = static_cast<uint8_t>(h & 0xff);
+      bytes[blk + off + 1] = static_cast<uint8_t>(h >> 8);
+    }
+}
 
 Weight make_weight(GgmlType type, int64_t d, int64_t n, std::mt19937& rng) {
   Weight w{type, d, n, {}};
   w.bytes.resize(w.row_bytes() * static_cast<size_t>(d));
+  if (!can_quantize(type)) {
+    random_blocks(type, w.bytes, rng);
+    return w;
+  }
   std::normal_distribution<float> dist(has_min(type) ? 0.5f : 0.0f, 1.0f);
   std::vector<float> row(static_cast<size_t>(n));
   for (int64_t r = 0; r < d; ++r) {
@@ -382,7 +412,7 @@ TEST_CASE("matmul_fast: the scalar fallback gives the AVX2 kernel's bits", "[cpu
 
 TEST_CASE("matmul_fast: kernel names, bad arguments", "[cpu]") {
   for (GgmlType type : kTypes) CHECK(std::string(matmul_fast_kernel_name(type)) != "unsupported");
-  CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q3_K)) == "unsupported");
+  CHECK(std::string(matmul_fast_kernel_name(GgmlType::IQ2_XXS)) == "unsupported");
   CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q5_K)).rfind("dequant+f32", 0) == 0);
   if (matmul_fast_has_avx2()) {
     CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_0)) == "q4_0 avx2");
@@ -397,7 +427,7 @@ TEST_CASE("matmul_fast: kernel names, bad arguments", "[cpu]") {
     matmul_fast(WeightView{"blk.0.w", t, n_cols, 1, bytes.data()}, x.data(), n_tokens, out.data(),
                 pool, scratch);
   };
-  CHECK_THROWS_WITH(call(GgmlType::Q3_K, 256, 1), Catch::Contains("got Q3_K"));
+  CHECK_THROWS_WITH(call(GgmlType::IQ2_XXS, 256, 1), Catch::Contains("got IQ2_XXS"));
   CHECK_THROWS_WITH(call(GgmlType::Q4_K, 32, 1), Catch::Contains("multiple of 256"));
   CHECK_THROWS_WITH(call(GgmlType::Q4_0, 48, 1), Catch::Contains("multiple of 32"));
   CHECK_THROWS_WITH(call(GgmlType::F32, 8, 0), Catch::Contains("n_tokens >= 1"));
@@ -441,7 +471,8 @@ void check_same_as_decoded(const Weight& w, MatmulPrecision precision, std::mt19
 // weight is replaced by another at the same address (the row cache is per call).
 TEST_CASE("matmul_fast: dequantizing kernel equals the F32 kernel on the decoded weight", "[cpu]") {
   std::mt19937 rng(77);
-  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+  for (GgmlType type :
+       {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     Weight w = make_weight(type, 23, 512, rng);
     check_same_as_decoded(w, MatmulPrecision::Fast, rng);
     // Same buffer, new contents: the next call must not reuse the first call's decoded rows.

@@ -74,7 +74,7 @@ void check_args(const WeightView& w, const float* x, int64_t n_tokens, const flo
   if (!is_engine_type(w.type) || kernel_for(w.type, false, MatmulPrecision::Fast).tile == nullptr)
     throw Error(
         fmt::format("matmul '{}': expected weight dtype F32, F16, BF16, Q8_0, Q4_0, Q4_1, "
-                    "Q5_0, Q5_1, Q4_K, Q5_K or Q6_K, got {}",
+                    "Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL or IQ4_XS, got {}",
                     w.name, ggml_type_name(w.type)));
   const int64_t block = ggml_traits(w.type).block_size;
   if (w.n_cols < 1 || w.n_cols % block != 0 || w.n_rows < 1)

@@ -92,7 +92,7 @@ MatmulKernel matmul_kernel_q4_0(bool avx2);
 MatmulKernel matmul_kernel_q4_1(bool avx2);
 MatmulKernel matmul_kernel_q5_0(bool avx2);
 MatmulKernel matmul_kernel_q5_1(bool avx2);
-// Any other type dequantize_row() decodes (Q4_K, Q5_K, Q6_K): each row of the
+// Any other type dequantize_row() decodes (Q2_K ... Q6_K): each row of the
 // tile is dequantized to f32 (quant/dequant.h) and multiplied by the F32 kernel, so the result
 // is bit-identical to the F32 kernel on the dequantized weight, with its batch and thread
 // invariance (matmul_dequant.cpp). A tile's rows stay decoded while its token tiles pass.
