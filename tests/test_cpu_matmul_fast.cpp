@@ -26,15 +26,15 @@ using namespace llmctl::cpu;
 namespace {
 
 // Q2_K ... Q6_K run through the dequantizing kernel (rows decoded to f32, then the F32 kernel).
-const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
-                           GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
-                           GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
-                           GgmlType::Q6_K};
+const GgmlType kTypes[] = {GgmlType::F32,    GgmlType::F16,    GgmlType::BF16, GgmlType::Q8_0,
+                           GgmlType::Q4_0,   GgmlType::Q4_1,   GgmlType::Q5_0, GgmlType::Q5_1,
+                           GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::Q2_K, GgmlType::Q3_K,
+                           GgmlType::Q4_K,   GgmlType::Q5_K,   GgmlType::Q6_K};
 
 // Whether the kernel multiplies int8-quantized activations (the integer kernels).
 bool is_quantized(GgmlType t) {
   return t == GgmlType::Q8_0 || t == GgmlType::Q4_0 || t == GgmlType::Q4_1 || t == GgmlType::Q5_0 ||
-         t == GgmlType::Q5_1;
+         t == GgmlType::Q5_1 || t == GgmlType::IQ4_NL || t == GgmlType::IQ4_XS;
 }
 
 // Whether the weight has a per-block min (w = q * d + m): Q4_1, Q5_1.
@@ -418,6 +418,8 @@ TEST_CASE("matmul_fast: kernel names, bad arguments", "[cpu]") {
     CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_0)) == "q4_0 avx2");
     CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q5_0)) == "q5_0 avx2");
     CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q5_1)) == "q5_1 avx2");
+    CHECK(std::string(matmul_fast_kernel_name(GgmlType::IQ4_NL)) == "iq4_nl avx2");
+    CHECK(std::string(matmul_fast_kernel_name(GgmlType::IQ4_XS)) == "iq4_xs avx2");
   }
   ThreadPool pool(1);
   MatmulScratch scratch;
@@ -496,7 +498,7 @@ TEST_CASE("matmul_fast: dequantizing kernel equals the F32 kernel on the decoded
 TEST_CASE("matmul_fast: Float precision equals the F32 kernel on the decoded weight", "[cpu]") {
   std::mt19937 rng(31);
   for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
-                        GgmlType::Q5_1, GgmlType::F16}) {
+                        GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::F16}) {
     const Weight w = make_weight(type, 23, 512, rng);
     check_same_as_decoded(w, MatmulPrecision::Float, rng);
     // ... where the Fast path does not (int8 or f16 activations).

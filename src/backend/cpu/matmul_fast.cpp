@@ -45,7 +45,8 @@ MatmulKernel kernel_for(GgmlType type, bool avx2, MatmulPrecision precision) {
       return k;
     }
     if (type == GgmlType::Q8_0 || type == GgmlType::Q4_0 || type == GgmlType::Q4_1 ||
-        type == GgmlType::Q5_0 || type == GgmlType::Q5_1)
+        type == GgmlType::Q5_0 || type == GgmlType::Q5_1 || type == GgmlType::IQ4_NL ||
+        type == GgmlType::IQ4_XS)
       return matmul_kernel_dequant(type, avx2);
   }
   switch (type) {
@@ -65,6 +66,10 @@ MatmulKernel kernel_for(GgmlType type, bool avx2, MatmulPrecision precision) {
       return matmul_kernel_q5_0(avx2);
     case GgmlType::Q5_1:
       return matmul_kernel_q5_1(avx2);
+    case GgmlType::IQ4_NL:
+      return matmul_kernel_iq4_nl(avx2);
+    case GgmlType::IQ4_XS:
+      return matmul_kernel_iq4_xs(avx2);
     default:
       return matmul_kernel_dequant(type, avx2);
   }

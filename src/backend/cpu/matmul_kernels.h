@@ -82,8 +82,8 @@ struct MatmulKernel {
 };
 
 // Per-dtype kernels (matmul_f32.cpp, matmul_f16.cpp, matmul_q8_0.cpp, matmul_q4_0.cpp,
-// matmul_q4_1.cpp, matmul_q5_0.cpp, matmul_q5_1.cpp). avx2 == false gives the portable scalar
-// kernel.
+// matmul_q4_1.cpp, matmul_q5_0.cpp, matmul_q5_1.cpp, matmul_iq4_nl.cpp, matmul_iq4_xs.cpp).
+// avx2 == false gives the portable scalar kernel.
 MatmulKernel matmul_kernel_f32(bool avx2);
 MatmulKernel matmul_kernel_f16(bool avx2);
 MatmulKernel matmul_kernel_bf16(bool avx2);
@@ -92,6 +92,8 @@ MatmulKernel matmul_kernel_q4_0(bool avx2);
 MatmulKernel matmul_kernel_q4_1(bool avx2);
 MatmulKernel matmul_kernel_q5_0(bool avx2);
 MatmulKernel matmul_kernel_q5_1(bool avx2);
+MatmulKernel matmul_kernel_iq4_nl(bool avx2);
+MatmulKernel matmul_kernel_iq4_xs(bool avx2);
 // Any other type dequantize_row() decodes (Q2_K ... Q6_K): each row of the
 // tile is dequantized to f32 (quant/dequant.h) and multiplied by the F32 kernel, so the result
 // is bit-identical to the F32 kernel on the dequantized weight, with its batch and thread

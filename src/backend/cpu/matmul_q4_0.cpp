@@ -7,14 +7,12 @@ namespace llmctl::cpu {
 
 namespace {
 
-struct BlockQ4_0 {
+struct BlockQ4_0 : QuantBlockTraits {
   static constexpr size_t kBytes = 18;
   static constexpr size_t kQsOffset = 2;
   static constexpr bool kNibbles = true;
   static constexpr bool kOffset8 = true;
   static constexpr bool kHasMin = false;
-  static constexpr bool kHighBit = false;
-  static constexpr size_t kQhOffset = 0;
 };
 
 }  // namespace

@@ -7,14 +7,12 @@ namespace llmctl::cpu {
 
 namespace {
 
-struct BlockQ4_1 {
+struct BlockQ4_1 : QuantBlockTraits {
   static constexpr size_t kBytes = 20;
   static constexpr size_t kQsOffset = 4;
   static constexpr bool kNibbles = true;
   static constexpr bool kOffset8 = false;
   static constexpr bool kHasMin = true;
-  static constexpr bool kHighBit = false;
-  static constexpr size_t kQhOffset = 0;
 };
 
 }  // namespace

@@ -8,7 +8,7 @@ namespace llmctl::cpu {
 
 namespace {
 
-struct BlockQ5_0 {
+struct BlockQ5_0 : QuantBlockTraits {
   static constexpr size_t kBytes = 22;
   static constexpr size_t kQsOffset = 6;
   static constexpr bool kNibbles = true;

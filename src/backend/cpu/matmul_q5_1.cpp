@@ -8,7 +8,7 @@ namespace llmctl::cpu {
 
 namespace {
 
-struct BlockQ5_1 {
+struct BlockQ5_1 : QuantBlockTraits {
   static constexpr size_t kBytes = 24;
   static constexpr size_t kQsOffset = 8;
   static constexpr bool kNibbles = true;

@@ -6,14 +6,12 @@ namespace llmctl::cpu {
 
 namespace {
 
-struct BlockQ8_0 {
+struct BlockQ8_0 : QuantBlockTraits {
   static constexpr size_t kBytes = 34;
   static constexpr size_t kQsOffset = 2;
   static constexpr bool kNibbles = false;
   static constexpr bool kOffset8 = false;
   static constexpr bool kHasMin = false;
-  static constexpr bool kHighBit = false;
-  static constexpr size_t kQhOffset = 0;
 };
 
 }  // namespace
