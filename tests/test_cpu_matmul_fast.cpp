@@ -19,6 +19,7 @@
 #include "core/fp16.h"
 #include "quant/dequant.h"
 #include "quant/quantize.h"
+#include "support/random_data.h"
 
 using namespace llmctl;
 using namespace llmctl::cpu;
@@ -68,32 +69,11 @@ struct Weight {
   }
 };
 
-// Byte offsets of the fp16 scales in a block of a type quantize_row does not write (dequant.h).
-std::vector<size_t> half_offsets(GgmlType t) {
-  if (t == GgmlType::Q2_K) return {80, 82};  // d, dmin
-  if (t == GgmlType::Q3_K) return {108};
-  return {0};  // IQ4_NL, IQ4_XS: d
-}
-
-// Random block bytes, each fp16 scale a random +-[0.002, 0.02] (q spans a few tens).
-void random_blocks(GgmlType type, std::vector<uint8_t>& bytes, std::mt19937& rng) {
-  std::uniform_int_distribution<int> byte(0, 255);
-  std::uniform_real_distribution<float> mag(0.002f, 0.02f);
-  for (uint8_t& b : bytes) b = static_cast<uint8_t>(byte(rng));
-  const size_t bs = ggml_traits(type).type_size;
-  for (size_t blk = 0; blk < bytes.size(); blk += bs)
-    for (size_t off : half_offsets(type)) {
-      const uint16_t h = f32_to_fp16(byte(rng) < 128 ? mag(rng) : -mag(rng));
-      bytes[blk + off] = static_cast<uint8_t>(h & 0xff);
-      bytes[blk + off + 1] = static_cast<uint8_t>(h >> 8);
-    }
-}
-
 Weight make_weight(GgmlType type, int64_t d, int64_t n, std::mt19937& rng) {
   Weight w{type, d, n, {}};
   w.bytes.resize(w.row_bytes() * static_cast<size_t>(d));
   if (!can_quantize(type)) {
-    random_blocks(type, w.bytes, rng);
+    w.bytes = test::random_blocks(type, static_cast<size_t>(d * n), rng);
     return w;
   }
   std::normal_distribution<float> dist(has_min(type) ? 0.5f : 0.0f, 1.0f);
