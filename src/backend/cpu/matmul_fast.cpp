@@ -44,9 +44,8 @@ MatmulKernel kernel_for(GgmlType type, bool avx2, MatmulPrecision precision) {
       k.name = avx2 ? "f16 f32-activations avx2" : "f16 f32-activations scalar";
       return k;
     }
-    if (type == GgmlType::Q8_0 || type == GgmlType::Q4_0 || type == GgmlType::Q4_1 ||
-        type == GgmlType::Q5_0 || type == GgmlType::Q5_1 || type == GgmlType::IQ4_NL ||
-        type == GgmlType::IQ4_XS)
+    // Every type with an integer kernel (int8 activations) decodes its rows instead.
+    if (kernel_for(type, avx2, MatmulPrecision::Fast).quantized)
       return matmul_kernel_dequant(type, avx2);
   }
   switch (type) {
