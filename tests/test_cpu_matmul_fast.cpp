@@ -19,23 +19,28 @@
 #include "core/fp16.h"
 #include "quant/dequant.h"
 #include "quant/quantize.h"
+#include "support/random_data.h"
 
 using namespace llmctl;
 using namespace llmctl::cpu;
 
 namespace {
 
-// Q5_0 and Q5_1 run through the dequantizing kernel (rows decoded to f32, then the F32
-// kernel); Q8_0, Q4_0, Q4_1, Q4_K, Q5_K and Q6_K have integer kernels.
-const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
-                           GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
-                           GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+// Q2_K and Q3_K run through the dequantizing kernel (rows decoded to f32, then the F32 kernel).
+const GgmlType kTypes[] = {GgmlType::F32,    GgmlType::F16,    GgmlType::BF16, GgmlType::Q8_0,
+                           GgmlType::Q4_0,   GgmlType::Q4_1,   GgmlType::Q5_0, GgmlType::Q5_1,
+                           GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::Q2_K, GgmlType::Q3_K,
+                           GgmlType::Q4_K,   GgmlType::Q5_K,   GgmlType::Q6_K};
 
 // Whether the kernel multiplies int8-quantized activations (the integer kernels).
 bool is_quantized(GgmlType t) {
-  return t == GgmlType::Q8_0 || t == GgmlType::Q4_0 || t == GgmlType::Q4_1 ||
+  return t == GgmlType::Q8_0 || t == GgmlType::Q4_0 || t == GgmlType::Q4_1 || t == GgmlType::Q5_0 ||
+         t == GgmlType::Q5_1 || t == GgmlType::IQ4_NL || t == GgmlType::IQ4_XS ||
          t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K;
 }
+
+// Whether the weight has a per-block min (w = q * d + m): Q4_1, Q5_1.
+bool has_min(GgmlType t) { return t == GgmlType::Q4_1 || t == GgmlType::Q5_1; }
 
 // Whether the kernel multiplies f16-rounded activations (F16 weights, matmul_kernels.h).
 bool is_half(GgmlType t) { return t == GgmlType::F16; }
@@ -46,8 +51,9 @@ std::vector<MatmulIsa> isas() {
   return v;
 }
 
-// A weight (d, n) of `type`: normal values (plus an offset for Q4_1 so its min matters), a row
-// of zeros, and for Q8_0 some q = -128 (valid in a file, never written by the quantizer).
+// A weight (d, n) of `type`: normal values (plus an offset for Q4_1, Q5_1 so the min matters), a
+// row of zeros, and for Q8_0 some q = -128 (valid in a file, never written by the quantizer).
+// Types quantize_row does not write (Q2_K, Q3_K, IQ4_*) get random bytes with small scales.
 struct Weight {
   GgmlType type;
   int64_t d, n;
@@ -58,13 +64,20 @@ struct Weight {
     dequantize_row(type, bytes.data() + static_cast<size_t>(r) * row_bytes(), v.data(), n);
     return v;
   }
-  size_t row_bytes() const { return quantized_size(type, n); }
+  size_t row_bytes() const {
+    const GgmlTypeTraits tr = ggml_traits(type);
+    return static_cast<size_t>(n) / tr.block_size * tr.type_size;
+  }
 };
 
 Weight make_weight(GgmlType type, int64_t d, int64_t n, std::mt19937& rng) {
   Weight w{type, d, n, {}};
   w.bytes.resize(w.row_bytes() * static_cast<size_t>(d));
-  std::normal_distribution<float> dist(type == GgmlType::Q4_1 ? 0.5f : 0.0f, 1.0f);
+  if (!can_quantize(type)) {
+    w.bytes = test::random_blocks(type, static_cast<size_t>(d * n), rng);
+    return w;
+  }
+  std::normal_distribution<float> dist(has_min(type) ? 0.5f : 0.0f, 1.0f);
   std::vector<float> row(static_cast<size_t>(n));
   for (int64_t r = 0; r < d; ++r) {
     for (float& v : row) v = r == 2 ? 0.0f : dist(rng);
@@ -173,14 +186,16 @@ double tolerance(GgmlType type, const std::vector<float>& w, float m_w_max, cons
   return (m + 5.0) * u * p + (with_activation_error ? act * (1.0 + 1e-5) : 0.0) + 1e-30;
 }
 
-// |m_w| of a Q4_1, Q4_K or Q5_K row (0 for other types): the largest block min (Q4_1: m;
+// |m_w| of a Q4_1, Q5_1, Q4_K or Q5_K row (0 for other types): the largest block min (Q4_1,
+// Q5_1: m;
 // K-quants: dmin * m_j of each sub-block).
 float max_min(const Weight& w, int64_t r) {
   float m = 0.0f;
   const uint8_t* row = w.bytes.data() + static_cast<size_t>(r) * w.row_bytes();
-  if (w.type == GgmlType::Q4_1) {
+  if (has_min(w.type)) {
     for (int64_t b = 0; b < w.n / 32; ++b)
-      m = std::max(m, std::fabs(fp16_to_f32(load_u16_le(row + 20 * b + 2))));
+      m = std::max(m, std::fabs(fp16_to_f32(
+                          load_u16_le(row + ggml_traits(w.type).type_size * b + 2))));
   } else if (w.type == GgmlType::Q4_K || w.type == GgmlType::Q5_K) {
     const size_t bytes = ggml_traits(w.type).type_size;
     for (int64_t s = 0; s < w.n / 256; ++s) {
@@ -394,12 +409,17 @@ TEST_CASE("matmul_fast: the scalar fallback gives the AVX2 kernel's bits", "[cpu
 
 TEST_CASE("matmul_fast: kernel names, bad arguments", "[cpu]") {
   for (GgmlType type : kTypes) CHECK(std::string(matmul_fast_kernel_name(type)) != "unsupported");
-  CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q3_K)) == "unsupported");
+  CHECK(std::string(matmul_fast_kernel_name(GgmlType::IQ2_XXS)) == "unsupported");
+  CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q3_K)).rfind("dequant+f32", 0) == 0);
   if (matmul_fast_has_avx2()) {
     CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_0)) == "q4_0 avx2");
     CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_K)) == "q4_k avx2");
     CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q5_K)) == "q5_k avx2");
     CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q6_K)) == "q6_k avx2");
+    CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q5_0)) == "q5_0 avx2");
+    CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q5_1)) == "q5_1 avx2");
+    CHECK(std::string(matmul_fast_kernel_name(GgmlType::IQ4_NL)) == "iq4_nl avx2");
+    CHECK(std::string(matmul_fast_kernel_name(GgmlType::IQ4_XS)) == "iq4_xs avx2");
   }
   ThreadPool pool(1);
   MatmulScratch scratch;
@@ -409,11 +429,28 @@ TEST_CASE("matmul_fast: kernel names, bad arguments", "[cpu]") {
     matmul_fast(WeightView{"blk.0.w", t, n_cols, 1, bytes.data()}, x.data(), n_tokens, out.data(),
                 pool, scratch);
   };
-  CHECK_THROWS_WITH(call(GgmlType::Q3_K, 256, 1), Catch::Contains("got Q3_K"));
+  CHECK_THROWS_WITH(call(GgmlType::IQ2_XXS, 256, 1), Catch::Contains("got IQ2_XXS"));
   CHECK_THROWS_WITH(call(GgmlType::Q4_K, 32, 1), Catch::Contains("multiple of 256"));
   CHECK_THROWS_WITH(call(GgmlType::Q4_0, 48, 1), Catch::Contains("multiple of 32"));
   CHECK_THROWS_WITH(call(GgmlType::F32, 8, 0), Catch::Contains("n_tokens >= 1"));
   CHECK_NOTHROW(call(GgmlType::F32, 8, 1));
+}
+
+// Q5 weights at the top of their range (q = 31 in every element: nibbles 0xF, qh all ones)
+// against activations at +-127: a block's products reach 31 * 127 * 32, past int16, so a
+// kernel that sums the steps in int16 (as the 4-bit path may) would wrap.
+TEST_CASE("matmul_fast: Q5_0 and Q5_1 at q = 31 do not overflow", "[cpu]") {
+  std::mt19937 rng(8);
+  for (GgmlType type : {GgmlType::Q5_0, GgmlType::Q5_1}) {
+    Weight w = make_weight(type, 11, 256, rng);
+    const size_t bs = ggml_traits(type).type_size, qh = type == GgmlType::Q5_0 ? 2 : 4;
+    for (size_t b = 0; b < w.bytes.size() / bs; ++b)
+      std::memset(w.bytes.data() + b * bs + qh, 0xFF, bs - qh);  // qh and qs: q = 31
+    std::vector<float> x(static_cast<size_t>(3 * w.n), 1.0f);
+    for (size_t i = 0; i < x.size(); i += 7) x[i] = 0.25f;  // q_x = 127 in most lanes
+    for (size_t i = static_cast<size_t>(w.n); i < x.size(); ++i) x[i] = -x[i];
+    for (MatmulIsa isa : isas()) check_against_reference(w, x, 3, run(isa, w, x, 3, 1));
+  }
 }
 
 // w under `precision` gives exactly the F32 kernel's bits on w decoded, for every tile shape
@@ -437,7 +474,7 @@ void check_same_as_decoded(const Weight& w, MatmulPrecision precision, std::mt19
 TEST_CASE("matmul_fast: dequantizing kernel equals the F32 kernel on the decoded weight", "[cpu]") {
   std::mt19937 rng(77);
   for (GgmlType type :
-       {GgmlType::Q5_0, GgmlType::Q5_1}) {
+       {GgmlType::Q2_K, GgmlType::Q3_K}) {
     Weight w = make_weight(type, 23, 512, rng);
     check_same_as_decoded(w, MatmulPrecision::Fast, rng);
     // Same buffer, new contents: the next call must not reuse the first call's decoded rows.
@@ -460,9 +497,9 @@ TEST_CASE("matmul_fast: dequantizing kernel equals the F32 kernel on the decoded
 // differs by the int8 / f16 rounding of the activations.
 TEST_CASE("matmul_fast: Float precision equals the F32 kernel on the decoded weight", "[cpu]") {
   std::mt19937 rng(31);
-  for (GgmlType type :
-       {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q4_K, GgmlType::Q5_K,
-        GgmlType::Q6_K, GgmlType::F16}) {
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
+                        GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::Q4_K,
+                        GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::F16}) {
     const Weight w = make_weight(type, 23, 512, rng);
     check_same_as_decoded(w, MatmulPrecision::Float, rng);
     // ... where the Fast path does not (int8 or f16 activations).

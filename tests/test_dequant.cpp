@@ -97,13 +97,14 @@ TEST_CASE("dequantize_row matches gguf-py bit for bit", "[cpu][golden]") {
   CHECK(seen["BF16"] == 1);
 }
 
-// Q5_0, Q5_1 and the k-quants: random bytes in every field (tools/gen_dequant_k_fixture.py),
-// decoded by gguf-py. A wrong bit position in qh, a swapped nibble or a misread 6-bit scale
-// changes most outputs.
-TEST_CASE("dequantize_row of Q5_0, Q5_1, Q4_K, Q5_K, Q6_K matches gguf-py bit for bit",
+// Q5_0, Q5_1, the k-quants and the IQ4 types: random bytes in every field
+// (tools/gen_dequant_k_fixture.py), decoded by gguf-py. A wrong bit position in qh or hmask, a
+// swapped nibble, a misread 6-bit scale or a wrong table level changes most outputs.
+TEST_CASE("dequantize_row of Q5_0, Q5_1, Q2_K ... Q6_K, IQ4_NL, IQ4_XS matches gguf-py bit for bit",
           "[cpu][golden]") {
   auto seen = check_golden_blocks("dequant_golden_k.txt");
-  for (const char* t : {"Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K"}) CHECK(seen[t] == 35);
+  for (const char* t : {"Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS"})
+    CHECK(seen[t] == 35);
 }
 
 TEST_CASE("float to fp16 and bf16 round to nearest even like numpy and gguf-py", "[cpu][golden]") {
@@ -177,9 +178,9 @@ TEST_CASE("hand-checked blocks: nibble order and formulas", "[cpu]") {
 TEST_CASE("dequantize_row rejects unsupported types and partial blocks", "[cpu]") {
   float out[64];
   const uint8_t zeros[256] = {};
-  CHECK_THROWS_AS(dequantize_row(GgmlType::IQ4_NL, zeros, out, 32), Error);
-  CHECK_THROWS_WITH(dequantize_row(GgmlType::Q3_K, zeros, out, 256),
-                    Catch::Contains("Q3_K is not supported"));
+  CHECK_THROWS_AS(dequantize_row(GgmlType::IQ3_S, zeros, out, 256), Error);
+  CHECK_THROWS_WITH(dequantize_row(GgmlType::IQ2_XXS, zeros, out, 256),
+                    Catch::Contains("IQ2_XXS is not supported"));
   CHECK_THROWS_WITH(dequantize_row(GgmlType::Q4_K, zeros, out, 32),
                     Catch::Contains("not a whole number"));
   CHECK_THROWS_WITH(dequantize_row(GgmlType::Q4_0, zeros, out, 33),

@@ -3,11 +3,13 @@
 //   * a random Llama of width 256 (stories260K's rows of 64 and 172 are not whole 256-element
 //     super-blocks, so its k-quant version would be all fallback) with Q4_K / Q5_K / Q6_K.
 // Each quantized model must compute exactly what the F32 model holding its dequantized
-// weights computes when the rows are multiplied decoded to f32 (the reference backend; the
-// fast backend with MatmulPrecision::Float: a wrong layout or stride breaks this), stay close to the F32 original (KL of the next-token distributions, bounded
-// per type and ordered by bits; the fast backend's default precision too, whose integer
-// kernels multiply int8 activations: their bits are tested in test_cpu_matmul_fast), and run
-// greedy decoding.
+// weights computes (the reference backend, and the fast backend with MatmulPrecision::Float,
+// multiply decoded rows as f32: a wrong layout or stride breaks this), stay close to the F32
+// original on both backends' default paths (KL of the next-token distributions, bounded per
+// type and ordered by bits; the fast backend's integer kernels round the activations to
+// int8), and run greedy decoding.
+// The types llmctl reads but does not write (Q2_K, Q3_K, IQ4_NL, IQ4_XS) get random blocks in
+// the width-256 model: it must load and compute exactly what its decoded F32 copy computes.
 // Then the importance matrix (quant/importance.h, quantize_rows' weighted search): on
 // stories260K, Q4_0 with an importance matrix collected from the model's own matmul inputs has
 // lower KL against the F32 model than plain Q4_0 on text it was not calibrated on (issue 7,
@@ -17,8 +19,10 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
@@ -35,6 +39,7 @@
 #include "quant/quant_plan.h"
 #include "quant/quantize.h"
 #include "quant/quantize_gguf.h"
+#include "support/random_data.h"
 #include "support/test_data.h"
 
 using namespace llmctl;
@@ -58,7 +63,8 @@ std::vector<uint8_t> bytes_of(const std::vector<float>& x) {
 }
 
 // Every F32 matrix whose rows are whole blocks of `type` becomes `type` (or, with
-// back_to_f32, F32 holding the dequantized values); the rest is copied.
+// back_to_f32, F32 holding the dequantized values); the rest is copied. A type quantize_row
+// does not write gets random blocks instead of the matrix's values (seeded by the name).
 GgufBuilder requantize(const GgufBuilder& src, GgmlType type, bool back_to_f32) {
   GgufBuilder b;
   for (const GgufKV& kv : src.metadata()) b.set(kv.key, kv.value);
@@ -69,8 +75,14 @@ GgufBuilder requantize(const GgufBuilder& src, GgmlType type, bool back_to_f32) 
       continue;
     }
     std::vector<float> x = floats_of(t.bytes);
-    std::vector<uint8_t> q(quantized_size(type, static_cast<int64_t>(x.size())));
-    quantize_row(type, x.data(), q.data(), static_cast<int64_t>(x.size()));
+    std::vector<uint8_t> q;
+    if (can_quantize(type)) {
+      q.resize(quantized_size(type, static_cast<int64_t>(x.size())));
+      quantize_row(type, x.data(), q.data(), static_cast<int64_t>(x.size()));
+    } else {  // random blocks, the same for the quantized and the decoded copy
+      std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>{}(t.name)));
+      q = test::random_blocks(type, x.size(), rng);
+    }
     if (!back_to_f32) {
       b.add_tensor(t.name, type, t.shape, q);
       continue;
@@ -192,8 +204,8 @@ std::vector<double> check_model(const GgufBuilder& f32_model, const std::vector<
     for (bool fast : {false, true}) {
       INFO((fast ? "fast backend" : "reference backend"));
       const Run got = run(q, fast, kPrompt, 0);
-      CHECK(same_logits(run(q, fast, kPrompt, 0, cpu::MatmulPrecision::Float),
-                        run(same, fast, kPrompt, 0)));
+      const auto f = cpu::MatmulPrecision::Float;
+      CHECK(same_logits(run(q, fast, kPrompt, 0, f), run(same, fast, kPrompt, 0, f)));
       const double kl = mean_kl(ref.logits, got.logits);
       INFO("mean KL vs F32 = " << kl);
       CHECK(kl < cs.max_kl);
@@ -284,6 +296,31 @@ TEST_CASE("a width-256 model with Q4_K, Q5_K and Q6_K matrices runs on both CPU 
   REQUIRE(kl.size() == 3);
   CHECK(kl[1] < kl[0]);
   CHECK(kl[2] < kl[1]);
+}
+
+// Q2_K, Q3_K (the dequantizing kernel), IQ4_NL and IQ4_XS (integer kernels): random blocks,
+// so a model of noise, but one that must load, equal its decoded F32 copy exactly (Float
+// precision on the fast backend) and give finite logits on the default paths.
+TEST_CASE("a width-256 model with Q2_K, Q3_K, IQ4_NL and IQ4_XS matrices runs on both CPU backends",
+          "[cpu]") {
+  const GgufFile stories = GgufFile::open(test::require_test_file("models/stories260K.gguf"));
+  const GgufBuilder src = wide_model(stories);
+  for (GgmlType type : {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS}) {
+    INFO(ggml_type_name(type));
+    const GgufFile q = open_built(requantize(src, type, false));
+    REQUIRE(q.find_tensor("blk.1.ffn_down.weight")->type == type);
+    REQUIRE(q.find_tensor("token_embd.weight")->type == type);
+    const GgufFile same = open_built(requantize(src, type, true));
+    for (bool fast : {false, true}) {
+      INFO((fast ? "fast backend" : "reference backend"));
+      const auto f = cpu::MatmulPrecision::Float;
+      CHECK(same_logits(run(q, fast, kPrompt, 0, f), run(same, fast, kPrompt, 0, f)));
+      const Run got = run(q, fast, kPrompt, 4);
+      CHECK(got.greedy.size() == kPrompt.size() + 4);
+      for (const auto& l : got.logits)
+        CHECK(std::all_of(l.begin(), l.end(), [](float v) { return std::isfinite(v); }));
+    }
+  }
 }
 
 TEST_CASE("stories260K: Q4_0 with an importance matrix has lower KL than plain Q4_0",

@@ -97,13 +97,13 @@ TEST_CASE("quant plan: same type is copied, an undecodable source is copied with
   QuantOptions o;
   o.type = GgmlType::F16;
   std::vector<GgufTensorInfo> t = llama_like();
-  t.push_back(tensor("blk.2.attn_q.weight", {256, 4}, GgmlType::Q3_K));
+  t.push_back(tensor("blk.2.attn_q.weight", {256, 4}, GgmlType::IQ2_XXS));
   const QuantPlan p = plan_quantization(t, o);
   CHECK(find(p, "blk.1.attn_v.weight").copy);
   CHECK_FALSE(find(p, "blk.0.attn_v.weight").copy);
   const TensorPlan& k = find(p, "blk.2.attn_q.weight");
   CHECK(k.copy);
-  CHECK(k.chosen == GgmlType::Q3_K);
+  CHECK(k.chosen == GgmlType::IQ2_XXS);
   CHECK(mentions(p.warnings, "blk.2.attn_q.weight"));
   CHECK(p.file_type == 1);
 }

@@ -15,7 +15,8 @@
 //   to what the code does alone than the median is.
 //   ref     the scalar reference (cpu_backend.cpp's matmul: dequantize a row, f32 dot), one
 //           token, one thread; its prefill time is n_tokens times that (it has no batching).
-// Weights are random normal values quantized in memory. A benchmark, never a test.
+// Weights are random normal values quantized in memory (IQ4_NL, IQ4_XS, which llmctl does not
+// write: random bytes with small scales). A benchmark, never a test.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -32,6 +33,7 @@
 #include "backend/cpu/matmul_fast.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
+#include "core/fp16.h"
 #include "quant/dequant.h"
 #include "quant/quantize.h"
 
@@ -80,17 +82,38 @@ struct Weights {
   std::vector<std::vector<uint8_t>> copies;
 };
 
+size_t row_bytes_of(GgmlType type, int64_t n) {
+  const GgmlTypeTraits tr = ggml_traits(type);
+  return static_cast<size_t>(n) / tr.block_size * tr.type_size;
+}
+
+// IQ4_NL and IQ4_XS, which quantize_row does not write: random bytes, and each block's fp16 d
+// (byte 0 in both layouts) a small normal number, so that no product is subnormal or NaN.
+void random_iq4_rows(GgmlType type, std::vector<uint8_t>& bytes, std::mt19937& rng) {
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (uint8_t& b : bytes) b = static_cast<uint8_t>(byte(rng));
+  const size_t bs = ggml_traits(type).type_size;
+  for (size_t blk = 0; blk < bytes.size(); blk += bs) {
+    const uint16_t h = f32_to_fp16(0.0005f * static_cast<float>(1 + byte(rng) % 8));
+    bytes[blk] = static_cast<uint8_t>(h & 0xff);
+    bytes[blk + 1] = static_cast<uint8_t>(h >> 8);
+  }
+}
+
 Weights make_weights(GgmlType type, const Shape& s, std::mt19937& rng) {
   Weights w;
-  const size_t row_bytes = quantized_size(type, s.n);
+  const size_t row_bytes = row_bytes_of(type, s.n);
   w.bytes = row_bytes * static_cast<size_t>(s.d);
   std::vector<uint8_t> first(w.bytes);
   std::normal_distribution<float> dist(0.0f, 0.02f);
   std::vector<float> row(static_cast<size_t>(s.n));
-  for (int64_t r = 0; r < s.d; ++r) {
-    for (float& v : row) v = dist(rng);
-    quantize_row(type, row.data(), first.data() + static_cast<size_t>(r) * row_bytes, s.n);
-  }
+  if (type == GgmlType::IQ4_NL || type == GgmlType::IQ4_XS)
+    random_iq4_rows(type, first, rng);
+  else
+    for (int64_t r = 0; r < s.d; ++r) {
+      for (float& v : row) v = dist(rng);
+      quantize_row(type, row.data(), first.data() + static_cast<size_t>(r) * row_bytes, s.n);
+    }
   const size_t target = size_t{256} << 20;  // 8 x a 32 MiB L3
   const size_t n_copies = std::clamp<size_t>(target / w.bytes, 1, 64);
   w.copies.push_back(std::move(first));
@@ -101,7 +124,7 @@ Weights make_weights(GgmlType type, const Shape& s, std::mt19937& rng) {
 // The reference: dequantize each row, f32 dot product (cpu_backend.cpp), one token.
 void reference_matmul(GgmlType type, const uint8_t* w, const Shape& s, const float* x, float* out,
                       std::vector<float>& row) {
-  const size_t row_bytes = quantized_size(type, s.n);
+  const size_t row_bytes = row_bytes_of(type, s.n);
   for (int64_t r = 0; r < s.d; ++r) {
     dequantize_row(type, w + static_cast<size_t>(r) * row_bytes, row.data(), s.n);
     float acc = 0.0f;

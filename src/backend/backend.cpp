@@ -56,7 +56,8 @@ void check_quantizable_weight(const char* op, const WeightView& w) {
   if (!backend_supports_weight_type(w.type))
     throw Error(
         fmt::format("backend {}: weight '{}' has type {}, expected one of F32, F16, "
-                    "BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K",
+                    "BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, "
+                    "IQ4_NL, IQ4_XS",
                     op, w.name, ggml_type_name(w.type)));
   const uint32_t block = ggml_traits(w.type).block_size;
   if (w.n_cols % block != 0)

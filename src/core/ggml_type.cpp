@@ -97,9 +97,13 @@ bool is_engine_type(GgmlType type) {
     case GgmlType::Q4_1:
     case GgmlType::Q5_0:
     case GgmlType::Q5_1:
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
     case GgmlType::Q6_K:
+    case GgmlType::IQ4_NL:
+    case GgmlType::IQ4_XS:
       return true;
     default:
       return false;

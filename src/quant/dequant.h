@@ -26,6 +26,22 @@
 //       high 2 bits (qh[32h + l] >> 2k) & 3.
 //   Q4_K/Q5_K scale packing (12 bytes, j < 8): j < 4: sc = s[j] & 63, m = s[j+4] & 63;
 //   j >= 4: sc = (s[j+4] & 15) | (s[j-4] >> 6) << 4, m = (s[j+4] >> 4) | (s[j] >> 6) << 4.
+//   block_q2_k (84 B): uint8 scales[16]; uint8 qs[64]; fp16 d; fp16 dmin
+//       16 sub-blocks of 16; scales[s]: low nibble sc, high nibble m. Element 128h + 32k + l
+//       (h < 2, k < 4, l < 32) is q = (qs[32h + l] >> 2k) & 3.
+//       x = (d*sc) * q - (dmin*m)
+//   block_q3_k (110 B): uint8 hmask[32]; uint8 qs[64]; uint8 scales[12]; fp16 d
+//       16 sub-blocks of 16 with 6-bit scales sc (s < 16: low 4 bits s < 8 ? scales[s] & 15 :
+//       scales[s-8] >> 4, high 2 bits (scales[8 + s%4] >> 2(s/4)) & 3). Element 128h + 32k + l
+//       has low bits (qs[32h + l] >> 2k) & 3 and, when bit 4h + k of hmask[l] is clear, - 4.
+//       x = (d*(sc - 32)) * q
+//
+// Non-linear 4-bit types: the nibble indexes kIq4nlValues (ggml's kvalues_iq4nl), an int8.
+//   block_iq4_nl (18 B): fp16 d; uint8 qs[16]
+//       x[j] = d * v[qs[j] & 15], x[j + 16] = d * v[qs[j] >> 4]  (v = kIq4nlValues)
+//   block_iq4_xs (136 B): fp16 d; u16 scales_h (LE); uint8 scales_l[4]; uint8 qs[128]
+//       8 sub-blocks of 32, each laid out as an IQ4_NL block's qs (qs[16b..16b+16)) with the
+//       scale d * (ls - 32), ls = (scales_l[b/2] >> 4(b%2)) & 15 | ((scales_h >> 2b) & 3) << 4.
 // Float operations happen in ggml's order (d*sc first, then * q, then - dmin*m), so the
 // results equal ggml's and gguf-py's bit for bit.
 
@@ -148,11 +164,83 @@ inline void dequantize_block_q6_k(const uint8_t* block, float* out) {
   }
 }
 
+// Q2_K: the 2-bit quant (0..3) of element e (0..255) and its sub-block's scale byte.
+inline int q2_k_value(const uint8_t* block, int e) {
+  const int h = e / 128, k = (e % 128) / 32, l = e % 32;
+  return (block[16 + 32 * h + l] >> (2 * k)) & 3;
+}
+
+inline void dequantize_block_q2_k(const uint8_t* block, float* out) {
+  const float d = fp16_to_f32(load_u16_le(block + 80));
+  const float dmin = fp16_to_f32(load_u16_le(block + 82));
+  for (int s = 0; s < 16; ++s) {
+    const float dl = d * static_cast<float>(block[s] & 0x0f);
+    const float ml = dmin * static_cast<float>(block[s] >> 4);
+    for (int l = 0; l < 16; ++l)
+      out[16 * s + l] = dl * static_cast<float>(q2_k_value(block, 16 * s + l)) - ml;
+  }
+}
+
+// Q3_K: the 6-bit scale (0..63, before - 32) of sub-block s (0..15) and the signed quant
+// (-4..3) of element e (0..255).
+inline int q3_k_scale(const uint8_t* block, int s) {
+  const uint8_t* sc = block + 96;
+  const int lo = s < 8 ? (sc[s] & 0x0f) : (sc[s - 8] >> 4);
+  const int hi = (sc[8 + s % 4] >> (2 * (s / 4))) & 3;
+  return lo | (hi << 4);
+}
+
+inline int q3_k_value(const uint8_t* block, int e) {
+  const int h = e / 128, k = (e % 128) / 32, l = e % 32;
+  const int lo = (block[32 + 32 * h + l] >> (2 * k)) & 3;
+  const bool high = ((block[l] >> (4 * h + k)) & 1) != 0;
+  return high ? lo : lo - 4;
+}
+
+inline void dequantize_block_q3_k(const uint8_t* block, float* out) {
+  const float d = fp16_to_f32(load_u16_le(block + 108));
+  for (int s = 0; s < 16; ++s) {
+    const float dl = d * static_cast<float>(q3_k_scale(block, s) - 32);
+    for (int l = 0; l < 16; ++l)
+      out[16 * s + l] = dl * static_cast<float>(q3_k_value(block, 16 * s + l));
+  }
+}
+
+// ggml's kvalues_iq4nl: the 16 levels of IQ4_NL and IQ4_XS, a non-uniform int8 grid.
+inline constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                            1,    13,   25,  38,  53,  69,  89,  113};
+
+// The table level of element j (0..31) of 16 bytes of IQ4 nibbles.
+inline int iq4_value(const uint8_t* qs, int j) {
+  return kIq4nlValues[j < 16 ? (qs[j] & 0x0f) : (qs[j - 16] >> 4)];
+}
+
+inline void dequantize_block_iq4_nl(const uint8_t* block, float* out) {
+  const float d = fp16_to_f32(load_u16_le(block));
+  for (int j = 0; j < 32; ++j) out[j] = d * static_cast<float>(iq4_value(block + 2, j));
+}
+
+// IQ4_XS: the signed scale ls - 32 (-32..31) of sub-block b (0..7).
+inline int iq4_xs_scale(const uint8_t* block, int b) {
+  const int lo = (block[4 + b / 2] >> (4 * (b % 2))) & 0x0f;
+  const int hi = (load_u16_le(block + 2) >> (2 * b)) & 3;
+  return (lo | (hi << 4)) - 32;
+}
+
+inline void dequantize_block_iq4_xs(const uint8_t* block, float* out) {
+  const float d = fp16_to_f32(load_u16_le(block));
+  for (int b = 0; b < 8; ++b) {
+    const float dl = d * static_cast<float>(iq4_xs_scale(block, b));
+    for (int j = 0; j < 32; ++j)
+      out[32 * b + j] = dl * static_cast<float>(iq4_value(block + 8 + 16 * b, j));
+  }
+}
+
 // Whether dequantize_row() handles `type` (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
-// Q4_K, Q5_K, Q6_K).
+// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS).
 bool can_dequantize(GgmlType type);
 
-// One block of a block type (Q8_0 ... Q6_K) into out[0..block_size).
+// One block of a block type (Q8_0 ... IQ4_XS) into out[0..block_size).
 void dequantize_block(GgmlType type, const uint8_t* block, float* out);
 
 // Decodes n elements of `type` from `src` (n / block_size whole blocks, in ggml's layout)

@@ -218,7 +218,26 @@ void encode(GgmlType type, const GgmlTypeTraits& tr, const float* src, const flo
 
 }  // namespace
 
-bool can_quantize(GgmlType type) { return is_engine_type(type); }
+bool can_quantize(GgmlType type) {
+  // The engine types this file encodes (kQuantizableNames); the engine also reads Q2_K, Q3_K,
+  // IQ4_NL and IQ4_XS, which have no encoder here.
+  switch (type) {
+    case GgmlType::F32:
+    case GgmlType::F16:
+    case GgmlType::BF16:
+    case GgmlType::Q8_0:
+    case GgmlType::Q4_0:
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_0:
+    case GgmlType::Q5_1:
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+    case GgmlType::Q6_K:
+      return true;
+    default:
+      return false;
+  }
+}
 
 bool uses_importance(GgmlType type) {
   // Every block type we write except Q8_0, whose 8-bit RTN leaves a search little to gain.

@@ -3,8 +3,9 @@
 //
 //   out (n_tokens, d) = x (n_tokens, n) @ W^T      W (d, n) = w.n_rows rows of w.n_cols
 //
-// W is read in place (ggml layout: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K). Q5_0
-// and Q5_1 have no integer kernel yet: their rows are dequantized to f32 a tile at a time and
+// W is read in place (ggml layout: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL,
+// IQ4_XS, Q4_K, Q5_K, Q6_K). Q2_K and Q3_K have no integer kernel yet: their rows are
+// dequantized to f32 a tile at a time and
 // go through the F32 kernel (same invariance, F32 speed plus the decoding). F32 and BF16
 // weights are multiplied with the f32 activations directly, F16 weights with the activations
 // rounded to f16 (as ggml does; a token whose values overflow f16 keeps f32); quantized weights are
@@ -51,9 +52,9 @@ struct MatmulScratch {
 };
 
 // How quantized and F16 weights meet the activations.
-//   Fast   int8 activations per 32-element block for Q8_0, Q4_0, Q4_1 and the K-quants (Q4_K,
-//          Q5_K, Q6_K), f16 activations for F16 weights (as ggml does); the other dtypes as
-//          below.
+//   Fast   int8 activations per 32-element block for Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL,
+//          IQ4_XS and the K-quants (Q4_K, Q5_K, Q6_K), f16 activations for F16 weights (as
+//          ggml does); the other dtypes as below.
 //   Float  every weight row decoded to f32 (quantized: a tile at a time, matmul_kernel_dequant;
 //          F16: widened in the F32 tile) and multiplied with the f32 activations: no rounding of
 //          the activations, so a result moves continuously with its inputs, as the reference's

@@ -12,8 +12,9 @@
 // only. Half-width activations halve the bytes the tile streams from L2 per FMA.
 // Quantized weights (up to 8 rows, rows as SIMD lanes): one scalar chain per pair over the
 // 32-element blocks, acc = fma(float(isum_b), d_w * d_x, acc) with the block's exact integer
-// dot product isum_b (Q4_1 adds its min term per block); matmul_quant_tile.h has the details,
-// matmul_kquant_tile.h those of the K-quants (the same per-32 blocks, super-block scales).
+// dot product isum_b (Q4_1 and Q5_1 add their min term per block); matmul_quant_tile.h has the
+// details, matmul_kquant_tile.h those of the K-quants (the same per-32 blocks, super-block
+// scales).
 //
 // Every float product that feeds a sum is written as an explicit fma (std::fma, fmadd
 // intrinsics) and no float expression has the shape a * b + c: GCC contracts such
@@ -83,20 +84,25 @@ struct MatmulKernel {
 };
 
 // Per-dtype kernels (matmul_f32.cpp, matmul_f16.cpp, matmul_q8_0.cpp, matmul_q4_0.cpp,
-// matmul_q4_1.cpp, matmul_q4_k.cpp, matmul_q5_k.cpp, matmul_q6_k.cpp). avx2 == false gives the
-// portable scalar kernel.
+// matmul_q4_1.cpp, matmul_q5_0.cpp, matmul_q5_1.cpp, matmul_iq4_nl.cpp, matmul_iq4_xs.cpp,
+// matmul_q4_k.cpp, matmul_q5_k.cpp, matmul_q6_k.cpp). avx2 == false gives the portable scalar
+// kernel.
 MatmulKernel matmul_kernel_f32(bool avx2);
 MatmulKernel matmul_kernel_f16(bool avx2);
 MatmulKernel matmul_kernel_bf16(bool avx2);
 MatmulKernel matmul_kernel_q8_0(bool avx2);
 MatmulKernel matmul_kernel_q4_0(bool avx2);
 MatmulKernel matmul_kernel_q4_1(bool avx2);
+MatmulKernel matmul_kernel_q5_0(bool avx2);
+MatmulKernel matmul_kernel_q5_1(bool avx2);
+MatmulKernel matmul_kernel_iq4_nl(bool avx2);
+MatmulKernel matmul_kernel_iq4_xs(bool avx2);
 // K-quants against int8 activations (matmul_kquant_tile.h; matmul_q4_k.cpp, matmul_q5_k.cpp,
 // matmul_q6_k.cpp).
 MatmulKernel matmul_kernel_q4_k(bool avx2);
 MatmulKernel matmul_kernel_q5_k(bool avx2);
 MatmulKernel matmul_kernel_q6_k(bool avx2);
-// Any other type dequantize_row() decodes (Q5_0, Q5_1): each row of the
+// Any other type dequantize_row() decodes (Q2_K, Q3_K): each row of the
 // tile is dequantized to f32 (quant/dequant.h) and multiplied by the F32 kernel, so the result
 // is bit-identical to the F32 kernel on the dequantized weight, with its batch and thread
 // invariance (matmul_dequant.cpp). A tile's rows stay decoded while its token tiles pass.

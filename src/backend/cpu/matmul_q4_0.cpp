@@ -7,7 +7,7 @@ namespace llmctl::cpu {
 
 namespace {
 
-struct BlockQ4_0 {
+struct BlockQ4_0 : QuantBlockTraits {
   static constexpr size_t kBytes = 18;
   static constexpr size_t kQsOffset = 2;
   static constexpr bool kNibbles = true;

@@ -7,7 +7,7 @@ namespace llmctl::cpu {
 
 namespace {
 
-struct BlockQ4_1 {
+struct BlockQ4_1 : QuantBlockTraits {
   static constexpr size_t kBytes = 20;
   static constexpr size_t kQsOffset = 4;
   static constexpr bool kNibbles = true;

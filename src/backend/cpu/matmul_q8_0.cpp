@@ -6,7 +6,7 @@ namespace llmctl::cpu {
 
 namespace {
 
-struct BlockQ8_0 {
+struct BlockQ8_0 : QuantBlockTraits {
   static constexpr size_t kBytes = 34;
   static constexpr size_t kQsOffset = 2;
   static constexpr bool kNibbles = false;

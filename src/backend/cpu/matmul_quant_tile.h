@@ -1,13 +1,16 @@
 #pragma once
 // Internal to the matmul fast path: the tile kernel for block-quantized weights (Q8_0, Q4_0,
-// Q4_1) against int8 activations (quantize_activations.h), written once over a block trait.
+// Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS) against int8 activations (quantize_activations.h), written
+// once over a block trait.
 //
 // Arithmetic (the contract the scalar and the AVX2 kernel share, bit for bit): for each
 // (row r, token t), over the row's 32-element blocks b in order, starting from acc = 0:
 //   isum = sum_j q_w[j] * q_x[j]                       exact in int32
 //   acc  = fma(float(isum), d_w * d_x, acc)
-//   Q4_1 (w = q * d + m) then: acc = fma(float(xsum) * d_x, m, acc), xsum = sum_j q_x[j]
-// and out[t][r] = acc. The integer weights are Q8_0 q, Q4_0 q - 8, Q4_1 q.
+//   Q4_1, Q5_1 (w = q * d + m) then: acc = fma(float(xsum) * d_x, m, acc), xsum = sum_j q_x[j]
+// and out[t][r] = acc. The integer weights are Q8_0 q, Q4_0 q - 8, Q4_1 q, Q5_0 q - 16, Q5_1 q
+// (Q5: the nibble plus bit j of qh as bit 4), IQ4 kIq4nlValues[q]; d_w is the block's fp16 d
+// (IQ4_XS: times the 32-element sub-block's ls - 32).
 //
 // Rows are the SIMD lanes: a tile is 8 rows (fewer at the end of a range: the missing rows
 // repeat the last one and are not stored) x T tokens. For each block the 8 rows' weight bytes
@@ -19,11 +22,20 @@
 // transposes each 8-row tile once per chunk of tokens into a per-thread panel (pack()) that
 // the chunk's token tiles then read. The weights are never copied at load.
 //
-// Block traits:
+// Block traits (a trait derives from QuantBlockTraits and overrides what its type has):
 //   Block::kBytes, kQsOffset     bytes per block, offset of the quants (after d, and Q4_1's m)
 //   Block::kNibbles              4-bit quants (byte j: element j low, element j + 16 high)
-//   Block::kOffset8              integer weight is q - 8 (Q4_0): isum = sum q*x - 8 * xsum
-//   Block::kHasMin               Q4_1: fp16 m at byte 2
+//   Block::kOffset8              integer weight is q minus half its range: q - 8 (Q4_0), with
+//                                kHighBit q - 16 (Q5_0); isum = sum q*x - offset * xsum
+//   Block::kHasMin               Q4_1, Q5_1: fp16 m at byte 2
+//   Block::kHighBit, kQhOffset   Q5_0, Q5_1: nibble blocks whose element j has a fifth bit,
+//                                bit j of the u32 (LE) at kQhOffset
+//   Block::kLookup               IQ4_NL, IQ4_XS: the nibble indexes kIq4nlValues (dequant.h);
+//                                the integer weight is the table's int8 (signed, as Q8_0's q)
+//   Block::kSubBlocks            32-element blocks per stored block: 1, or 8 for IQ4_XS, whose
+//                                sub-block b has its 16 quant bytes at kQsOffset + 16 b and the
+//                                scale d * Block::sub_scale(block, b) (exact in float;
+//                                Block::scales_avx2 gives 8 rows' at once, the same bits)
 
 #include <cstring>
 
@@ -32,25 +44,73 @@
 
 namespace llmctl::cpu {
 
+struct QuantBlockTraits {
+  static constexpr bool kOffset8 = false;
+  static constexpr bool kHasMin = false;
+  static constexpr bool kHighBit = false;
+  static constexpr size_t kQhOffset = 0;
+  static constexpr bool kLookup = false;
+  static constexpr int64_t kSubBlocks = 1;
+};
+
+// The offset subtracted from q (kOffset8 above).
+template <class Block>
+constexpr int quant_offset() {
+  return Block::kOffset8 ? (Block::kHighBit ? 16 : 8) : 0;
+}
+
+// Whether the integer weights are signed (Q8_0, IQ4): the kernel multiplies |q| with the
+// activations carrying q's sign, where unsigned nibbles (0..31) multiply them directly.
+template <class Block>
+constexpr bool quant_signed() {
+  return !Block::kNibbles || Block::kLookup;
+}
+
+// Byte offset in a row of the stored block that holds 32-element block b, and of b's quants.
+template <class Block>
+size_t quant_block_offset(int64_t b) {
+  return static_cast<size_t>(b / Block::kSubBlocks) * Block::kBytes;
+}
+template <class Block>
+size_t quant_qs_offset(int64_t b) {
+  return quant_block_offset<Block>(b) + Block::kQsOffset +
+         16 * static_cast<size_t>(b % Block::kSubBlocks);
+}
+
 constexpr int kQuantTileRows = 8;
 // Tokens per prefill tile: T accumulators and T int sums stay in registers while the packed
 // weights stream from L1/L2 (1 thread, 256 tokens, 2048x2048: Q4_0 T = 4 / 6 / 8 gave 116 /
 // 134 / 149 GFLOP/s; Q8_0, whose sign vectors take registers too, 86 / 112 / 109).
 template <class Block>
 constexpr int quant_tile_tokens() {
-  return Block::kNibbles ? 8 : 6;
+  return quant_signed<Block>() ? 6 : 8;
 }
 
-// The integer weight j of a block (scalar; the definition the AVX2 kernel must match).
+// The integer weight j of 32-element block b of a row (scalar; the definition the AVX2
+// kernel must match).
 template <class Block>
-inline int quant_weight(const uint8_t* blk, int j) {
-  const uint8_t* q = blk + Block::kQsOffset;
-  if constexpr (Block::kNibbles) {
-    const int v = j < 16 ? (q[j] & 0x0f) : (q[j - 16] >> 4);
-    return Block::kOffset8 ? v - 8 : v;
+inline int quant_weight(const uint8_t* row, int64_t b, int j) {
+  const uint8_t* q = row + quant_qs_offset<Block>(b);
+  if constexpr (Block::kLookup) {
+    return iq4_value(q, j);
+  } else if constexpr (Block::kHighBit) {
+    return q5_value(row + quant_block_offset<Block>(b) + Block::kQhOffset, q, j) -
+           quant_offset<Block>();
+  } else if constexpr (Block::kNibbles) {
+    return (j < 16 ? (q[j] & 0x0f) : (q[j - 16] >> 4)) - quant_offset<Block>();
   } else {
     return static_cast<int8_t>(q[j]);
   }
+}
+
+// d_w of 32-element block b of a row: the fp16 d, times the sub-block's integer scale.
+template <class Block>
+inline float quant_scale(const uint8_t* row, int64_t b) {
+  const uint8_t* blk = row + quant_block_offset<Block>(b);
+  const float d = fp16_to_f32(load_u16_le(blk));
+  if constexpr (Block::kSubBlocks > 1)
+    return d * static_cast<float>(Block::sub_scale(blk, static_cast<int>(b % Block::kSubBlocks)));
+  return d;
 }
 
 template <class Block>
@@ -66,15 +126,14 @@ struct QuantTileScalar {
       for (int t = 0; t < T; ++t) {
         float acc = 0.0f;
         for (int64_t b = 0; b < nb; ++b) {
-          const uint8_t* blk = row + static_cast<size_t>(b) * Block::kBytes;
           const int8_t* qx = a.qs + t * a.n + 32 * b;
           int isum = 0;
-          for (int j = 0; j < 32; ++j) isum += quant_weight<Block>(blk, j) * qx[j];
+          for (int j = 0; j < 32; ++j) isum += quant_weight<Block>(row, b, j) * qx[j];
           const float dx = a.qd[t * nb + b];
-          acc = std::fma(static_cast<float>(isum), fp16_to_f32(load_u16_le(blk)) * dx, acc);
+          acc = std::fma(static_cast<float>(isum), quant_scale<Block>(row, b) * dx, acc);
           if constexpr (Block::kHasMin)
             acc = std::fma(static_cast<float>(a.qsum[t * nb + b]) * dx,
-                           fp16_to_f32(load_u16_le(blk + 2)), acc);
+                           fp16_to_f32(load_u16_le(row + quant_block_offset<Block>(b) + 2)), acc);
         }
         a.out[t * a.out_stride + r] = acc;
       }
@@ -115,15 +174,25 @@ LLMCTL_AVX2 inline __m256i load_two_rows(const uint8_t* lo, const uint8_t* hi) {
       _mm_loadu_si128(reinterpret_cast<const __m128i*>(hi)), 1);
 }
 
+// The u32 (LE) at byte offset `off` of each of 8 rows, as 8 dwords.
+LLMCTL_AVX2 inline __m256i gather_u32(const uint8_t* const rows[8], size_t off) {
+  int32_t v[8];
+  for (int r = 0; r < 8; ++r) std::memcpy(&v[r], rows[r] + off, 4);
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v));
+}
+
 template <class Block>
 struct QuantTileAvx2 {
   // One block of the 8 rows, transposed (the panel layout; a prefill panel is nb of these):
   //   w[8]    32 bytes each: weights 4s..4s+3 of rows 0..7 (4 bytes per row, row order);
-  //           nibble blocks: q in 0..15 (the unsigned operand of maddubs); Q8_0: |q|
-  //   sgn[8]  Q8_0 only: q itself (its sign goes onto the activations)
-  //   dw      8 floats: the rows' scales;  mw  Q4_1 only: 8 floats, the rows' mins
+  //           unsigned blocks: q in 0..31 (the unsigned operand of maddubs); signed: |q|
+  //   sgn[8]  signed blocks only (Q8_0, IQ4): q itself (its sign goes onto the activations)
+  //   dw      8 floats: the rows' scales;  mw  Q4_1, Q5_1 only: 8 floats, the rows' mins
+  static constexpr bool kSigned = quant_signed<Block>();
+  // Unsigned nibbles (0..15): a maddubs lane is at most 3810, 8 steps add up in int16.
+  static constexpr bool kInt16Sum = Block::kNibbles && !Block::kHighBit && !Block::kLookup;
   static constexpr size_t kSgnOffset = 256;
-  static constexpr size_t kDwOffset = Block::kNibbles ? 256 : 512;
+  static constexpr size_t kDwOffset = kSigned ? 512 : 256;
   static constexpr size_t kMwOffset = kDwOffset + 32;
   static constexpr size_t kPanelBlockBytes = kMwOffset + (Block::kHasMin ? 32 : 0);
 
@@ -145,14 +214,44 @@ struct QuantTileAvx2 {
                                           static_cast<short>(load_u16_le(rows[7] + off))));
   }
 
+  // Q5: ORs 16 into w[s] byte (4r + i) where element 4s + i (s < 4; s >= 4: 16 + 4(s - 4) + i)
+  // of row r has its qh bit set. Dword r of h holds row r's qh; the byte of it that holds
+  // the step's 4 bits is copied to the 4 bytes of the dword, and each byte tests its own bit.
+  LLMCTL_AVX2 static void add_high_bits(const uint8_t* const rows[8], size_t qh_off, __m256i w[8]) {
+    const __m256i h = gather_u32(rows, qh_off);
+    const __m256i bit4 = _mm256_set1_epi8(0x10);
+    for (int s = 0; s < 8; ++s) {
+      const int byte = s / 2, shift = 4 * (s % 2);  // bits 4s..4s+3 of the u32
+      const char b = static_cast<char>(byte);
+      const __m256i spread = _mm256_shuffle_epi8(
+          h, _mm256_setr_epi8(b, b, b, b, b + 4, b + 4, b + 4, b + 4, b + 8, b + 8, b + 8, b + 8,
+                              b + 12, b + 12, b + 12, b + 12, b, b, b, b, b + 4, b + 4, b + 4,
+                              b + 4, b + 8, b + 8, b + 8, b + 8, b + 12, b + 12, b + 12, b + 12));
+      const __m256i mask = _mm256_set1_epi32(static_cast<int>(0x08040201u << shift));
+      const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, mask), mask);
+      w[s] = _mm256_or_si256(w[s], _mm256_and_si256(set, bit4));
+    }
+  }
+
   // One block of the 8 rows in registers (the fields of the panel layout above).
   struct Unpacked {
     __m256i w[8], sgn[8];
     __m256 dw, mw;
   };
 
-  LLMCTL_AVX2 static void unpack_block(const uint8_t* const rows[8], size_t blk, Unpacked& u) {
-    const size_t off = blk + Block::kQsOffset;
+  // The 8 rows' d_w of 32-element block b (quant_scale; sub-blocks: the trait's
+  // scales_avx2, which must give quant_scale's bits).
+  LLMCTL_AVX2 static __m256 gather_scale(const uint8_t* const rows[8], int64_t b) {
+    const size_t blk = quant_block_offset<Block>(b);
+    if constexpr (Block::kSubBlocks > 1)
+      return Block::scales_avx2(rows, blk, static_cast<int>(b % Block::kSubBlocks));
+    return gather_fp16(rows, blk);
+  }
+
+  // 32-element block b of the 8 rows.
+  LLMCTL_AVX2 static void unpack_block(const uint8_t* const rows[8], int64_t b, Unpacked& u) {
+    const size_t blk = quant_block_offset<Block>(b);
+    const size_t off = quant_qs_offset<Block>(b);
     __m256i v[4], g[4];
     u.mw = _mm256_setzero_ps();
     if constexpr (Block::kNibbles) {
@@ -163,7 +262,18 @@ struct QuantTileAvx2 {
         u.w[k] = _mm256_and_si256(g[k], low);                            // elements 4k..4k+3
         u.w[k + 4] = _mm256_and_si256(_mm256_srli_epi16(g[k], 4), low);  // 16 + 4k ..
       }
-      for (int k = 0; k < 8; ++k) u.sgn[k] = u.w[k];  // unused by nibble blocks
+      if constexpr (Block::kHighBit) add_high_bits(rows, blk + Block::kQhOffset, u.w);
+      if constexpr (Block::kLookup) {
+        // the table's level for each nibble (pshufb: 16 entries, in both 128-bit lanes)
+        const __m256i table = _mm256_broadcastsi128_si256(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
+        for (int k = 0; k < 8; ++k) {
+          u.sgn[k] = _mm256_shuffle_epi8(table, u.w[k]);
+          u.w[k] = _mm256_sign_epi8(u.sgn[k], u.sgn[k]);
+        }
+      } else {
+        for (int k = 0; k < 8; ++k) u.sgn[k] = u.w[k];  // unused by unsigned blocks
+      }
     } else {
       for (int half = 0; half < 2; ++half) {
         for (int i = 0; i < 4; ++i)
@@ -175,16 +285,16 @@ struct QuantTileAvx2 {
         }
       }
     }
-    u.dw = gather_fp16(rows, blk);
+    u.dw = gather_scale(rows, b);
     if constexpr (Block::kHasMin) u.mw = gather_fp16(rows, blk + 2);
   }
 
-  LLMCTL_AVX2 static void pack_block(const uint8_t* const rows[8], size_t blk, uint8_t* out) {
+  LLMCTL_AVX2 static void pack_block(const uint8_t* const rows[8], int64_t b, uint8_t* out) {
     Unpacked u;
-    unpack_block(rows, blk, u);
+    unpack_block(rows, b, u);
     for (size_t s = 0; s < 8; ++s) {
       store(out + 32 * s, u.w[s]);
-      if constexpr (!Block::kNibbles) store(out + kSgnOffset + 32 * s, u.sgn[s]);
+      if constexpr (kSigned) store(out + kSgnOffset + 32 * s, u.sgn[s]);
     }
     _mm256_storeu_ps(reinterpret_cast<float*>(out + kDwOffset), u.dw);
     if constexpr (Block::kHasMin) _mm256_storeu_ps(reinterpret_cast<float*>(out + kMwOffset), u.mw);
@@ -192,25 +302,27 @@ struct QuantTileAvx2 {
 
   // Step s of a block for one token: sum += the 8 rows' products with activations 4s..4s+3.
   LLMCTL_AVX2 static __m256i step(__m256i sum, __m256i w, __m256i sgn, const int8_t* qx, int s) {
-    const __m256i x = _mm256_set1_epi32(load_i32(qx + 4 * s));
-    if constexpr (Block::kNibbles) {
+    __m256i x = _mm256_set1_epi32(load_i32(qx + 4 * s));
+    if constexpr (kSigned) x = _mm256_sign_epi8(x, sgn);  // |q| * sign(x, q)
+    const __m256i p = _mm256_maddubs_epi16(w, x);
+    if constexpr (kInt16Sum) {
       // q in 0..15, |x| <= 127: each int16 lane of a maddubs is <= 3810 in magnitude, so
       // the 8 steps add up in int16 without overflow (<= 30480) before one madd.
-      const __m256i p = _mm256_maddubs_epi16(w, x);
       return s == 0 ? p : _mm256_add_epi16(sum, p);
     } else {
-      // |q| * sign(x, q): a pair of products reaches 32512, so every step is widened
-      const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(w, _mm256_sign_epi8(x, sgn)),
-                                          _mm256_set1_epi16(1));
-      return s == 0 ? p : _mm256_add_epi32(sum, p);
+      // Q5 (q <= 31: a lane reaches 7874) and the signed blocks (a pair of products reaches
+      // 32512): 8 steps would overflow int16, so every step is widened.
+      const __m256i p32 = _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+      return s == 0 ? p32 : _mm256_add_epi32(sum, p32);
     }
   }
 
   // The block's contribution to one token's accumulator (8 rows), from its 8 step sums.
   LLMCTL_AVX2 static __m256 finish(__m256i sum, __m256 dw, __m256 mw, const TileArgs& a, int64_t tb,
                                    __m256 acc) {
-    if constexpr (Block::kNibbles) sum = _mm256_madd_epi16(sum, _mm256_set1_epi16(1));
-    if constexpr (Block::kOffset8) sum = _mm256_sub_epi32(sum, _mm256_set1_epi32(8 * a.qsum[tb]));
+    if constexpr (kInt16Sum) sum = _mm256_madd_epi16(sum, _mm256_set1_epi16(1));
+    if constexpr (Block::kOffset8)
+      sum = _mm256_sub_epi32(sum, _mm256_set1_epi32(quant_offset<Block>() * a.qsum[tb]));
     acc =
         _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, _mm256_set1_ps(a.qd[tb])), acc);
     if constexpr (Block::kHasMin)
@@ -222,8 +334,7 @@ struct QuantTileAvx2 {
     const uint8_t* rows[8];
     lane_tile_rows(a, n_rows, rows);
     for (int64_t b = 0; b < a.n / 32; ++b)
-      pack_block(rows, static_cast<size_t>(b) * Block::kBytes,
-                 panel + static_cast<size_t>(b) * kPanelBlockBytes);
+      pack_block(rows, b, panel + static_cast<size_t>(b) * kPanelBlockBytes);
   }
 
   // acc[t] (8 rows) over block b of T tokens, from the packed block pb.
@@ -234,7 +345,7 @@ struct QuantTileAvx2 {
     for (int t = 0; t < T; ++t) sums[t] = _mm256_setzero_si256();  // step 0 overwrites them
     for (int s = 0; s < 8; ++s) {
       const __m256i w = load(pb + 32 * s);
-      const __m256i sgn = Block::kNibbles ? w : load(pb + kSgnOffset + 32 * s);
+      const __m256i sgn = kSigned ? load(pb + kSgnOffset + 32 * s) : w;
       for (int t = 0; t < T; ++t) sums[t] = step(sums[t], w, sgn, a.qs + t * a.n + 32 * b, s);
     }
     const __m256 dw = _mm256_loadu_ps(reinterpret_cast<const float*>(pb + kDwOffset));
@@ -256,17 +367,19 @@ struct QuantTileAvx2 {
       const uint8_t* rows[8];
       lane_tile_rows(a, n_rows, rows);
       const char* next_tile = reinterpret_cast<const char*>(a.w + 8 * a.w_stride);
+      // bytes of a row per 32-element block (IQ4_XS: 136 / 8 = 17)
+      constexpr size_t kRowBytes32 = Block::kBytes / static_cast<size_t>(Block::kSubBlocks);
       for (int64_t b = 0; b < nb; ++b) {
-        const size_t blk = static_cast<size_t>(b) * Block::kBytes;
         if constexpr (T == 1) {
           // Decode streams each weight byte once, and the next tile's 8 rows are the next
           // stretch of memory: prefetch it at the pace this tile is read, so that the next
           // tile does not start with 8 cold streams the hardware prefetcher has not learned.
-          for (size_t off = 0; off < 8 * Block::kBytes; off += 64)
-            _mm_prefetch(next_tile + 8 * blk + off, _MM_HINT_T0);
+          const size_t pos = static_cast<size_t>(b) * kRowBytes32;
+          for (size_t off = 0; off < 8 * kRowBytes32; off += 64)
+            _mm_prefetch(next_tile + 8 * pos + off, _MM_HINT_T0);
         }
         Unpacked u;
-        unpack_block(rows, blk, u);
+        unpack_block(rows, b, u);
         for (int t = 0; t < T; ++t) {
           const int8_t* qx = a.qs + t * a.n + 32 * b;
           __m256i sum = _mm256_setzero_si256();

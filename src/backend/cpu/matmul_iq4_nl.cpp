@@ -1,0 +1,24 @@
+// IQ4_NL weights (18-byte blocks: fp16 d, 16 bytes of nibbles; w = d * kIq4nlValues[nibble])
+// against int8 activations: the quantized tile (matmul_quant_tile.h) with the nibbles looked
+// up in ggml's 16-level table (pshufb), signed weights as Q8_0's, as ggml's
+// vec_dot_iq4_nl_q8_0.
+#include "backend/cpu/matmul_quant_tile.h"
+
+namespace llmctl::cpu {
+
+namespace {
+
+struct BlockIq4Nl : QuantBlockTraits {
+  static constexpr size_t kBytes = 18;
+  static constexpr size_t kQsOffset = 2;
+  static constexpr bool kNibbles = true;
+  static constexpr bool kLookup = true;
+};
+
+}  // namespace
+
+MatmulKernel matmul_kernel_iq4_nl(bool avx2) {
+  return make_quant_kernel<BlockIq4Nl>(avx2, "iq4_nl avx2", "iq4_nl scalar");
+}
+
+}  // namespace llmctl::cpu

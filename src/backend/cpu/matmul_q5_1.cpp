@@ -1,0 +1,27 @@
+// Q5_1 weights (24-byte blocks: fp16 d, fp16 m, u32 qh, 16 bytes of nibbles; w = q * d + m
+// with q = nibble | qh bit << 4) against int8 activations: the quantized tile
+// (matmul_quant_tile.h) with the nibbles' fifth bit and the min term m * d_x * sum(q_x), as
+// ggml's vec_dot_q5_1_q8_1.
+#include "backend/cpu/matmul_quant_tile.h"
+
+namespace llmctl::cpu {
+
+namespace {
+
+struct BlockQ5_1 : QuantBlockTraits {
+  static constexpr size_t kBytes = 24;
+  static constexpr size_t kQsOffset = 8;
+  static constexpr bool kNibbles = true;
+  static constexpr bool kOffset8 = false;
+  static constexpr bool kHasMin = true;
+  static constexpr bool kHighBit = true;
+  static constexpr size_t kQhOffset = 4;
+};
+
+}  // namespace
+
+MatmulKernel matmul_kernel_q5_1(bool avx2) {
+  return make_quant_kernel<BlockQ5_1>(avx2, "q5_1 avx2", "q5_1 scalar");
+}
+
+}  // namespace llmctl::cpu
