@@ -29,6 +29,11 @@
 #include <immintrin.h>
 #define LLMCTL_HAVE_X86 1
 #define LLMCTL_AVX2 __attribute__((target("avx2,fma,f16c")))
+// The AVX-512 kernels (matmul_fast_has_avx512()): a superset of LLMCTL_AVX2, so they inline
+// the AVX2 helpers. Function attributes, never -m flags: the rest of the binary stays
+// runnable on AVX2-only CPUs.
+#define LLMCTL_AVX512 \
+  __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
 #endif
 
 #include "core/ggml_type.h"
@@ -89,6 +94,11 @@ MatmulKernel matmul_kernel_bf16(bool avx2);
 MatmulKernel matmul_kernel_q8_0(bool avx2);
 MatmulKernel matmul_kernel_q4_0(bool avx2);
 MatmulKernel matmul_kernel_q4_1(bool avx2);
+// AVX-512 kernels, only for a CPU with matmul_fast_has_avx512(); same bits as the scalar
+// kernels. Where a dtype has none, matmul_fast runs its AVX2 kernel.
+MatmulKernel matmul_kernel_q8_0_avx512();
+MatmulKernel matmul_kernel_q4_0_avx512();
+MatmulKernel matmul_kernel_q4_1_avx512();
 // Any other type dequantize_row() decodes (Q5_0, Q5_1, Q4_K, Q5_K, Q6_K): each row of the
 // tile is dequantized to f32 (quant/dequant.h) and multiplied by the F32 kernel, so the result
 // is bit-identical to the F32 kernel on the dequantized weight, with its batch and thread
