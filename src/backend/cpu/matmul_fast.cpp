@@ -81,8 +81,23 @@ MatmulKernel kernel_for(GgmlType type, bool avx2, MatmulPrecision precision) {
 
 // The AVX-512 kernel of a dtype, or none (tile == nullptr): then its AVX2 kernel runs.
 MatmulKernel avx512_kernel_for(GgmlType type, MatmulPrecision precision) {
-  if (precision == MatmulPrecision::Float) return MatmulKernel{};
+  if (precision == MatmulPrecision::Float) {
+    if (type == GgmlType::F16) {  // as kernel_for: the f32-activation tile
+      MatmulKernel k = matmul_kernel_f16_avx512();
+      k.tile = k.tile_wide;
+      k.half_activations = false;
+      k.name = "f16 f32-activations avx512";
+      return k;
+    }
+    if (type != GgmlType::F32 && type != GgmlType::BF16) return MatmulKernel{};
+  }
   switch (type) {
+    case GgmlType::F32:
+      return matmul_kernel_f32_avx512();
+    case GgmlType::F16:
+      return matmul_kernel_f16_avx512();
+    case GgmlType::BF16:
+      return matmul_kernel_bf16_avx512();
     case GgmlType::Q8_0:
       return matmul_kernel_q8_0_avx512();
     case GgmlType::Q4_0:

@@ -20,10 +20,7 @@
 namespace llmctl::cpu {
 
 #if defined(LLMCTL_HAVE_X86)
-// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*() (a self-initialised variable),
-// which -Wmaybe-uninitialized reports once they are inlined here: a false positive.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+LLMCTL_AVX512_BEGIN
 
 // sum (16 int32 lanes) += sum_{j<4} w[4l + j] * x[4l + j] per lane l: w unsigned, x signed.
 LLMCTL_AVX512 inline __m512i dot4_u8s8(__m512i sum, __m512i w_u8, __m512i x_s8) {
@@ -224,7 +221,7 @@ struct QuantTileAvx512 {
   }
 };
 
-#pragma GCC diagnostic pop
+LLMCTL_AVX512_END
 #endif  // LLMCTL_HAVE_X86
 
 // The AVX-512 MatmulKernel of a block type (16-row tiles); none (tile == nullptr) off x86.
