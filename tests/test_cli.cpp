@@ -19,6 +19,7 @@ TEST_CASE("version names commit, build type, cpu features and gpu state", "[cli]
   CHECK(r.out.find("git ") != std::string::npos);
   CHECK(r.out.find("build") != std::string::npos);
   CHECK(r.out.find("cpu features detected:") != std::string::npos);
+  CHECK(r.out.find("cpu matmul isa: ") != std::string::npos);
   CHECK(r.out.find("cuda:") != std::string::npos);
   // Either GPUs are listed or the reason for none is given.
   CHECK((r.out.find("gpu 0:") != std::string::npos || r.out.find("gpus: none (") != std::string::npos));

@@ -4,7 +4,8 @@
 //   * the int8 activation path, and the f16 activations of F16 weights, against the test's own
 //     reading of the documented rounding (tight: float rounding only);
 //   * batch and thread invariance, bitwise: a token alone, in a batch, at another position,
-//     on 1, 2 or 3 threads gives the same bits; the scalar kernel gives the AVX2 kernel's bits.
+//     on 1, 2 or 3 threads gives the same bits; the scalar kernel gives the AVX2 kernel's bits,
+//     and the AVX-512 kernel's (skipped on a CPU without AVX-512).
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -48,6 +49,7 @@ bool is_half(GgmlType t) { return t == GgmlType::F16; }
 std::vector<MatmulIsa> isas() {
   std::vector<MatmulIsa> v{MatmulIsa::Scalar};
   if (matmul_fast_has_avx2()) v.push_back(MatmulIsa::Avx2);
+  if (matmul_fast_has_avx512()) v.push_back(MatmulIsa::Avx512);
   return v;
 }
 
@@ -263,7 +265,7 @@ TEST_CASE("activation quantization: scalar and AVX2 follow the documented rule",
   std::vector<int8_t> qs(n);
   std::vector<float> d(n / 32);
   for (MatmulIsa isa : isas()) {
-    if (isa == MatmulIsa::Avx2)
+    if (isa != MatmulIsa::Scalar)
       quantize_activations_avx2(x.data(), n, qs.data(), d.data());
     else
       quantize_activations_scalar(x.data(), n, qs.data(), d.data());
@@ -289,7 +291,7 @@ TEST_CASE("f16 activations: scalar and AVX2 round to nearest even and flag overf
         INFO("n " << n << " isa " << static_cast<int>(isa) << " bad " << bad);
         std::vector<uint16_t> xh(static_cast<size_t>(n), 0xffff);
         auto convert = [&](const std::vector<float>& v) {
-          return isa == MatmulIsa::Avx2 ? activations_to_f16_avx2(v.data(), n, xh.data())
+          return isa != MatmulIsa::Scalar ? activations_to_f16_avx2(v.data(), n, xh.data())
                                         : activations_to_f16_scalar(v.data(), n, xh.data());
         };
         CHECK(convert(x));
@@ -387,11 +389,9 @@ TEST_CASE("matmul_fast: batch and thread invariance, bit for bit", "[cpu]") {
   }
 }
 
-TEST_CASE("matmul_fast: the scalar fallback gives the AVX2 kernel's bits", "[cpu]") {
-  if (!matmul_fast_has_avx2()) {
-    WARN("this CPU has no AVX2+FMA+F16C: nothing to compare the scalar kernel with");
-    return;
-  }
+// Every dtype and shape: the scalar kernel's bits from the SIMD kernel of `isa`, on 2 threads
+// (tile heights 1..4, 8 and 16 with row tails: 29 rows; decode and prefill tiles).
+void check_scalar_bits(MatmulIsa isa) {
   std::mt19937 rng(5);
   for (GgmlType type : kTypes) {
     for (int ni = 0; ni < 4; ++ni) {
@@ -399,10 +399,47 @@ TEST_CASE("matmul_fast: the scalar fallback gives the AVX2 kernel's bits", "[cpu
       const Weight w = make_weight(type, 29, n, rng);
       for (int64_t n_tokens : {1, 3, 8, 64}) {
         const std::vector<float> x = make_x(n_tokens, n, rng);
-        INFO(ggml_type_name(type) << " n=" << n << " n_tokens=" << n_tokens);
+        INFO(ggml_type_name(type) << " n=" << n << " n_tokens=" << n_tokens << " kernel "
+                                  << matmul_fast_kernel_name(type, isa));
         CHECK(same_bits(run(MatmulIsa::Scalar, w, x, n_tokens, 1).data(),
-                        run(MatmulIsa::Avx2, w, x, n_tokens, 2).data(), 29 * n_tokens));
+                        run(isa, w, x, n_tokens, 2).data(), 29 * n_tokens));
       }
+    }
+  }
+}
+
+TEST_CASE("matmul_fast: the scalar fallback gives the AVX2 kernel's bits", "[cpu]") {
+  if (!matmul_fast_has_avx2()) {
+    WARN("this CPU has no AVX2+FMA+F16C: nothing to compare the scalar kernel with");
+    return;
+  }
+  check_scalar_bits(MatmulIsa::Avx2);
+}
+
+TEST_CASE("matmul_fast: the AVX-512 kernels give the scalar kernel's bits", "[cpu]") {
+  if (!matmul_fast_has_avx512()) {
+    WARN("skipped: no AVX-512 (F, BW, VL, DQ and VNNI) on this CPU");
+    return;
+  }
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1})
+    CHECK(std::string(matmul_fast_kernel_name(type, MatmulIsa::Avx512)).find("avx512") !=
+          std::string::npos);
+  check_scalar_bits(MatmulIsa::Avx512);
+  // Extremes of the integer step: q = -128 and +127 weights (Q8_0) against activations of
+  // +-127, where a pairwise int16 sum would saturate; 15-nibbles (Q4) likewise.
+  const int64_t n = 256, d = 21;
+  std::mt19937 rng(11);
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1}) {
+    Weight w = make_weight(type, d, n, rng);
+    const size_t bb = ggml_traits(type).type_size, qs = type == GgmlType::Q4_1 ? 4 : 2;
+    for (size_t i = 0; i < w.bytes.size(); ++i)
+      if (i % bb >= qs) w.bytes[i] = type == GgmlType::Q8_0 ? (i % 3 ? 0x80 : 0x7f) : 0xff;
+    std::vector<float> x(static_cast<size_t>(5 * n));
+    for (size_t j = 0; j < x.size(); ++j) x[j] = (j / 7) % 2 ? 1.0f : -1.0f;
+    for (int64_t n_tokens : {1, 5}) {
+      INFO(ggml_type_name(type) << " extremes, n_tokens " << n_tokens);
+      CHECK(same_bits(run(MatmulIsa::Scalar, w, x, n_tokens, 1).data(),
+                      run(MatmulIsa::Avx512, w, x, n_tokens, 3).data(), d * n_tokens));
     }
   }
 }
@@ -412,15 +449,28 @@ TEST_CASE("matmul_fast: kernel names, bad arguments", "[cpu]") {
   CHECK(std::string(matmul_fast_kernel_name(GgmlType::IQ2_XXS)) == "unsupported");
   CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q3_K)).rfind("dequant+f32", 0) == 0);
   if (matmul_fast_has_avx2()) {
-    CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_0)) == "q4_0 avx2");
-    CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_K)) == "q4_k avx2");
-    CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q5_K)) == "q5_k avx2");
-    CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q6_K)) == "q6_k avx2");
-    CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q5_0)) == "q5_0 avx2");
-    CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q5_1)) == "q5_1 avx2");
-    CHECK(std::string(matmul_fast_kernel_name(GgmlType::IQ4_NL)) == "iq4_nl avx2");
-    CHECK(std::string(matmul_fast_kernel_name(GgmlType::IQ4_XS)) == "iq4_xs avx2");
+    CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_0, MatmulIsa::Avx2)) == "q4_0 avx2");
+    CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_K, MatmulIsa::Avx2)) ==
+          "q4_k avx2");
+    CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q5_K, MatmulIsa::Avx2)) ==
+          "q5_k avx2");
+    CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q6_K, MatmulIsa::Avx2)) ==
+          "q6_k avx2");
+    CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q5_0, MatmulIsa::Avx2)) ==
+          "q5_0 avx2");
+    CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q5_1, MatmulIsa::Avx2)) ==
+          "q5_1 avx2");
+    CHECK(std::string(matmul_fast_kernel_name(GgmlType::IQ4_NL, MatmulIsa::Avx2)) ==
+          "iq4_nl avx2");
+    CHECK(std::string(matmul_fast_kernel_name(GgmlType::IQ4_XS, MatmulIsa::Avx2)) ==
+          "iq4_xs avx2");
   }
+  if (matmul_fast_has_avx512())
+    CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_0, MatmulIsa::Avx512)) ==
+          "q4_0 avx512-vnni");
+  CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_0, MatmulIsa::Scalar)) == "q4_0 scalar");
+  CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_0)) ==
+        matmul_fast_kernel_name(GgmlType::Q4_0, matmul_fast_auto_isa()));
   ThreadPool pool(1);
   MatmulScratch scratch;
   std::vector<uint8_t> bytes(4096);

@@ -3,6 +3,7 @@
 //
 //   bench_matmul [--types q4_0,q8_0,...] [--threads 1,2] [--reps N] [--prefill N]
 //                [--vocab] [--no-ref] [--cpu-time] [--shapes DxN,DxN,...]
+//                [--isa auto|scalar|avx2|avx512]
 //
 // For each dtype, each weight shape W (d, n) of a layer (q/o 2048x2048, k/v 512x2048,
 // gate/up 8192x2048, down 2048x8192; with --vocab also the output 128256x2048; --shapes: these
@@ -11,6 +12,8 @@
 //           the weight rotate so that they do not fit in the last-level cache: every byte comes
 //           from memory, as in a real model whose layers together are far bigger than L3.
 //   prefill (n_tokens = --prefill, 512): median ms; GFLOP/s = 2 * d * n * n_tokens / median.
+//   --isa   the kernels' instruction set (matmul_fast_isa; default auto: matmul_fast's choice,
+//           LLMCTL_MATMUL_ISA included); the kernel's name is printed per dtype.
 //   "best" is the same figure from the fastest repetition: on a shared machine it is closer
 //   to what the code does alone than the median is.
 //   ref     the scalar reference (cpu_backend.cpp's matmul: dequantize a row, f32 dot), one
@@ -55,6 +58,7 @@ struct Options {
   int64_t prefill = 512;
   bool vocab = false, ref = true;
   std::vector<std::pair<int64_t, int64_t>> shapes;  // --shapes (d, n); empty: the defaults
+  MatmulIsa isa = MatmulIsa::Auto;
 };
 
 bool g_cpu_time = false;  // --cpu-time
@@ -160,7 +164,7 @@ void bench_shape(GgmlType type, const Shape& s, const Options& o, std::mt19937& 
     auto call = [&](size_t copy, int64_t n_tokens) {
       const WeightView v{"w", type, s.n, s.d, w.copies[copy % w.copies.size()].data()};
       const double t0 = now_s();
-      matmul_fast(v, x.data(), n_tokens, out.data(), *pool, scratch);
+      matmul_fast_isa(o.isa, v, x.data(), n_tokens, out.data(), *pool, scratch);
       return now_s() - t0;
     };
     std::vector<double> dec, pre;
@@ -226,6 +230,15 @@ Options parse(int argc, char** argv) {
     } else if (a == "--threads") {
       o.threads.clear();
       for (const std::string& t : split(v)) o.threads.push_back(std::stoi(t));
+    } else if (a == "--isa") {
+      bool known = false;
+      for (MatmulIsa isa :
+           {MatmulIsa::Auto, MatmulIsa::Scalar, MatmulIsa::Avx2, MatmulIsa::Avx512})
+        if (v == matmul_isa_name(isa)) {
+          o.isa = isa;
+          known = true;
+        }
+      if (!known) throw Error(fmt::format("bench_matmul: unknown --isa '{}'", v));
     } else if (a == "--reps") {
       o.reps = std::max(1, std::stoi(v));
     } else if (a == "--shapes") {
@@ -278,7 +291,7 @@ int main(int argc, char** argv) {
     }
     std::mt19937 rng(42);
     for (GgmlType type : o.types) {
-      fmt::print("# {}: kernel {}\n", ggml_type_name(type), matmul_fast_kernel_name(type));
+      fmt::print("# {}: kernel {}\n", ggml_type_name(type), matmul_fast_kernel_name(type, o.isa));
       for (const Shape& s : shapes) bench_shape(type, s, o, rng, pools);
     }
     return 0;

@@ -13,6 +13,9 @@
 // auto when a GPU is visible) the device's copy bandwidth (cudaMemcpy device to device,
 // 2 * bytes / time), the yardstick of issue 4's decode targets; with --batch-invariant off also
 // cuBLAS's f16 GEMM rate (the prefill target's yardstick).
+// On the CPU the matmul kernels that ran (per weight dtype of the model's matrices, e.g.
+// "q4_1 avx512-vnni") and their instruction set (LLMCTL_MATMUL_ISA forces one) are reported
+// too: stderr, below the Markdown table, and in the JSON rows (matmul_isa, matmul_kernels).
 // Output: a Markdown table (default), --json or --csv on stdout; progress on stderr; stderr
 // ends with one summary line: llmctl-bench: rows=N probe_gb_s=F probe=cpu-read|gpu-copy
 #include <fmt/format.h>
@@ -22,11 +25,14 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <set>
 
 #include "backend/cpu/bandwidth_probe.h"
+#include "backend/cpu/matmul_fast.h"
 #include "backend/registry.h"
 #include "cli/app.h"
 #include "core/error.h"
+#include "model/arch.h"
 #include "model/forward.h"
 #include "model/model_loader.h"
 
@@ -52,6 +58,7 @@ struct BenchOptions {
 
 struct Row {
   std::string model, type, test;
+  std::string matmul_isa, matmul_kernels;  // CPU only: "avx512", "q4_1 avx512-vnni, ..."
   uint64_t bytes = 0, params = 0;
   int threads = 0;
   double tok_s = 0, sd = 0, gb_s = 0, bw_pct = 0, gflop_s = 0;
@@ -96,6 +103,19 @@ double time_one(Forward& fwd, const std::vector<int32_t>& ids, bool decode_steps
   return s;
 }
 
+// The CPU fast path's matmul kernel for each dtype of the model's matrices, "a, b".
+std::string cpu_matmul_kernels(const ModelWeights& w) {
+  std::set<GgmlType> types;
+  if (w.output.present()) types.insert(w.output.type);
+  for (const LayerWeights& l : w.layers)
+    for (const LayerTensor& t : kLayerTensors)
+      if (t.kind == TensorKind::Matrix && (l.*t.member).present()) types.insert((l.*t.member).type);
+  std::string s;
+  for (GgmlType type : types)
+    s += (s.empty() ? "" : ", ") + std::string(cpu::matmul_fast_kernel_name(type));
+  return s;
+}
+
 std::pair<double, double> mean_sd(const std::vector<double>& v) {
   const double mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
   double ss = 0;
@@ -130,8 +150,15 @@ void bench_model(const BenchOptions& opt, const std::string& path, int threads, 
   base.bytes = ws.bytes;
   base.params = ws.params;
   base.threads = backend->n_threads();
-  fmt::print(stderr, "llmctl: bench {} ({}, {:.2f} GB) threads {}\n", path, base.type,
-             static_cast<double>(ws.bytes) / 1e9, base.threads);
+  if (std::string(backend->name()) == "cpu") {
+    base.matmul_isa = cpu::matmul_isa_name(cpu::matmul_fast_auto_isa());
+    base.matmul_kernels = cpu_matmul_kernels(m.weights);
+  }
+  fmt::print(stderr, "llmctl: bench {} ({}, {:.2f} GB) threads {}{}\n", path, base.type,
+             static_cast<double>(ws.bytes) / 1e9, base.threads,
+             base.matmul_isa.empty() ? ""
+                                     : fmt::format(", matmul isa {} ({})", base.matmul_isa,
+                                                   base.matmul_kernels));
   time_one(fwd, token_ids(std::min<int64_t>(std::max<int64_t>(opt.n_prompt, 1), 32), n_vocab),
            false);
   time_one(fwd, token_ids(4, n_vocab), true);  // warm-up
@@ -199,7 +226,9 @@ void print_rows(const BenchOptions& opt, const std::vector<Row>& rows, const Pro
                    {"sd", r.sd},
                    {"gb_s", r.gb_s},
                    {"bw_pct", r.bw_pct},
-                   {"gflop_s", r.gflop_s}});
+                   {"gflop_s", r.gflop_s},
+                   {"matmul_isa", r.matmul_isa},
+                   {"matmul_kernels", r.matmul_kernels}});
     fmt::print("{}\n", nlohmann::json{{"probe_gb_s", probe_gb_s},
                                       {"probe", probes.kind},
                                       {"gemm_gflop_s", probes.gemm_gflop_s},
@@ -226,6 +255,12 @@ void print_rows(const BenchOptions& opt, const std::vector<Row>& rows, const Pro
                r.tok_s, r.sd, r.gb_s > 0 ? fmt::format("{:.1f}", r.gb_s) : "",
                r.bw_pct > 0 ? fmt::format("{:.0f}%", r.bw_pct) : "",
                r.gflop_s > 0 ? fmt::format("{:.1f}", r.gflop_s) : "");
+  std::set<std::string> kernel_lines;
+  for (const Row& r : rows)
+    if (!r.matmul_isa.empty())
+      kernel_lines.insert(fmt::format("CPU matmul isa {}: {}", r.matmul_isa, r.matmul_kernels));
+  if (!kernel_lines.empty()) fmt::print("\n");
+  for (const std::string& l : kernel_lines) fmt::print("{}\n", l);
   if (probe_gb_s > 0)
     fmt::print("\n{} bandwidth (probe): {:.1f} GB/s\n",
                std::string(probes.kind) == "gpu-copy" ? "GPU copy" : "memory read", probe_gb_s);

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "backend/cpu/matmul_fast.h"
 #include "backend/registry.h"
 #include "cli/app.h"
 #include "core/build_info.h"
@@ -15,6 +16,9 @@ void print_version() {
   fmt::print("cpu: {}\n", cpu_model_name());
   fmt::print("cpu features compiled in: {}\n", fmt::join(compiled_cpu_features(), " "));
   fmt::print("cpu features detected: {}\n", fmt::join(cpu_feature_names(cpu_features()), " "));
+  fmt::print("cpu matmul isa: {} (e.g. {}; LLMCTL_MATMUL_ISA overrides)\n",
+             cpu::matmul_isa_name(cpu::matmul_fast_auto_isa()),
+             cpu::matmul_fast_kernel_name(GgmlType::Q4_0));
   if (b.cuda_compiled)
     fmt::print("cuda: compiled in (architectures {})\n", b.cuda_archs);
   else

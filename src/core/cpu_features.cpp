@@ -16,14 +16,20 @@ const CpuFeatures& cpu_features() {
     f.avx512f = __builtin_cpu_supports("avx512f");
     f.avx512bw = __builtin_cpu_supports("avx512bw");
     f.avx512vl = __builtin_cpu_supports("avx512vl");
+    f.avx512dq = __builtin_cpu_supports("avx512dq");
     f.avx512_vnni = __builtin_cpu_supports("avx512vnni");
-    // f16c, avx512_bf16 and avx-vnni are not known to every compiler's builtin: read cpuid.
+    // f16c, avx512_bf16, avx512_fp16, avx-vnni and amx are not known to every compiler's
+    // builtin: read cpuid. The AVX-512 ones count only when the builtin saw avx512f, which
+    // includes the OS's consent to save the zmm state (xgetbv).
     unsigned a = 0, b = 0, c = 0, d = 0;
     __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(1), "c"(0));
     f.f16c = (c >> 29) & 1u;
+    __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(0));
+    f.avx512_fp16 = f.avx512f && ((d >> 23) & 1u);
+    f.amx = (d >> 24) & 1u;  // amx-tile
     __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(1));
     f.avx_vnni = (a >> 4) & 1u;
-    f.avx512_bf16 = (a >> 5) & 1u;
+    f.avx512_bf16 = f.avx512f && ((a >> 5) & 1u);
 #endif
     return f;
   }();
@@ -36,7 +42,8 @@ std::vector<std::string> cpu_feature_names(const CpuFeatures& f) {
       {f.sse42, "sse4.2"},       {f.avx, "avx"},           {f.avx2, "avx2"},
       {f.fma, "fma"},            {f.f16c, "f16c"},         {f.avx_vnni, "avx-vnni"},
       {f.avx512f, "avx512f"},    {f.avx512bw, "avx512bw"}, {f.avx512vl, "avx512vl"},
-      {f.avx512_vnni, "avx512-vnni"}, {f.avx512_bf16, "avx512-bf16"},
+      {f.avx512dq, "avx512dq"},  {f.avx512_vnni, "avx512-vnni"}, {f.avx512_bf16, "avx512-bf16"},
+      {f.avx512_fp16, "avx512-fp16"}, {f.amx, "amx"},
   };
   for (const auto& [has, name] : table)
     if (has) names.emplace_back(name);

@@ -8,8 +8,10 @@ namespace llmctl {
 
 struct CpuFeatures {
   bool sse42 = false, avx = false, avx2 = false, fma = false, f16c = false;
-  bool avx512f = false, avx512bw = false, avx512vl = false, avx512_vnni = false, avx512_bf16 = false;
+  bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
+  bool avx512_vnni = false, avx512_bf16 = false, avx512_fp16 = false;
   bool avx_vnni = false;
+  bool amx = false;  // detected and reported only: nothing in llmctl issues AMX instructions
 };
 
 // Detected once at run time (cpuid through the compiler's builtins).

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "backend/cpu/matmul_float_tile.h"
+#include "backend/cpu/matmul_float_tile_avx512.h"
 #include "core/fp16.h"
 
 namespace llmctl::cpu {
@@ -67,6 +68,14 @@ MatmulKernel matmul_kernel_f16(bool avx2) {
 
 MatmulKernel matmul_kernel_bf16(bool avx2) {
   return make_float_kernel<LoadHalf<Bf16Bits>>(avx2, "bf16 avx2", "bf16 scalar");
+}
+
+MatmulKernel matmul_kernel_f16_avx512() {
+  return make_float_kernel_avx512<LoadHalf<F16Bits>>("f16 avx512", /*half_activations=*/true);
+}
+
+MatmulKernel matmul_kernel_bf16_avx512() {
+  return make_float_kernel_avx512<LoadHalf<Bf16Bits>>("bf16 avx512");
 }
 
 }  // namespace llmctl::cpu

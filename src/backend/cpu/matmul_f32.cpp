@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "backend/cpu/matmul_float_tile.h"
+#include "backend/cpu/matmul_float_tile_avx512.h"
 
 namespace llmctl::cpu {
 
@@ -32,5 +33,7 @@ struct LoadF32 {
 MatmulKernel matmul_kernel_f32(bool avx2) {
   return make_float_kernel<LoadF32>(avx2, "f32 avx2", "f32 scalar");
 }
+
+MatmulKernel matmul_kernel_f32_avx512() { return make_float_kernel_avx512<LoadF32>("f32 avx512"); }
 
 }  // namespace llmctl::cpu

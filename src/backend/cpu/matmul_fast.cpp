@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <numeric>
+#include <string>
 #include <vector>
 
 #include "backend/cpu/matmul_kernels.h"
@@ -15,8 +18,9 @@ namespace llmctl::cpu {
 
 namespace {
 
-// Rows per thread task: a multiple of every tile height (1..4 and the quantized 8 -> 24),
-// small enough that 2 or 3 threads get balanced shares of a 512-row weight.
+// Rows per thread task: at least this, rounded up to a multiple of the kernel's tile heights
+// (rows_per_task(): 24 for heights 1..4 and the quantized 8, 32 for the AVX-512 16), small
+// enough that 2 or 3 threads get balanced shares of a 512-row weight.
 constexpr int64_t kRowsPerTask = 24;
 // Prefill row blocks handed out per grab (x kRowsPerTask rows): large enough that each grab
 // reuses the L2-resident token chunk over several row tiles, small enough to balance.
@@ -32,6 +36,16 @@ constexpr int64_t kChunkBytes = 384 * 1024;
 bool cpu_has_avx2() {
   const CpuFeatures& f = cpu_features();
   return f.avx2 && f.fma && f.f16c;
+}
+
+bool cpu_has_avx512() {
+  const CpuFeatures& f = cpu_features();
+  return cpu_has_avx2() && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx512_vnni;
+}
+
+int64_t rows_per_task(const MatmulKernel& k) {
+  const int64_t m = std::lcm<int64_t>(k.rows_decode, k.rows_prefill);
+  return (kRowsPerTask + m - 1) / m * m;
 }
 
 MatmulKernel kernel_for(GgmlType type, bool avx2, MatmulPrecision precision) {
@@ -77,6 +91,56 @@ MatmulKernel kernel_for(GgmlType type, bool avx2, MatmulPrecision precision) {
     default:
       return matmul_kernel_dequant(type, avx2);
   }
+}
+
+// The AVX-512 kernel of a dtype, or none (tile == nullptr): then its AVX2 kernel runs.
+MatmulKernel avx512_kernel_for(GgmlType type, MatmulPrecision precision) {
+  if (precision == MatmulPrecision::Float) {
+    if (type == GgmlType::F16) {  // as kernel_for: the f32-activation tile
+      MatmulKernel k = matmul_kernel_f16_avx512();
+      k.tile = k.tile_wide;
+      k.half_activations = false;
+      k.name = "f16 f32-activations avx512";
+      return k;
+    }
+    if (type != GgmlType::F32 && type != GgmlType::BF16) return MatmulKernel{};
+  }
+  switch (type) {
+    case GgmlType::F32:
+      return matmul_kernel_f32_avx512();
+    case GgmlType::F16:
+      return matmul_kernel_f16_avx512();
+    case GgmlType::BF16:
+      return matmul_kernel_bf16_avx512();
+    case GgmlType::Q8_0:
+      return matmul_kernel_q8_0_avx512();
+    case GgmlType::Q4_0:
+      return matmul_kernel_q4_0_avx512();
+    case GgmlType::Q4_1:
+      return matmul_kernel_q4_1_avx512();
+    default:
+      return MatmulKernel{};
+  }
+}
+
+// isa resolved (never Auto).
+MatmulKernel kernel_for_isa(GgmlType type, MatmulIsa isa, MatmulPrecision precision) {
+  if (isa == MatmulIsa::Avx512) {
+    MatmulKernel k = avx512_kernel_for(type, precision);
+    if (k.tile != nullptr) return k;
+  }
+  return kernel_for(type, isa != MatmulIsa::Scalar, precision);
+}
+
+MatmulIsa isa_from_env() {
+  const char* v = std::getenv("LLMCTL_MATMUL_ISA");
+  const std::string s = v != nullptr ? v : "";
+  if (s.empty() || s == "auto")
+    return cpu_has_avx512() ? MatmulIsa::Avx512 : cpu_has_avx2() ? MatmulIsa::Avx2
+                                                                 : MatmulIsa::Scalar;
+  for (MatmulIsa isa : {MatmulIsa::Scalar, MatmulIsa::Avx2, MatmulIsa::Avx512})
+    if (s == matmul_isa_name(isa)) return isa;
+  throw Error(fmt::format("LLMCTL_MATMUL_ISA: expected auto, scalar, avx2 or avx512, got '{}'", s));
 }
 
 void check_args(const WeightView& w, const float* x, int64_t n_tokens, const float* out) {
@@ -207,18 +271,55 @@ bool matmul_fast_has_avx2() {
 #endif
 }
 
+bool matmul_fast_has_avx512() {
+#if defined(LLMCTL_HAVE_X86)
+  return cpu_has_avx512();
+#else
+  return false;
+#endif
+}
+
+MatmulIsa matmul_fast_auto_isa() {
+  static const MatmulIsa isa = isa_from_env();
+  return isa;
+}
+
+const char* matmul_isa_name(MatmulIsa isa) {
+  switch (isa) {
+    case MatmulIsa::Scalar:
+      return "scalar";
+    case MatmulIsa::Avx2:
+      return "avx2";
+    case MatmulIsa::Avx512:
+      return "avx512";
+    default:
+      return "auto";
+  }
+}
+
+const char* matmul_fast_kernel_name(GgmlType type, MatmulIsa isa, MatmulPrecision precision) {
+  return kernel_for_isa(type, isa == MatmulIsa::Auto ? matmul_fast_auto_isa() : isa, precision)
+      .name;
+}
+
 const char* matmul_fast_kernel_name(GgmlType type, MatmulPrecision precision) {
-  return kernel_for(type, matmul_fast_has_avx2(), precision).name;
+  return matmul_fast_kernel_name(type, MatmulIsa::Auto, precision);
 }
 
 void matmul_fast_isa(MatmulIsa isa, const WeightView& w, const float* x, int64_t n_tokens,
                      float* out, ThreadPool& pool, MatmulScratch& scratch,
                      MatmulPrecision precision) {
   check_args(w, x, n_tokens, out);
+  if (isa == MatmulIsa::Auto) isa = matmul_fast_auto_isa();
   if (isa == MatmulIsa::Avx2 && !matmul_fast_has_avx2())
     throw Error("matmul: the AVX2 kernels need a CPU with AVX2, FMA and F16C");
-  const bool avx2 = isa == MatmulIsa::Avx2 || (isa == MatmulIsa::Auto && matmul_fast_has_avx2());
-  const MatmulKernel k = kernel_for(w.type, avx2, precision);
+  if (isa == MatmulIsa::Avx512 && !matmul_fast_has_avx512())
+    throw Error("matmul: the AVX-512 kernels need a CPU with AVX2, FMA, F16C and AVX-512 F, BW, "
+                "VL, DQ and VNNI");
+  // The activations' conversions give the same bits on every instruction set (their headers'
+  // rules); AVX2's serve the AVX-512 kernels too.
+  const bool avx2 = isa != MatmulIsa::Scalar;
+  const MatmulKernel k = kernel_for_isa(w.type, isa, precision);
   const int64_t n = w.n_cols;
 
   TileArgs base{};
@@ -264,9 +365,10 @@ void matmul_fast_isa(MatmulIsa isa, const WeightView& w, const float* x, int64_t
   if (k.half_activations && !std::all_of(scratch.fits.begin(), scratch.fits.begin() + n_tokens,
                                          [](uint8_t f) { return f; }))
     fits = scratch.fits.data();
-  const int64_t n_tasks = (w.n_rows + kRowsPerTask - 1) / kRowsPerTask;
+  const int64_t task_rows = rows_per_task(k);
+  const int64_t n_tasks = (w.n_rows + task_rows - 1) / task_rows;
   auto rows = [&](int64_t b, int64_t e, int) {
-    run_rows(k, base, fits, n_tokens, b * kRowsPerTask, std::min(w.n_rows, e * kRowsPerTask));
+    run_rows(k, base, fits, n_tokens, b * task_rows, std::min(w.n_rows, e * task_rows));
   };
   // Decode: a fixed contiguous share per thread (streams the weights in order, nothing to
   // balance at these sizes). Prefill: row blocks on demand, so a thread slowed by a neighbour

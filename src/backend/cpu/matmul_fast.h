@@ -64,9 +64,15 @@ struct MatmulScratch {
 // Batch and thread invariance hold in both.
 enum class MatmulPrecision { Fast, Float };
 
-// Which instruction set the kernels use. Auto picks AVX2 when cpu_features() has AVX2, FMA
-// and F16C, else Scalar.
-enum class MatmulIsa { Auto, Scalar, Avx2 };
+// Which instruction set the kernels use. Auto picks Avx512 when cpu_features() has AVX2, FMA,
+// F16C and AVX-512 F/BW/VL/DQ/VNNI (matmul_fast_has_avx512()), else Avx2 when it has AVX2,
+// FMA and F16C, else Scalar; the environment variable LLMCTL_MATMUL_ISA (scalar, avx2,
+// avx512 or auto; read once) overrides that choice for the whole process (benchmarks, tests;
+// an instruction set the CPU lacks is an Error at the first matmul). Avx512 runs an AVX-512
+// kernel where the dtype has one (matmul_kernel_*_avx512) and the AVX2 kernel otherwise. The
+// kernels of every instruction set give the scalar kernel's bits (the invariant above), so
+// the choice changes the speed only. No kernel issues AMX instructions.
+enum class MatmulIsa { Auto, Scalar, Avx2, Avx512 };
 
 // x row-major (n_tokens, w.n_cols), out row-major (n_tokens, w.n_rows); n_tokens >= 1.
 // Throws Error for an unsupported dtype, a row length that is not a whole number of blocks,
@@ -76,17 +82,27 @@ void matmul_fast(const WeightView& w, const float* x, int64_t n_tokens, float* o
                  MatmulPrecision precision = MatmulPrecision::Fast);
 
 // The same with the instruction set chosen by the caller (tests, benchmarks). Throws Error
-// when Avx2 is asked for on a CPU without AVX2+FMA+F16C.
+// when Avx2 (Avx512) is asked for on a CPU without what matmul_fast_has_avx2() (_avx512())
+// requires.
 void matmul_fast_isa(MatmulIsa isa, const WeightView& w, const float* x, int64_t n_tokens,
                      float* out, ThreadPool& pool, MatmulScratch& scratch,
                      MatmulPrecision precision = MatmulPrecision::Fast);
 
-// The kernel matmul_fast runs for `type` on this CPU, e.g. "q4_0 avx2" or "f16 scalar";
-// "unsupported" for a dtype it cannot multiply.
+// The kernel matmul_fast runs for `type` on this CPU, e.g. "q4_0 avx512-vnni", "q4_0 avx2" or
+// "f16 scalar"; "unsupported" for a dtype it cannot multiply. With isa: the kernel
+// matmul_fast_isa(isa, ...) runs (Auto: as matmul_fast).
 const char* matmul_fast_kernel_name(GgmlType type,
+                                    MatmulPrecision precision = MatmulPrecision::Fast);
+const char* matmul_fast_kernel_name(GgmlType type, MatmulIsa isa,
                                     MatmulPrecision precision = MatmulPrecision::Fast);
 
 // Whether this CPU runs the AVX2 kernels (AVX2, FMA and F16C).
 bool matmul_fast_has_avx2();
+// Whether this CPU runs the AVX-512 kernels: the AVX2 set plus AVX-512 F, BW, VL, DQ and VNNI.
+bool matmul_fast_has_avx512();
+// What Auto resolves to in this process (LLMCTL_MATMUL_ISA, else the CPU's best); never Auto.
+MatmulIsa matmul_fast_auto_isa();
+// "scalar", "avx2", "avx512", "auto".
+const char* matmul_isa_name(MatmulIsa isa);
 
 }  // namespace llmctl::cpu

@@ -31,6 +31,19 @@
 #include <immintrin.h>
 #define LLMCTL_HAVE_X86 1
 #define LLMCTL_AVX2 __attribute__((target("avx2,fma,f16c")))
+// The AVX-512 kernels (matmul_fast_has_avx512()): a superset of LLMCTL_AVX2, so they inline
+// the AVX2 helpers. Function attributes, never -m flags: the rest of the binary stays
+// runnable on AVX2-only CPUs.
+#define LLMCTL_AVX512 \
+  __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*() (a self-initialised variable),
+// which -W(maybe-)uninitialized reports once they are inlined: a false positive. The AVX-512
+// kernels sit between these two.
+#define LLMCTL_AVX512_BEGIN                                          \
+  _Pragma("GCC diagnostic push")                                     \
+      _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"") \
+          _Pragma("GCC diagnostic ignored \"-Wuninitialized\"")
+#define LLMCTL_AVX512_END _Pragma("GCC diagnostic pop")
 #endif
 
 #include "core/ggml_type.h"
@@ -102,6 +115,14 @@ MatmulKernel matmul_kernel_iq4_xs(bool avx2);
 MatmulKernel matmul_kernel_q4_k(bool avx2);
 MatmulKernel matmul_kernel_q5_k(bool avx2);
 MatmulKernel matmul_kernel_q6_k(bool avx2);
+// AVX-512 kernels, only for a CPU with matmul_fast_has_avx512(); same bits as the scalar
+// kernels. Where a dtype has none, matmul_fast runs its AVX2 kernel.
+MatmulKernel matmul_kernel_f32_avx512();
+MatmulKernel matmul_kernel_f16_avx512();
+MatmulKernel matmul_kernel_bf16_avx512();
+MatmulKernel matmul_kernel_q8_0_avx512();
+MatmulKernel matmul_kernel_q4_0_avx512();
+MatmulKernel matmul_kernel_q4_1_avx512();
 // Any other type dequantize_row() decodes (Q2_K, Q3_K): each row of the
 // tile is dequantized to f32 (quant/dequant.h) and multiplied by the F32 kernel, so the result
 // is bit-identical to the F32 kernel on the dequantized weight, with its batch and thread

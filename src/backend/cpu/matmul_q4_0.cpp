@@ -2,6 +2,7 @@
 // activations: the quantized tile (matmul_quant_tile.h) with signed weights q - 8 in -8..7,
 // as ggml's vec_dot_q4_0_q8_0.
 #include "backend/cpu/matmul_quant_tile.h"
+#include "backend/cpu/matmul_quant_tile_avx512.h"
 
 namespace llmctl::cpu {
 
@@ -19,6 +20,10 @@ struct BlockQ4_0 : QuantBlockTraits {
 
 MatmulKernel matmul_kernel_q4_0(bool avx2) {
   return make_quant_kernel<BlockQ4_0>(avx2, "q4_0 avx2", "q4_0 scalar");
+}
+
+MatmulKernel matmul_kernel_q4_0_avx512() {
+  return make_quant_kernel_avx512<BlockQ4_0>("q4_0 avx512-vnni");
 }
 
 }  // namespace llmctl::cpu

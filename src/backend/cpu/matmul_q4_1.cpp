@@ -2,6 +2,7 @@
 // int8 activations: the quantized tile (matmul_quant_tile.h) with unsigned nibbles and the
 // min term m * d_x * sum(q_x), as ggml's vec_dot_q4_1_q8_1.
 #include "backend/cpu/matmul_quant_tile.h"
+#include "backend/cpu/matmul_quant_tile_avx512.h"
 
 namespace llmctl::cpu {
 
@@ -19,6 +20,10 @@ struct BlockQ4_1 : QuantBlockTraits {
 
 MatmulKernel matmul_kernel_q4_1(bool avx2) {
   return make_quant_kernel<BlockQ4_1>(avx2, "q4_1 avx2", "q4_1 scalar");
+}
+
+MatmulKernel matmul_kernel_q4_1_avx512() {
+  return make_quant_kernel_avx512<BlockQ4_1>("q4_1 avx512-vnni");
 }
 
 }  // namespace llmctl::cpu

@@ -1,6 +1,7 @@
 // Q8_0 weights (34-byte blocks: fp16 d, int8 q[32]) against int8 activations: the quantized
 // tile (matmul_quant_tile.h) with signed weights, as ggml's vec_dot_q8_0_q8_0.
 #include "backend/cpu/matmul_quant_tile.h"
+#include "backend/cpu/matmul_quant_tile_avx512.h"
 
 namespace llmctl::cpu {
 
@@ -18,6 +19,10 @@ struct BlockQ8_0 : QuantBlockTraits {
 
 MatmulKernel matmul_kernel_q8_0(bool avx2) {
   return make_quant_kernel<BlockQ8_0>(avx2, "q8_0 avx2", "q8_0 scalar");
+}
+
+MatmulKernel matmul_kernel_q8_0_avx512() {
+  return make_quant_kernel_avx512<BlockQ8_0>("q8_0 avx512-vnni");
 }
 
 }  // namespace llmctl::cpu
