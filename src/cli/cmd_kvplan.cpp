@@ -10,6 +10,7 @@
 #include "cli/app.h"
 #include "cli/kvplan_report.h"
 #include "core/error.h"
+#include "core/output_file.h"
 #include "model/arch.h"
 #include "plan/explain.h"
 #include "plan/memory_plan.h"
@@ -96,9 +97,7 @@ int run_kvplan(const KvplanOptions& o) {
   const plan::Roofline r = plan::roofline(in, p);
   if (o.measure) return run_kvplan_measure(in, p, o.json);
   if (!o.svg.empty()) {
-    std::ofstream out(o.svg, std::ios::binary);
-    out << kvplan_svg(in, p);
-    if (!out) throw FileError(o.svg, "cannot write the SVG");
+    write_output_file(o.svg, kvplan_svg(in, p));
   }
   if (o.json) {
     nlohmann::ordered_json j = kvplan_json(in, p, r, !o.no_sweep);

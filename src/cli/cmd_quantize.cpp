@@ -27,6 +27,7 @@
 #include "cli/app.h"
 #include "cli/quantize_report.h"
 #include "core/error.h"
+#include "core/output_file.h"
 #include "core/text_io.h"
 #include "io/gguf.h"
 #include "model/hf_to_gguf.h"
@@ -119,6 +120,9 @@ void check_paths(const QuantizeCliOptions& o) {
   std::error_code ec;
   if (!fs::exists(o.input, ec)) throw FileError(o.input, "no such file or directory");
   if (o.dry_run) return;
+  if (const std::string kind = non_regular_kind(o.output); !kind.empty())
+    throw Error(fmt::format("output {} is {}, not a file; refusing to replace it", o.output, kind),
+                "give the path of a regular file (--force only ever replaces regular files)");
   if (fs::exists(o.output, ec)) {
     if (fs::equivalent(o.input, o.output, ec))
       throw Error(fmt::format("output {} is the input file; refusing to overwrite it", o.output),

@@ -14,6 +14,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/output_file.h"
 
 namespace llmctl {
 namespace {
@@ -290,12 +291,7 @@ std::string render_svg(const SvgPlot& plot) {
 }
 
 void write_svg(const std::string& path, const SvgPlot& plot) {
-  std::string text = render_svg(plot);
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) throw FileError(path, "cannot open for writing");
-  f.write(text.data(), static_cast<std::streamsize>(text.size()));
-  f.close();
-  if (!f) throw FileError(path, "write failed");
+  write_output_file(path, render_svg(plot));
 }
 
 }  // namespace llmctl

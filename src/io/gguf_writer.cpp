@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "core/error.h"
+#include "core/output_file.h"
 
 namespace llmctl {
 
@@ -240,10 +241,7 @@ std::vector<uint8_t> GgufBuilder::build() const {
 
 void GgufBuilder::write(const std::string& path) const {
   const std::vector<uint8_t> image = build();
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "wb"), &std::fclose);
-  if (!f) throw FileError(path, fmt::format("cannot create: {}", std::strerror(errno)));
-  if (std::fwrite(image.data(), 1, image.size(), f.get()) != image.size() || std::fflush(f.get()) != 0)
-    throw FileError(path, fmt::format("cannot write: {}", std::strerror(errno)));
+  write_output_file(path, std::string_view(reinterpret_cast<const char*>(image.data()), image.size()));
 }
 
 GgufBuilder GgufBuilder::from_file(const GgufFile& file) {
