@@ -30,17 +30,17 @@ bool write_all(int fd, std::string_view bytes) {
   return true;
 }
 
+// Writes bytes to fd and closes it; 0, or the errno of the first failure.
+int write_and_close(int fd, std::string_view bytes) {
+  const int err = write_all(fd, bytes) ? 0 : errno;
+  return ::close(fd) != 0 && err == 0 ? errno : err;
+}
+
 void write_in_place(const std::string& path, std::string_view bytes) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) throw FileError(path, "cannot open for writing: " + reason());
-  const bool ok = write_all(fd, bytes);
-  const int saved = errno;
-  const bool closed = ::close(fd) == 0;
-  if (!ok) {
-    errno = saved;
-    throw FileError(path, "cannot write: " + reason());
-  }
-  if (!closed) throw FileError(path, "cannot write: " + reason());
+  if (const int err = write_and_close(fd, bytes); err != 0)
+    throw FileError(path, std::string("cannot write: ") + std::strerror(err));
 }
 
 }  // namespace
@@ -69,19 +69,16 @@ void write_output_file(const std::string& path, std::string_view bytes) {
   const int fd = ::mkstemp(tmp.data());
   if (fd < 0) throw FileError(path, "cannot create a file beside it: " + reason());
   const std::string tmp_path(tmp.data());
-  // mkstemp creates 0600; a written file gets the usual 0666 minus the umask.
+  // mkstemp creates 0600; a written file gets the usual 0666 minus the umask (which can only
+  // be read by setting it; the tool is single-threaded wherever it writes files).
   const mode_t mask = ::umask(0);
   ::umask(mask);
   ::fchmod(fd, 0666 & ~mask);
-  const bool ok = write_all(fd, bytes);
-  int saved = errno;
-  const bool closed = ::close(fd) == 0;
-  if (ok && !closed) saved = errno;
-  if (!ok || !closed || ::rename(tmp_path.c_str(), path.c_str()) != 0) {
-    if (ok && closed) saved = errno;
+  int err = write_and_close(fd, bytes);
+  if (err == 0 && ::rename(tmp_path.c_str(), path.c_str()) != 0) err = errno;
+  if (err != 0) {
     ::unlink(tmp_path.c_str());
-    errno = saved;
-    throw FileError(path, "cannot write: " + reason());
+    throw FileError(path, std::string("cannot write: ") + std::strerror(err));
   }
 }
 

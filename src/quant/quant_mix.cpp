@@ -23,26 +23,26 @@ enum Ftype : uint32_t {
 
 // The IQ1/IQ2/IQ3 mixes need an importance matrix and their own encoders: not offered.
 const std::array<QuantMix, 20> kMixes = {{
-    {"F32", kF32, GgmlType::F32, false},
-    {"F16", kF16, GgmlType::F16, false},
-    {"BF16", kBF16, GgmlType::BF16, false},
-    {"Q8_0", kQ8_0, GgmlType::Q8_0, true},
-    {"Q6_K", kQ6_K, GgmlType::Q6_K, true},
-    {"Q5_K_M", kQ5_K_M, GgmlType::Q5_K, true},
-    {"Q5_K_S", kQ5_K_S, GgmlType::Q5_K, true},
-    {"Q5_1", kQ5_1, GgmlType::Q5_1, true},
-    {"Q5_0", kQ5_0, GgmlType::Q5_0, true},
-    {"Q4_K_M", kQ4_K_M, GgmlType::Q4_K, true},
-    {"Q4_K_S", kQ4_K_S, GgmlType::Q4_K, true},
-    {"Q4_1", kQ4_1, GgmlType::Q4_1, true},
-    {"Q4_0", kQ4_0, GgmlType::Q4_0, true},
-    {"IQ4_NL", kIQ4_NL, GgmlType::IQ4_NL, true},
-    {"IQ4_XS", kIQ4_XS, GgmlType::IQ4_XS, true},
-    {"Q3_K_L", kQ3_K_L, GgmlType::Q3_K, true},
-    {"Q3_K_M", kQ3_K_M, GgmlType::Q3_K, true},
-    {"Q3_K_S", kQ3_K_S, GgmlType::Q3_K, true},
-    {"Q2_K", kQ2_K, GgmlType::Q2_K, true},
-    {"Q2_K_S", kQ2_K_S, GgmlType::Q2_K, true},
+    {"F32", kF32, GgmlType::F32},
+    {"F16", kF16, GgmlType::F16},
+    {"BF16", kBF16, GgmlType::BF16},
+    {"Q8_0", kQ8_0, GgmlType::Q8_0},
+    {"Q6_K", kQ6_K, GgmlType::Q6_K},
+    {"Q5_K_M", kQ5_K_M, GgmlType::Q5_K},
+    {"Q5_K_S", kQ5_K_S, GgmlType::Q5_K},
+    {"Q5_1", kQ5_1, GgmlType::Q5_1},
+    {"Q5_0", kQ5_0, GgmlType::Q5_0},
+    {"Q4_K_M", kQ4_K_M, GgmlType::Q4_K},
+    {"Q4_K_S", kQ4_K_S, GgmlType::Q4_K},
+    {"Q4_1", kQ4_1, GgmlType::Q4_1},
+    {"Q4_0", kQ4_0, GgmlType::Q4_0},
+    {"IQ4_NL", kIQ4_NL, GgmlType::IQ4_NL},
+    {"IQ4_XS", kIQ4_XS, GgmlType::IQ4_XS},
+    {"Q3_K_L", kQ3_K_L, GgmlType::Q3_K},
+    {"Q3_K_M", kQ3_K_M, GgmlType::Q3_K},
+    {"Q3_K_S", kQ3_K_S, GgmlType::Q3_K},
+    {"Q2_K", kQ2_K, GgmlType::Q2_K},
+    {"Q2_K_S", kQ2_K_S, GgmlType::Q2_K},
 }};
 
 struct Alias {
@@ -140,7 +140,7 @@ GgmlType MixRules::type_for(const GgufTensorInfo& t) {
   using T = GgmlType;
   const uint32_t f = mix_.file_type;
   T type = mix_.base;
-  if (!mix_.rules) return type;
+  if (ggml_traits(type).block_size == 1) return type;  // F32, F16, BF16: no rules
   const Category c = category_of(t.name);
   const bool falcon = model_.arch == "falcon";
   const int n_gqa = model_.n_head_kv > 0 ? static_cast<int>(model_.n_head / model_.n_head_kv) : 1;
@@ -224,11 +224,8 @@ GgmlType MixRules::type_for(const GgufTensorInfo& t) {
     } else if (f == kQ3_K_L) {
       type = T::Q4_K;
     }
-  } else if (c == Category::FfnGate) {
-    layer(i_ffn_gate_);
-  } else if (c == Category::FfnUp) {
-    layer(i_ffn_up_);
   }
+  // (llama.cpp also counts ffn_gate/ffn_up layers, for the IQ3_XS mix only, not offered here.)
   return type;
 }
 

@@ -36,8 +36,8 @@ namespace llmctl {
 struct QuantMix {
   const char* name = "";        // "Q4_K_M"
   uint32_t file_type = 0;       // general.file_type (llama.cpp's llama_ftype)
-  GgmlType base = GgmlType::F32;  // the type of every tensor no rule changes
-  bool rules = false;           // false: every matrix is `base` (the plain types F32, F16, BF16)
+  GgmlType base = GgmlType::F32;  // the type of every tensor no rule changes; the rules apply
+                                  // to block-quantized bases only (F32/F16/BF16: every matrix)
 };
 
 // A mix by llama-quantize's name (case-insensitive; "Q4_K" is Q4_K_M, "Q5_K" Q5_K_M, "Q3_K"
@@ -71,7 +71,7 @@ class MixRules {
   const QuantMix& mix_;
   MixModel model_;
   bool tied_ = true;  // no output.weight: token_embd.weight is also the output
-  int n_attn_v_ = 0, i_attn_v_ = 0, i_ffn_down_ = 0, i_ffn_gate_ = 0, i_ffn_up_ = 0;
+  int n_attn_v_ = 0, i_attn_v_ = 0, i_ffn_down_ = 0;
 };
 
 }  // namespace llmctl

@@ -219,23 +219,16 @@ void encode(GgmlType type, const GgmlTypeTraits& tr, const float* src, const flo
 }  // namespace
 
 bool can_quantize(GgmlType type) {
-  // The engine types this file encodes (kQuantizableNames); the engine also reads Q2_K, Q3_K,
-  // IQ4_NL and IQ4_XS, which have no encoder here.
+  // Every engine type but those the engine only reads: they have no encoder here
+  // (kQuantizableNames lists the rest).
   switch (type) {
-    case GgmlType::F32:
-    case GgmlType::F16:
-    case GgmlType::BF16:
-    case GgmlType::Q8_0:
-    case GgmlType::Q4_0:
-    case GgmlType::Q4_1:
-    case GgmlType::Q5_0:
-    case GgmlType::Q5_1:
-    case GgmlType::Q4_K:
-    case GgmlType::Q5_K:
-    case GgmlType::Q6_K:
-      return true;
-    default:
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
+    case GgmlType::IQ4_NL:
+    case GgmlType::IQ4_XS:
       return false;
+    default:
+      return is_engine_type(type);
   }
 }
 
