@@ -4,8 +4,8 @@
 //   * the int8 activation path, and the f16 activations of F16 weights, against the test's own
 //     reading of the documented rounding (tight: float rounding only);
 //   * batch and thread invariance, bitwise: a token alone, in a batch, at another position,
-//     on 1, 2 or 3 threads gives the same bits; the scalar kernel gives the AVX2 kernel's bits,
-//     and the AVX-512 kernel's (skipped on a CPU without AVX-512).
+//     on 1, 2 or 3 threads gives the same bits (the instruction sets against each other:
+//     test_cpu_matmul_isa.cpp).
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -20,106 +20,13 @@
 #include "core/fp16.h"
 #include "quant/dequant.h"
 #include "quant/quantize.h"
-#include "support/random_data.h"
+#include "support/matmul_cases.h"
 
 using namespace llmctl;
 using namespace llmctl::cpu;
+using namespace llmctl::test;
 
 namespace {
-
-// Q2_K and Q3_K run through the dequantizing kernel (rows decoded to f32, then the F32 kernel).
-const GgmlType kTypes[] = {GgmlType::F32,    GgmlType::F16,    GgmlType::BF16, GgmlType::Q8_0,
-                           GgmlType::Q4_0,   GgmlType::Q4_1,   GgmlType::Q5_0, GgmlType::Q5_1,
-                           GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::Q2_K, GgmlType::Q3_K,
-                           GgmlType::Q4_K,   GgmlType::Q5_K,   GgmlType::Q6_K};
-
-// Whether the kernel multiplies int8-quantized activations (the integer kernels).
-bool is_quantized(GgmlType t) {
-  return t == GgmlType::Q8_0 || t == GgmlType::Q4_0 || t == GgmlType::Q4_1 || t == GgmlType::Q5_0 ||
-         t == GgmlType::Q5_1 || t == GgmlType::IQ4_NL || t == GgmlType::IQ4_XS ||
-         t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K;
-}
-
-// Whether the weight has a per-block min (w = q * d + m): Q4_1, Q5_1.
-bool has_min(GgmlType t) { return t == GgmlType::Q4_1 || t == GgmlType::Q5_1; }
-
-// Whether the kernel multiplies f16-rounded activations (F16 weights, matmul_kernels.h).
-bool is_half(GgmlType t) { return t == GgmlType::F16; }
-
-std::vector<MatmulIsa> isas() {
-  std::vector<MatmulIsa> v{MatmulIsa::Scalar};
-  if (matmul_fast_has_avx2()) v.push_back(MatmulIsa::Avx2);
-  if (matmul_fast_has_avx512()) v.push_back(MatmulIsa::Avx512);
-  return v;
-}
-
-// A weight (d, n) of `type`: normal values (plus an offset for Q4_1, Q5_1 so the min matters), a
-// row of zeros, and for Q8_0 some q = -128 (valid in a file, never written by the quantizer).
-// Types quantize_row does not write (Q2_K, Q3_K, IQ4_*) get random bytes with small scales.
-struct Weight {
-  GgmlType type;
-  int64_t d, n;
-  std::vector<uint8_t> bytes;
-  WeightView view() const { return WeightView{"w", type, n, d, bytes.data()}; }
-  std::vector<float> row(int64_t r) const {  // dequantized
-    std::vector<float> v(static_cast<size_t>(n));
-    dequantize_row(type, bytes.data() + static_cast<size_t>(r) * row_bytes(), v.data(), n);
-    return v;
-  }
-  size_t row_bytes() const {
-    const GgmlTypeTraits tr = ggml_traits(type);
-    return static_cast<size_t>(n) / tr.block_size * tr.type_size;
-  }
-};
-
-Weight make_weight(GgmlType type, int64_t d, int64_t n, std::mt19937& rng) {
-  Weight w{type, d, n, {}};
-  w.bytes.resize(w.row_bytes() * static_cast<size_t>(d));
-  if (!can_quantize(type)) {
-    w.bytes = test::random_blocks(type, static_cast<size_t>(d * n), rng);
-    return w;
-  }
-  std::normal_distribution<float> dist(has_min(type) ? 0.5f : 0.0f, 1.0f);
-  std::vector<float> row(static_cast<size_t>(n));
-  for (int64_t r = 0; r < d; ++r) {
-    for (float& v : row) v = r == 2 ? 0.0f : dist(rng);
-    quantize_row(type, row.data(), w.bytes.data() + static_cast<size_t>(r) * w.row_bytes(), n);
-  }
-  if (type == GgmlType::Q8_0)
-    for (size_t i = 2; i < w.bytes.size(); i += 34 * 3 + 5)
-      if (i % 34 >= 2) w.bytes[i] = 0x80;
-  return w;
-}
-
-// Activations (n_tokens, n): normal values, with one all-zero 32-block in token 0.
-std::vector<float> make_x(int64_t n_tokens, int64_t n, std::mt19937& rng) {
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> x(static_cast<size_t>(n_tokens * n));
-  for (float& v : x) v = dist(rng);
-  if (n >= 64)
-    for (int64_t j = 32; j < 64; ++j) x[static_cast<size_t>(j)] = 0.0f;
-  return x;
-}
-
-std::vector<float> run(MatmulIsa isa, const Weight& w, const std::vector<float>& x,
-                       int64_t n_tokens, int n_threads,
-                       MatmulPrecision precision = MatmulPrecision::Fast) {
-  ThreadPool pool(n_threads);
-  MatmulScratch scratch;
-  std::vector<float> out(static_cast<size_t>(n_tokens * w.d), -1.0f);
-  matmul_fast_isa(isa, w.view(), x.data(), n_tokens, out.data(), pool, scratch, precision);
-  return out;
-}
-
-// The weight decoded to F32 (the same values the dequantizing kernel multiplies).
-Weight decoded(const Weight& w) {
-  Weight f{GgmlType::F32, w.d, w.n, {}};
-  f.bytes.resize(static_cast<size_t>(w.d * w.n) * 4);
-  for (int64_t r = 0; r < w.d; ++r)
-    std::memcpy(f.bytes.data() + static_cast<size_t>(r * w.n) * 4, w.row(r).data(),
-                static_cast<size_t>(w.n) * 4);
-  return f;
-}
 
 // The test's reading of quantize_activations.h: d = amax / 127, q = round_half_even(x * 127 /
 // amax). Returns x with each value replaced by d * q (what the int8 kernels multiply with).
@@ -236,18 +143,6 @@ void check_against_reference(const Weight& w, const std::vector<float>& x, int64
         CHECK(std::fabs(got - exact_q) <= tolerance(w.type, wr, max_min(w, r), xt, w.n, false));
     }
   }
-}
-
-bool same_bits(const float* a, const float* b, int64_t count) {
-  return std::memcmp(a, b, static_cast<size_t>(count) * sizeof(float)) == 0;
-}
-
-int64_t n_for(GgmlType type, int i) {  // row lengths: not multiples of 256 (nor 8 for floats)
-  static const int64_t quant[] = {32, 96, 288, 1056};
-  static const int64_t flt[] = {1, 13, 100, 1059};
-  static const int64_t k_quant[] = {256, 512, 768, 1280};
-  const uint32_t block = ggml_traits(type).block_size;
-  return block == 256 ? k_quant[i] : block == 32 ? quant[i] : flt[i];
 }
 
 }  // namespace
@@ -387,103 +282,6 @@ TEST_CASE("matmul_fast: batch and thread invariance, bit for bit", "[cpu]") {
       }
     }
   }
-}
-
-// Every dtype and shape: the scalar kernel's bits from the SIMD kernel of `isa`, on 2 threads
-// (tile heights 1..4, 8 and 16 with row tails: 29 rows; decode and prefill tiles).
-void check_scalar_bits(MatmulIsa isa) {
-  std::mt19937 rng(5);
-  for (GgmlType type : kTypes) {
-    for (int ni = 0; ni < 4; ++ni) {
-      const int64_t n = n_for(type, ni);
-      const Weight w = make_weight(type, 29, n, rng);
-      for (int64_t n_tokens : {1, 3, 8, 64}) {
-        const std::vector<float> x = make_x(n_tokens, n, rng);
-        INFO(ggml_type_name(type) << " n=" << n << " n_tokens=" << n_tokens << " kernel "
-                                  << matmul_fast_kernel_name(type, isa));
-        CHECK(same_bits(run(MatmulIsa::Scalar, w, x, n_tokens, 1).data(),
-                        run(isa, w, x, n_tokens, 2).data(), 29 * n_tokens));
-      }
-    }
-  }
-}
-
-TEST_CASE("matmul_fast: the scalar fallback gives the AVX2 kernel's bits", "[cpu]") {
-  if (!matmul_fast_has_avx2()) {
-    WARN("this CPU has no AVX2+FMA+F16C: nothing to compare the scalar kernel with");
-    return;
-  }
-  check_scalar_bits(MatmulIsa::Avx2);
-}
-
-TEST_CASE("matmul_fast: the AVX-512 kernels give the scalar kernel's bits", "[cpu]") {
-  if (!matmul_fast_has_avx512()) {
-    WARN("skipped: no AVX-512 (F, BW, VL, DQ and VNNI) on this CPU");
-    return;
-  }
-  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1})
-    CHECK(std::string(matmul_fast_kernel_name(type, MatmulIsa::Avx512)).find("avx512") !=
-          std::string::npos);
-  check_scalar_bits(MatmulIsa::Avx512);
-  // Extremes of the integer step: q = -128 and +127 weights (Q8_0) against activations of
-  // +-127, where a pairwise int16 sum would saturate; 15-nibbles (Q4) likewise.
-  const int64_t n = 256, d = 21;
-  std::mt19937 rng(11);
-  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1}) {
-    Weight w = make_weight(type, d, n, rng);
-    const size_t bb = ggml_traits(type).type_size, qs = type == GgmlType::Q4_1 ? 4 : 2;
-    for (size_t i = 0; i < w.bytes.size(); ++i)
-      if (i % bb >= qs) w.bytes[i] = type == GgmlType::Q8_0 ? (i % 3 ? 0x80 : 0x7f) : 0xff;
-    std::vector<float> x(static_cast<size_t>(5 * n));
-    for (size_t j = 0; j < x.size(); ++j) x[j] = (j / 7) % 2 ? 1.0f : -1.0f;
-    for (int64_t n_tokens : {1, 5}) {
-      INFO(ggml_type_name(type) << " extremes, n_tokens " << n_tokens);
-      CHECK(same_bits(run(MatmulIsa::Scalar, w, x, n_tokens, 1).data(),
-                      run(MatmulIsa::Avx512, w, x, n_tokens, 3).data(), d * n_tokens));
-    }
-  }
-}
-
-TEST_CASE("matmul_fast: kernel names, bad arguments", "[cpu]") {
-  for (GgmlType type : kTypes) CHECK(std::string(matmul_fast_kernel_name(type)) != "unsupported");
-  CHECK(std::string(matmul_fast_kernel_name(GgmlType::IQ2_XXS)) == "unsupported");
-  CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q3_K)).rfind("dequant+f32", 0) == 0);
-  if (matmul_fast_has_avx2()) {
-    CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_0, MatmulIsa::Avx2)) == "q4_0 avx2");
-    CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_K, MatmulIsa::Avx2)) ==
-          "q4_k avx2");
-    CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q5_K, MatmulIsa::Avx2)) ==
-          "q5_k avx2");
-    CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q6_K, MatmulIsa::Avx2)) ==
-          "q6_k avx2");
-    CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q5_0, MatmulIsa::Avx2)) ==
-          "q5_0 avx2");
-    CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q5_1, MatmulIsa::Avx2)) ==
-          "q5_1 avx2");
-    CHECK(std::string(matmul_fast_kernel_name(GgmlType::IQ4_NL, MatmulIsa::Avx2)) ==
-          "iq4_nl avx2");
-    CHECK(std::string(matmul_fast_kernel_name(GgmlType::IQ4_XS, MatmulIsa::Avx2)) ==
-          "iq4_xs avx2");
-  }
-  if (matmul_fast_has_avx512())
-    CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_0, MatmulIsa::Avx512)) ==
-          "q4_0 avx512-vnni");
-  CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_0, MatmulIsa::Scalar)) == "q4_0 scalar");
-  CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_0)) ==
-        matmul_fast_kernel_name(GgmlType::Q4_0, matmul_fast_auto_isa()));
-  ThreadPool pool(1);
-  MatmulScratch scratch;
-  std::vector<uint8_t> bytes(4096);
-  std::vector<float> x(64), out(64);
-  auto call = [&](GgmlType t, int64_t n_cols, int64_t n_tokens) {
-    matmul_fast(WeightView{"blk.0.w", t, n_cols, 1, bytes.data()}, x.data(), n_tokens, out.data(),
-                pool, scratch);
-  };
-  CHECK_THROWS_WITH(call(GgmlType::IQ2_XXS, 256, 1), Catch::Contains("got IQ2_XXS"));
-  CHECK_THROWS_WITH(call(GgmlType::Q4_K, 32, 1), Catch::Contains("multiple of 256"));
-  CHECK_THROWS_WITH(call(GgmlType::Q4_0, 48, 1), Catch::Contains("multiple of 32"));
-  CHECK_THROWS_WITH(call(GgmlType::F32, 8, 0), Catch::Contains("n_tokens >= 1"));
-  CHECK_NOTHROW(call(GgmlType::F32, 8, 1));
 }
 
 // Q5 weights at the top of their range (q = 31 in every element: nibbles 0xF, qh all ones)

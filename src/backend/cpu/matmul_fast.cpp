@@ -118,6 +118,20 @@ MatmulKernel avx512_kernel_for(GgmlType type, MatmulPrecision precision) {
       return matmul_kernel_q4_0_avx512();
     case GgmlType::Q4_1:
       return matmul_kernel_q4_1_avx512();
+    case GgmlType::Q4_K:
+      return matmul_kernel_q4_k_avx512();
+    case GgmlType::Q5_K:
+      return matmul_kernel_q5_k_avx512();
+    case GgmlType::Q6_K:
+      return matmul_kernel_q6_k_avx512();
+    case GgmlType::Q5_0:
+      return matmul_kernel_q5_0_avx512();
+    case GgmlType::Q5_1:
+      return matmul_kernel_q5_1_avx512();
+    case GgmlType::IQ4_NL:
+      return matmul_kernel_iq4_nl_avx512();
+    case GgmlType::IQ4_XS:
+      return matmul_kernel_iq4_xs_avx512();
     default:
       return MatmulKernel{};
   }

@@ -2,7 +2,7 @@
 // against int8 activations: the quantized tile (matmul_quant_tile.h) with the nibbles looked
 // up in ggml's 16-level table (pshufb), signed weights as Q8_0's, as ggml's
 // vec_dot_iq4_nl_q8_0.
-#include "backend/cpu/matmul_quant_tile.h"
+#include "backend/cpu/matmul_paired_tile_avx512.h"
 
 namespace llmctl::cpu {
 
@@ -19,6 +19,10 @@ struct BlockIq4Nl : QuantBlockTraits {
 
 MatmulKernel matmul_kernel_iq4_nl(bool avx2) {
   return make_quant_kernel<BlockIq4Nl>(avx2, "iq4_nl avx2", "iq4_nl scalar");
+}
+
+MatmulKernel matmul_kernel_iq4_nl_avx512() {
+  return make_paired_kernel_avx512<QuantUnit, BlockIq4Nl>("iq4_nl avx512-vnni (decode avx2)");
 }
 
 }  // namespace llmctl::cpu

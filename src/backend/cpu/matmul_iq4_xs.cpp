@@ -3,7 +3,7 @@
 // against int8 activations: the quantized tile (matmul_quant_tile.h) over the 32-element
 // sub-blocks, each an IQ4_NL block whose scale is d * (ls - 32), as ggml's vec_dot_iq4_xs_q8_K
 // (which sums the same integer products, in its own float order).
-#include "backend/cpu/matmul_quant_tile.h"
+#include "backend/cpu/matmul_paired_tile_avx512.h"
 
 namespace llmctl::cpu {
 
@@ -47,6 +47,10 @@ struct BlockIq4Xs : QuantBlockTraits {
 
 MatmulKernel matmul_kernel_iq4_xs(bool avx2) {
   return make_quant_kernel<BlockIq4Xs>(avx2, "iq4_xs avx2", "iq4_xs scalar");
+}
+
+MatmulKernel matmul_kernel_iq4_xs_avx512() {
+  return make_paired_kernel_avx512<QuantUnit, BlockIq4Xs>("iq4_xs avx512-vnni (decode avx2)");
 }
 
 }  // namespace llmctl::cpu

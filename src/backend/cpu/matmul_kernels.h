@@ -123,6 +123,15 @@ MatmulKernel matmul_kernel_bf16_avx512();
 MatmulKernel matmul_kernel_q8_0_avx512();
 MatmulKernel matmul_kernel_q4_0_avx512();
 MatmulKernel matmul_kernel_q4_1_avx512();
+// 16-row VNNI prefill tiles over the AVX2 kernels' packing, AVX2 decode tiles
+// (matmul_paired_tile_avx512.h).
+MatmulKernel matmul_kernel_q4_k_avx512();
+MatmulKernel matmul_kernel_q5_k_avx512();
+MatmulKernel matmul_kernel_q6_k_avx512();
+MatmulKernel matmul_kernel_q5_0_avx512();
+MatmulKernel matmul_kernel_q5_1_avx512();
+MatmulKernel matmul_kernel_iq4_nl_avx512();
+MatmulKernel matmul_kernel_iq4_xs_avx512();
 // Any other type dequantize_row() decodes (Q2_K, Q3_K): each row of the
 // tile is dequantized to f32 (quant/dequant.h) and multiplied by the F32 kernel, so the result
 // is bit-identical to the F32 kernel on the dequantized weight, with its batch and thread

@@ -6,7 +6,7 @@
 // Arithmetic (matmul_kquant_tile.h): per 32-element sub-block j, exact isum = sum q * q_x,
 //   acc = fma(float(isum), (d * sc_j) * d_x, acc);  acc = fma(-(float(xsum) * d_x), dmin * m_j,
 //   acc)
-#include "backend/cpu/matmul_kquant_tile.h"
+#include "backend/cpu/matmul_paired_tile_avx512.h"
 
 namespace llmctl::cpu {
 
@@ -86,6 +86,29 @@ LLMCTL_AVX2 inline void q45_k_superblock(const uint8_t* p, const TileArgs& a, in
   }
 }
 
+// The same over a 16-row panel record (matmul_paired_tile_avx512.h: every offset doubled).
+LLMCTL_AVX512_BEGIN
+template <int T>
+LLMCTL_AVX512 inline void q45_k_superblock512(const uint8_t* p, const TileArgs& a, int64_t sb,
+                                              __m512* acc) {
+  const int64_t nb = a.n / 32;
+  for (int j = 0; j < 8; ++j) {
+    const int64_t b = 8 * sb + j;
+    __m512i isum[static_cast<size_t>(T)];
+    dots_u8_512<T>(p + 512 * j, a.qs + 32 * b, a.n, 0, 8, isum);
+    const __m512 ds = _mm512_loadu_ps(p + 2 * kQ45kDsOffset + 64 * j);
+    const __m512 dm = _mm512_loadu_ps(p + 2 * kQ45kDmOffset + 64 * j);
+    for (int t = 0; t < T; ++t) {
+      const float dx = a.qd[t * nb + b];
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(ds, _mm512_set1_ps(dx)),
+                               acc[t]);
+      acc[t] =
+          _mm512_fnmadd_ps(_mm512_set1_ps(static_cast<float>(a.qsum[t * nb + b]) * dx), dm, acc[t]);
+    }
+  }
+}
+LLMCTL_AVX512_END
+
 #endif
 
 // The trait: kHigh false Q4_K (144-byte super-blocks, q in 0..15), true Q5_K (176 bytes, 0..31).
@@ -156,6 +179,11 @@ struct KQ45_K {
   template <int T>
   LLMCTL_AVX2 static void superblock(const uint8_t* p, const TileArgs& a, int64_t sb, __m256* acc) {
     q45_k_superblock<KQ45_K, T>(p, a, sb, acc);
+  }
+  template <int T>
+  LLMCTL_AVX512 static void superblock512(const uint8_t* p, const TileArgs& a, int64_t sb,
+                                          __m512* acc) {
+    q45_k_superblock512<T>(p, a, sb, acc);
   }
 #endif
 };

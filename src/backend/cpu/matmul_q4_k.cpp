@@ -11,4 +11,8 @@ MatmulKernel matmul_kernel_q4_k(bool avx2) {
   return make_kquant_kernel<KQ45_K<false>>(avx2, "q4_k avx2", "q4_k scalar");
 }
 
+MatmulKernel matmul_kernel_q4_k_avx512() {
+  return make_paired_kernel_avx512<KQuantUnit, KQ45_K<false>>("q4_k avx512-vnni (decode avx2)");
+}
+
 }  // namespace llmctl::cpu

@@ -2,7 +2,7 @@
 // q = nibble | qh bit << 4) against int8 activations: the quantized tile
 // (matmul_quant_tile.h) with the nibbles' fifth bit and the offset 16, as ggml's
 // vec_dot_q5_0_q8_0.
-#include "backend/cpu/matmul_quant_tile.h"
+#include "backend/cpu/matmul_paired_tile_avx512.h"
 
 namespace llmctl::cpu {
 
@@ -22,6 +22,10 @@ struct BlockQ5_0 : QuantBlockTraits {
 
 MatmulKernel matmul_kernel_q5_0(bool avx2) {
   return make_quant_kernel<BlockQ5_0>(avx2, "q5_0 avx2", "q5_0 scalar");
+}
+
+MatmulKernel matmul_kernel_q5_0_avx512() {
+  return make_paired_kernel_avx512<QuantUnit, BlockQ5_0>("q5_0 avx512-vnni (decode avx2)");
 }
 
 }  // namespace llmctl::cpu

@@ -2,7 +2,7 @@
 // with q = nibble | qh bit << 4) against int8 activations: the quantized tile
 // (matmul_quant_tile.h) with the nibbles' fifth bit and the min term m * d_x * sum(q_x), as
 // ggml's vec_dot_q5_1_q8_1.
-#include "backend/cpu/matmul_quant_tile.h"
+#include "backend/cpu/matmul_paired_tile_avx512.h"
 
 namespace llmctl::cpu {
 
@@ -22,6 +22,10 @@ struct BlockQ5_1 : QuantBlockTraits {
 
 MatmulKernel matmul_kernel_q5_1(bool avx2) {
   return make_quant_kernel<BlockQ5_1>(avx2, "q5_1 avx2", "q5_1 scalar");
+}
+
+MatmulKernel matmul_kernel_q5_1_avx512() {
+  return make_paired_kernel_avx512<QuantUnit, BlockQ5_1>("q5_1 avx512-vnni (decode avx2)");
 }
 
 }  // namespace llmctl::cpu

@@ -10,4 +10,8 @@ MatmulKernel matmul_kernel_q5_k(bool avx2) {
   return make_kquant_kernel<KQ45_K<true>>(avx2, "q5_k avx2", "q5_k scalar");
 }
 
+MatmulKernel matmul_kernel_q5_k_avx512() {
+  return make_paired_kernel_avx512<KQuantUnit, KQ45_K<true>>("q5_k avx512-vnni (decode avx2)");
+}
+
 }  // namespace llmctl::cpu

@@ -3,7 +3,7 @@
 // int8 activations: the K-quant tile (matmul_kquant_tile.h), as ggml's vec_dot_q6_K_q8_K but
 // with our per-32 activation scales: the two sub-blocks of an activation block fold into one
 // exact integer sum, then one fma per block.
-#include "backend/cpu/matmul_kquant_tile.h"
+#include "backend/cpu/matmul_paired_tile_avx512.h"
 
 namespace llmctl::cpu {
 
@@ -127,6 +127,38 @@ struct KQ6_K {
       }
     }
   }
+
+  // The same over a 16-row panel record (matmul_paired_tile_avx512.h: every offset doubled):
+  // vpdpbusd sums of each 16-element half, times its scale in int32 (|half sum| <= 16 * 63 *
+  // 127, times |sc| <= 128: far inside int32), plus the -32 term as in the AVX2 tile.
+  template <int T>
+  LLMCTL_AVX512 static void superblock512(const uint8_t* p, const TileArgs& a, int64_t sbi,
+                                          __m512* acc) {
+    const int64_t nb = a.n / 32;
+    alignas(32) int32_t xh[static_cast<size_t>(T)][8];
+    for (int t = 0; t < T; ++t) half_sums(a.qs + t * a.n + kKQuantSuperBlock * sbi, xh[t]);
+    const __m512 d = _mm512_loadu_ps(p + 2 * kDOffset);
+    for (int j = 0; j < 8; ++j) {
+      const int64_t b = 8 * sbi + j;
+      const uint8_t* w = p + 512 * j;
+      const int8_t* qx = a.qs + 32 * b;
+      // the int16 pairs (sc, sc): the high half, sign-extended, is sc
+      const __m512i sa = _mm512_srai_epi32(_mm512_loadu_si512(p + 2 * kSaOffset + 64 * j), 16);
+      const __m512i sb = _mm512_srai_epi32(_mm512_loadu_si512(p + 2 * kSbOffset + 64 * j), 16);
+      const __m512i offs = _mm512_loadu_si512(p + 2 * kOffOffset + 64 * j);
+      __m512i isum[static_cast<size_t>(T)], part[static_cast<size_t>(T)];
+      dots_u8_512<T>(w, qx, a.n, 0, 4, part);
+      for (int t = 0; t < T; ++t)
+        isum[t] = _mm512_add_epi32(_mm512_mullo_epi32(part[t], sa),
+                                   _mm512_madd_epi16(_mm512_set1_epi32(xh[t][j]), offs));
+      dots_u8_512<T>(w, qx, a.n, 4, 8, part);
+      for (int t = 0; t < T; ++t) {
+        isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(part[t], sb));
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]),
+                                 _mm512_mul_ps(d, _mm512_set1_ps(a.qd[t * nb + b])), acc[t]);
+      }
+    }
+  }
 #endif
 };
 
@@ -134,6 +166,10 @@ struct KQ6_K {
 
 MatmulKernel matmul_kernel_q6_k(bool avx2) {
   return make_kquant_kernel<KQ6_K>(avx2, "q6_k avx2", "q6_k scalar");
+}
+
+MatmulKernel matmul_kernel_q6_k_avx512() {
+  return make_paired_kernel_avx512<KQuantUnit, KQ6_K>("q6_k avx512-vnni (decode avx2)");
 }
 
 }  // namespace llmctl::cpu

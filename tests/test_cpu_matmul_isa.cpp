@@ -1,0 +1,137 @@
+// The CPU matmul kernels of each instruction set against the scalar kernel, bit for bit
+// (src/backend/cpu/matmul_kernels.h: one arithmetic contract for every dtype); AVX2 and
+// AVX-512 are skipped, with a warning, on a CPU without them. Kernel names, bad arguments.
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/matmul_fast.h"
+#include "backend/cpu/thread_pool.h"
+#include "core/error.h"
+#include "support/matmul_cases.h"
+
+using namespace llmctl;
+using namespace llmctl::cpu;
+using namespace llmctl::test;
+
+TEST_CASE("matmul_fast: the scalar fallback gives the AVX2 kernel's bits", "[cpu]") {
+  if (!matmul_fast_has_avx2()) {
+    WARN("this CPU has no AVX2+FMA+F16C: nothing to compare the scalar kernel with");
+    return;
+  }
+  check_scalar_bits(MatmulIsa::Avx2);
+}
+
+TEST_CASE("matmul_fast: the AVX-512 kernels give the scalar kernel's bits", "[cpu]") {
+  if (!matmul_fast_has_avx512()) {
+    WARN("skipped: no AVX-512 (F, BW, VL, DQ and VNNI) on this CPU");
+    return;
+  }
+  const GgmlType with_avx512[] = {GgmlType::Q8_0, GgmlType::Q4_0,   GgmlType::Q4_1,
+                                  GgmlType::Q5_0, GgmlType::Q5_1,   GgmlType::IQ4_NL,
+                                  GgmlType::IQ4_XS, GgmlType::Q4_K, GgmlType::Q5_K,
+                                  GgmlType::Q6_K};
+  for (GgmlType type : with_avx512)
+    CHECK(std::string(matmul_fast_kernel_name(type, MatmulIsa::Avx512)).find("avx512") !=
+          std::string::npos);
+  check_scalar_bits(MatmulIsa::Avx512);
+  // Extremes of the integer step against activations of +-127, where a pairwise int16 sum
+  // would saturate: q = -128 and +127 weights (Q8_0), 15-nibbles (Q4), and the K-quants at
+  // their top (Q4_K / Q5_K scales and mins 63 with q = 15 / 31; Q6_K q = 63, scales -128 and
+  // 127), in decode (1 token) and prefill tiles.
+  const int64_t n = 512, d = 21;
+  std::mt19937 rng(11);
+  for (GgmlType type : with_avx512) {
+    Weight w = make_weight(type, d, n, rng);
+    const size_t bb = ggml_traits(type).type_size;
+    for (size_t i = 0; i < w.bytes.size(); ++i) {
+      const size_t k = i % bb;
+      uint8_t& byte = w.bytes[i];
+      switch (type) {
+        case GgmlType::Q8_0:
+          if (k >= 2) byte = i % 3 ? 0x80 : 0x7f;
+          break;
+        case GgmlType::Q4_1:
+          if (k >= 4) byte = 0xff;
+          break;
+        case GgmlType::Q5_0:  // qh and nibbles: q = 31
+        case GgmlType::Q5_1:
+          if (k >= (type == GgmlType::Q5_0 ? 2u : 4u)) byte = 0xff;
+          break;
+        case GgmlType::IQ4_NL:  // nibble 0: level -127
+          if (k >= 2) byte = i % 5 ? 0x00 : 0xff;
+          break;
+        case GgmlType::IQ4_XS:  // bytes 2..7: scales (ls = 63 at 0xff), then nibbles
+          if (k >= 2) byte = k < 8 ? 0xff : (i % 5 ? 0x00 : 0xff);
+          break;
+        case GgmlType::Q4_K:
+        case GgmlType::Q5_K:  // bytes 0..3: d, dmin
+          if (k >= 4) byte = 0xff;
+          break;
+        case GgmlType::Q6_K:  // ql, qh, then 16 int8 scales, then d at 208
+          if (k < 192) byte = 0xff;
+          else if (k < 208) byte = k % 2 ? 0x7f : 0x80;
+          break;
+        default:
+          if (k >= 2) byte = 0xff;
+      }
+    }
+    std::vector<float> x(static_cast<size_t>(9 * n));
+    for (size_t j = 0; j < x.size(); ++j) x[j] = (j / 7) % 2 ? 1.0f : -1.0f;
+    for (int64_t n_tokens : {1, 5, 9}) {
+      INFO(ggml_type_name(type) << " extremes, n_tokens " << n_tokens);
+      CHECK(same_bits(run(MatmulIsa::Scalar, w, x, n_tokens, 1).data(),
+                      run(MatmulIsa::Avx512, w, x, n_tokens, 3).data(), d * n_tokens));
+    }
+  }
+}
+
+TEST_CASE("matmul_fast: kernel names, bad arguments", "[cpu]") {
+  for (GgmlType type : kTypes) CHECK(std::string(matmul_fast_kernel_name(type)) != "unsupported");
+  CHECK(std::string(matmul_fast_kernel_name(GgmlType::IQ2_XXS)) == "unsupported");
+  CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q3_K)).rfind("dequant+f32", 0) == 0);
+  if (matmul_fast_has_avx2()) {
+    CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_0, MatmulIsa::Avx2)) == "q4_0 avx2");
+    CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_K, MatmulIsa::Avx2)) ==
+          "q4_k avx2");
+    CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q5_K, MatmulIsa::Avx2)) ==
+          "q5_k avx2");
+    CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q6_K, MatmulIsa::Avx2)) ==
+          "q6_k avx2");
+    CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q5_0, MatmulIsa::Avx2)) ==
+          "q5_0 avx2");
+    CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q5_1, MatmulIsa::Avx2)) ==
+          "q5_1 avx2");
+    CHECK(std::string(matmul_fast_kernel_name(GgmlType::IQ4_NL, MatmulIsa::Avx2)) ==
+          "iq4_nl avx2");
+    CHECK(std::string(matmul_fast_kernel_name(GgmlType::IQ4_XS, MatmulIsa::Avx2)) ==
+          "iq4_xs avx2");
+  }
+  if (matmul_fast_has_avx512()) {
+    CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_0, MatmulIsa::Avx512)) ==
+          "q4_0 avx512-vnni");
+    CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_K, MatmulIsa::Avx512)) ==
+          "q4_k avx512-vnni (decode avx2)");
+    // the dequantizing kernel has no AVX-512 tile: its AVX2 one runs
+    CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q3_K, MatmulIsa::Avx512)) ==
+          std::string(matmul_fast_kernel_name(GgmlType::Q3_K, MatmulIsa::Avx2)));
+  }
+  CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_0, MatmulIsa::Scalar)) == "q4_0 scalar");
+  CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_0)) ==
+        matmul_fast_kernel_name(GgmlType::Q4_0, matmul_fast_auto_isa()));
+  ThreadPool pool(1);
+  MatmulScratch scratch;
+  std::vector<uint8_t> bytes(4096);
+  std::vector<float> x(64), out(64);
+  auto call = [&](GgmlType t, int64_t n_cols, int64_t n_tokens) {
+    matmul_fast(WeightView{"blk.0.w", t, n_cols, 1, bytes.data()}, x.data(), n_tokens, out.data(),
+                pool, scratch);
+  };
+  CHECK_THROWS_WITH(call(GgmlType::IQ2_XXS, 256, 1), Catch::Contains("got IQ2_XXS"));
+  CHECK_THROWS_WITH(call(GgmlType::Q4_K, 32, 1), Catch::Contains("multiple of 256"));
+  CHECK_THROWS_WITH(call(GgmlType::Q4_0, 48, 1), Catch::Contains("multiple of 32"));
+  CHECK_THROWS_WITH(call(GgmlType::F32, 8, 0), Catch::Contains("n_tokens >= 1"));
+  CHECK_NOTHROW(call(GgmlType::F32, 8, 1));
+}
