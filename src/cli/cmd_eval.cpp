@@ -10,6 +10,7 @@
 // f32 KV cache. Result on stdout (text or --json); progress and one summary line on stderr:
 //   llmctl-eval: ppl=F tokens=N windows=N scoring=NAME [kl_mean=F kl_median=F kl_p99=F top1=F dp=F] seconds=F
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -247,7 +248,8 @@ void add_eval_command(CLI::App& app, Action& action) {
          [opt](const std::string& v) { opt->scoring = *eval_scoring_from_name(v); },
          "Which tokens the perplexity scores: llmctl (default: every token once) or llama-cpp "
          "(llama-perplexity's: the second half of each window)")
-      ->check(CLI::IsMember(eval_scoring_names()));
+      ->check(CLI::IsMember(eval_scoring_names()))
+      ->option_text(fmt::format("{}", fmt::join(eval_scoring_names(), "|")));
   sub->add_option("--base", opt->base, "Base model to compare with (same vocabulary)");
   sub->add_option("--top-k", opt->top_k,
                   "Base tokens kept per position for KL (KL is a lower bound unless = n_vocab)")

@@ -176,10 +176,12 @@ void add_run_command(CLI::App& app, Action& action) {
                   "With --batch: skip the lines this earlier output FILE already answers");
   sub->add_option("--shard", opt.shard,
                   "With --batch: answer only the lines whose index is K mod N (K/N, 0 <= K < N), "
-                  "one of N processes (docs/batch.md)");
+                  "one of N processes (docs/batch.md)")
+      ->option_text("K/N");
   sub->add_option("--merge", opt.merge,
                   "Write the records of these --shard outputs as one run's, sorted by index "
-                  "(with --batch IN: check every line of IN has one); loads no model");
+                  "(with --batch IN: check every line of IN has one); loads no model")
+      ->option_text("OUTPUT ...");
   sub->add_flag("-i,--interactive", opt.interactive,
                 "Chat: read user turns from stdin, answer with the model's chat template");
   sub->add_option("--chat-template", opt.chat_template,
