@@ -1,9 +1,10 @@
 // `llmctl eval --scoring llama-cpp`: llama-perplexity's chunks and second-half scoring.
 // The plan against llama-perplexity's rule restated here over token positions; the
 // perplexity of stories260K against a step-by-step computation over Forward logits; the
-// output naming the scoring; and SmolLM2's perplexity within 0.5 % of llama.cpp's own, from
+// output naming the scoring; and SmolLM2's perplexity against llama.cpp's own, from
 // tests/fixtures/llamacpp_perplexity_smollm2.json (tools/llamacpp_perplexity.py, which runs
-// llama-perplexity's algorithm through llama-cpp-python 0.3.36).
+// llama-perplexity's algorithm through llama-cpp-python 0.3.36): within 0.1 % on an F16 copy
+// of the weights, within 2.5 % on the Q4_1 file (measured 1.2 %; the test says why).
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
@@ -161,4 +162,66 @@ TEST_CASE("eval names its scoring in text, --json and the summary line", "[cli]"
         std::string::npos);
   const auto bad = run_llmctl({"eval", "-m", model, "--scoring", "llamacpp"});
   CHECK(bad.code == 2);
+}
+
+// Measured (llama.cpp 0c1e570 through llama-cpp-python 0.3.36, AVX-512 EPYC, 1700-token text,
+// 819 and 762 scored tokens at n_ctx 128 and 256):
+//   F16 copy of the Q4_1 weights: llmctl 22.0496 / 21.6268, llama.cpp 22.0539 / 21.6271
+//     (-0.02 %, -0.001 %): the scoring rule is the same to the last token.
+//   The Q4_1 file itself: llmctl 22.0172 / 21.7716, llama.cpp 22.2760 / 21.5337 (-1.2 %,
+//     +1.1 %). Both engines' Q4_1 matmuls round the activations to 8 bits (llama.cpp's Q8_1,
+//     our int8 kernels), each its own way: on chunk 0 both are 0.175 logits (centered mean
+//     |d|) from a float64 computation of the same weights (tools/reference_forward.py), the
+//     per-token NLL of the two engines differs by std 0.22 nats, so a mean over ~800 tokens
+//     differs by about 0.008 nats (0.8 %) by chance alone; llmctl's reference kernels
+//     (--cpu-reference in run) give exactly the float64 value there.
+// So the 0.5 % of the issue is checked on the F16 copy (bound 0.1 %), and the Q4_1 file within
+// 2.5 % (3 sigma of that noise): a wrong chunking, BOS or half moves either far more.
+TEST_CASE("SmolLM2: eval --scoring llama-cpp agrees with llama.cpp's perplexity",
+          "[cli][golden]") {
+  const std::string q4_1 = require_test_file("models/SmolLM2-135M-Instruct.Q4_1.gguf");
+  const json ref = json::parse(
+      test::read_file(test::fixture_path("llamacpp_perplexity_smollm2.json")));
+  const std::string text = test::fixture_path(
+      std::filesystem::path(ref["text"].get<std::string>()).filename().string());
+
+  // Both tokenize alike: llmctl's ids of the text as llama-perplexity reads it (one final
+  // newline dropped) are llama.cpp's, BOS included when the vocabulary wants it.
+  std::string body = test::read_file(text);
+  if (!body.empty() && body.back() == '\n') body.pop_back();
+  const std::string stripped = test::temp_dir() + "/ppl_text.txt";
+  test::write_file(stripped, body);
+  const auto t = run_llmctl({"tokenize", "-m", q4_1, "--no-parse-special", "--file", stripped});
+  REQUIRE(t.code == 0);
+  std::vector<int32_t> ids;
+  std::istringstream in(t.out);
+  for (int32_t id = 0; in >> id;) ids.push_back(id);
+  CHECK(ids == ref["token_ids"].get<std::vector<int32_t>>());
+
+  // The F16 copy, as the generator's instructions make it.
+  const std::string f16 = test::temp_dir() + "/SmolLM2-135M-Instruct.F16-from-Q4_1.gguf";
+  const auto q = run_llmctl({"quantize", q4_1, f16, "--type", "f16", "--allow-requantize"});
+  REQUIRE(q.code == 0);
+
+  for (const json& m : ref["models"]) {
+    const bool is_f16 = m["model"] == "SmolLM2-135M-Instruct.F16-from-Q4_1.gguf";
+    const double tolerance = is_f16 ? 0.001 : 0.025;
+    for (const json& r : m["results"]) {
+      const int64_t n_ctx = r["n_ctx"];
+      INFO(m["model"].get<std::string>() << " n_ctx " << n_ctx);
+      const auto e = run_llmctl({"eval", "-m", is_f16 ? f16 : q4_1, "--text", text, "--ctx",
+                                 std::to_string(n_ctx), "--scoring", "llama-cpp", "--json"});
+      INFO(e.err);
+      REQUIRE(e.code == 0);
+      const json j = json::parse(e.out);
+      CHECK(j["scoring"] == "llama-cpp");
+      CHECK(j["n_windows"] == r["n_chunks"]);
+      CHECK(j["n_scored"] == r["n_scored"]);
+      const double ppl = j["ppl"], want = r["ppl"];
+      WARN(m["model"].get<std::string>() << " n_ctx " << n_ctx << ": llmctl " << ppl
+                                         << ", llama.cpp " << want << " ("
+                                         << 100.0 * (ppl - want) / want << " %)");
+      CHECK(std::abs(ppl - want) <= tolerance * want);
+    }
+  }
 }

@@ -26,11 +26,16 @@ layers, 2 threads), as tools/llamacpp_reference.py uses.
 
 It needs the reference venv from scripts/install-reference.sh; llmctl never needs it.
 
-Regenerate the committed fixture with:
+Regenerate the committed fixture with (the second file holds the Q4_1 file's weights in F16,
+so that neither engine rounds activations to 8 bits: tests/test_eval_llamacpp.cpp says why):
 
   V=${LLMCTL_REF_VENV:-$HOME/.cache/llmctl/ref-venv}
+  build/llmctl quantize ../shared/models/SmolLM2-135M-Instruct.Q4_1.gguf \\
+      /tmp/SmolLM2-135M-Instruct.F16-from-Q4_1.gguf --type f16 --allow-requantize
   $V/bin/python tools/llamacpp_perplexity.py ../shared/models/SmolLM2-135M-Instruct.Q4_1.gguf \\
+      /tmp/SmolLM2-135M-Instruct.F16-from-Q4_1.gguf \\
       --text tests/fixtures/declaration_of_independence.txt --ctx 128,256 \\
+      --text-source "United States Declaration of Independence (1776), public domain" \\
       --out tests/fixtures/llamacpp_perplexity_smollm2.json
 """
 
@@ -120,10 +125,33 @@ def perplexity(model, vocab, tokens, n_ctx, add_bos):
             "ppl": math.exp(nll / count), "running_ppl": running}
 
 
+def run_model(path, text, ctx_values):
+    """(add_bos, token ids, results per n_ctx) of one GGUF file."""
+    mp = llama_cpp.llama_model_default_params()
+    mp.n_gpu_layers = 0
+    model = llama_cpp.llama_model_load_from_file(path.encode("utf-8"), mp)
+    if not model:
+        sys.exit(f"llamacpp_perplexity: cannot load {path}")
+    vocab = llama_cpp.llama_model_get_vocab(model)
+    add_bos = bool(llama_cpp.llama_vocab_get_add_bos(vocab))
+    if llama_cpp.llama_vocab_get_add_eos(vocab):
+        sys.exit("llamacpp_perplexity: the vocabulary adds EOS; llama-perplexity refuses such a model")
+    tokens = tokenize(vocab, text)
+    results = []
+    for n_ctx in ctx_values:
+        r = perplexity(model, vocab, tokens, n_ctx, add_bos)
+        print(f"{os.path.basename(path)} n_ctx {n_ctx}: {r['n_chunks']} chunks, {r['n_scored']} scored, "
+              f"PPL = {r['ppl']:.4f}", file=sys.stderr)
+        results.append(r)
+    llama_cpp.llama_model_free(model)
+    return add_bos, tokens, results
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("model")
+    ap.add_argument("models", nargs="+", help="GGUF files of one vocabulary")
     ap.add_argument("--text", required=True, help="UTF-8 text file (read as llama-perplexity -f reads it)")
+    ap.add_argument("--text-source", default="", help="where the text comes from, for the record")
     ap.add_argument("--ctx", default="512", help="comma-separated n_ctx values (llama-perplexity -c; default 512)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
@@ -133,43 +161,34 @@ def main():
     if text.endswith("\n"):
         text = text[:-1]
     llama_cpp.llama_backend_init()
-    mp = llama_cpp.llama_model_default_params()
-    mp.n_gpu_layers = 0
-    model = llama_cpp.llama_model_load_from_file(args.model.encode("utf-8"), mp)
-    if not model:
-        sys.exit(f"llamacpp_perplexity: cannot load {args.model}")
-    vocab = llama_cpp.llama_model_get_vocab(model)
-    add_bos = bool(llama_cpp.llama_vocab_get_add_bos(vocab))
-    if llama_cpp.llama_vocab_get_add_eos(vocab):
-        sys.exit("llamacpp_perplexity: the vocabulary adds EOS; llama-perplexity refuses such a model")
-    tokens = tokenize(vocab, text)
-    results = []
-    for n_ctx in [int(c) for c in args.ctx.split(",")]:
-        r = perplexity(model, vocab, tokens, n_ctx, add_bos)
-        print(f"n_ctx {n_ctx}: {r['n_chunks']} chunks, {r['n_scored']} scored, PPL = {r['ppl']:.4f}", file=sys.stderr)
-        results.append(r)
-    llama_cpp.llama_model_free(model)
+    ctx_values = [int(c) for c in args.ctx.split(",")]
+    models, tokens, add_bos = [], None, None
+    for path in args.models:
+        bos, ids, results = run_model(path, text, ctx_values)
+        if tokens is not None and (ids != tokens or bos != add_bos):
+            sys.exit(f"llamacpp_perplexity: {path} tokenizes the text differently from {args.models[0]}")
+        tokens, add_bos = ids, bos
+        models.append({"model": os.path.basename(path), "model_sha256": sha256_of(path), "results": results})
 
     version = llama_cpp.__version__
     out = {
         "generator": "tools/llamacpp_perplexity.py",
         "command": "python tools/llamacpp_perplexity.py " + " ".join(
-            [os.path.basename(args.model), "--text", args.text, "--ctx", args.ctx, "--out", args.out]),
+            [os.path.basename(m) for m in args.models] +
+            ["--text", args.text, "--ctx", args.ctx, "--out", args.out]),
         "llama_cpp_python": version,
         "llama_cpp_commit": VENDORED_LLAMA_CPP.get(version, "unknown"),
         "system_info": llama_cpp.llama_print_system_info().decode("utf-8", errors="replace").strip(),
-        "model": os.path.basename(args.model),
-        "model_sha256": sha256_of(args.model),
         "text": args.text,
         "text_sha256": sha256_of(args.text),
-        "text_source": "United States Declaration of Independence (1776), public domain",
+        "text_source": args.text_source,
         "settings": {"flash_attn": False, "type_k": "f32", "type_v": "f32", "n_gpu_layers": 0,
                      "n_threads": THREADS, "one chunk per llama_decode": True,
                      "tokenize": "add_special=True, parse_special=False, one final newline dropped"},
         "add_bos": add_bos,
         "n_tokens": len(tokens),
         "token_ids": tokens,
-        "results": results,
+        "models": models,
     }
     write_fixture(args.out, out)
 
