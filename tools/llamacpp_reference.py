@@ -93,6 +93,14 @@ def compact_logits(row, stride):
     }
 
 
+def write_fixture(path, obj):
+    # One compact line: the fixtures are committed, so every byte counts.
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(obj, f, ensure_ascii=False, separators=(",", ":"))
+        f.write("\n")
+    print(f"wrote {path} ({os.path.getsize(path)} bytes)", file=sys.stderr)
+
+
 def run_case(llm, prompt, n_predict, add_bos, stride):
     ids = llm.tokenize(prompt.encode("utf-8"), add_bos=add_bos, special=True)
     llm.reset()
@@ -169,10 +177,7 @@ def main():
         "n_predict": args.n,
         "cases": cases,
     }
-    with open(args.out, "w", encoding="utf-8") as f:
-        json.dump(out, f, ensure_ascii=False, separators=(",", ":"))
-        f.write("\n")
-    print(f"wrote {args.out} ({os.path.getsize(args.out)} bytes)", file=sys.stderr)
+    write_fixture(args.out, out)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <iostream>
 #include <istream>
 #include <limits>
 
@@ -253,6 +255,13 @@ std::vector<BatchLine> read_batch_requests(std::istream& in, const std::string& 
   }
   if (in.bad()) throw FileError(source_name, "read error");  // a stream the caller marked bad
   return lines;
+}
+
+std::vector<BatchLine> read_batch_file(const std::string& path) {
+  if (path == "-") return read_batch_requests(std::cin, "<stdin>");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw FileError(path, "cannot open");
+  return read_batch_requests(in, path);
 }
 
 std::string batch_result_json(const BatchResult& r) {

@@ -67,6 +67,9 @@ struct BatchLine {
 // Every non-blank line of `in`, in order. Never throws on bad content (only on a stream that
 // fails to read, as FileError naming source_name).
 std::vector<BatchLine> read_batch_requests(std::istream& in, const std::string& source_name);
+// The same for a file path, "-" being standard input (named "<stdin>"); throws FileError when
+// the file cannot be opened.
+std::vector<BatchLine> read_batch_file(const std::string& path);
 
 // Per-sequence timings, as `run --json` reports them (milliseconds, tokens per second).
 struct BatchTimings {

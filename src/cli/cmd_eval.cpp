@@ -1,15 +1,16 @@
-// llmctl eval -m MODEL [--text FILE | --builtin-text NAME] [--ctx N] [--base BASE [--top-k K]]
-//             [--save-imatrix FILE] [--json] [--device D] [-t N]
+// llmctl eval -m MODEL [--text FILE | --builtin-text NAME] [--ctx N] [--scoring llmctl|llama-cpp]
+//             [--base BASE [--top-k K]] [--save-imatrix FILE] [--json] [--device D] [-t N]
 //
 // Perplexity of MODEL over a text, cut into windows of --ctx positions (diag/eval.h has the
-// scoring rule); with --base, the KL divergence of MODEL's next-token distributions from
+// scoring rules: ours, or llama-perplexity's with --scoring llama-cpp); with --base, the KL divergence of MODEL's next-token distributions from
 // BASE's (base first, keeping only its top-K log-probs and tail mass per position, then the
 // model), top-1 agreement and the mean change of the base top token's probability; with
 // --save-imatrix, the importance matrix of MODEL's matmul inputs over the text.
 // The forward pass is the one `run` uses (Forward on the backend make_backend gives), with an
 // f32 KV cache. Result on stdout (text or --json); progress and one summary line on stderr:
-//   llmctl-eval: ppl=F tokens=N windows=N [kl_mean=F kl_median=F kl_p99=F top1=F dp=F] seconds=F
+//   llmctl-eval: ppl=F tokens=N windows=N scoring=NAME [kl_mean=F kl_median=F kl_p99=F top1=F dp=F] seconds=F
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -46,6 +47,7 @@ struct EvalOptions {
   std::string text;                      // file, "-" = stdin; "" = built-in text
   std::string builtin_text = "stories";  // --builtin-text
   std::optional<int64_t> ctx;
+  EvalScoring scoring = EvalScoring::Llmctl;  // --scoring
   std::string base;
   int top_k = 32;
   std::string save_imatrix;
@@ -127,7 +129,11 @@ int run_eval(const EvalOptions& opt) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point t0 = Clock::now();
   EvalSubject subj;
-  const std::string text = read_text(opt, subj.text);
+  std::string text = read_text(opt, subj.text);
+  // llama-perplexity's -f drops one final newline (common/arg.cpp); its scoring reads the
+  // text as it does.
+  if (opt.scoring == EvalScoring::LlamaCpp && !text.empty() && text.back() == '\n')
+    text.pop_back();
 
   EvalModel model = open_model(opt.model, "model", opt.pre_tokenizer);
   if (!model.tok)
@@ -141,7 +147,7 @@ int run_eval(const EvalOptions& opt) {
   const int64_t ctx =
       opt.ctx.value_or(cfg.n_ctx_train > 0 ? std::min(kDefaultCtx, cfg.n_ctx_train) : kDefaultCtx);
   const std::vector<EvalWindow> windows =
-      plan_windows(static_cast<int64_t>(ids.size()), ctx, bos >= 0);
+      plan_windows(opt.scoring, static_cast<int64_t>(ids.size()), ctx, bos >= 0);
   if (cfg.n_ctx_train > 0 && ctx > cfg.n_ctx_train)
     fmt::print(stderr, "llmctl: note: --ctx {} exceeds the model's training context {}\n", ctx,
                cfg.n_ctx_train);
@@ -150,6 +156,7 @@ int run_eval(const EvalOptions& opt) {
   subj.ctx = ctx;
   subj.bos = bos >= 0;
   subj.n_vocab = cfg.n_vocab;
+  subj.scoring = opt.scoring;
 
   // The base pass first; only its top-K summary outlives it.
   BaseTopK base_top;
@@ -192,20 +199,26 @@ int run_eval(const EvalOptions& opt) {
   if (r.has_base)
     extra = fmt::format(" kl_mean={:.6g} kl_median={:.6g} kl_p99={:.6g} top1={:.6g} dp={:.6g}",
                         r.kl.mean, r.kl.median, r.kl.p99, r.top1_agreement, r.mean_delta_p);
-  fmt::print(stderr, "llmctl-eval: ppl={:.6g} tokens={} windows={}{} seconds={:.3f}\n", r.ppl,
-             r.n_scored, r.n_windows, extra, secs);
+  fmt::print(stderr, "llmctl-eval: ppl={:.6g} tokens={} windows={} scoring={}{} seconds={:.3f}\n",
+             r.ppl, r.n_scored, r.n_windows, eval_scoring_info(opt.scoring).name, extra, secs);
   return kExitOk;
 }
 
 constexpr const char* kFooter = R"(
-Scoring: the text is tokenized without BOS and cut into consecutive windows of --ctx
-positions, each run from an empty cache. With BOS (when the vocabulary asks for it and
---no-bos is not given) a window is BOS + up to ctx-1 text tokens and every text token is
-scored once, predicted from BOS and the window's earlier tokens. Without BOS a window's
-first token is context only and the next window starts at the previous one's last token.
-perplexity = exp(mean -log q(token)). llama-perplexity scores only the second half of each
-window, so its numbers are lower and not comparable. The KV cache is f32 (run's default is
-f16), so differences between models come from their weights.
+Scoring (--scoring llmctl, the default): the text is tokenized without BOS and cut into
+consecutive windows of --ctx positions, each run from an empty cache. With BOS (when the
+vocabulary asks for it and --no-bos is not given) a window is BOS + up to ctx-1 text tokens
+and every text token is scored once, predicted from BOS and the window's earlier tokens.
+Without BOS a window's first token is context only and the next window starts at the
+previous one's last token. perplexity = exp(mean -log q(token)).
+--scoring llama-cpp: llama-perplexity's rule, to compare with the numbers published for
+llama.cpp quantizations: [BOS] + text (one final newline dropped, as its -f does) in
+floor(tokens / ctx) chunks of exactly ctx tokens, BOS replacing each chunk's first token,
+only the second half of each chunk scored (positions ctx/2 .. ctx-2 predicting the next
+token); at least 2 x ctx tokens are needed. Its default ctx is 512 too. It scores fewer,
+better-predicted tokens, so its perplexity is lower than ours: the two are not comparable.
+The output names the scoring. The KV cache is f32 (run's default is f16), so differences
+between models come from their weights.
 
 KL(base||model) per scored token uses the base's top-K tokens plus one bucket for the rest:
 sum_top p log(p/q) + P_tail log(P_tail/Q_tail). By the log-sum inequality this is a LOWER
@@ -230,6 +243,13 @@ void add_eval_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   sub->add_option("--ctx", opt->ctx,
                   "Positions per window (default: min(512, the model's training context))");
+  sub->add_option_function<std::string>(
+         "--scoring",
+         [opt](const std::string& v) { opt->scoring = *eval_scoring_from_name(v); },
+         "Which tokens the perplexity scores: llmctl (default: every token once) or llama-cpp "
+         "(llama-perplexity's: the second half of each window)")
+      ->check(CLI::IsMember(eval_scoring_names()))
+      ->option_text(fmt::format("{}", fmt::join(eval_scoring_names(), "|")));
   sub->add_option("--base", opt->base, "Base model to compare with (same vocabulary)");
   sub->add_option("--top-k", opt->top_k,
                   "Base tokens kept per position for KL (KL is a lower bound unless = n_vocab)")

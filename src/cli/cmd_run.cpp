@@ -36,6 +36,8 @@ void add_run_command(CLI::App& app, Action& action) {
       "  echo \"Once upon a time\" | llmctl run -m stories260K.gguf --json | jq .generated_ids\n"
       "  llmctl run -m stories260K.gguf -p \"Once upon a time\" -n 0 --logits-out logits.f32\n"
       "  llmctl run -m model.gguf --batch prompts.jsonl --parallel 8 > answers.jsonl\n"
+      "  llmctl run -m model.gguf --batch prompts.jsonl --shard 1/4 --seed 1 > out.1.jsonl\n"
+      "  llmctl run --batch prompts.jsonl --merge out.*.jsonl > answers.jsonl\n"
       "  llmctl run -m SmolLM2-135M-Instruct.Q4_1.gguf -i           # the model's own chat "
       "template\n"
       "  llmctl run -m model.gguf -i --chat-template chatml --system \"Be brief.\"\n"
@@ -172,6 +174,14 @@ void add_run_command(CLI::App& app, Action& action) {
       ->check(CLI::Range(int64_t{1}, int64_t{4096}));
   sub->add_option("--resume", opt.resume,
                   "With --batch: skip the lines this earlier output FILE already answers");
+  sub->add_option("--shard", opt.shard,
+                  "With --batch: answer only the lines whose index is K mod N (K/N, 0 <= K < N), "
+                  "one of N processes (docs/batch.md)")
+      ->option_text("K/N");
+  sub->add_option("--merge", opt.merge,
+                  "Write the records of these --shard outputs as one run's, sorted by index "
+                  "(with --batch IN: check every line of IN has one); loads no model")
+      ->option_text("OUTPUT ...");
   sub->add_flag("-i,--interactive", opt.interactive,
                 "Chat: read user turns from stdin, answer with the model's chat template");
   sub->add_option("--chat-template", opt.chat_template,
@@ -202,6 +212,7 @@ void add_run_command(CLI::App& app, Action& action) {
     }
     action = [] {
       check_run_options(opt);
+      if (!opt.merge.empty()) return run_merge(opt);
       if (!opt.batch_file.empty()) return run_batch(opt);
       if (opt.interactive) return run_chat(opt);
       return run_single(opt);

@@ -38,6 +38,7 @@
 #include <optional>
 
 #include "cli/batch_io.h"
+#include "cli/batch_shard.h"
 #include "cli/chat_setup.h"
 #include "cli/interrupt.h"
 #include "cli/run_diagnostics.h"
@@ -126,14 +127,9 @@ std::vector<int32_t> encode_request(const BatchRequest& rq, const RunSession& s,
 
 int run_batch(const RunOptions& opt) {
   // ---- read the requests and what an earlier run answered ---------------------------------
-  std::vector<BatchLine> lines;
-  if (opt.batch_file == "-") {
-    lines = read_batch_requests(std::cin, "<stdin>");
-  } else {
-    std::ifstream in(opt.batch_file, std::ios::binary);
-    if (!in) throw FileError(opt.batch_file, "cannot open");
-    lines = read_batch_requests(in, opt.batch_file);
-  }
+  std::vector<BatchLine> lines = read_batch_file(opt.batch_file);
+  // --shard K/N: the other lines belong to the other shards (batch_shard.h).
+  if (!opt.shard.empty()) keep_shard_lines(lines, parse_batch_shard(opt.shard));
   PreviousOutput previous;
   if (!opt.resume.empty()) {
     std::ifstream prev(opt.resume, std::ios::binary);

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "backend/registry.h"
+#include "cli/batch_shard.h"
 #include "cli/interrupt.h"
 #include "cli/model_tokenizer.h"
 #include "core/error.h"
@@ -50,6 +51,20 @@ void check_run_options(const RunOptions& opt) {
   if (modes > 1) throw CLI::ValidationError("-i", "-i and --batch cannot be combined");
   if (!opt.resume.empty() && opt.batch_file.empty())
     throw CLI::ValidationError("--resume", "--resume needs --batch");
+  if (!opt.shard.empty()) {
+    if (opt.batch_file.empty()) throw CLI::ValidationError("--shard", "--shard needs --batch");
+    try {
+      parse_batch_shard(opt.shard);
+    } catch (const Error& e) {
+      throw CLI::ValidationError(e.what());  // it names --shard
+    }
+  }
+  if (!opt.merge.empty() && (opt.interactive || !opt.resume.empty() || !opt.shard.empty() ||
+                             opt.has_prompt || !opt.file.empty() || !opt.logits_out.empty()))
+    throw CLI::ValidationError("--merge",
+                               "--merge combines shard outputs; it takes no prompt, -i, --resume, "
+                               "--shard or --logits-out (--batch IN checks that every line of IN "
+                               "has its record)");
   if (!opt.logits_out.empty() && modes > 0)
     throw CLI::ValidationError("--logits-out", "--logits-out works with a single prompt only");
   if (opt.attn_alert && !std::isfinite(*opt.attn_alert))

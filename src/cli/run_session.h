@@ -44,6 +44,8 @@ struct RunOptions {
   std::string logits_out;
   std::string batch_file;  // --batch
   std::string resume;      // --resume
+  std::string shard;       // --shard K/N (batch_shard.h)
+  std::vector<std::string> merge;  // --merge SHARD_OUTPUT...: merge instead of generating
   bool interactive = false;
   std::string chat_template;       // --chat-template NAME (built-in)
   std::string chat_template_file;  // --chat-template-file FILE.jinja
@@ -91,5 +93,7 @@ int finish_exit_code();
 int run_single(const RunOptions& opt);
 int run_batch(const RunOptions& opt);
 int run_chat(const RunOptions& opt);
+// --merge: the records of --shard outputs as one run's (run_merge.cpp); loads no model.
+int run_merge(const RunOptions& opt);
 
 }  // namespace llmctl::cli

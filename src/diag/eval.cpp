@@ -38,7 +38,48 @@ std::vector<EvalWindow> plan_windows(int64_t n_text, int64_t ctx, bool bos) {
   return w;
 }
 
-int64_t n_scored(const EvalWindow& w, bool bos) { return bos ? w.n : w.n - 1; }
+std::vector<EvalWindow> plan_llamacpp_windows(int64_t n_text, int64_t ctx, bool bos) {
+  if (ctx < 3)
+    throw Error(fmt::format("eval --scoring llama-cpp: a chunk of {} tokens has no second half "
+                            "to score; use --ctx 3 or more",
+                            ctx));
+  const int64_t n_tokens = n_text + (bos ? 1 : 0);  // llama-perplexity's list holds BOS
+  if (n_tokens < 2 * ctx)
+    throw Error(fmt::format("eval --scoring llama-cpp: the text has {} tokens{}; llama-perplexity's "
+                            "scoring needs at least 2 x ctx = {}",
+                            n_tokens, bos ? " with BOS" : "", 2 * ctx),
+                "use a longer text or a smaller --ctx");
+  std::vector<EvalWindow> w;
+  for (int64_t i = 0; i < n_tokens / ctx; ++i)
+    w.push_back({i * ctx, bos ? ctx - 1 : ctx, ctx / 2});
+  return w;
+}
+
+std::vector<EvalWindow> plan_windows(EvalScoring scoring, int64_t n_text, int64_t ctx, bool bos) {
+  return scoring == EvalScoring::LlamaCpp ? plan_llamacpp_windows(n_text, ctx, bos)
+                                          : plan_windows(n_text, ctx, bos);
+}
+
+const EvalScoringInfo& eval_scoring_info(EvalScoring s) {
+  for (const EvalScoringInfo& i : kEvalScorings)
+    if (i.scoring == s) return i;
+  LLMCTL_ASSERT(false);
+  return kEvalScorings[0];
+}
+
+std::optional<EvalScoring> eval_scoring_from_name(std::string_view name) {
+  for (const EvalScoringInfo& i : kEvalScorings)
+    if (name == i.name) return i.scoring;
+  return std::nullopt;
+}
+
+std::vector<std::string> eval_scoring_names() {
+  std::vector<std::string> v;
+  for (const EvalScoringInfo& i : kEvalScorings) v.emplace_back(i.name);
+  return v;
+}
+
+int64_t n_scored(const EvalWindow& w, bool bos) { return w.n + (bos ? 1 : 0) - 1 - w.score_from; }
 
 void run_windows(Forward& fwd, const std::vector<int32_t>& text, int32_t bos,
                  const std::vector<EvalWindow>& windows, const ScoredFn& on_scored,
@@ -53,20 +94,24 @@ void run_windows(Forward& fwd, const std::vector<int32_t>& text, int32_t bos,
     if (bos >= 0) seq.push_back(bos);
     seq.insert(seq.end(), text.begin() + w.begin, text.begin() + w.begin + w.n);
     const auto len = static_cast<int64_t>(seq.size());
+    LLMCTL_ASSERT(w.score_from >= 0 && w.score_from < len);
     fwd.reset();
-    // Position i predicts seq[i + 1]: every position but the last wants its logits.
+    // Position i predicts seq[i + 1]: positions score_from .. len-2 want their logits.
+    const auto scored = [&](int64_t i) { return i >= w.score_from && i + 1 < len; };
     for (int64_t i0 = 0; i0 < len; i0 += kRowsPerCall) {
       const int64_t m = std::min(kRowsPerCall, len - i0);
       if (fwd.cache().reserve(0, m) != Reserve::Ok)
         throw Error(fmt::format("eval: the KV cache has no room for a window of {} tokens", len));
       batch.clear();
-      for (int64_t i = i0; i < i0 + m; ++i)
-        batch.push_back(BatchToken{0, seq[static_cast<size_t>(i)], i + 1 < len});
+      int64_t rows = 0, first_row = -1;
+      for (int64_t i = i0; i < i0 + m; ++i) {
+        batch.push_back(BatchToken{0, seq[static_cast<size_t>(i)], scored(i)});
+        if (scored(i) && rows++ == 0) first_row = i;
+      }
       const std::vector<float>& logits = fwd.decode(batch);
-      const int64_t rows = std::min(m, len - 1 - i0);
-      LLMCTL_ASSERT(static_cast<int64_t>(logits.size()) == std::max<int64_t>(rows, 0) * n_vocab);
-      for (int64_t r = 0; r < rows; ++r)
-        on_scored(seq[static_cast<size_t>(i0 + r + 1)], logits.data() + r * n_vocab);
+      LLMCTL_ASSERT(static_cast<int64_t>(logits.size()) == rows * n_vocab);
+      for (int64_t r = 0; r < rows; ++r)  // the scored positions of a chunk are contiguous
+        on_scored(seq[static_cast<size_t>(first_row + r + 1)], logits.data() + r * n_vocab);
     }
     if (progress) progress(static_cast<int64_t>(wi) + 1, static_cast<int64_t>(windows.size()));
   }

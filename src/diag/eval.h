@@ -12,13 +12,25 @@
 //   Without BOS: a window is [t_b, ..., t_{b+n-1}], n <= ctx, its first token is context
 //   only, and the next window starts at the previous one's last token, so every token but
 //   t_0 is scored exactly once.
-//   This differs from llama-perplexity, which scores only the second half of each window
-//   (so every scored token has at least ctx/2 tokens of context); ours scores every token,
-//   which gives a higher perplexity for the same model, and the numbers are not comparable.
 //   perplexity = exp(mean over scored tokens of -log q(token | context)).
+//
+// --scoring llama-cpp: llama-perplexity's rule (tools/perplexity/perplexity.cpp, its default
+// mode), so that a number can be set beside those published for llama.cpp quantizations:
+//   Its token list is [BOS] + text (BOS only when the model wants one), cut into
+//   floor(len / ctx) chunks of exactly ctx tokens (the remainder is not evaluated; fewer
+//   than 2 * ctx tokens is an error). A chunk's first token is replaced by BOS, each chunk
+//   runs from an empty cache, and only positions ctx/2 .. ctx-2 are scored (each predicting
+//   the next token): ctx - 1 - ctx/2 per chunk, every one with at least ctx/2 of context.
+//   Over our BOS-less text that is the window [BOS, t_b .. t_{b+ctx-2}], b = i * ctx, with
+//   score_from = ctx/2 (the token a chunk's BOS replaces is in no window); without BOS the
+//   window [t_b .. t_{b+ctx-1}]. Scoring fewer, better-predicted tokens gives a lower
+//   perplexity than ours for the same model: the two are not comparable.
 
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "diag/eval_metrics.h"
@@ -27,13 +39,34 @@
 namespace llmctl {
 
 struct EvalWindow {
-  int64_t begin = 0;  // first text token
-  int64_t n = 0;      // text tokens in the window
+  int64_t begin = 0;       // first text token
+  int64_t n = 0;           // text tokens in the window
+  int64_t score_from = 0;  // the first window position (BOS = 0) whose prediction is scored
 };
+
+// Which tokens a perplexity scores (rules above), one row each.
+enum class EvalScoring { Llmctl, LlamaCpp };
+struct EvalScoringInfo {
+  EvalScoring scoring;
+  const char* name;         // --scoring NAME, "scoring" in --json
+  const char* description;  // for the text report
+};
+inline constexpr EvalScoringInfo kEvalScorings[] = {
+    {EvalScoring::Llmctl, "llmctl", "every text token once"},
+    {EvalScoring::LlamaCpp, "llama-cpp",
+     "llama-perplexity's rule: the second half of each chunk of ctx tokens"},
+};
+const EvalScoringInfo& eval_scoring_info(EvalScoring s);
+std::optional<EvalScoring> eval_scoring_from_name(std::string_view name);
+std::vector<std::string> eval_scoring_names();
 
 // Windows for n_text tokens (rule above). Throws Error when ctx < 2 (no room for a context
 // token and a scored one) or when there is nothing to score (no tokens; one token and no BOS).
 std::vector<EvalWindow> plan_windows(int64_t n_text, int64_t ctx, bool bos);
+// llama-perplexity's chunks (rule above). Throws Error when ctx < 3 (an empty second half)
+// or the text has fewer than 2 * ctx tokens, counting BOS, as llama-perplexity refuses it.
+std::vector<EvalWindow> plan_llamacpp_windows(int64_t n_text, int64_t ctx, bool bos);
+std::vector<EvalWindow> plan_windows(EvalScoring scoring, int64_t n_text, int64_t ctx, bool bos);
 // Tokens scored in window w.
 int64_t n_scored(const EvalWindow& w, bool bos);
 

@@ -11,6 +11,8 @@ std::string eval_text_report(const EvalSubject& s, const EvalResult& r) {
   out += fmt::format("text        {}: {} tokens, {} window{} of up to {} positions{}\n", s.text,
                      s.n_tokens, r.n_windows, r.n_windows == 1 ? "" : "s", s.ctx,
                      s.bos ? " (BOS first)" : " (no BOS)");
+  out += fmt::format("scoring     {} ({})\n", eval_scoring_info(s.scoring).name,
+                     eval_scoring_info(s.scoring).description);
   out += fmt::format("perplexity  {:.4f}  (mean NLL {:.5f} nats over {} scored tokens)\n", r.ppl,
                      r.mean_nll, r.n_scored);
   if (r.has_base) {
@@ -35,6 +37,7 @@ nlohmann::json eval_json(const EvalSubject& s, const EvalResult& r) {
   j["n_tokens"] = s.n_tokens;
   j["ctx"] = s.ctx;
   j["bos"] = s.bos;
+  j["scoring"] = eval_scoring_info(s.scoring).name;
   j["n_windows"] = r.n_windows;
   j["n_scored"] = r.n_scored;
   j["mean_nll"] = r.mean_nll;
