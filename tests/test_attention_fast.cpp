@@ -94,6 +94,41 @@ TEST_CASE("attend_group_fast: every head bit-identical to attend_head_fast, stat
   }
 }
 
+// The AVX-512 loops keep the AVX2 loops' bits (attention_fast.h): head dims with 64-, 16- and
+// 8-lane tails and a scalar tail, key counts 1 to 21 (4-key steps and their rest), 1 to 4
+// heads per group and chunks of them, f32 and f16 pools.
+TEST_CASE("attend_group_fast: the AVX-512 loops give the AVX2 loops' bits", "[cpu]") {
+  if (!cpu::attention_fast_has_avx512()) {
+    WARN("skipped: no AVX-512 (F, DQ) on this CPU");
+    return;
+  }
+  std::mt19937 rng(78);
+  cpu::CpuBackend be;  // buffers only
+  for (const int64_t group : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}, int64_t{6}}) {
+    for (const int64_t d : {int64_t{3}, int64_t{24}, int64_t{40}, int64_t{64}, int64_t{100},
+                            int64_t{256}}) {
+      for (const BufferType type : {BufferType::F32, BufferType::F16}) {
+        INFO("group " << group << " head_dim " << d << " " << buffer_type_name(type));
+        const AttentionShape s{2 * group, 2, d};
+        std::vector<int32_t> positions;
+        for (int32_t p = 0; p <= 20; ++p) positions.push_back(p);
+        const Cache c = make_cache(be, rng, 21, 2 * d, type, positions);
+        const int64_t n_tok = static_cast<int64_t>(positions.size());
+        const Buffer q = make(be, random_floats(rng, static_cast<size_t>(n_tok * s.n_heads * d)));
+        const int64_t n_out = n_tok * s.n_heads * d;
+        Buffer wide = be.alloc(n_out), narrow = be.alloc(n_out);
+        std::vector<float> scores;
+        for (int64_t t = 0; t < n_tok; ++t)
+          for (int64_t g = 0; g < 2; ++g) {
+            cpu::attend_group_fast(q, c.kv(), t, g, s, wide, scores, nullptr, true);
+            cpu::attend_group_fast(q, c.kv(), t, g, s, narrow, scores, nullptr, false);
+          }
+        CHECK(same_bits(wide.data(), narrow.data(), static_cast<size_t>(n_out)));
+      }
+    }
+  }
+}
+
 TEST_CASE("fast attention backend agrees with the reference for GQA groups of 1 to 8", "[cpu]") {
   cpu::CpuBackend ref;
   cpu::CpuFastBackend fast(2);

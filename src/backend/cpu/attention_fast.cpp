@@ -65,15 +65,17 @@ void kv_row_offsets(const PagedKv& kv, const int32_t* blocks, int64_t first, int
 // time: each K row is loaded once for the HN heads of its group. Per (head, key) the dot
 // product is one 8-lane FMA chain over the dimensions in order, then hsum and the scalar tail:
 // the same arithmetic whatever HN and whichever key it is paired with.
+// Keys j0 .. n_kv - 1 (the AVX-512 loop hands over its last keys).
 template <size_t HN>
 LLMCTL_ATTN_AVX2 void group_scores(const float* q, const uint8_t* kbase, const size_t* off,
-                                   int64_t d, bool f16, int64_t n_kv, float scale, float* scores) {
+                                   int64_t d, bool f16, int64_t j0, int64_t n_kv, float scale,
+                                   float* scores) {
   const int64_t d8 = d / 8 * 8;
   const auto dot_tail = [&](const float* qh, const void* k, float dot) {
     for (int64_t i = d8; i < d; ++i) dot = std::fma(qh[i], load1(k, f16, i), dot);
     return dot;
   };
-  int64_t j = 0;
+  int64_t j = j0;
   for (; j + 2 <= n_kv; j += 2) {
     const void* k[2] = {kbase + off[j], kbase + off[j + 1]};
     __m256 acc[2][HN];
@@ -152,12 +154,152 @@ LLMCTL_ATTN_AVX2 void group_values(const float* a, const uint8_t* vbase, const s
   }
 }
 
+// AVX-512 versions of the two loops, with the AVX2 loops' bits: every (head, key) score is the
+// same 8-lane FMA chain and hsum, two keys side by side in one zmm (lanes 0..7 key j, 8..15
+// key j + 1), and every output element the same fma chain over the keys, 16 dimensions per
+// zmm. So a machine with AVX-512 gives the logits of one with AVX2 only; the speed differs.
+#define LLMCTL_ATTN_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512dq")))
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which -W(maybe-)uninitialized
+// reports once inlined (a false positive; matmul_kernels.h has the same): off from here to the
+// end of attend(), where they are inlined.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+// Dimensions i .. i + 7 of two K rows: row a in the low half, row b in the high half.
+LLMCTL_ATTN_AVX512 inline __m512 load8x2(const void* a, const void* b, bool f16, int64_t i) {
+  if (f16) {
+    const __m128i ha = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(a) + i));
+    const __m128i hb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(b) + i));
+    return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(ha), hb, 1));
+  }
+  return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(static_cast<const float*>(a) + i)),
+                            _mm256_loadu_ps(static_cast<const float*>(b) + i), 1);
+}
+
+// 16 lanes of a V row (dimensions i .. i + 15).
+LLMCTL_ATTN_AVX512 inline __m512 load16(const void* row, bool f16, int64_t i) {
+  if (f16)
+    return _mm512_cvtph_ps(_mm256_loadu_si256(
+        reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(row) + i)));
+  return _mm512_loadu_ps(static_cast<const float*>(row) + i);
+}
+
+// group_scores over keys 4 at a time (two zmm of two keys each); the last < 4 keys go to
+// group_scores itself.
+template <size_t HN>
+LLMCTL_ATTN_AVX512 void group_scores_avx512(const float* q, const uint8_t* kbase, const size_t* off,
+                                            int64_t d, bool f16, int64_t n_kv, float scale,
+                                            float* scores) {
+  const int64_t d8 = d / 8 * 8;
+  int64_t j = 0;
+  for (; j + 4 <= n_kv; j += 4) {
+    const void* k[4] = {kbase + off[j], kbase + off[j + 1], kbase + off[j + 2], kbase + off[j + 3]};
+    __m512 acc[2][HN];
+    for (size_t e = 0; e < 2; ++e)
+      for (size_t h = 0; h < HN; ++h) acc[e][h] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < d8; i += 8) {
+      const __m512 k01 = load8x2(k[0], k[1], f16, i), k23 = load8x2(k[2], k[3], f16, i);
+      for (size_t h = 0; h < HN; ++h) {
+        const __m512 qv = _mm512_broadcast_f32x8(_mm256_loadu_ps(q + static_cast<int64_t>(h) * d + i));
+        acc[0][h] = _mm512_fmadd_ps(qv, k01, acc[0][h]);
+        acc[1][h] = _mm512_fmadd_ps(qv, k23, acc[1][h]);
+      }
+    }
+    for (size_t h = 0; h < HN; ++h) {
+      const float* qh = q + static_cast<int64_t>(h) * d;
+      for (size_t e = 0; e < 4; ++e) {
+        const __m512 pair = acc[e / 2][h];
+        const __m256 lanes = e % 2 == 0 ? _mm512_castps512_ps256(pair) : _mm512_extractf32x8_ps(pair, 1);
+        float dot = hsum(lanes);
+        for (int64_t i = d8; i < d; ++i) dot = std::fma(qh[i], load1(k[e], f16, i), dot);
+        scores[static_cast<int64_t>(h) * n_kv + j + static_cast<int64_t>(e)] = dot * scale;
+      }
+    }
+  }
+  group_scores<HN>(q, kbase, off, d, f16, j, n_kv, scale, scores);  // the last < 4 keys
+}
+
+// values_slice over 16 W dimensions (c .. c + 16 W - 1).
+template <size_t HN, size_t W>
+LLMCTL_ATTN_AVX512 void values_slice_avx512(const float* a, const uint8_t* vbase, const size_t* off,
+                                            int64_t d, bool f16, int64_t n_kv, int64_t c, float* o) {
+  __m512 acc[HN][W];
+  for (size_t h = 0; h < HN; ++h)
+    for (size_t u = 0; u < W; ++u) acc[h][u] = _mm512_setzero_ps();
+  for (int64_t j = 0; j < n_kv; ++j) {
+    const void* v = vbase + off[j];
+    __m512 vv[W];
+    for (size_t u = 0; u < W; ++u) vv[u] = load16(v, f16, c + 16 * static_cast<int64_t>(u));
+    for (size_t h = 0; h < HN; ++h) {
+      const __m512 a16 = _mm512_set1_ps(a[static_cast<int64_t>(h) * n_kv + j]);
+      for (size_t u = 0; u < W; ++u) acc[h][u] = _mm512_fmadd_ps(a16, vv[u], acc[h][u]);
+    }
+  }
+  for (size_t h = 0; h < HN; ++h)
+    for (size_t u = 0; u < W; ++u)
+      _mm512_storeu_ps(o + static_cast<int64_t>(h) * d + c + 16 * static_cast<int64_t>(u),
+                       acc[h][u]);
+}
+
+// group_values in slices of 4 x 16 dimensions, then 16, then group_values' own 8-lane slices
+// and scalar tail for what is left.
+template <size_t HN>
+LLMCTL_ATTN_AVX512 void group_values_avx512(const float* a, const uint8_t* vbase, const size_t* off,
+                                            int64_t d, bool f16, int64_t n_kv, float* o) {
+  const int64_t d16 = d / 16 * 16;
+  int64_t c = 0;
+  for (; c + 64 <= d16; c += 64) values_slice_avx512<HN, 4>(a, vbase, off, d, f16, n_kv, c, o);
+  for (; c < d16; c += 16) values_slice_avx512<HN, 1>(a, vbase, off, d, f16, n_kv, c, o);
+  if (c == d) return;
+  const int64_t d8 = d / 8 * 8;
+  for (; c < d8; c += 8) values_slice<HN, 1>(a, vbase, off, d, f16, n_kv, c, o);
+  for (size_t h = 0; h < HN; ++h) {
+    for (int64_t i = d8; i < d; ++i) {
+      float out = 0.0f;
+      for (int64_t j = 0; j < n_kv; ++j)
+        out = std::fma(a[static_cast<int64_t>(h) * n_kv + j], load1(vbase + off[j], f16, i), out);
+      o[static_cast<int64_t>(h) * d + i] = out;
+    }
+  }
+}
+
 // The keys one query token reads: positions first .. first + n_kv - 1 (its window), scores
 // scaled by `scale`, then capped when softcap > 0.
 struct KeyRange {
   int64_t first, n_kv;
   float scale, softcap;
+  bool avx512;  // the AVX-512 loops where the CPU has them (the same bits either way)
 };
+
+// Up to 4 heads of one query token and their keys, for the score and value loops.
+struct HeadChunk {
+  const float* q;
+  const uint8_t *kbase, *vbase;
+  const size_t* off;
+  int64_t d;
+  bool f16;
+  int64_t n_kv;
+  float scale;
+  float* scores;
+  float* out;
+};
+
+template <size_t HN>
+LLMCTL_ATTN_AVX2 void chunk_scores(const HeadChunk& c, bool avx512) {
+  if (avx512)
+    group_scores_avx512<HN>(c.q, c.kbase, c.off, c.d, c.f16, c.n_kv, c.scale, c.scores);
+  else
+    group_scores<HN>(c.q, c.kbase, c.off, c.d, c.f16, 0, c.n_kv, c.scale, c.scores);
+}
+
+template <size_t HN>
+LLMCTL_ATTN_AVX2 void chunk_values(const HeadChunk& c, bool avx512) {
+  if (avx512)
+    group_values_avx512<HN>(c.scores, c.vbase, c.off, c.d, c.f16, c.n_kv, c.out);
+  else
+    group_values<HN>(c.scores, c.vbase, c.off, c.d, c.f16, c.n_kv, c.out);
+}
 
 // Heads h0 .. h0 + nh - 1 of one query token, all in KV group g: q and out rows of consecutive
 // heads (stride d). stats: nh rows of kAttnStatFields, or nullptr.
@@ -174,27 +316,28 @@ LLMCTL_ATTN_AVX2 void attend(const float* q, const PagedKv& kv, const int32_t* b
   const auto* vbase = static_cast<const uint8_t*>(kv.v_pool->raw());
   scores.resize(static_cast<size_t>(nh * n_kv));
   // heads in chunks of up to 4: 2 keys x 4 heads (scores) and 4 heads x 32 dims (values) of
-  // accumulators fit the 16 registers
+  // accumulators fit the 16 registers (AVX2; AVX-512: 4 keys, 64 dims)
   for (int64_t h0 = 0; h0 < nh; h0 += 4) {
     const int64_t hn = std::min<int64_t>(4, nh - h0);
-    float* sc = scores.data() + h0 * n_kv;
-    const float* qh = q + h0 * d;
+    const HeadChunk c{q + h0 * d, kbase, vbase, off, d, f16, n_kv, scale,
+                      scores.data() + h0 * n_kv, out + h0 * d};
+    const bool wide = attention_fast_has_avx512() && keys.avx512;
     switch (hn) {
       case 1:
-        group_scores<1>(qh, kbase, off, d, f16, n_kv, scale, sc);
+        chunk_scores<1>(c, wide);
         break;
       case 2:
-        group_scores<2>(qh, kbase, off, d, f16, n_kv, scale, sc);
+        chunk_scores<2>(c, wide);
         break;
       case 3:
-        group_scores<3>(qh, kbase, off, d, f16, n_kv, scale, sc);
+        chunk_scores<3>(c, wide);
         break;
       default:
-        group_scores<4>(qh, kbase, off, d, f16, n_kv, scale, sc);
+        chunk_scores<4>(c, wide);
         break;
     }
     for (int64_t h = 0; h < hn; ++h) {
-      float* sh = sc + h * n_kv;
+      float* sh = c.scores + h * n_kv;
       float* st = stats != nullptr ? stats + (h0 + h) * kAttnStatFields : nullptr;
       if (st != nullptr) attn_raw_score_stats(sh, n_kv, st);
       if (keys.softcap > 0.0f) softcap_fast(sh, n_kv, keys.softcap);
@@ -202,23 +345,24 @@ LLMCTL_ATTN_AVX2 void attend(const float* q, const PagedKv& kv, const int32_t* b
       softmax_fast(sh, n_kv);
       if (st != nullptr) attn_softmax_entropy(sh, n_kv, st);
     }
-    float* oh = out + h0 * d;
     switch (hn) {
       case 1:
-        group_values<1>(sc, vbase, off, d, f16, n_kv, oh);
+        chunk_values<1>(c, wide);
         break;
       case 2:
-        group_values<2>(sc, vbase, off, d, f16, n_kv, oh);
+        chunk_values<2>(c, wide);
         break;
       case 3:
-        group_values<3>(sc, vbase, off, d, f16, n_kv, oh);
+        chunk_values<3>(c, wide);
         break;
       default:
-        group_values<4>(sc, vbase, off, d, f16, n_kv, oh);
+        chunk_values<4>(c, wide);
         break;
     }
   }
 }
+
+#pragma GCC diagnostic pop
 
 }  // namespace
 
@@ -227,11 +371,20 @@ bool attention_fast_available() {
   return f.avx2 && f.fma && f.f16c;
 }
 
+bool attention_fast_has_avx512() {
+  static const bool has = [] {
+    const CpuFeatures& f = cpu_features();
+    return attention_fast_available() && f.avx512f && f.avx512dq;
+  }();
+  return has;
+}
+
 namespace {
 // Heads h0 .. h0 + nh - 1 (one KV group) of query token t: checks the token's cache row and
 // position, then attend(). stats: the first of those heads' rows, or nullptr.
 void attend_heads(const Buffer& q, const PagedKv& kv, int64_t t, int64_t h0, int64_t nh,
-                  const AttentionShape& s, Buffer& out, std::vector<float>& scores, float* stats) {
+                  const AttentionShape& s, Buffer& out, std::vector<float>& scores, float* stats,
+                  bool avx512) {
   const int64_t group = s.n_heads / s.n_kv_heads;
   const int64_t kv_dim = s.n_kv_heads * s.head_dim;
   const int32_t row = kv.token_seq->i32()[t];
@@ -239,7 +392,7 @@ void attend_heads(const Buffer& q, const PagedKv& kv, int64_t t, int64_t h0, int
   LLMCTL_ASSERT(row >= 0 && pos >= 0 && (pos / kv.block_size) < kv.max_blocks);
   LLMCTL_ASSERT((static_cast<int64_t>(row) + 1) * kv.max_blocks <= kv.block_table->size());
   const int64_t first = attention_first_position(pos, s.window);
-  const KeyRange keys{first, int64_t{pos} + 1 - first, attention_scale(s), s.softcap};
+  const KeyRange keys{first, int64_t{pos} + 1 - first, attention_scale(s), s.softcap, avx512};
   attend(q.data() + (t * s.n_heads + h0) * s.head_dim, kv,
          kv.block_table->i32() + row * kv.max_blocks, keys, kv_dim, h0 / group, s.head_dim, nh,
          out.data() + (t * s.n_heads + h0) * s.head_dim, scores, stats);
@@ -248,16 +401,16 @@ void attend_heads(const Buffer& q, const PagedKv& kv, int64_t t, int64_t h0, int
 
 void attend_head_fast(const Buffer& q, const PagedKv& kv, int64_t t, int64_t h,
                       const AttentionShape& s, Buffer& out, std::vector<float>& scores,
-                      float* stats) {
-  attend_heads(q, kv, t, h, 1, s, out, scores, stats);
+                      float* stats, bool avx512) {
+  attend_heads(q, kv, t, h, 1, s, out, scores, stats, avx512);
 }
 
 void attend_group_fast(const Buffer& q, const PagedKv& kv, int64_t t, int64_t g,
                        const AttentionShape& s, Buffer& out, std::vector<float>& scores,
-                       float* stats) {
+                       float* stats, bool avx512) {
   const int64_t group = s.n_heads / s.n_kv_heads;
   attend_heads(q, kv, t, g * group, group, s, out, scores,
-               stats != nullptr ? stats + g * group * kAttnStatFields : nullptr);
+               stats != nullptr ? stats + g * group * kAttnStatFields : nullptr, avx512);
 }
 
 }  // namespace llmctl::cpu

@@ -23,6 +23,10 @@ namespace llmctl::cpu {
 
 // Whether attend_head_fast can run here (AVX2, FMA and F16C).
 bool attention_fast_available();
+// Whether its AVX-512 loops can (AVX-512 F and DQ besides). They give the AVX2 loops' bits
+// (the same per-lane FMA chains, twice as many per instruction), so `avx512` below changes
+// the speed only; false runs the AVX2 loops (tests compare the two).
+bool attention_fast_has_avx512();
 
 // Query token t, head h of q (n_tokens, n_heads, head_dim) into the same place of out.
 // `scores` is scratch (resized to pos + 1). With `stats` non-null, also the (token, head)'s
@@ -30,7 +34,7 @@ bool attention_fast_available();
 // attn_softmax_entropy, cpu_backend.h); out does not change.
 void attend_head_fast(const Buffer& q, const PagedKv& kv, int64_t t, int64_t h,
                       const AttentionShape& s, Buffer& out, std::vector<float>& scores,
-                      float* stats = nullptr);
+                      float* stats = nullptr, bool avx512 = true);
 
 // All heads of KV group g (heads g * group .. (g + 1) * group - 1, group = n_heads /
 // n_kv_heads) of query token t, reading each K and V row once for the group. Every head's
@@ -38,6 +42,6 @@ void attend_head_fast(const Buffer& q, const PagedKv& kv, int64_t t, int64_t h,
 // non-null, points at the token's first head's row (n_heads rows of kAttnStatFields).
 void attend_group_fast(const Buffer& q, const PagedKv& kv, int64_t t, int64_t g,
                        const AttentionShape& s, Buffer& out, std::vector<float>& scores,
-                       float* stats = nullptr);
+                       float* stats = nullptr, bool avx512 = true);
 
 }  // namespace llmctl::cpu

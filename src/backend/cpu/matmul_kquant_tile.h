@@ -39,7 +39,9 @@
 //   scalar_block(sb, j, q_x, d_x, xsum, acc) -> acc   block j of super-block sb (the definition)
 //   pack(rows, off, panel)                    AVX2: the 8 rows' super-block at byte off
 //   superblock<T>(panel, a, sb, acc)          AVX2: acc[t] over the super-block's 8 blocks
+//   superblock512<T>(panel16, a, sb, acc)     AVX-512: the same, 16 rows
 // Q4_K and Q5_K share one trait (matmul_q45_k.h), Q6_K has its own (matmul_q6_k.cpp).
+// Their AVX-512 prefill tile (superblock512) is matmul_paired_tile_avx512.h's.
 
 #include "backend/cpu/matmul_quant_tile.h"
 
