@@ -135,13 +135,14 @@ LLMCTL_ATTN_AVX2 void values_slice(const float* a, const uint8_t* vbase, const s
 
 // out rows (o, o + d, ...) of HN heads = sum_j a[h][j] V[j], in slices of kW x 8 dimensions
 // (compile-time widths, so the accumulators stay in registers: 2 x 8 for 3 or 4 heads, 4 x 8
-// for 1 or 2), then the last < 8 dimensions one scalar chain each.
+// for 1 or 2), then the last < 8 dimensions one scalar chain each. From dimension c0 (a
+// multiple of 8: the AVX-512 loop hands over the dimensions it leaves).
 template <size_t HN>
 LLMCTL_ATTN_AVX2 void group_values(const float* a, const uint8_t* vbase, const size_t* off,
-                                   int64_t d, bool f16, int64_t n_kv, float* o) {
+                                   int64_t d, bool f16, int64_t n_kv, float* o, int64_t c0 = 0) {
   constexpr size_t kW = HN > 2 ? 2 : 4;
   const int64_t d8 = d / 8 * 8, step = 8 * static_cast<int64_t>(kW);
-  int64_t c = 0;
+  int64_t c = c0;
   for (; c + step <= d8; c += step) values_slice<HN, kW>(a, vbase, off, d, f16, n_kv, c, o);
   for (; c < d8; c += 8) values_slice<HN, 1>(a, vbase, off, d, f16, n_kv, c, o);
   for (size_t h = 0; h < HN; ++h) {
@@ -242,8 +243,8 @@ LLMCTL_ATTN_AVX512 void values_slice_avx512(const float* a, const uint8_t* vbase
                        acc[h][u]);
 }
 
-// group_values in slices of 4 x 16 dimensions, then 16, then group_values' own 8-lane slices
-// and scalar tail for what is left.
+// group_values in slices of 4 x 16 dimensions, then 16, then group_values itself for what is
+// left (an 8-lane slice, the scalar tail).
 template <size_t HN>
 LLMCTL_ATTN_AVX512 void group_values_avx512(const float* a, const uint8_t* vbase, const size_t* off,
                                             int64_t d, bool f16, int64_t n_kv, float* o) {
@@ -251,17 +252,7 @@ LLMCTL_ATTN_AVX512 void group_values_avx512(const float* a, const uint8_t* vbase
   int64_t c = 0;
   for (; c + 64 <= d16; c += 64) values_slice_avx512<HN, 4>(a, vbase, off, d, f16, n_kv, c, o);
   for (; c < d16; c += 16) values_slice_avx512<HN, 1>(a, vbase, off, d, f16, n_kv, c, o);
-  if (c == d) return;
-  const int64_t d8 = d / 8 * 8;
-  for (; c < d8; c += 8) values_slice<HN, 1>(a, vbase, off, d, f16, n_kv, c, o);
-  for (size_t h = 0; h < HN; ++h) {
-    for (int64_t i = d8; i < d; ++i) {
-      float out = 0.0f;
-      for (int64_t j = 0; j < n_kv; ++j)
-        out = std::fma(a[static_cast<int64_t>(h) * n_kv + j], load1(vbase + off[j], f16, i), out);
-      o[static_cast<int64_t>(h) * d + i] = out;
-    }
-  }
+  if (c < d) group_values<HN>(a, vbase, off, d, f16, n_kv, o, c);
 }
 
 // The keys one query token reads: positions first .. first + n_kv - 1 (its window), scores
