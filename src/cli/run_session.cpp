@@ -14,6 +14,7 @@
 #include "backend/registry.h"
 #include "cli/interrupt.h"
 #include "cli/model_tokenizer.h"
+#include "cli/standard_output.h"
 #include "core/error.h"
 #include "model/verify_weights.h"
 
@@ -25,12 +26,6 @@ std::string human_bytes(uint64_t n) {
   if (n >= (1ULL << 20)) return fmt::format("{:.2f} MiB", x / static_cast<double>(1ULL << 20));
   if (n >= (1ULL << 10)) return fmt::format("{:.1f} KiB", x / static_cast<double>(1ULL << 10));
   return fmt::format("{} B", n);
-}
-
-void write_out(const std::string& s) {
-  if (s.empty() || output_closed()) return;
-  const size_t n = std::fwrite(s.data(), 1, s.size(), stdout);
-  if (n != s.size() || std::fflush(stdout) != 0) note_output_closed();  // EPIPE: a reader left
 }
 
 void check_run_options(const RunOptions& opt) {
@@ -71,11 +66,9 @@ SamplerParams resolved_sampling(const RunOptions& opt) {
 }
 
 int finish_exit_code() {
-  if (output_closed()) {
-    fmt::print(stderr, "llmctl: error: stdout was closed before generation finished\n");
-    return kExitError;
-  }
-  return interrupted() ? kExitInterrupted : kExitOk;
+  // A failed write to stdout stopped generation too (interrupt.h): finish_stdout says why, or
+  // stays quiet when the reader went away.
+  return finish_stdout(interrupted() && !output_closed() ? kExitInterrupted : kExitOk);
 }
 
 RunSession open_run_session(const RunOptions& opt, int64_t n_sequences) {

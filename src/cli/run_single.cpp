@@ -151,7 +151,7 @@ int run_single(const RunOptions& opt) {
                      {"logits_hash", hash}};
     diag.add_json(j, acf);
     fmt::print("{}\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-    std::fflush(stdout);
+    flush_out();
   } else if (stdout_is_terminal()) {
     write_out("\n");
   }
@@ -160,7 +160,7 @@ int run_single(const RunOptions& opt) {
     // Piped text keeps its exact bytes (no newline added), so with 2>&1 the tables would run
     // on from the last generated word: start them on a line of their own there.
     if ((diag.attn() || acf) && !stdout_is_terminal() && stdout_shares_stderr()) {
-      std::fflush(stdout);
+      flush_out();
       fmt::print(stderr, "\n");
     }
     if (diag.attn()) fmt::print(stderr, "{}", attn_stats_table(*diag.attn()));
@@ -170,7 +170,7 @@ int run_single(const RunOptions& opt) {
   if (r.finish == FinishReason::Loop)
     fmt::print(stderr, "llmctl: note: {}; generation stopped (--stop-on-loop)\n",
                diag.loop_stop_text());
-  if (r.finish == FinishReason::Interrupted)
+  if (r.finish == FinishReason::Interrupted && !output_closed())  // else finish_stdout's word
     fmt::print(stderr, "llmctl: note: interrupted after {} generated tokens\n", n_gen);
   const int code = finish_exit_code();  // its message comes before the summary line
   if (r.finish == FinishReason::Length)
