@@ -15,18 +15,11 @@
 #include "cli/interrupt.h"
 #include "cli/model_tokenizer.h"
 #include "cli/standard_output.h"
+#include "core/byte_size.h"
 #include "core/error.h"
 #include "model/verify_weights.h"
 
 namespace llmctl::cli {
-
-std::string human_bytes(uint64_t n) {
-  const auto x = static_cast<double>(n);
-  if (n >= (1ULL << 30)) return fmt::format("{:.2f} GiB", x / static_cast<double>(1ULL << 30));
-  if (n >= (1ULL << 20)) return fmt::format("{:.2f} MiB", x / static_cast<double>(1ULL << 20));
-  if (n >= (1ULL << 10)) return fmt::format("{:.1f} KiB", x / static_cast<double>(1ULL << 10));
-  return fmt::format("{} B", n);
-}
 
 void check_run_options(const RunOptions& opt) {
   try {
@@ -137,8 +130,8 @@ RunSession open_run_session(const RunOptions& opt, int64_t n_sequences) {
              "weights {} mapped, KV cache {} ({} x {} positions{}, {}, blocks of {}), scratch {}\n",
              opt.model, config.arch, config.n_layers, config.n_embd, config.n_vocab,
              s.backend->name(), s.backend->n_threads(), s.backend->n_threads() == 1 ? "" : "s",
-             human_bytes(weight_bytes), human_bytes(cache.bytes()), n_sequences, s.n_ctx, windows,
-             opt.kv_type, opt.block_size, human_bytes(s.fwd->scratch_bytes()));
+             format_bytes(weight_bytes), format_bytes(cache.bytes()), n_sequences, s.n_ctx, windows,
+             opt.kv_type, opt.block_size, format_bytes(s.fwd->scratch_bytes()));
   if (s.n_ctx > config.n_ctx_train)
     fmt::print(stderr, "llmctl: note: -c {} exceeds the model's training context {}\n", s.n_ctx,
                config.n_ctx_train);

@@ -31,7 +31,7 @@ struct RunOptions {
   std::optional<int64_t> ctx_size;
   int threads = 0;  // 0: every core
   std::string device = "auto";
-  bool cpu_reference = false;  // --cpu-kernels reference
+  bool cpu_reference = false;  // --cpu-reference
   std::string kv_type = "f16";
   int64_t block_size = 16;
   int64_t batch_size = 512;  // tokens per forward call
@@ -80,7 +80,6 @@ void check_run_options(const RunOptions& opt);
 RunSession open_run_session(const RunOptions& opt, int64_t n_sequences);
 // The sampler parameters with the seed resolved (--seed, or a random one).
 SamplerParams resolved_sampling(const RunOptions& opt);
-std::string human_bytes(uint64_t n);
 // The exit code after generation: 0, kExitInterrupted after Ctrl-C, or kExitError (with a
 // message) when a write to stdout failed other than by its reader going away
 // (standard_output.h, which also has write_out).
