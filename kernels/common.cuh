@@ -171,13 +171,6 @@ __device__ __forceinline__ float warp_reduce_sum(float v) {
   return v;
 }
 
-// Maximum of `v` over the 32 lanes of a warp; every lane gets the result. All lanes must call it.
-__device__ __forceinline__ float warp_reduce_max(float v) {
-  for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
-    v = fmaxf(v, __shfl_xor_sync(kFullWarpMask, v, offset));
-  return v;
-}
-
 // Blocks for a grid-stride loop over `total` items with `threads` per block: enough to fill
 // the device, capped so the grid's x dimension stays well inside its limit.
 inline unsigned grid_for(int64_t total, int threads) {

@@ -296,7 +296,7 @@ TEST_CASE("quantize names the tensor and row of a NaN and leaves no file", "[cli
   CHECK(r.code == 1);
   CHECK(has(r.err, "tensor 'blk.0.ok.weight' has nan at row 2, column 5"));
   CHECK_FALSE(std::filesystem::exists(dir + "/o.gguf"));
-  CHECK_FALSE(std::filesystem::exists(dir + "/o.gguf.tmp"));
+  CHECK_FALSE(llmctl::test::temp_file_beside(dir + "/o.gguf"));
 }
 
 TEST_CASE("quantize --type Q4_K_M: the mix rules of llama.cpp, unwritable mixes plan but refuse", "[cli]") {

@@ -162,6 +162,13 @@ TEST_CASE("token-inflation report in table, json and csv", "[cli]") {
   r = run_llmctl({"tokenize", "--report", "--tokenizer", spm, "--jsonl", bad});
   CHECK(r.code == 1);
   CHECK(r.err.find("bad.jsonl:2: invalid JSON") != std::string::npos);
+  // a deeply nested "id" (the label) is that line's error, not a stack overflow (exit 139)
+  const std::string deep = write_temp(
+      "deep.jsonl", "\"ok\"\n{\"prompt\": \"x\", \"id\": " + std::string(300000, '[') +
+                        std::string(300000, ']') + "}\n");
+  r = run_llmctl({"tokenize", "--report", "--tokenizer", spm, "--jsonl", deep});
+  CHECK(r.code == 1);
+  CHECK(r.err.find("deep.jsonl:2: nested deeper than 64 levels") != std::string::npos);
   r = run_llmctl({"tokenize", "--report", "--tokenizer", spm});
   CHECK(r.code == 2);
 }

@@ -51,7 +51,7 @@ TEST_CASE("stream writer: byte-identical to GgufBuilder, any piece size and alig
     for (const size_t piece : {size_t{1}, size_t{5}, size_t{1000}}) {
       INFO("alignment " << align << ", piece " << piece);
       CHECK(stream(b, dir + "/s.gguf", piece) == b.build());
-      CHECK_FALSE(std::filesystem::exists(dir + "/s.gguf.tmp"));
+      CHECK_FALSE(test::temp_file_beside(dir + "/s.gguf"));
     }
   }
   // No tensors: metadata only, as GgufBuilder writes it.
@@ -68,14 +68,14 @@ TEST_CASE("stream writer: wrong byte counts throw, without commit nothing is lef
   for (const auto& t : b.tensors()) decls.push_back({t.name, t.type, t.shape});
   {
     GgufStreamWriter w(path, b, decls);
-    CHECK(std::filesystem::exists(path + ".tmp"));
+    CHECK(test::temp_file_beside(path));
     const std::vector<uint8_t> big(100);
     CHECK_THROWS_WITH(w.write(big.data(), 25), Catch::Contains("'a': 25 bytes written"));
     w.write(big.data(), 20);
     CHECK_THROWS_WITH(w.end_tensor(), Catch::Contains("expected 24"));
     CHECK_THROWS_WITH(w.commit(), Catch::Contains("0 of 3 tensors"));
   }
-  CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
+  CHECK_FALSE(test::temp_file_beside(path));
   CHECK_FALSE(std::filesystem::exists(path));
 
   decls.push_back({"a", GgmlType::F32, {1}});

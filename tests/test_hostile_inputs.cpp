@@ -321,7 +321,7 @@ TEST_CASE("hostile memory request: the KV cache's need is checked before allocat
   o.max_bytes = 1'000'000;
   CHECK_THROWS_WITH(PagedKvCache(be, 5, 32, o),
                     Catch::Contains("KV cache of 9.77 MiB (5 layers x K and V x 16000 positions x "
-                                    "32 dims x f16) does not fit in the 1000000 bytes available"));
+                                    "32 dims x f16) does not fit in the 976.56 KiB available"));
   o.max_bytes = 2ull * 5 * 16000 * 32 * 2;  // exactly enough
   CHECK_NOTHROW(PagedKvCache(be, 5, 32, o));
   // Saturates instead of overflowing.

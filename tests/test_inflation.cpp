@@ -31,6 +31,16 @@ TEST_CASE("prompts from jsonl accept strings and objects", "[cpu]") {
   CHECK(p[2].label == "7");
 }
 
+TEST_CASE("prompts from jsonl: a repeated key or a deep id is that line's error", "[cpu]") {
+  // As run --batch reads its lines (io/json_line.h): the last "prompt" was kept silently, and
+  // printing a deeply nested "id" as the label overflowed the stack (exit 139).
+  CHECK_THROWS_WITH(prompts_from_jsonl("\"ok\"\n{\"prompt\": \"a\", \"prompt\": \"b\"}\n", "p.jsonl"),
+                    Catch::StartsWith("p.jsonl:2: key \"prompt\" appears more than once"));
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  CHECK_THROWS_WITH(prompts_from_jsonl("\n\n{\"prompt\": \"a\", \"id\": " + deep + "}\n", "p.jsonl"),
+                    Catch::StartsWith("p.jsonl:3: nested deeper than"));
+}
+
 TEST_CASE("prompts from jsonl name the line of a bad record", "[cpu]") {
   CHECK_THROWS_WITH(prompts_from_jsonl("\"ok\"\n{bad json\n", "p.jsonl"),
                     Catch::StartsWith("p.jsonl:2: invalid JSON: parse error at column 2:"));

@@ -70,5 +70,5 @@ TEST_CASE("quantize_gguf: a NaN in a later chunk names its row, leaves no file",
   CHECK_THROWS_WITH(quantize_gguf(in, plan, path, nullptr, {2, 64 * 4}),
                     Catch::Contains("tensor 'blk.0.ffn_up.weight' has inf at row 33, column 7"));
   CHECK_FALSE(std::filesystem::exists(path));
-  CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
+  CHECK_FALSE(test::temp_file_beside(path));
 }

@@ -2,7 +2,7 @@
 // The seam between the engine and the hardware (ARCHITECTURE.md "The backend seam").
 //
 // The forward pass (src/model/forward.cpp) is written once against Backend&; each backend
-// (cpu/ now, cuda/ later) implements the protected *_impl methods. The public methods are
+// (cpu/, cuda/) implements the protected *_impl methods. The public methods are
 // non-virtual: they check shapes and dtypes once, here (backend.cpp), then call the
 // implementation, so no backend repeats or forgets a check.
 //

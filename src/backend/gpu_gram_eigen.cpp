@@ -5,16 +5,10 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/byte_size.h"
 #include "core/error.h"
 
 namespace llmctl {
-
-std::string format_gpu_bytes(size_t bytes) {
-  const auto b = static_cast<double>(bytes);
-  if (bytes >= (size_t{1} << 30)) return fmt::format("{:.2f} GiB", b / double(1 << 30));
-  if (bytes >= (size_t{1} << 20)) return fmt::format("{:.2f} MiB", b / double(1 << 20));
-  return fmt::format("{} bytes", bytes);
-}
 
 GpuGramMemoryPlan plan_gpu_gram_memory(int64_t m, int64_t n, size_t workspace_bytes,
                                        size_t free_bytes, size_t total_bytes,
@@ -49,10 +43,10 @@ GpuGramMemoryPlan plan_gpu_gram_memory(int64_t m, int64_t n, size_t workspace_by
         fmt::format("GPU memory: svd-embed's float64 Gram of a {} x {} matrix needs {} (Gram "
                     "matrix {}, eigensolver workspace {}, a block of {} rows {}, {} kept "
                     "for cuBLAS/cuSOLVER) but only {} of {} are free ({} short)",
-                    m, n, format_gpu_bytes(need), format_gpu_bytes(p.gram_bytes),
-                    format_gpu_bytes(p.workspace_bytes), min_rows, format_gpu_bytes(p.block_bytes),
-                    format_gpu_bytes(p.reserve_bytes), format_gpu_bytes(free_bytes),
-                    format_gpu_bytes(total_bytes), format_gpu_bytes(need - free_bytes)),
+                    m, n, format_bytes(need), format_bytes(p.gram_bytes),
+                    format_bytes(p.workspace_bytes), min_rows, format_bytes(p.block_bytes),
+                    format_bytes(p.reserve_bytes), format_bytes(free_bytes),
+                    format_bytes(total_bytes), format_bytes(need - free_bytes)),
         "free GPU memory (other processes), use a GPU with more memory, or use --device cpu");
   }
   p.block_bytes = static_cast<size_t>(p.block_rows) * row_bytes;

@@ -58,7 +58,4 @@ GpuGramMemoryPlan plan_gpu_gram_memory(int64_t m, int64_t n, size_t workspace_by
                                        size_t free_bytes, size_t total_bytes,
                                        size_t max_block_bytes = kGpuGramMaxBlockBytes);
 
-// "1.50 GiB" style size (backend/cuda/memory.h's format, available without CUDA).
-std::string format_gpu_bytes(size_t bytes);
-
 }  // namespace llmctl

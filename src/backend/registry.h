@@ -30,7 +30,7 @@ struct GpuProbe {
 // Asks the CUDA runtime (when compiled in) which GPUs are visible. Never throws.
 GpuProbe probe_gpus();
 
-// Which backend to build (the --device / -t / --cpu-kernels options of run, bench ...).
+// Which backend to build (the --device / -t / --cpu-reference options of run, bench ...).
 struct BackendChoice {
   std::string device = "cpu";  // "cpu", "cuda", "cuda:N"; "auto": a visible GPU, else the CPU
   int n_threads = 0;           // CPU threads; 0: every core the process may use

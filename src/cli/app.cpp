@@ -4,13 +4,17 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
-#include <string>
-#include <utility>
-#include <vector>
 #include <exception>
 #include <new>
+#include <sstream>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
 
+#include "cli/standard_output.h"
 #include "core/edit_distance.h"
 #include "core/error.h"
 
@@ -50,9 +54,22 @@ void print_error(const std::string& what, const std::string& hint) {
   if (!hint.empty()) fmt::print(stderr, "llmctl: hint: {}\n", hint);
 }
 
+// CLI11's help goes to stdout through the same checks as everything else (standard_output.h).
+template <class E>
+int print_help(CLI::App& app, const E& e) {
+  std::ostringstream out, err;
+  const int code = app.exit(e, out, err);
+  write_out(out.str());
+  fmt::print(stderr, "{}", err.str());
+  return finish_stdout(code);
+}
+
 }  // namespace
 
 int run_app(int argc, char** argv) {
+  // A reader that goes away (`llmctl inspect M | head`) is a failed write (EPIPE) that
+  // standard_output.h handles quietly, in every subcommand, not death by SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"llmctl: run Llama-family language models and measure what happens inside them"};
   app.name("llmctl");
   app.require_subcommand(0, 1);
@@ -92,24 +109,25 @@ int run_app(int argc, char** argv) {
   try {
     app.parse(args);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    return print_help(app, e);
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    return print_help(app, e);
   } catch (const CLI::ParseError& e) {
     app.exit(e);  // prints the message and "Run with --help for more information."
     return kExitUsage;
   }
 
+  int code = kExitError;
   try {
     if (show_version) {
       print_version();
-      return kExitOk;
+      return finish_stdout(kExitOk);
     }
     if (!action) {
       fmt::print(stderr, "{}", app.help());
       return kExitUsage;
     }
-    return action();
+    code = action();
   } catch (const Error& e) {
     print_error(e.what(), e.hint());
   } catch (const CLI::ParseError& e) {
@@ -118,11 +136,21 @@ int run_app(int argc, char** argv) {
     return kExitUsage;
   } catch (const std::bad_alloc&) {
     print_error("out of memory", "");
+  } catch (const std::system_error& e) {
+    // fmt::print throws std::system_error when stdout refuses data: finish_stdout reports it
+    // (or stays quiet when the reader went away).
+    if (std::ferror(stdout)) {
+      note_stdout_failure(e.code().value());
+      code = kExitOk;
+    } else {
+      print_error(fmt::format("internal error: {}", e.what()),
+                  "this is a bug in llmctl; please report it with the command line");
+    }
   } catch (const std::exception& e) {
     print_error(fmt::format("internal error: {}", e.what()),
                 "this is a bug in llmctl; please report it with the command line");
   }
-  return kExitError;
+  return finish_stdout(code);
 }
 
 }  // namespace llmctl::cli

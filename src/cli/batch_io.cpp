@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "io/json_error.h"
+#include "io/json_line.h"
 #include "tokenizer/utf8.h"
 
 namespace llmctl::cli {
@@ -22,9 +23,6 @@ using json = nlohmann::json;
 
 constexpr const char* kKnownKeys =
     "prompt, messages, id, n_predict, temperature, top_k, top_p, min_p, seed, stop";
-
-// Deeper JSON is refused: the request format needs 3 levels, an "id" a few more.
-constexpr int kMaxDepth = 64;
 
 // A field that is wrong: thrown inside one line's parse, caught there, never escapes.
 struct LineError {
@@ -188,31 +186,14 @@ BatchLine parse_line(int64_t index, const std::string& text) {
     out.error = utf8_sanitize(fmt::format("line {}: {}", index + 1, why));
     return out;
   };
-  json obj;
-  std::string duplicate;
-  int max_depth = 0;
-  try {
-    // The callback sees every key: a repeated top-level key would otherwise silently keep the
-    // last value. It also measures the nesting, which copying or printing the value ("id")
-    // would follow by recursion.
-    std::set<std::string> seen;
-    obj = json::parse(text, [&](int depth, json::parse_event_t event, json& parsed) {
-      max_depth = std::max(max_depth, depth);
-      if (event == json::parse_event_t::key && depth == 1 && duplicate.empty() &&
-          !seen.insert(parsed.get<std::string>()).second)
-        duplicate = parsed.get<std::string>();
-      return true;
-    });
-  } catch (const json::exception& e) {
-    return fail("not valid JSON: " + json_error_text(e.what(), /*one_line=*/true));
-  }
+  const JsonLine line = parse_json_line(text);
+  if (!line.not_json.empty()) return fail("not valid JSON: " + line.not_json);
+  const json& obj = line.value;
   if (!obj.is_object())
     return fail(fmt::format("expected a JSON object {{\"prompt\": ...}}, got {}", type_name(obj)));
-  if (max_depth > kMaxDepth) return fail(fmt::format("nested deeper than {} levels", kMaxDepth));
+  if (!line.too_deep.empty()) return fail(line.too_deep);
   if (obj.contains("id")) out.id = obj["id"];
-  if (!duplicate.empty())
-    return fail(fmt::format("key {} appears more than once",
-                            json(duplicate).dump(-1, ' ', false, json::error_handler_t::replace)));
+  if (!line.duplicate.empty()) return fail(line.duplicate);
   try {
     out.request = parse_request(obj);
   } catch (const LineError& e) {

@@ -193,7 +193,7 @@ int run_eval(const EvalOptions& opt) {
     fmt::print("{}\n", eval_json(subj, r).dump(2));
   else
     fmt::print("{}", eval_text_report(subj, r));
-  std::fflush(stdout);
+  flush_out();  // the report before the timing line on stderr
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   std::string extra;
   if (r.has_base)

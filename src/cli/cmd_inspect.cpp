@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cli/app.h"
+#include "core/byte_size.h"
 #include "core/error.h"
 #include "io/gguf.h"
 #include "io/gguf_format.h"
@@ -34,14 +35,6 @@ std::string human_count(int64_t n) {
   if (n >= 1'000'000) return fmt::format("{:.2f} M", x / 1e6);
   if (n >= 1'000) return fmt::format("{:.2f} K", x / 1e3);
   return fmt::format("{}", n);
-}
-
-std::string human_bytes(uint64_t n) {
-  const auto x = static_cast<double>(n);
-  if (n >= (1ull << 30)) return fmt::format("{:.2f} GiB", x / static_cast<double>(1ull << 30));
-  if (n >= (1ull << 20)) return fmt::format("{:.2f} MiB", x / static_cast<double>(1ull << 20));
-  if (n >= (1ull << 10)) return fmt::format("{:.2f} KiB", x / 1024.0);
-  return fmt::format("{} B", n);
 }
 
 void print_text(const GgufFile& f, const InspectOptions& opt) {
@@ -85,12 +78,12 @@ void print_text(const GgufFile& f, const InspectOptions& opt) {
   for (const auto& tot : gguf_type_totals(f)) {
     fmt::print("  {:<7}  {:>5} tensors  {:>14} elements  {:>14} bytes ({})\n",
                ggml_type_name(tot.type), tot.n_tensors, tot.n_elements, tot.n_bytes,
-               human_bytes(tot.n_bytes));
+               format_bytes(tot.n_bytes));
     total_bytes += tot.n_bytes;
   }
   const int64_t params = gguf_parameter_count(f);
   fmt::print("parameters: {} ({}), tensor data: {} bytes ({})\n", params, human_count(params),
-             total_bytes, human_bytes(total_bytes));
+             total_bytes, format_bytes(total_bytes));
 }
 
 // The --verify pass, with a progress line on stderr when it is a terminal.
@@ -101,7 +94,7 @@ VerifyResult verify_file(const GgufFile& f) {
     progress = [](uint64_t done, uint64_t total) {
       const double pct =
           total == 0 ? 100.0 : 100.0 * static_cast<double>(done) / static_cast<double>(total);
-      fmt::print(stderr, "\rverify: {:5.1f}% of {}", pct, human_bytes(total));
+      fmt::print(stderr, "\rverify: {:5.1f}% of {}", pct, format_bytes(total));
       std::fflush(stderr);
     };
   VerifyResult r = verify_tensors(gguf_tensor_refs(f), progress);
@@ -130,7 +123,7 @@ nlohmann::ordered_json verify_json(const VerifyResult& r) {
 
 void print_verify_text(const VerifyResult& r) {
   fmt::print("\nverify: {} tensors, {} ({} values or scales): {}\n", r.n_tensors,
-             human_bytes(r.n_bytes), r.n_values,
+             format_bytes(r.n_bytes), r.n_values,
              r.fault ? "NOT FINITE (see the error)" : "all finite");
   if (!r.unchecked.empty())
     fmt::print("verify: not checked ({} tensors of types without a NaN test): {}{}\n",

@@ -7,8 +7,8 @@
 //
 // IN is a GGUF file or a Hugging Face directory (converted in memory, model/hf_to_gguf.h).
 // Plans the output type of every tensor (quant/quant_plan.h), then writes OUT through
-// quant/quantize_gguf.h (OUT.tmp renamed when complete) and prints the size by type and the
-// tensors that lost the most (SNR). With --imatrix (made by `llmctl eval --save-imatrix`),
+// quant/quantize_gguf.h (a temporary file renamed when complete) and prints the size by type
+// and the tensors that lost the most (SNR). With --imatrix (made by `llmctl eval --save-imatrix`),
 // the block search of Q4_0/Q4_1/Q5_0/Q5_1 and the k-quants is weighted by each input column's
 // mean squared activation (quant/importance.h). Warnings and progress go to stderr; the report (or
 // the JSON document with --json) to stdout.
@@ -64,7 +64,7 @@ volatile std::sig_atomic_t g_interrupted = 0;
 extern "C" void on_interrupt(int) { g_interrupted = 1; }
 
 // Installs the Ctrl-C handler for the lifetime of the object: the writer then stops at the
-// next chunk and removes OUT.tmp instead of leaving it behind.
+// next chunk and removes its temporary file instead of leaving it behind.
 class InterruptGuard {
  public:
   InterruptGuard() {

@@ -24,7 +24,6 @@ void install_interrupt_handler() {
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;  // a blocked read resumes; generation polls the flag
   sigaction(SIGINT, &sa, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
 }
 
 bool interrupted() { return g_interrupted.load(std::memory_order_relaxed); }

@@ -4,9 +4,10 @@
 // install_interrupt_handler(): the first SIGINT only raises a flag, which generation checks
 // before every step (GenerateOptions::interrupted), so the command stops cleanly, prints
 // what it has and its summary line, and exits with kExitInterrupted (130). A second SIGINT
-// kills the process at once, as if there were no handler. SIGPIPE is ignored so that a
-// closed stdout (`llmctl run ... | head -c 100`) shows up as a failed write: output_closed()
-// turns true and generation stops the same way.
+// kills the process at once, as if there were no handler. A failed write to stdout (run_app
+// ignores SIGPIPE, so a reader that goes away is one too: `llmctl run ... | head -c 100`)
+// turns output_closed() true and generation stops the same way; standard_output.h says what
+// the failure means for the exit code.
 
 namespace llmctl::cli {
 
@@ -15,7 +16,7 @@ void install_interrupt_handler();
 bool interrupted();
 // For -i: a Ctrl-C ends the answer being generated, not the chat.
 void clear_interrupt();
-// Called by the writers when stdout refuses data (EPIPE): also sets interrupted().
+// Called when stdout refuses data (standard_output.h): also sets interrupted().
 void note_output_closed();
 bool output_closed();
 

@@ -1,6 +1,6 @@
 // kvplan --measure on the CPU: allocate the planned weights and KV cache for real, touch every
-// page, and compare the growth of the process's resident set with the prediction. (On a GPU
-// this waits for the CUDA backend's allocator.)
+// page, and compare the growth of the process's resident set with the prediction. Only the
+// CPU: nothing is allocated on a GPU.
 #include <fmt/format.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -72,7 +72,7 @@ int run_kvplan_measure(const plan::PlanInputs& in, const plan::MemoryPlan& p, bo
                             static_cast<double>(predicted_w + predicted_kv) / plan::kGiB,
                             static_cast<double>(avail) / plan::kGiB),
                 "measure a smaller plan: a small model (e.g. --model qwen2.5-0.5b or a GGUF file), "
-                "a shorter --ctx or a smaller --batch; measuring on the GPU waits for the CUDA backend");
+                "a shorter --ctx or a smaller --batch (--measure allocates on the CPU only)");
   const uint64_t rss0 = rss_bytes();
   TouchedBuffer weights(predicted_w);
   const uint64_t rss1 = rss_bytes();
@@ -107,7 +107,7 @@ int run_kvplan_measure(const plan::PlanInputs& in, const plan::MemoryPlan& p, bo
                pct(measured_w, predicted_w));
     fmt::print("  KV cache  predicted {:>14} B   measured {:>14} B   {:+.2f}%\n", predicted_kv, measured_kv,
                pct(measured_kv, predicted_kv));
-    fmt::print("  (GPU measurement waits for the CUDA backend)\n");
+    fmt::print("  (host memory only: --measure allocates nothing on a GPU)\n");
   }
   return kExitOk;
 }

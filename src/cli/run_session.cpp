@@ -15,24 +15,12 @@
 #include "cli/batch_shard.h"
 #include "cli/interrupt.h"
 #include "cli/model_tokenizer.h"
+#include "cli/standard_output.h"
+#include "core/byte_size.h"
 #include "core/error.h"
 #include "model/verify_weights.h"
 
 namespace llmctl::cli {
-
-std::string human_bytes(uint64_t n) {
-  const auto x = static_cast<double>(n);
-  if (n >= (1ULL << 30)) return fmt::format("{:.2f} GiB", x / static_cast<double>(1ULL << 30));
-  if (n >= (1ULL << 20)) return fmt::format("{:.2f} MiB", x / static_cast<double>(1ULL << 20));
-  if (n >= (1ULL << 10)) return fmt::format("{:.1f} KiB", x / static_cast<double>(1ULL << 10));
-  return fmt::format("{} B", n);
-}
-
-void write_out(const std::string& s) {
-  if (s.empty() || output_closed()) return;
-  const size_t n = std::fwrite(s.data(), 1, s.size(), stdout);
-  if (n != s.size() || std::fflush(stdout) != 0) note_output_closed();  // EPIPE: a reader left
-}
 
 void check_run_options(const RunOptions& opt) {
   try {
@@ -86,11 +74,9 @@ SamplerParams resolved_sampling(const RunOptions& opt) {
 }
 
 int finish_exit_code() {
-  if (output_closed()) {
-    fmt::print(stderr, "llmctl: error: stdout was closed before generation finished\n");
-    return kExitError;
-  }
-  return interrupted() ? kExitInterrupted : kExitOk;
+  // A failed write to stdout stopped generation too (interrupt.h): finish_stdout says why, or
+  // stays quiet when the reader went away.
+  return finish_stdout(interrupted() && !output_closed() ? kExitInterrupted : kExitOk);
 }
 
 RunSession open_run_session(const RunOptions& opt, int64_t n_sequences) {
@@ -159,8 +145,8 @@ RunSession open_run_session(const RunOptions& opt, int64_t n_sequences) {
              "weights {} mapped, KV cache {} ({} x {} positions{}, {}, blocks of {}), scratch {}\n",
              opt.model, config.arch, config.n_layers, config.n_embd, config.n_vocab,
              s.backend->name(), s.backend->n_threads(), s.backend->n_threads() == 1 ? "" : "s",
-             human_bytes(weight_bytes), human_bytes(cache.bytes()), n_sequences, s.n_ctx, windows,
-             opt.kv_type, opt.block_size, human_bytes(s.fwd->scratch_bytes()));
+             format_bytes(weight_bytes), format_bytes(cache.bytes()), n_sequences, s.n_ctx, windows,
+             opt.kv_type, opt.block_size, format_bytes(s.fwd->scratch_bytes()));
   if (s.n_ctx > config.n_ctx_train)
     fmt::print(stderr, "llmctl: note: -c {} exceeds the model's training context {}\n", s.n_ctx,
                config.n_ctx_train);

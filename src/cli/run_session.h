@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "cli/standard_output.h"
 #include "model/forward.h"
 #include "model/generate.h"
 #include "model/model_loader.h"
@@ -30,7 +31,7 @@ struct RunOptions {
   std::optional<int64_t> ctx_size;
   int threads = 0;  // 0: every core
   std::string device = "auto";
-  bool cpu_reference = false;  // --cpu-kernels reference
+  bool cpu_reference = false;  // --cpu-reference
   std::string kv_type = "f16";
   int64_t block_size = 16;
   int64_t batch_size = 512;  // tokens per forward call
@@ -81,12 +82,9 @@ void check_run_options(const RunOptions& opt);
 RunSession open_run_session(const RunOptions& opt, int64_t n_sequences);
 // The sampler parameters with the seed resolved (--seed, or a random one).
 SamplerParams resolved_sampling(const RunOptions& opt);
-std::string human_bytes(uint64_t n);
-// Writes and flushes; ignores an empty string. A failed write (stdout closed) stops
-// generation through interrupt.h.
-void write_out(const std::string& s);
 // The exit code after generation: 0, kExitInterrupted after Ctrl-C, or kExitError (with a
-// message) when stdout was closed.
+// message) when a write to stdout failed other than by its reader going away
+// (standard_output.h, which also has write_out).
 int finish_exit_code();
 
 // The three modes.

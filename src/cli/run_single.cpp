@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <optional>
@@ -16,6 +15,7 @@
 #include "cli/run_session.h"
 #include "cli/sampler_picker.h"
 #include "core/error.h"
+#include "core/output_file.h"
 #include "core/text_io.h"
 #include "diag/acf_report.h"
 #include "diag/attn_stats_report.h"
@@ -36,12 +36,11 @@ std::string prompt_text(const RunOptions& opt) {
   return read_whole_file("-");
 }
 
-// --logits-out: rows of n_vocab float32, little-endian whatever the host.
+// --logits-out: rows of n_vocab float32, little-endian whatever the host, through
+// core/output_file.h (the file appears complete when the run ends, or not at all).
 class LogitsWriter {
  public:
-  explicit LogitsWriter(const std::string& path) : path_(path), out_(path, std::ios::binary) {
-    if (!out_) throw FileError(path, "cannot open for writing");
-  }
+  explicit LogitsWriter(const std::string& path) : out_(path) {}
   void write(const std::vector<float>& row) {
     bytes_.resize(row.size() * 4);
     for (size_t i = 0; i < row.size(); ++i) {
@@ -49,16 +48,12 @@ class LogitsWriter {
       std::memcpy(&u, &row[i], 4);
       for (size_t b = 0; b < 4; ++b) bytes_[i * 4 + b] = static_cast<char>((u >> (8 * b)) & 0xFFu);
     }
-    out_.write(bytes_.data(), static_cast<std::streamsize>(bytes_.size()));
+    out_.write(bytes_.data(), bytes_.size());
   }
-  void close() {
-    out_.close();
-    if (!out_) throw FileError(path_, "write failed");
-  }
+  void close() { out_.commit(); }
 
  private:
-  std::string path_;
-  std::ofstream out_;
+  OutputFile out_;
   std::vector<char> bytes_;
 };
 
@@ -151,7 +146,7 @@ int run_single(const RunOptions& opt) {
                      {"logits_hash", hash}};
     diag.add_json(j, acf);
     fmt::print("{}\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-    std::fflush(stdout);
+    flush_out();
   } else if (stdout_is_terminal()) {
     write_out("\n");
   }
@@ -160,7 +155,7 @@ int run_single(const RunOptions& opt) {
     // Piped text keeps its exact bytes (no newline added), so with 2>&1 the tables would run
     // on from the last generated word: start them on a line of their own there.
     if ((diag.attn() || acf) && !stdout_is_terminal() && stdout_shares_stderr()) {
-      std::fflush(stdout);
+      flush_out();
       fmt::print(stderr, "\n");
     }
     if (diag.attn()) fmt::print(stderr, "{}", attn_stats_table(*diag.attn()));
@@ -170,7 +165,7 @@ int run_single(const RunOptions& opt) {
   if (r.finish == FinishReason::Loop)
     fmt::print(stderr, "llmctl: note: {}; generation stopped (--stop-on-loop)\n",
                diag.loop_stop_text());
-  if (r.finish == FinishReason::Interrupted)
+  if (r.finish == FinishReason::Interrupted && !output_closed())  // else finish_stdout's word
     fmt::print(stderr, "llmctl: note: interrupted after {} generated tokens\n", n_gen);
   const int code = finish_exit_code();  // its message comes before the summary line
   if (r.finish == FinishReason::Length)

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -14,7 +15,9 @@ namespace llmctl {
 
 namespace {
 
-std::string reason() { return std::strerror(errno); }
+constexpr size_t kBufferBytes = size_t{1} << 20;  // writes smaller than this are gathered
+
+std::string reason(int err) { return std::strerror(err); }
 
 // Writes all of bytes to fd; false with errno set on the first failure.
 bool write_all(int fd, std::string_view bytes) {
@@ -30,17 +33,10 @@ bool write_all(int fd, std::string_view bytes) {
   return true;
 }
 
-// Writes bytes to fd and closes it; 0, or the errno of the first failure.
-int write_and_close(int fd, std::string_view bytes) {
-  const int err = write_all(fd, bytes) ? 0 : errno;
-  return ::close(fd) != 0 && err == 0 ? errno : err;
-}
-
-void write_in_place(const std::string& path, std::string_view bytes) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) throw FileError(path, "cannot open for writing: " + reason());
-  if (const int err = write_and_close(fd, bytes); err != 0)
-    throw FileError(path, std::string("cannot write: ") + std::strerror(err));
+// /dev/stdout, /dev/fd/3, /proc/self/fd/1: links to a descriptor the caller gave us. Even when
+// it is a regular file (`> log`), replacing it would leave the descriptor on the old inode.
+bool names_a_descriptor(const std::string& path) {
+  return path.rfind("/dev/", 0) == 0 || path.rfind("/proc/", 0) == 0;
 }
 
 }  // namespace
@@ -57,29 +53,67 @@ std::string non_regular_kind(const std::string& path) {
   return "not a regular file";
 }
 
-void write_output_file(const std::string& path, std::string_view bytes) {
-  const std::string kind = non_regular_kind(path);
-  if (kind == "a character device" || kind == "a FIFO") return write_in_place(path, bytes);
+OutputFile::OutputFile(std::string path) : path_(std::move(path)) {
+  const std::string kind = non_regular_kind(path_);
+  if (kind == "a character device" || kind == "a FIFO" ||
+      (kind.empty() && names_a_descriptor(path_) && ::access(path_.c_str(), F_OK) == 0)) {
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd_ < 0) throw FileError(path_, "cannot open for writing: " + reason(errno));
+    return;
+  }
   if (!kind.empty())
-    throw FileError(path, "is " + kind + ", not a file; refusing to replace it",
+    throw FileError(path_, "is " + kind + ", not a file; refusing to replace it",
                     FileError::kNoOffset, "give the path of a regular file");
-  std::vector<char> tmp(path.begin(), path.end());
+  std::vector<char> tmp(path_.begin(), path_.end());
   for (char c : std::string_view(".tmp-XXXXXX")) tmp.push_back(c);
   tmp.push_back('\0');
-  const int fd = ::mkstemp(tmp.data());
-  if (fd < 0) throw FileError(path, "cannot create a file beside it: " + reason());
-  const std::string tmp_path(tmp.data());
+  fd_ = ::mkstemp(tmp.data());
+  if (fd_ < 0) throw FileError(path_, "cannot create a file beside it: " + reason(errno));
+  tmp_path_ = tmp.data();
   // mkstemp creates 0600; a written file gets the usual 0666 minus the umask (which can only
-  // be read by setting it; the tool is single-threaded wherever it writes files).
+  // be read by setting it; the tool is single-threaded wherever it opens files).
   const mode_t mask = ::umask(0);
   ::umask(mask);
-  ::fchmod(fd, 0666 & ~mask);
-  int err = write_and_close(fd, bytes);
-  if (err == 0 && ::rename(tmp_path.c_str(), path.c_str()) != 0) err = errno;
-  if (err != 0) {
-    ::unlink(tmp_path.c_str());
-    throw FileError(path, std::string("cannot write: ") + std::strerror(err));
+  ::fchmod(fd_, 0666 & ~mask);
+}
+
+OutputFile::~OutputFile() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_ && !tmp_path_.empty()) ::unlink(tmp_path_.c_str());
+}
+
+void OutputFile::write_fd(std::string_view bytes) {
+  if (fd_ < 0) throw FileError(path_, "written after it was committed");
+  if (!write_all(fd_, bytes)) throw FileError(path_, "cannot write: " + reason(errno));
+}
+
+void OutputFile::write(std::string_view bytes) {
+  if (buffer_.size() + bytes.size() <= kBufferBytes) {
+    buffer_.append(bytes);
+    return;
   }
+  write_fd(buffer_);
+  buffer_.clear();
+  if (bytes.size() >= kBufferBytes)
+    write_fd(bytes);
+  else
+    buffer_.append(bytes);
+}
+
+void OutputFile::commit() {
+  write_fd(buffer_);
+  buffer_.clear();
+  const int fd = std::exchange(fd_, -1);
+  if (::close(fd) != 0) throw FileError(path_, "cannot write: " + reason(errno));
+  if (!tmp_path_.empty() && ::rename(tmp_path_.c_str(), path_.c_str()) != 0)
+    throw FileError(path_, "cannot write: " + reason(errno));
+  committed_ = true;
+}
+
+void write_output_file(const std::string& path, std::string_view bytes) {
+  OutputFile f(path);
+  f.write(bytes);
+  f.commit();
 }
 
 }  // namespace llmctl

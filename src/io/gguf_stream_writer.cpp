@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <limits>
 #include <set>
@@ -45,7 +44,7 @@ uint64_t checked_size(const GgufTensorDecl& t) {
 
 GgufStreamWriter::GgufStreamWriter(std::string path, const GgufBuilder& metadata,
                                    std::vector<GgufTensorDecl> tensors)
-    : path_(std::move(path)), tmp_path_(path_ + ".tmp"), decls_(std::move(tensors)) {
+    : path_(std::move(path)), decls_(std::move(tensors)) {
   align_ = metadata.alignment();
   std::set<std::string> names;
   for (const auto& t : decls_) {
@@ -75,21 +74,12 @@ GgufStreamWriter::GgufStreamWriter(std::string path, const GgufBuilder& metadata
   if (!decls_.empty())
     while (header.size() % align_ != 0) header.push_back(0);
 
-  file_ = std::fopen(tmp_path_.c_str(), "wb");
-  if (file_ == nullptr)
-    throw FileError(tmp_path_, fmt::format("cannot create: {}", std::strerror(errno)));
+  file_.emplace(path_);
   put(header.data(), header.size());
 }
 
-GgufStreamWriter::~GgufStreamWriter() {
-  if (file_ != nullptr) std::fclose(file_);
-  if (!committed_) std::remove(tmp_path_.c_str());
-}
-
 void GgufStreamWriter::put(const void* data, size_t n) {
-  if (n == 0) return;
-  if (std::fwrite(data, 1, n, file_) != n)
-    throw FileError(tmp_path_, fmt::format("cannot write: {}", std::strerror(errno)));
+  file_->write(data, n);
   offset_ += n;
 }
 
@@ -122,15 +112,7 @@ void GgufStreamWriter::end_tensor() {
 void GgufStreamWriter::commit() {
   if (current_ != decls_.size())
     throw Error(fmt::format("{}: {} of {} tensors written", path_, current_, decls_.size()));
-  const int flushed = std::fflush(file_);
-  const int closed = std::fclose(file_);
-  file_ = nullptr;
-  if (flushed != 0 || closed != 0)
-    throw FileError(tmp_path_, fmt::format("cannot write: {}", std::strerror(errno)));
-  if (std::rename(tmp_path_.c_str(), path_.c_str()) != 0)
-    throw FileError(path_,
-                    fmt::format("cannot rename {} to it: {}", tmp_path_, std::strerror(errno)));
-  committed_ = true;
+  file_->commit();
 }
 
 }  // namespace llmctl

@@ -5,16 +5,18 @@
 // bytes for the same content (tests/test_gguf_stream_writer.cpp), reusing GgufBuilder for
 // the metadata encoding.
 //
-// Atomic output: everything goes to PATH.tmp, and commit() renames it to PATH. A writer
-// destroyed without commit() (an exception, a bad tensor) removes PATH.tmp, so PATH is
-// either absent, its previous content, or the complete new file.
+// Atomic output through core/output_file.h: everything goes to a temporary file beside PATH,
+// and commit() renames it to PATH. A writer destroyed without commit() (an exception, a bad
+// tensor, Ctrl-C) removes the temporary file, so PATH is either absent, its previous content,
+// or the complete new file.
 
 #include <cstdint>
-#include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/ggml_type.h"
+#include "core/output_file.h"
 #include "io/gguf_writer.h"
 
 namespace llmctl {
@@ -29,11 +31,10 @@ class GgufStreamWriter {
  public:
   // `metadata` supplies the keys in order (its tensors, if any, are ignored) and the
   // alignment (general.alignment, else 32). Checks every declaration (shape, row length a
-  // whole number of blocks, unique names) and writes the header to PATH.tmp. Throws Error /
-  // FileError.
+  // whole number of blocks, unique names) and writes the header to the temporary file.
+  // Throws Error / FileError.
   GgufStreamWriter(std::string path, const GgufBuilder& metadata,
                    std::vector<GgufTensorDecl> tensors);
-  ~GgufStreamWriter();
   GgufStreamWriter(const GgufStreamWriter&) = delete;
   GgufStreamWriter& operator=(const GgufStreamWriter&) = delete;
 
@@ -42,24 +43,21 @@ class GgufStreamWriter {
   void write(const void* data, size_t n);
   // Ends the current tensor: checks its byte count and pads to the alignment.
   void end_tensor();
-  // Checks that every tensor was written, flushes, closes and renames PATH.tmp to PATH.
+  // Checks that every tensor was written, flushes, closes and renames the file to PATH.
   void commit();
 
-  const std::string& tmp_path() const { return tmp_path_; }
   uint64_t tensor_bytes(size_t i) const { return sizes_.at(i); }
 
  private:
   void put(const void* data, size_t n);
   std::string path_;
-  std::string tmp_path_;
-  std::FILE* file_ = nullptr;
+  std::optional<OutputFile> file_;  // created once the declarations are checked
   uint64_t align_ = 32;
   std::vector<GgufTensorDecl> decls_;
   std::vector<uint64_t> sizes_;
   size_t current_ = 0;            // tensor being written
   uint64_t current_written_ = 0;  // its bytes so far
   uint64_t offset_ = 0;           // bytes written to the file
-  bool committed_ = false;
 };
 
 }  // namespace llmctl

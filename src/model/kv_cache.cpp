@@ -9,6 +9,7 @@
 #include <new>
 #include <string>
 
+#include "core/byte_size.h"
 #include "core/error.h"
 
 namespace llmctl {
@@ -16,12 +17,6 @@ namespace llmctl {
 namespace {
 constexpr uint64_t kChainSeed = 0x9E3779B97F4A7C15ULL;
 size_t idx(int64_t i) { return static_cast<size_t>(i); }
-std::string human_size(uint64_t n) {
-  const auto x = static_cast<double>(n);
-  if (n >= (1ull << 30)) return fmt::format("{:.2f} GiB", x / static_cast<double>(1ull << 30));
-  if (n >= (1ull << 20)) return fmt::format("{:.2f} MiB", x / static_cast<double>(1ull << 20));
-  return fmt::format("{} bytes", n);
-}
 }  // namespace
 
 uint64_t host_kv_memory_limit() {
@@ -121,15 +116,15 @@ PagedKvCache::PagedKvCache(Backend& backend, const std::vector<int32_t>& windows
   const std::string what =
       groups_.size() == 1
           ? fmt::format("KV cache of {} ({} layers x K and V x {} positions x {} dims x {})",
-                        human_size(need), n_layers, opt.n_blocks * opt.block_size, kv_dim,
+                        format_bytes(need), n_layers, opt.n_blocks * opt.block_size, kv_dim,
                         kv_type_name(opt.type))
-          : fmt::format("KV cache of {} ({}, K and V x {} dims x {})", human_size(need), layers,
+          : fmt::format("KV cache of {} ({}, K and V x {} dims x {})", format_bytes(need), layers,
                         kv_dim, kv_type_name(opt.type));
   const char* hint = opt.type == KvType::F32
                          ? "lower -c/--ctx-size (or --parallel), or use --kv-type f16"
                          : "lower -c/--ctx-size (or --parallel)";
   if (opt.max_bytes != 0 && need > opt.max_bytes)
-    throw Error(fmt::format("{} does not fit in the {} available", what, human_size(opt.max_bytes)),
+    throw Error(fmt::format("{} does not fit in the {} available", what, format_bytes(opt.max_bytes)),
                 hint);
   const BufferType bt = opt.type == KvType::F16 ? BufferType::F16 : BufferType::F32;
   try {

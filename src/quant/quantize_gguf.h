@@ -1,7 +1,7 @@
 #pragma once
 // Carries out a QuantPlan: reads every tensor of a GGUF file, converts it as planned and
-// streams the new file to disk (io/gguf_stream_writer.h: PATH.tmp, renamed when complete), while
-// measuring what each tensor lost by decoding the bytes it just wrote.
+// streams the new file to disk (io/gguf_stream_writer.h: a temporary file, renamed when
+// complete), while measuring what each tensor lost by decoding the bytes it just wrote.
 //
 // Per tensor, over its n elements x and the decoded output x':
 //   RMSE      sqrt(sum (x - x')^2 / n)

@@ -77,7 +77,6 @@ class BpeModel {
   void encode(std::string_view piece, std::vector<int32_t>& out, Scratch& scratch) const;
 
   int32_t n_vocab() const { return n_vocab_; }
-  size_t n_merges() const { return merges_.size(); }
 
  private:
   struct MergeResult {

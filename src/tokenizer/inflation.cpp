@@ -3,7 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "io/json_error.h"
+#include "io/json_line.h"
+#include "tokenizer/utf8.h"
 
 namespace llmctl {
 
@@ -36,13 +37,15 @@ std::vector<Prompt> prompts_from_jsonl(const std::string& content, const std::st
     start = end + 1;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = fmt::format("{}:{}", name, line_no);
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception& e) {  // parse_error, or a number out of range
-      throw Error(fmt::format("{}: invalid JSON: {}", where, json_error_text(e.what(), /*one_line=*/true)),
+    // Read as run --batch reads its lines (io/json_line.h): a repeated key or a deep "id"
+    // (which printing would follow until the stack overflows) is an error of that line.
+    const JsonLine parsed = parse_json_line(line);
+    if (!parsed.not_json.empty())
+      throw Error(fmt::format("{}: invalid JSON: {}", where, utf8_sanitize(parsed.not_json)),
                   "each line must be a JSON string or an object with a \"prompt\" or \"text\" string");
-    }
+    if (!parsed.too_deep.empty()) throw Error(fmt::format("{}: {}", where, parsed.too_deep));
+    if (!parsed.duplicate.empty()) throw Error(fmt::format("{}: {}", where, parsed.duplicate));
+    const nlohmann::json& j = parsed.value;
     if (j.is_string()) {
       prompts.push_back({fmt::format("line {}", line_no), j.get<std::string>()});
       continue;

@@ -16,5 +16,9 @@ struct CliResult {
 // `merge_stderr`: standard error goes to the same file as standard output (`2>&1`), into out.
 CliResult run_llmctl(const std::vector<std::string>& args, const std::string& stdin_data = "",
                      bool merge_stderr = false);
+// The same with standard output opened from an existing path (/dev/full, a FIFO ...), as
+// `> PATH` would; out stays empty.
+CliResult run_llmctl_stdout_to(const std::string& stdout_path, const std::vector<std::string>& args,
+                               const std::string& stdin_data = "");
 
 }  // namespace llmctl::test

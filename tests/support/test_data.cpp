@@ -92,4 +92,14 @@ void write_file(const std::string& path, const std::string& bytes) {
   if (!out) throw std::runtime_error("cannot write " + path);
 }
 
+bool temp_file_beside(const std::string& path) {
+  const fs::path p(path);
+  const std::string prefix = p.filename().string() + ".tmp";
+  const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
+  if (!fs::is_directory(dir)) return false;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
 }  // namespace llmctl::test

@@ -24,5 +24,7 @@ std::string temp_dir();
 // Whole file as bytes.
 std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& bytes);
+// Whether a temporary file of core/output_file.h (PATH.tmp-XXXXXX) is beside path.
+bool temp_file_beside(const std::string& path);
 
 }  // namespace llmctl::test

@@ -179,11 +179,6 @@ LLMCTL_AVX2 inline float hsum8_avx2(__m256 a) {
   return _mm_cvtss_f32(_mm_add_ss(u, _mm_movehdup_ps(u)));
 }
 
-LLMCTL_AVX2 inline float fp16_to_f32_f16c(const uint8_t* p) {
-  const int bits = p[0] | (p[1] << 8);
-  return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(bits)));
-}
-
 #endif
 
 }  // namespace llmctl::cpu

@@ -4,16 +4,10 @@
 #include <fmt/format.h>
 
 #include "backend/cuda/check.h"
+#include "core/byte_size.h"
 #include "core/error.h"
 
 namespace llmctl::cuda {
-
-std::string format_bytes(size_t bytes) {
-  const auto b = static_cast<double>(bytes);
-  if (bytes >= (size_t{1} << 30)) return fmt::format("{:.2f} GiB", b / double(1 << 30));
-  if (bytes >= (size_t{1} << 20)) return fmt::format("{:.2f} MiB", b / double(1 << 20));
-  return fmt::format("{} bytes", bytes);
-}
 
 void* checked_device_alloc(size_t bytes, const std::string& what) {
   size_t free_b = 0, total_b = 0;

@@ -11,7 +11,4 @@ namespace llmctl::cuda {
 // free memory and the shortfall (instead of a bare cudaErrorMemoryAllocation). bytes >= 1.
 void* checked_device_alloc(size_t bytes, const std::string& what);
 
-// "1.50 GiB" style size for messages.
-std::string format_bytes(size_t bytes);
-
 }  // namespace llmctl::cuda

@@ -9,6 +9,7 @@
 #include "backend/cuda/check.h"
 #include "backend/cuda/cublas_loader.h"
 #include "backend/cuda/memory.h"
+#include "core/byte_size.h"
 #include "core/error.h"
 
 namespace llmctl::cuda {
