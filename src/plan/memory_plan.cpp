@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/sliding_window.h"
+#include "plan/explain.h"  // sequence_count
 
 namespace llmctl::plan {
 
@@ -288,7 +289,8 @@ MemoryPlan plan_memory(const PlanInputs& in, bool with_levers) {
     PlanInputs alt = in;
     alt.ctx = max_ctx;
     try_lever(fmt::format("-c {} ({})", max_ctx,
-                          max_ctx < p.max_context ? "the model's configured context" : "longest context at this batch"),
+                          max_ctx < p.max_context ? "the model's configured context"
+                                                  : fmt::format("longest context for {}", sequence_count(in.batch))),
               alt);
   }
   std::stable_sort(p.levers.begin(), p.levers.end(),
