@@ -223,7 +223,7 @@ void add_rope_probe_command(CLI::App& app, Action& action) {
       ->check(positive_number());
   sub->add_option("--rope-scale", opt.rope_scale,
                   "Distance curve under linear RoPE scaling too: linear:F")
-      ->type_name("linear:F");
+      ->type_name("SCALE");
   sub->add_option("--seed", opt.probe.seed, "Seed of the ablation's shuffle")
       ->capture_default_str();
   sub->add_option("--max-shift-kl", opt.thresholds.max_shift_kl, "Shift check: max KL")
