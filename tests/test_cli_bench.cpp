@@ -39,7 +39,7 @@ TEST_CASE("bench: rows per model, thread count and test, in JSON and CSV", "[cli
 
 TEST_CASE("bench: usage and input errors", "[cli]") {
   CHECK(run_llmctl({"bench"}).code == 2);
-  CHECK(run_llmctl({"bench", "-m", "x.gguf", "-t", "0"}).code == 2);
+  CHECK(run_llmctl({"bench", "-m", "x.gguf", "-t", "-1"}).code == 2);  // -t 0: every core
   const auto r = run_llmctl({"bench", "-m", "/nonexistent.gguf", "--probe-mib", "0"});
   CHECK(r.code == 1);
   CHECK(r.err.find("/nonexistent.gguf") != std::string::npos);

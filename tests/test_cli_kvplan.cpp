@@ -119,7 +119,7 @@ TEST_CASE("kvplan errors: unknown names exit 1 with close names, bad numbers exi
   CHECK(run_llmctl({"kvplan", "--model", "llama-3.1-8b", "--gpus", "4", "--tp", "3"}).code == 2);
   CHECK(run_llmctl({"kvplan", "--gpu", "h100"}).code == 2);  // no model
   CHECK(run_llmctl({"kvplan", "--model", "llama-3.1-8b", "--gpu-mem", "80"}).code == 2);
-  CHECK(run_llmctl({"kvplan", "--model", "llama-3.1-8b", "--kv-type", "q9"}).code == 1);
+  CHECK(run_llmctl({"kvplan", "--model", "llama-3.1-8b", "--kv-type", "q9"}).code == 2);
   r = run_llmctl({"kvplan", "--model", "/nonexistent/model.gguf"});
   CHECK(r.code == 1);
   CHECK(has(r.err, "no such file"));

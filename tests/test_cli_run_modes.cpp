@@ -73,7 +73,7 @@ TEST_CASE("run: the same seed gives the same bytes for any thread count", "[cli]
   CHECK(!out1.empty());
   const auto bad = run_llmctl({"run", "-m", model, "-p", "x", "--kv-type", "q8_0"});
   CHECK(bad.code == 2);
-  CHECK(bad.err.find("'q8_0' is not a KV cache type (f16, f32)") != std::string::npos);
+  CHECK(bad.err.find("--kv-type wants one of f16, f32, got 'q8_0'") != std::string::npos);
 }
 
 TEST_CASE("run --batch: one record per line, errors in place, same ids as single runs",

@@ -114,7 +114,7 @@ TEST_CASE("svd-embed errors and exit codes", "[cli]") {
   CHECK(r.code == 2);
   r = run_llmctl({"svd-embed", "-m", model, "--top", "0"});
   CHECK(r.code == 2);
-  r = run_llmctl({"svd-embed"});
+  r = run_llmctl({"svd-embed", "-m"});  // without -m: the default model, as run's
   CHECK(r.code == 2);
   r = run_llmctl({"svd-embed", "-m", model, "--json", "--csv"});
   CHECK(r.code == 2);
@@ -164,6 +164,6 @@ TEST_CASE("svd-embed --device: cpu, auto and cuda say where they computed", "[cl
   CHECK(r.code == 1);
   CHECK(r.err.find(cuda_built ? "cuda:7" : "needs a CUDA build") != std::string::npos);
   r = run_llmctl({"svd-embed", "-m", model, "--device", "tpu"});
-  CHECK(r.code == 1);
+  CHECK(r.code == 2);  // a usage error, as in every subcommand
   CHECK(r.err.find("'tpu'") != std::string::npos);
 }

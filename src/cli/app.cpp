@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli/standard_output.h"
+#include "cli/cli_style.h"
 #include "core/edit_distance.h"
 #include "core/error.h"
 
@@ -64,6 +65,13 @@ int print_help(CLI::App& app, const E& e) {
   return finish_stdout(code);
 }
 
+// "llmctl run --help lists the options".
+std::string usage_hint(const CLI::App& app) {
+  const std::vector<CLI::App*> subs = app.get_subcommands();
+  return fmt::format("llmctl {}--help lists the options",
+                     subs.empty() ? "" : subs.front()->get_name() + " ");
+}
+
 }  // namespace
 
 int run_app(int argc, char** argv) {
@@ -74,6 +82,10 @@ int run_app(int argc, char** argv) {
   app.name("llmctl");
   app.require_subcommand(0, 1);
   app.fallthrough(false);
+  // Inherited by every subcommand declared below: our help layout, and a repeated option
+  // takes its last value (as llama.cpp and most tools; list options keep every value).
+  app.formatter(make_help_formatter());
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   bool show_version = false;
   app.add_flag("--version", show_version,
                "Print version, git commit, build type, CPU features and visible GPUs");
@@ -92,7 +104,7 @@ int run_app(int argc, char** argv) {
   std::vector<std::string> names;
   for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
   // `llmctl help [SUBCOMMAND]` is `llmctl [SUBCOMMAND] --help`; an unknown first word is named.
-  std::vector<std::string> args(argv + 1, argv + argc);
+  std::vector<std::string> args = with_long_spellings({argv + 1, argv + argc});
   if (!args.empty() && args[0] == "help") {
     args.erase(args.begin());
     args.emplace_back("--help");
@@ -113,7 +125,7 @@ int run_app(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return print_help(app, e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);  // prints the message and "Run with --help for more information."
+    print_error(usage_error_text(app, e), usage_hint(app));
     return kExitUsage;
   }
 
@@ -132,7 +144,7 @@ int run_app(int argc, char** argv) {
     print_error(e.what(), e.hint());
   } catch (const CLI::ParseError& e) {
     // A subcommand validating its options after parsing.
-    print_error(e.what(), "run with --help for the options");
+    print_error(usage_error_text(app, e), usage_hint(app));
     return kExitUsage;
   } catch (const std::bad_alloc&) {
     print_error("out of memory", "");

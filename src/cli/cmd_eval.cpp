@@ -1,7 +1,7 @@
-// llmctl eval -m MODEL [--text FILE | --builtin-text NAME] [--ctx N] [--scoring llmctl|llama-cpp]
+// llmctl eval -m MODEL [-f FILE | --builtin-text NAME] [-c N] [--scoring llmctl|llama-cpp]
 //             [--base BASE [--top-k K]] [--save-imatrix FILE] [--json] [--device D] [-t N]
 //
-// Perplexity of MODEL over a text, cut into windows of --ctx positions (diag/eval.h has the
+// Perplexity of MODEL over a text, cut into windows of -c positions (diag/eval.h has the
 // scoring rules: ours, or llama-perplexity's with --scoring llama-cpp); with --base, the KL divergence of MODEL's next-token distributions from
 // BASE's (base first, keeping only its top-K log-probs and tail mass per position, then the
 // model), top-1 agreement and the mean change of the base top token's probability; with
@@ -23,6 +23,8 @@
 #include "backend/registry.h"
 #include "cli/model_tokenizer.h"
 #include "cli/app.h"
+#include "cli/cli_style.h"
+#include "cli/engine_options.h"
 #include "cli/run_session.h"
 #include "core/error.h"
 #include "core/text_io.h"
@@ -41,20 +43,17 @@ namespace {
 
 constexpr int64_t kDefaultCtx = 512;
 
-struct EvalOptions {
+// The engine's -m, -t, --device, -c (engine_options.h) and eval's own.
+struct EvalOptions : EngineOptions {
   std::string pre_tokenizer;  // --pre-tokenizer NAME (model and --base)
-  std::string model = kDefaultModel;
   std::string text;                      // file, "-" = stdin; "" = built-in text
   std::string builtin_text = "stories";  // --builtin-text
-  std::optional<int64_t> ctx;
   EvalScoring scoring = EvalScoring::Llmctl;  // --scoring
   std::string base;
   int top_k = 32;
   std::string save_imatrix;
   bool no_bos = false;
   bool json = false;
-  int threads = 0;
-  std::string device = "auto";
 };
 
 // A loaded model with its tokenizer.
@@ -64,11 +63,7 @@ struct EvalModel {
 };
 
 EvalModel open_model(const std::string& path, const char* role, const std::string& pre_tokenizer) {
-  if (!std::filesystem::exists(path))
-    throw Error(fmt::format("{}: no such {} file or directory", path, role),
-                path == kDefaultModel
-                    ? "fetch the default model with scripts/fetch-models.sh, or pass -m MODEL.gguf"
-                    : "check the path");
+  require_model_path(path, role);
   EvalModel e;
   e.m = load_model(path);
   e.tok = open_model_tokenizer(e.m, TokenizerOptions{pre_tokenizer});
@@ -103,8 +98,8 @@ std::string read_text(const EvalOptions& opt, std::string& label) {
   }
   label = opt.text;
   if (opt.text == "-" && stdin_is_terminal())
-    throw Error("eval: --text - reads standard input, which is a terminal",
-                "pipe the text in (llmctl eval --text - < FILE) or pass --text FILE");
+    throw Error("eval: -f - reads standard input, which is a terminal",
+                "pipe the text in (llmctl eval -f - < FILE) or pass -f FILE");
   return read_whole_file(opt.text);
 }
 
@@ -119,10 +114,7 @@ ProgressFn progress_printer(const char* what) {
 }
 
 std::unique_ptr<Backend> backend_for(const EvalOptions& opt) {
-  BackendChoice choice;
-  choice.device = opt.device;
-  choice.n_threads = opt.threads;
-  return make_backend(choice);
+  return make_backend(backend_choice(opt, opt.threads));
 }
 
 int run_eval(const EvalOptions& opt) {
@@ -145,11 +137,11 @@ int run_eval(const EvalOptions& opt) {
   const int32_t bos = (!opt.no_bos && tok.add_bos_default()) ? tok.bos_id() : -1;
   const ModelConfig& cfg = model.m.config;
   const int64_t ctx =
-      opt.ctx.value_or(cfg.n_ctx_train > 0 ? std::min(kDefaultCtx, cfg.n_ctx_train) : kDefaultCtx);
+      opt.ctx_size.value_or(cfg.n_ctx_train > 0 ? std::min(kDefaultCtx, cfg.n_ctx_train) : kDefaultCtx);
   const std::vector<EvalWindow> windows =
       plan_windows(opt.scoring, static_cast<int64_t>(ids.size()), ctx, bos >= 0);
   if (cfg.n_ctx_train > 0 && ctx > cfg.n_ctx_train)
-    fmt::print(stderr, "llmctl: note: --ctx {} exceeds the model's training context {}\n", ctx,
+    fmt::print(stderr, "llmctl: note: -c {} exceeds the model's training context {}\n", ctx,
                cfg.n_ctx_train);
   subj.model = opt.model;
   subj.n_tokens = static_cast<int64_t>(ids.size());
@@ -206,7 +198,7 @@ int run_eval(const EvalOptions& opt) {
 
 constexpr const char* kFooter = R"(
 Scoring (--scoring llmctl, the default): the text is tokenized without BOS and cut into
-consecutive windows of --ctx positions, each run from an empty cache. With BOS (when the
+consecutive windows of -c positions, each run from an empty cache. With BOS (when the
 vocabulary asks for it and --no-bos is not given) a window is BOS + up to ctx-1 text tokens
 and every text token is scored once, predicted from BOS and the window's earlier tokens.
 Without BOS a window's first token is context only and the next window starts at the
@@ -232,37 +224,41 @@ void add_eval_command(CLI::App& app, Action& action) {
   auto opt = std::make_shared<EvalOptions>();
   CLI::App* sub = app.add_subcommand(
       "eval", "Perplexity over a text; KL divergence, top-1 agreement against a base model");
-  sub->add_option("--pre-tokenizer", opt->pre_tokenizer, kPreTokenizerHelp);
-  sub->add_option("-m,--model", opt->model, "GGUF file or Hugging Face model directory")
-      ->capture_default_str();
-  sub->add_option("--text", opt->text,
-                  "Text file to evaluate; - is stdin (default: the built-in text)");
+  sub->add_option("--pre-tokenizer", opt->pre_tokenizer, kPreTokenizerHelp)
+      ->type_name("NAME");
+  add_engine_options(sub, *opt,
+                     {kModel | kThreads | kDevice | kCtxSize, "-c,--ctx-size,--ctx",
+                      "Positions per window (default: min(512, the model's training context))"});
+  sub->add_option("-f,--file,--text", opt->text,
+                  "Text file to evaluate; - is stdin (default: the built-in text)")
+      ->type_name("FILE");
   sub->add_option("--builtin-text", opt->builtin_text,
-                  "Built-in text when --text is not given: stories or calibration")
-      ->check(CLI::IsMember(builtin_text_names()))
+                  "Built-in text when -f is not given: stories or calibration")
+      ->check(one_of(builtin_text_names()))
       ->capture_default_str();
-  sub->add_option("--ctx", opt->ctx,
-                  "Positions per window (default: min(512, the model's training context))");
   sub->add_option_function<std::string>(
          "--scoring",
          [opt](const std::string& v) { opt->scoring = *eval_scoring_from_name(v); },
          "Which tokens the perplexity scores: llmctl (default: every token once) or llama-cpp "
          "(llama-perplexity's: the second half of each window)")
-      ->check(CLI::IsMember(eval_scoring_names()))
-      ->option_text(fmt::format("{}", fmt::join(eval_scoring_names(), "|")));
-  sub->add_option("--base", opt->base, "Base model to compare with (same vocabulary)");
+      ->check(one_of(eval_scoring_names()));
+  sub->add_option("--base", opt->base, "Base model to compare with (same vocabulary)")
+      ->type_name("FILE");
   sub->add_option("--top-k", opt->top_k,
                   "Base tokens kept per position for KL (KL is a lower bound unless = n_vocab)")
       ->capture_default_str();
   sub->add_option("--save-imatrix", opt->save_imatrix,
-                  "Write the model's importance matrix over the text (GGUF, llama.cpp's layout)");
+                  "Write the model's importance matrix over the text (GGUF, llama.cpp's layout)")
+      ->type_name("FILE");
   sub->add_flag("--no-bos", opt->no_bos, "Do not start windows with BOS");
   sub->add_flag("--json", opt->json, "Print the result as one JSON object");
-  sub->add_option("-t,--threads", opt->threads, "CPU threads (0 = every core this process may use)")
-      ->capture_default_str();
-  sub->add_option("--device", opt->device, "auto, cpu or cuda[:N]")->capture_default_str();
   sub->footer(kFooter);
-  sub->callback([&action, opt] { action = [opt] { return run_eval(*opt); }; });
+  sub->callback([&action, opt] {
+    action = [opt] {
+      check_engine_options(*opt);
+      return run_eval(*opt);
+    };
+  });
 }
 
 }  // namespace llmctl::cli

@@ -22,6 +22,7 @@ namespace {
 
 struct InspectOptions {
   std::string file;
+  std::string model;  // -m FILE, the same as the positional
   bool json = false;
   size_t max_array = 16;
   bool no_tensors = false;
@@ -175,7 +176,10 @@ void add_inspect_command(CLI::App& app, Action& action) {
       "'FILE: tensor NAME (TYPE SHAPE): row R, column C: value is NaN' (or '..., block B\n"
       "(elements A..Z): scale d is +Inf') with exit code 3; --json adds a \"verify\" object\n"
       "{ok, tensors, bytes, values, unchecked, fault}.");
-  sub->add_option("file", opt->file, "GGUF file to inspect")->required();
+  sub->add_option("file", opt->file, "GGUF file to inspect (or give it with -m)")
+      ->type_name("FILE");
+  sub->add_option("-m,--model", opt->model, "GGUF file to inspect, as every subcommand takes it")
+      ->type_name("FILE");
   sub->add_flag("--json", opt->json, "Print JSON instead of text");
   sub->add_option("--max-array", opt->max_array,
                   "Summarise metadata arrays with more elements than this (0: print them whole)")
@@ -183,7 +187,14 @@ void add_inspect_command(CLI::App& app, Action& action) {
   sub->add_flag("--no-tensors", opt->no_tensors, "Leave out the tensor table (text output)");
   sub->add_flag("--verify", opt->verify,
                 "Scan every tensor for NaN/Inf values and quantization scales (exit 3 if found)");
-  sub->callback([&action, opt] { action = [opt] { return run_inspect(*opt); }; });
+  sub->callback([&action, opt] {
+    if (!opt->model.empty() && !opt->file.empty() && opt->model != opt->file)
+      throw CLI::ValidationError("-m", fmt::format("two files given: -m {} and {}; inspect reads one",
+                                                   opt->model, opt->file));
+    if (!opt->model.empty()) opt->file = opt->model;
+    if (opt->file.empty()) throw CLI::RequiredError("the GGUF file (FILE or -m FILE)");
+    action = [opt] { return run_inspect(*opt); };
+  });
 }
 
 }  // namespace llmctl::cli

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "cli/app.h"
+#include "cli/cli_style.h"
 #include "cli/kvplan_report.h"
 #include "core/error.h"
 #include "core/output_file.h"
@@ -23,12 +24,26 @@ namespace {
 struct KvplanOptions {
   std::string model, gpu, weight_type, kv_type = "f16", engine = "llmctl", svg;
   std::optional<double> gpu_mem, bandwidth, tflops, kv_budget, activation, non_torch;
-  int64_t ctx = 0, batch = 1, block_size = 16, group_size = 128;
+  int64_t ctx = 0, parallel = 1, block_size = 16, group_size = 128;
+  std::optional<int64_t> batch;  // --batch: the deprecated name of --parallel
+  std::optional<std::string> cache_type_k, cache_type_v;  // llama.cpp's -ctk, -ctv
   std::optional<int64_t> tp, gpus;
   int64_t max_batched_tokens = 8192, max_num_seqs = 1024;
   double gpu_util = 0.9;
   bool json = false, explain = false, no_sweep = false, measure = false, list_models = false, list_gpus = false;
 };
+
+// --kv-type (vLLM's --kv-cache-dtype: "auto" is the model's 16-bit type), or llama.cpp's
+// -ctk/-ctv when they agree: one type holds K and V here too.
+std::string kv_type_of(const KvplanOptions& o) {
+  if (o.cache_type_k && o.cache_type_v && *o.cache_type_k != *o.cache_type_v)
+    throw CLI::ValidationError(
+        "-ctk", fmt::format("-ctk {} and -ctv {} differ: kvplan plans one KV type for K and V",
+                            *o.cache_type_k, *o.cache_type_v));
+  if (o.cache_type_k) return *o.cache_type_k;
+  if (o.cache_type_v) return *o.cache_type_v;
+  return o.kv_type == "auto" ? "f16" : o.kv_type;
+}
 
 uint64_t gib_to_bytes(double g) { return static_cast<uint64_t>(std::llround(g * plan::kGiB)); }
 
@@ -48,8 +63,6 @@ plan::PlanInputs build_inputs(const KvplanOptions& o) {
     if (o.bandwidth) in.gpu.bandwidth_gbs = *o.bandwidth;
     if (o.tflops) in.gpu.tflops_16 = *o.tflops;
   }
-  if (!(o.gpu_util > 0 && o.gpu_util <= 1))
-    throw CLI::ValidationError("--gpu-util", fmt::format("--gpu-util must be in (0, 1], got {}", o.gpu_util));
   // --tp alone means that many GPUs; --gpus alone means TP over all of them.
   in.n_gpus = o.gpus ? *o.gpus : (o.tp ? *o.tp : 1);
   in.tp = o.tp ? *o.tp : in.n_gpus;
@@ -59,14 +72,12 @@ plan::PlanInputs build_inputs(const KvplanOptions& o) {
     throw CLI::ValidationError("--tp", why);
   const std::string wt = !o.weight_type.empty() ? o.weight_type : (in.model.file_weight_bytes > 0 ? "gguf" : "bf16");
   in.weight = plan::parse_weight_format(wt, o.group_size);
-  in.kv = plan::parse_kv_format(o.kv_type);
+  in.kv = plan::parse_kv_format(kv_type_of(o));
   in.engine = plan::parse_engine(o.engine);
   in.ctx = o.ctx > 0 ? o.ctx : (in.model.max_ctx > 0 ? std::min<int64_t>(in.model.max_ctx, 8192) : 4096);
-  // Keep byte counts far from overflow: 2^31 tokens x 2^20 sequences x MB per token < 2^63 is
-  // not guaranteed, so cap each to a range no deployment reaches.
-  if (in.ctx > (int64_t{1} << 31)) throw CLI::ValidationError("--ctx", "--ctx must be at most 2^31 tokens");
-  if (o.batch > (int64_t{1} << 20)) throw CLI::ValidationError("--batch", "--batch must be at most 2^20");
-  in.batch = o.batch;
+  // -c (<= 2^31) and --parallel (<= 2^20) are capped at parsing: byte counts stay far from
+  // overflow in a range no deployment reaches.
+  in.batch = o.parallel;
   in.block_size = o.block_size;
   in.gpu_util = o.gpu_util;
   in.max_batched_tokens = o.max_batched_tokens;
@@ -124,46 +135,86 @@ void add_kvplan_command(CLI::App& app, Action& action) {
   sub->footer(
       "Examples:\n"
       "  Does Llama-3.1-70B in FP8 fit on two H100s at 32k context with 16 users?\n"
-      "    llmctl kvplan --model llama-3.1-70b --weight-type fp8 --gpu h100-sxm --gpus 2 --ctx 32768 --batch 16\n"
+      "    llmctl kvplan --model llama-3.1-70b --weight-type fp8 --gpu h100-sxm --gpus 2 -c 32768 -np 16\n"
       "  llmctl kvplan --model llama-3.1-8b --gpu h100-sxm --engine vllm --gpu-util 0.95 --explain\n"
-      "  llmctl kvplan --model model.gguf --gpu rtx-4090 --engine llamacpp --ctx 8192 --json\n"
+      "  llmctl kvplan --model model.gguf --gpu rtx-4090 --engine llamacpp -c 8192 --json\n"
+      "  llmctl kvplan -m qwen3-8b --engine vllm --max-model-len 16384 --gpu-memory-utilization 0.95 \\\n"
+      "    --kv-cache-dtype fp8 --max-num-seqs 256   # vLLM's own option names\n"
       "  llmctl kvplan --model path/to/config.json --gpu-mem 40 --bandwidth 1500 --tflops 300 --svg mem.svg\n"
       "\nMemory is per GPU; GiB = 2^30 bytes. --model takes a catalog name (--list-models), a .gguf file\n"
       "(metadata only) or a Hugging Face config.json. Speeds are roofline upper bounds.\n"
+      "vLLM's option names are accepted beside ours (--max-model-len, --gpu-memory-utilization,\n"
+      "--tensor-parallel-size/-tp, --kv-cache-dtype, --max-num-seqs, --max-num-batched-tokens), and\n"
+      "llama.cpp's (-c, -np, -ctk/-ctv). --batch is the old name of --parallel.\n"
       "Exit codes: 0 ok (also when the plan does not fit; see \"fits\"), 1 error, 2 usage error.");
-  sub->add_option("-m,--model", opt.model, "Catalog name, .gguf file or Hugging Face config.json");
-  sub->add_option("--gpu", opt.gpu, "GPU from the catalog (--list-gpus); default h100-sxm");
-  sub->add_option("--gpu-mem", opt.gpu_mem, "Custom GPU: usable memory in GiB (as cudaMemGetInfo reports)");
-  sub->add_option("--bandwidth", opt.bandwidth, "Custom GPU: memory bandwidth in GB/s");
-  sub->add_option("--tflops", opt.tflops, "Custom GPU: dense 16-bit tensor TFLOPS");
-  sub->add_option("--gpus", opt.gpus, "Number of GPUs (default 1)")->check(CLI::PositiveNumber);
-  sub->add_option("--tp", opt.tp, "Tensor-parallel size (default: --gpus); the rest are replicas")
-      ->check(CLI::PositiveNumber);
+  sub->add_option("-m,--model", opt.model, "Catalog name, .gguf file or Hugging Face config.json")
+      ->type_name("MODEL");
+  sub->add_option("--gpu", opt.gpu, "GPU from the catalog (--list-gpus); default h100-sxm")
+      ->type_name("NAME");
+  sub->add_option("--gpu-mem", opt.gpu_mem, "Custom GPU: usable memory in GiB (as cudaMemGetInfo reports)")
+      ->check(positive_number());
+  sub->add_option("--bandwidth", opt.bandwidth, "Custom GPU: memory bandwidth in GB/s")->check(positive_number());
+  sub->add_option("--tflops", opt.tflops, "Custom GPU: dense 16-bit tensor TFLOPS")->check(positive_number());
+  sub->add_option("--gpus", opt.gpus, "Number of GPUs (default 1)")->check(at_least(int64_t{1}));
+  sub->add_option("--tp,--tensor-parallel-size", opt.tp, "Tensor-parallel size (default: --gpus); the rest are replicas")
+      ->check(at_least(int64_t{1}));
   sub->add_option("--weight-type", opt.weight_type,
-                  "f32 f16 bf16 fp8 int8 q8_0 q4_0 q4_k int4|gptq|awq (int4-gN) gguf (default bf16; gguf for a .gguf)");
+                  "f32 f16 bf16 fp8 int8 q8_0 q4_0 q4_k int4|gptq|awq (int4-gN) gguf (default bf16; gguf for a .gguf)")
+      ->type_name("TYPE");
   sub->add_option("--group-size", opt.group_size, "Group size of int4/GPTQ/AWQ weights (default 128)")
-      ->check(CLI::PositiveNumber);
-  sub->add_option("--kv-type", opt.kv_type, "KV cache type: f32 f16 bf16 fp8 q8_0 q4_0 (default f16)");
-  sub->add_option("--ctx", opt.ctx, "Context per sequence in tokens (default min(model max, 8192))")
-      ->check(CLI::PositiveNumber);
-  sub->add_option("--batch", opt.batch, "Concurrent sequences (default 1)")->check(CLI::PositiveNumber);
-  sub->add_option("--block-size", opt.block_size, "KV block size in tokens (default 16)")->check(CLI::PositiveNumber);
-  sub->add_option("--gpu-util", opt.gpu_util, "Fraction of GPU memory the engine may take, in (0, 1] (default 0.9)");
-  sub->add_option("--engine", opt.engine, "Budget rule: llmctl, vllm, llamacpp (default llmctl)");
+      ->check(at_least(int64_t{1}));
+  const std::vector<std::string> kv_types = {"f32", "f16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "q8_0", "q4_0"};
+  std::vector<std::string> kv_or_auto = kv_types;
+  kv_or_auto.push_back("auto");
+  sub->add_option("--kv-type,--kv-cache-dtype", opt.kv_type,
+                  "KV cache type (default f16; auto, as vLLM: the model's 16-bit type)")
+      ->check(one_of(kv_or_auto));
+  sub->add_option("--cache-type-k", opt.cache_type_k, "llama.cpp's -ctk: K cache type (one type holds K and V: as -ctv)")
+      ->check(one_of(kv_types));
+  sub->add_option("--cache-type-v", opt.cache_type_v, "llama.cpp's -ctv: V cache type")->check(one_of(kv_types));
+  sub->add_option("-c,--ctx,--ctx-size,--max-model-len", opt.ctx,
+                  "Context per sequence in tokens, up to 2^31 (default min(model max, 8192))")
+      ->check(in_range(int64_t{1}, int64_t{1} << 31));
+  sub->add_option("--parallel", opt.parallel,
+                  "Concurrent sequences (llama.cpp's -np; vLLM: the requests running at once), up to 2^20 (default 1)")
+      ->check(in_range(int64_t{1}, int64_t{1} << 20));
+  sub->add_option("--batch", opt.batch, "Deprecated: the old name of --parallel (in run, --batch is a JSONL file)")
+      ->check(in_range(int64_t{1}, int64_t{1} << 20))
+      ->group("");
+  sub->add_option("--block-size", opt.block_size, "KV block size in tokens (default 16)")->check(at_least(int64_t{1}));
+  sub->add_option("--gpu-util,--gpu-memory-utilization", opt.gpu_util,
+                  "Fraction of GPU memory the engine may take, in (0, 1] (default 0.9)")
+      ->check(number_in(0.0, 1.0, true));
+  sub->add_option("--engine", opt.engine, "Budget rule: llmctl, vllm, llamacpp (default llmctl)")
+      ->type_name("NAME");
   sub->add_option("--kv-budget", opt.kv_budget, "GiB per GPU left for the KV cache, when already known");
   sub->add_option("--activation", opt.activation, "GiB per GPU of peak activation (overrides the estimate)");
   sub->add_option("--non-torch", opt.non_torch, "GiB per GPU of non-torch memory / CUDA context (overrides the default)");
-  sub->add_option("--max-batched-tokens", opt.max_batched_tokens, "vLLM max_num_batched_tokens (default 8192)")
-      ->check(CLI::PositiveNumber);
-  sub->add_option("--max-num-seqs", opt.max_num_seqs, "vLLM max_num_seqs (default 1024)")->check(CLI::PositiveNumber);
+  sub->add_option("--max-batched-tokens,--max-num-batched-tokens", opt.max_batched_tokens,
+                  "vLLM's max_num_batched_tokens: tokens of its profile run (default 8192)")
+      ->check(at_least(int64_t{1}));
+  sub->add_option("--max-num-seqs", opt.max_num_seqs,
+                  "vLLM's max_num_seqs: the most sequences it schedules, whose sampler buffers it reserves "
+                  "(default 1024; --parallel is how many run in the plan)")
+      ->check(at_least(int64_t{1}));
   sub->add_flag("--json", opt.json, "JSON output");
-  sub->add_option("--svg", opt.svg, "Write a chart of memory per GPU against context to FILE");
+  sub->add_option("--svg", opt.svg, "Write a chart of memory per GPU against context to FILE")
+      ->type_name("FILE");
   sub->add_flag("--explain", opt.explain, "Show the formulas with their numbers, and common published errors");
   sub->add_flag("--no-sweep", opt.no_sweep, "Leave out the sweep over contexts and batches");
   sub->add_flag("--measure", opt.measure, "Allocate the planned weights and KV cache (CPU) and print measured vs predicted");
   sub->add_flag("--list-models", opt.list_models, "List the model catalog");
   sub->add_flag("--list-gpus", opt.list_gpus, "List the GPU catalog");
-  sub->callback([&action] { action = [] { return run_kvplan(opt); }; });
+  sub->callback([&action] {
+    if (opt.batch) {
+      fmt::print(stderr,
+                 "llmctl: note: kvplan --batch is deprecated; it is now --parallel {} (llama.cpp's -np), "
+                 "so that --batch means one thing (a JSONL file in run)\n",
+                 *opt.batch);
+      opt.parallel = *opt.batch;
+    }
+    action = [] { return run_kvplan(opt); };
+  });
 }
 
 }  // namespace llmctl::cli

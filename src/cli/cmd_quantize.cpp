@@ -22,9 +22,12 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include "backend/registry.h"
 #include "cli/app.h"
+#include "cli/cli_style.h"
 #include "cli/quantize_report.h"
 #include "core/error.h"
 #include "core/output_file.h"
@@ -46,6 +49,7 @@ namespace {
 struct QuantizeCliOptions {
   std::string input;
   std::string output;
+  std::string model;  // -m IN: the input, as every subcommand takes it
   std::string type;
   std::vector<std::string> tensor_types;
   std::string keep_embedding;
@@ -57,7 +61,7 @@ struct QuantizeCliOptions {
   bool json = false;
   bool force = false;
   size_t report = 10;
-  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int threads = 0;  // 0: every core
 };
 
 volatile std::sig_atomic_t g_interrupted = 0;
@@ -234,7 +238,8 @@ int run_quantize(const QuantizeCliOptions& o) {
   QuantOptions planned = qopt;
   planned.model = mix_model_from_gguf(in);
   const QuantPlan plan = plan_quantization(in.tensors(), planned);
-  for (const std::string& w : plan.warnings) fmt::print(stderr, "llmctl: warning: {}\n", w);
+  for (const std::string& w : summarised_warnings(plan.warnings))
+    fmt::print(stderr, "llmctl: warning: {}\n", w);
   if (!o.allow_requantize && !o.dry_run) refuse_requantize(plan);
   const auto unwritable = unwritable_types(plan);
   if (!unwritable.empty() && !o.dry_run) {
@@ -315,29 +320,37 @@ void add_quantize_command(CLI::App& app, Action& action) {
   CLI::App* sub = app.add_subcommand(
       "quantize",
       "Convert a GGUF model to another weight format, measuring what each tensor loses");
-  sub->add_option("input", opt->input, "Input GGUF file or Hugging Face model directory")
-      ->required();
-  sub->add_option("output", opt->output, "Output GGUF file")->required();
+  sub->add_option("input", opt->input,
+                  "Input GGUF file or Hugging Face model directory (or give it with -m)")
+      ->type_name("IN");
+  sub->add_option("output", opt->output, "Output GGUF file")->type_name("OUT");
+  sub->add_option("-m,--model", opt->model, "The input (then the one positional is the output)")
+      ->type_name("FILE");
   sub->add_option("--type", opt->type,
                   "Mix, by llama-quantize's names, case-insensitive: F32, F16, BF16, Q8_0 "
                   "(8.5 bits per weight), Q6_K (6.56), Q5_K_M, Q5_K_S, Q5_1 (6), Q5_0 (5.5), "
                   "Q4_K_M, Q4_K_S, Q4_1 (5), Q4_0 (4.5); Q4_K = Q4_K_M, Q5_K = Q5_K_M. Each matrix "
                   "gets the type llama.cpp's rules give it (output and attn_v upgrades, first "
                   "and last layers); --dry-run also plans IQ4_NL, IQ4_XS, Q3_K_*, Q2_K*")
-      ->required();
+      ->required()
+      ->type_name("TYPE");
   sub->add_flag("--pure", opt->pure,
                 "Every matrix gets the mix's base type (no llama.cpp upgrades), as llama-quantize "
                 "--pure");
   sub->add_option("--tensor-type", opt->tensor_types,
                   "REGEX=TYPE for tensors whose name matches REGEX (repeatable; first match wins)")
-      ->allow_extra_args(false);
+      ->allow_extra_args(false)
+      ->type_name("REGEX=TYPE");
   sub->add_option("--keep-embedding,--token-embedding-type", opt->keep_embedding,
-                  "Type for token_embd.weight");
+                  "Type for token_embd.weight")
+      ->type_name("TYPE");
   sub->add_option("--keep-output,--output-tensor-type", opt->keep_output,
-                  "Type for output.weight");
+                  "Type for output.weight")
+      ->type_name("TYPE");
   sub->add_option("--imatrix", opt->imatrix,
                   "Importance matrix (GGUF, from `llmctl eval --save-imatrix` or llama.cpp) "
-                  "weighting the block search of q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k");
+                  "weighting the block search of q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k")
+      ->type_name("FILE");
   sub->add_flag("--allow-requantize", opt->allow_requantize,
                 "Allow tensors that are already quantized to be decoded and quantized again");
   sub->add_flag("--dry-run", opt->dry_run, "Write nothing; print the resulting size by type");
@@ -346,10 +359,23 @@ void add_quantize_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   sub->add_flag("--force", opt->force, "Overwrite an existing output file");
   sub->add_option("-t,--threads", opt->threads,
-                  "Threads (the output does not depend on it; default: all cores)")
-      ->check(CLI::Range(1, 1024))
+                  "CPU threads, up to 1024 (0: every core this process may use); the output does "
+                  "not depend on it")
+      ->check(in_range(0, 1024))
       ->capture_default_str();
-  sub->callback([&action, opt] { action = [opt] { return run_quantize(*opt); }; });
+  sub->callback([&action, opt] {
+    // IN OUT, or -m IN OUT (CLI11 puts the one positional into `input`).
+    if (!opt->model.empty()) {
+      if (!opt->output.empty())
+        throw CLI::ValidationError("-m", fmt::format("the input is given twice: -m {} and {}",
+                                                     opt->model, opt->input));
+      opt->output = std::exchange(opt->input, opt->model);
+    }
+    if (opt->input.empty()) throw CLI::RequiredError("the input model (IN or -m IN)");
+    if (opt->output.empty()) throw CLI::RequiredError("the output file OUT");
+    if (opt->threads == 0) opt->threads = default_cpu_threads();
+    action = [opt] { return run_quantize(*opt); };
+  });
 }
 
 }  // namespace llmctl::cli

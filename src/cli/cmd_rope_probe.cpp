@@ -11,9 +11,10 @@
 
 #include "backend/registry.h"
 #include "cli/app.h"
+#include "cli/cli_style.h"
+#include "cli/engine_options.h"
 #include "cli/model_tokenizer.h"
 #include "cli/rope_probe_report.h"
-#include "cli/run_session.h"
 #include "core/error.h"
 #include "core/text_io.h"
 #include "diag/rope_probe_check.h"
@@ -24,16 +25,13 @@ namespace llmctl::cli {
 
 namespace {
 
-struct RopeProbeCliOptions {
+// The engine's -m, -t, --device, --cpu-reference (engine_options.h) and the probes' own.
+struct RopeProbeCliOptions : EngineOptions {
   std::string pre_tokenizer;  // --pre-tokenizer NAME
-  std::string model = kDefaultModel;
   bool json = false;
   bool check = false;
   std::string svg;
   std::string baseline;
-  std::string device = "auto";
-  int threads = 0;
-  bool cpu_reference = false;
   std::string probes;  // --probes LIST; empty: all
   std::string text_file;
   std::string rope_scale;  // "linear:F"
@@ -97,9 +95,7 @@ int run_rope_probe_cli(RopeProbeCliOptions& opt) {
   if (!opt.rope_scale.empty()) opt.probe.linear_scale = parse_rope_scale(opt.rope_scale);
   opt.probe.theta = opt.rope_theta;
   if (!opt.text_file.empty()) opt.probe.reference = read_whole_file(opt.text_file);
-  if (!std::filesystem::exists(opt.model))
-    throw Error(fmt::format("{}: no such model file or directory", opt.model),
-                "pass -m MODEL.gguf (scripts/fetch-models.sh fetches stories260K)");
+  require_model_path(opt.model);
   // Read before the probes run, so a bad baseline fails fast.
   const std::optional<nlohmann::json> baseline =
       opt.baseline.empty() ? std::nullopt : std::optional(read_baseline(opt.baseline));
@@ -107,15 +103,12 @@ int run_rope_probe_cli(RopeProbeCliOptions& opt) {
   if (!m.gguf && m.tokenizer_path.empty())
     throw FileError(opt.model, "no vocabulary: the directory has no tokenizer.model");
   const Tokenizer tok = *open_model_tokenizer(m, TokenizerOptions{opt.pre_tokenizer});
-  BackendChoice choice;
-  choice.device = opt.device;
-  choice.n_threads = opt.threads;
+  BackendChoice choice = backend_choice(opt, opt.threads);
   // f32 activations: the shift probe looks for rounding-sized differences, and the fast CPU
   // path's int8 activations make a 1-ulp change of q or k into whole quantization steps
   // downstream (SmolLM2: shift KL 0.013 on the fast path, 1.6e-11 with f32 activations;
   // diag/rope_probe.h has the measurements). Costs ~1.2x on a Q4_1 model.
   choice.float_activations = true;
-  choice.cpu_reference = opt.cpu_reference;
   const std::unique_ptr<Backend> backend = make_backend(choice);
   const std::string label = backend_label(*backend, choice);
   fmt::print(stderr, "llmctl: rope-probe {} on {}\n", opt.model, label);
@@ -192,38 +185,32 @@ void add_rope_probe_command(CLI::App& app, Action& action) {
       "  llmctl rope-probe -m stories260K.gguf --baseline base.json --svg rope.svg\n"
       "  llmctl rope-probe -m model.gguf --rope-scale linear:4 --offsets 4096,65536\n"
       "Exit codes: 0 ok, 1 error, 2 usage error, 3 a check failed or drift.");
-  sub->add_option("--pre-tokenizer", opt.pre_tokenizer, kPreTokenizerHelp);
-  sub->add_option("-m,--model", opt.model, "GGUF file or Hugging Face model directory")
-      ->capture_default_str();
+  sub->add_option("--pre-tokenizer", opt.pre_tokenizer, kPreTokenizerHelp)
+      ->type_name("NAME");
+  add_engine_options(sub, opt, {kModel | kThreads | kDevice | kCpuReference});
+  sub->get_option("--cpu-reference")
+      ->description("CPU: the scalar reference backend (slow) instead of the fast one with f32 "
+                    "activations");
   sub->add_flag("--json", opt.json, "Print one JSON object instead of tables");
-  sub->add_option("--svg", opt.svg, "Write the distance curve (and F-angles.svg) as SVG");
+  sub->add_option("--svg", opt.svg, "Write the distance curve (and F-angles.svg) as SVG")
+      ->type_name("FILE");
   sub->add_flag("--check", opt.check, "Exit 3 when a check fails (thresholds below)");
   sub->add_option("--baseline", opt.baseline,
-                  "Compare with a saved --json output; exit 3 on drift");
-  sub->add_option("--device", opt.device, "auto, cpu or cuda[:N]")->capture_default_str();
-  sub->add_flag("--cpu-reference", opt.cpu_reference,
-                "CPU: the scalar reference backend (slow) instead of the fast one with f32 "
-                "activations");
+                  "Compare with a saved --json output; exit 3 on drift")
+      ->type_name("FILE");
   sub->add_option("--probes", opt.probes,
                   "Probes to run, comma-separated: shift, ablation, distance, sweep (default: "
-                  "all)");
-  sub->add_option("-t,--threads", opt.threads, "CPU threads (0 = every core)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 1024));
+                  "all)")
+      ->type_name("LIST");
   sub->add_option("--offsets", opt.probe.offsets,
                   "Shift offsets, comma-separated (default: 1024, 8192, 32768, n_ctx_train, "
                   "4 x n_ctx_train)")
       ->delimiter(',')
-      ->check(CLI::Validator(
-          [](std::string& v) {
-            return v.empty() || v[0] != '-'
-                       ? std::string()
-                       : fmt::format("offset {} is negative; offsets are >= 0", v);
-          },
-          "OFFSET>=0"));
+      ->check(at_least(int64_t{0}));
   sub->add_option("--prompt", opt.probe.prompt, "Prompt of the shift and ablation probes");
   sub->add_option("--text", opt.probe.reference, "Reference text of the sweep");
-  sub->add_option("--text-file", opt.text_file, "Read the sweep's reference text from FILE");
+  sub->add_option("--text-file", opt.text_file, "Read the sweep's reference text from FILE")
+      ->type_name("FILE");
   sub->add_option("--fact", opt.probe.fact, "Distance probe: the fact sentence");
   sub->add_option("--filler", opt.probe.filler, "Distance probe: filler text (repeated)");
   sub->add_option("--cue", opt.probe.cue, "Distance probe: the cue before the completion");
@@ -231,11 +218,12 @@ void add_rope_probe_command(CLI::App& app, Action& action) {
   sub->add_option("--distance-ctx", opt.probe.distance_ctx,
                   "Longest distance sequence in tokens (0: n_ctx_train)")
       ->capture_default_str()
-      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+      ->check(in_range(int64_t{0}, int64_t{1} << 20));
   sub->add_option("--rope-theta", opt.rope_theta, "Distance curve under this RoPE base too")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   sub->add_option("--rope-scale", opt.rope_scale,
-                  "Distance curve under linear RoPE scaling too: linear:F");
+                  "Distance curve under linear RoPE scaling too: linear:F")
+      ->type_name("SCALE");
   sub->add_option("--seed", opt.probe.seed, "Seed of the ablation's shuffle")
       ->capture_default_str();
   sub->add_option("--max-shift-kl", opt.thresholds.max_shift_kl, "Shift check: max KL")
@@ -251,10 +239,10 @@ void add_rope_probe_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   sub->add_option("--drift-rel", opt.drift.rel, "Baseline: relative tolerance")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0.0));
   sub->add_option("--drift-abs", opt.drift.abs, "Baseline: absolute tolerance")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0.0));
   sub->callback([&action] { action = [] { return run_rope_probe_cli(opt); }; });
 }
 

@@ -16,13 +16,35 @@
 //   timing and summary lines (with --json: "attn_stats" and "acf" objects in stdout's JSON).
 //   With --batch each record carries its request's own objects; with -i each turn gets a
 //   line or two on stderr (run_chat.cpp).
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
+#include <optional>
 
 #include "cli/app.h"
+#include "cli/cli_style.h"
+#include "cli/engine_options.h"
 #include "cli/model_tokenizer.h"
 #include "cli/run_session.h"
 
 namespace llmctl::cli {
+
+namespace {
+
+// --seed: -1, or 0 .. 2^64-1.
+CLI::Validator seed_value() {
+  return CLI::Validator(
+      [](std::string& v) -> std::string {
+        if (v == "-1" || (!v.empty() && v.find_first_not_of("0123456789") == std::string::npos &&
+                          (v.size() < 20 || (v.size() == 20 && v <= "18446744073709551615"))))
+          return {};
+        return fmt::format("wants an integer from 0 to 2^64-1, or -1 for a random seed, got '{}'",
+                           v);
+      },
+      "");
+}
+
+}  // namespace
 
 void add_run_command(CLI::App& app, Action& action) {
   static RunOptions opt;
@@ -92,14 +114,14 @@ void add_run_command(CLI::App& app, Action& action) {
       "  answer: earlier turns come from the cache). The alert is the lowest layer showing the\n"
       "  problem, at its earliest position, however the tokens were batched.\n"
       "Exit codes: 0 ok, 1 bad input file or error, 2 usage error.");
-  sub->add_option("-m,--model", opt.model, "GGUF file or Hugging Face model directory")
-      ->capture_default_str();
+  add_engine_options(sub, opt, {kModel});
   sub->add_option("-p,--prompt", opt.prompt, "Prompt text");
-  sub->add_option("-f,--file", opt.file, "Read the prompt verbatim from FILE; - is stdin");
+  sub->add_option("-f,--file", opt.file, "Read the prompt verbatim from FILE; - is stdin")
+      ->type_name("FILE");
   sub->add_option("-n,--n-predict", opt.n_predict,
                   "Tokens to generate at most (-1: until EOS or a full context)")
       ->capture_default_str()
-      ->check(CLI::Range(int64_t{-1}, INT64_MAX));
+      ->check(at_least(int64_t{-1}));
   SamplerParams& s = opt.sampling;
   sub->add_option("--temp", s.temperature, "Temperature; 0 = greedy")->capture_default_str();
   sub->add_option("--top-k", s.top_k, "Keep the k most likely tokens (0 = off)")
@@ -117,18 +139,26 @@ void add_run_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   sub->add_option("--frequency-penalty", s.frequency_penalty, "Frequency penalty (0 = off)")
       ->capture_default_str();
-  sub->add_option("--seed", opt.seed, "Random seed (default: random, printed in the summary)");
+  sub->add_option_function<std::string>(
+         "-s,--seed",
+         [](const std::string& v) {
+           opt.seed = v == "-1" ? std::nullopt : std::optional<uint64_t>(std::stoull(v));
+         },
+         "Random seed; -1 (the default): a random one, printed in the summary")
+      ->type_name("N")
+      ->check(seed_value());
   sub->add_option("--stop", opt.stops, "Stop before this string (repeatable)")
       ->allow_extra_args(false);
-  sub->add_option("-c,--ctx-size", opt.ctx_size,
-                  "Context positions per sequence (default: the model's context length)");
-  sub->add_flag("--ignore-eos", opt.ignore_eos, "Keep generating past the end-of-sequence token");
+  sub->add_flag("--ignore-eos", opt.ignore_eos,
+                "Keep generating past the end-of-sequence token (and, with -i or --batch "
+                "\"messages\", the chat template's end of turn): to -n tokens");
   sub->add_flag("--verify", opt.verify,
                 "Scan every weight (values and quantization scales) for NaN/Inf before running; "
                 "a bad one is an error naming the tensor (exit 1)");
   sub->add_flag("--echo", opt.echo, "Print the prompt before the generated text");
   sub->add_flag("--no-bos", opt.no_bos, "Do not prepend BOS (default: as the vocabulary says)");
-  sub->add_option("--pre-tokenizer", opt.pre_tokenizer, kPreTokenizerHelp);
+  sub->add_option("--pre-tokenizer", opt.pre_tokenizer, kPreTokenizerHelp)
+      ->type_name("NAME");
   sub->add_flag("--no-parse-special", opt.no_parse_special,
                 "Treat special-token text in -p/-f/--batch prompts as plain text (default: "
                 "\"<|im_start|>\" becomes its token, as llama.cpp does; chat turns are never "
@@ -138,42 +168,27 @@ void add_run_command(CLI::App& app, Action& action) {
   sub->add_option(
       "--logits-out", opt.logits_out,
       "Write the prompt's logits to FILE: raw little-endian float32, one row of n_vocab "
-      "values per prompt position (BOS included), in prompt order");
-  // Engine
-  sub->add_option("-t,--threads", opt.threads, "CPU threads (0 = every core this process may use)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 1024));
-  sub->add_option("--device", opt.device, "auto, cpu or cuda[:N]")->capture_default_str();
-  sub->add_option_function<std::string>(
-         "--batch-invariant", [](const std::string& v) { opt.batch_invariant = v == "on"; },
-         "on (default): every token computed bit-identically alone or batched; off: CUDA sends "
-         "prefill-sized matmuls through cuBLAS (faster, f16 rounding, batch-dependent). No effect "
-         "on the CPU")
-      ->check(CLI::IsMember({"on", "off"}));
-  sub->add_option_function<std::string>(
-         "--cuda-graphs", [](const std::string& v) { opt.cuda_graphs = v == "on"; },
-         "on: record each CUDA decode step into a CUDA graph and replay it (fewer kernel launches; "
-         "same results; a failed capture warns once and falls back to plain launches); off "
-         "(default, until verified on a GPU). No effect on the CPU")
-      ->check(CLI::IsMember({"on", "off"}));
-  sub->add_flag("--cpu-reference", opt.cpu_reference,
-                "Use the scalar reference CPU kernels (one thread) instead of the SIMD ones");
-  sub->add_option("--kv-type", opt.kv_type, "KV cache storage: f16 or f32")->capture_default_str();
+      "values per prompt position (BOS included), in prompt order")
+      ->type_name("FILE");
+  add_engine_options(sub, opt,
+                     {kThreads | kDevice | kCtxSize | kKvType | kBatchInvariant | kCudaGraphs |
+                      kBatchSize | kCpuReference});
   sub->add_option("--block-size", opt.block_size, "KV cache block size in positions")
       ->capture_default_str()
-      ->check(CLI::Range(int64_t{1}, int64_t{4096}));
-  sub->add_option("-b,--batch-size", opt.batch_size, "Tokens per forward pass (prefill chunk)")
-      ->capture_default_str()
-      ->check(CLI::Range(int64_t{1}, int64_t{65536}));
+      ->check(in_range(int64_t{1}, int64_t{4096}))
+      ->group(kEngineGroup);
   // Modes
   sub->add_option("--batch", opt.batch_file,
                   "Generate for every JSONL request line of FILE (- is stdin), decoded together; "
-                  "one JSON record per line on stdout");
-  sub->add_option("--parallel", opt.parallel, "Sequences decoded together with --batch")
+                  "one JSON record per line on stdout")
+      ->type_name("FILE");
+  sub->add_option("--parallel", opt.parallel,
+                  "Sequences decoded together with --batch, up to 4096 (llama.cpp's -np)")
       ->capture_default_str()
-      ->check(CLI::Range(int64_t{1}, int64_t{4096}));
+      ->check(in_range(int64_t{1}, int64_t{4096}));
   sub->add_option("--resume", opt.resume,
-                  "With --batch: skip the lines this earlier output FILE already answers");
+                  "With --batch: skip the lines this earlier output FILE already answers")
+      ->type_name("FILE");
   sub->add_option("--shard", opt.shard,
                   "With --batch: answer only the lines whose index is K mod N (K/N, 0 <= K < N), "
                   "one of N processes (docs/batch.md)")
@@ -186,11 +201,13 @@ void add_run_command(CLI::App& app, Action& action) {
                 "Chat: read user turns from stdin, answer with the model's chat template");
   sub->add_option("--chat-template", opt.chat_template,
                   "A built-in template for -i and --batch \"messages\": llama2, llama3, chatml or "
-                  "zephyr (default: the model's own Jinja template)");
+                  "zephyr (default: the model's own Jinja template)")
+      ->type_name("NAME");
   sub->add_option("--chat-template-file", opt.chat_template_file,
-                  "A Jinja chat template file instead of the model's (Hugging Face semantics)");
+                  "A Jinja chat template file instead of the model's (Hugging Face semantics)")
+      ->type_name("FILE");
   sub->add_option("--system,--system-prompt", opt.system,
-                  "-i: the system message (default: -p/-f if given, else the template's own "
+                  "-i (also -sys, as llama.cpp): the system message (default: -p/-f if given, else the template's own "
                   "default, if any)");
   // Diagnostics (footer above)
   sub->add_flag("--attn-stats", opt.attn_stats,
@@ -211,6 +228,7 @@ void add_run_command(CLI::App& app, Action& action) {
       opt.attn_alert = attn_alert_value;
     }
     action = [] {
+      check_engine_options(opt);
       check_run_options(opt);
       if (!opt.merge.empty()) return run_merge(opt);
       if (!opt.batch_file.empty()) return run_batch(opt);

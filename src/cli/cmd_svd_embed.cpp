@@ -11,6 +11,8 @@
 
 #include "backend/registry.h"
 #include "cli/app.h"
+#include "cli/cli_style.h"
+#include "cli/engine_options.h"
 #include "core/error.h"
 #include "diag/svd_embed.h"
 #include "diag/svg_plot.h"
@@ -21,14 +23,12 @@ namespace llmctl::cli {
 
 namespace {
 
-struct SvdEmbedCliOptions {
-  std::string model;
+// The engine's -m, -t, --device (engine_options.h) and svd-embed's own.
+struct SvdEmbedCliOptions : EngineOptions {
   std::string tensor = "token_embd";
   int top = 10;
   bool json = false, csv = false;
   std::string svg;
-  std::string device = "cpu";
-  int threads = 0;
   std::string gram = "auto";
   double tolerance = 1e-6;
   int64_t rank = 0;
@@ -116,7 +116,11 @@ void print_text(const SvdEmbedCliOptions& opt, const SvdEmbedReport& r, int thre
       "Spectrum: {} singular values from a {} Gram matrix{}; every sigma within {:.1e} x "
       "sigma_max\n",
       k, sp.gram_precision == "f32" ? "float32-product" : "float64",
-      sp.fell_back ? " (float32 failed its error check)" : "", sp.error_bound);
+      sp.fell_back ? fmt::format(" (float32 products first: their error bound was above "
+                                 "--tolerance/2 = {:.1e}, so the Gram was formed again in float64)",
+                                 opt.tolerance / 2)
+                   : "",
+      sp.error_bound);
   fmt::print("  sigma_max {:.6g}   sigma_min {:.6g}   condition number {:.6g}\n", sp.sigma.front(),
              sp.sigma.back(), su.condition_number);
   fmt::print("  energy ranks: 90% at {}, 99% at {}, 99.9% at {} (of {})\n", su.rank90, su.rank99,
@@ -301,6 +305,7 @@ void write_charts(const std::string& path, const SvdEmbedReport& r) {
 }
 
 int run_svd_embed(const SvdEmbedCliOptions& opt) {
+  require_model_path(opt.model);
   const ComputeDevice dev = resolve_device(opt.device);  // before the (slow) load
   const std::optional<GgmlType> residual = ggml_type_from_name(opt.residual_type);
   if (!residual)
@@ -373,40 +378,38 @@ Device       --device cuda[:N] forms the Gram matrix on that GPU from float64 pr
                visible GPU, else the CPU. Needs a CUDA build and libcublas/libcusolver at run
                time; the JSON's "device" says where the spectrum was computed.
 Exit codes: 0 ok, 1 bad model file or error, 2 usage error.)");
-  sub->add_option("-m,--model", opt.model, "GGUF model file or Hugging Face model directory")
-      ->required();
+  add_engine_options(sub, opt, {kModel | kThreads | kDevice});
+  sub->get_option("--device")
+      ->description("auto (a visible GPU, else the CPU), cpu or cuda[:N]: where the Gram matrix "
+                    "and its eigenvalues are computed (float64 on a GPU)");
   sub->add_option("--tensor", opt.tensor, "Matrix to analyse: token_embd or output")
-      ->check(CLI::IsMember({"token_embd", "output"}))
+      ->check(one_of({"token_embd", "output"}))
       ->capture_default_str();
   sub->add_option("--top", opt.top, "Singular values listed in the text report")
-      ->check(CLI::Range(1, 1000000))
+      ->check(in_range(1, 1000000))
       ->capture_default_str();
   auto* json =
       sub->add_flag("--json", opt.json, "JSON report (every value, per-token norms included)");
-  sub->add_flag("--csv", opt.csv, "CSV of the spectrum: i, sigma, energy, cumulative_energy")
+  sub->add_flag("--csv", opt.csv,
+                "CSV of the spectrum: i, sigma, energy, cumulative_energy (not with --json)")
       ->excludes(json);
   sub->add_option("--svg", opt.svg,
-                  "Write charts BASE-spectrum.svg, BASE-energy.svg, BASE-norms.svg");
-  sub->add_option("--device", opt.device,
-                  "cpu, cuda[:N] (Gram + eigensolver on that GPU, float64) or auto (a "
-                  "visible GPU, else the CPU)")
-      ->capture_default_str();
-  sub->add_option("-t,--threads", opt.threads, "BLAS threads (0: every core this process may use)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
+                  "Write charts BASE-spectrum.svg, BASE-energy.svg, BASE-norms.svg")
+      ->type_name("BASE");
   sub->add_option("--gram", opt.gram,
                   "Gram products: auto (float32, checked, float64 when needed) or f64")
-      ->check(CLI::IsMember({"auto", "f64"}))
+      ->check(one_of({"auto", "f64"}))
       ->capture_default_str();
   sub->add_option("--tolerance", opt.tolerance, "Target max |d sigma| / sigma_max")
-      ->check(CLI::Range(1e-12, 1.0))
+      ->check(in_range(1e-12, 1.0))
       ->capture_default_str();
   sub->add_option("--rank", opt.rank, "Low-rank estimate's rank (0: the 90%-energy rank)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(at_least(int64_t{0}))
       ->capture_default_str();
   sub->add_option("--residual-type", opt.residual_type,
                   "Low-rank residual type: q4_0, q5_0, q8_0, q4_k ...")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->type_name("TYPE");
   sub->add_flag("--no-low-rank", opt.no_low_rank, "Skip the low-rank storage estimate");
   sub->callback([&action] { action = [] { return run_svd_embed(opt); }; });
 }

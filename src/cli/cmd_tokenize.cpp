@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/app.h"
+#include "cli/cli_style.h"
 #include "cli/model_tokenizer.h"
 #include "cli/tokenize_options.h"
 #include "core/error.h"
@@ -243,37 +244,46 @@ void add_tokenize_command(CLI::App& app, Action& action) {
       "\"tools\": ...}) with the model's Jinja chat template; --format text prints the prompt "
       "exactly, ids the ids `run` prefills (BOS added as llama.cpp does).\n"
       "Exit codes: 0 ok, 1 bad input file or error, 2 usage error.");
-  sub->add_option("-m,--model", opt.model, "GGUF model whose embedded vocabulary to use");
+  sub->add_option("-m,--model", opt.model, "GGUF model whose embedded vocabulary to use")
+      ->type_name("FILE");
   sub->add_option("--tokenizer", opt.tokenizers,
                   "Tokenizer file: GGUF, sentencepiece .model or Hugging Face tokenizer.json "
                   "(repeat with --report)")
-      ->allow_extra_args(false);
+      ->allow_extra_args(false)
+      ->type_name("FILE");
   sub->add_option("text", opt.text, "Text to tokenize");
   sub->add_option(
       "-f,--file", opt.file,
-      "Read the text (or --report prompts, one per line) verbatim from FILE; - is stdin");
+      "Read the text (or --report prompts, one per line) verbatim from FILE; - is stdin")
+      ->type_name("FILE");
   sub->add_option("--jsonl", opt.jsonl,
-                  "--report prompts: one JSON string or {\"prompt\"|\"text\": ...} per line");
+                  "--report prompts: one JSON string or {\"prompt\"|\"text\": ...} per line")
+      ->type_name("FILE");
   sub->add_flag("--no-bos", opt.no_bos, "Do not prepend BOS (default: as the vocabulary says)");
   sub->add_option("--format", opt.format,
                   "Output: ids (one line), pieces (id<TAB>piece per line), json, text (--chat: the "
       "rendered prompt)")
-      ->check(CLI::IsMember({"ids", "pieces", "json", "text"}));
-  sub->add_option("--pre-tokenizer", opt.pre_tokenizer, kPreTokenizerHelp);
+      ->check(one_of({"ids", "pieces", "json", "text"}));
+  sub->add_option("--pre-tokenizer", opt.pre_tokenizer, kPreTokenizerHelp)
+      ->type_name("NAME");
   sub->add_flag("--no-parse-special", opt.no_parse_special,
                 "Treat special-token text in the input as plain text");
   sub->add_option("--chat", opt.chat_file,
-                  "Render a conversation (OpenAI-style messages JSON) with the chat template");
+                  "Render a conversation (OpenAI-style messages JSON) with the chat template")
+      ->type_name("FILE");
   sub->add_option("--chat-template", opt.chat_template,
                   "--chat: a built-in template (llama2, llama3, chatml, zephyr) instead of the "
-                  "model's");
+                  "model's")
+      ->type_name("NAME");
   sub->add_option("--chat-template-file", opt.chat_template_file,
-                  "--chat: a Jinja template file instead of the model's");
+                  "--chat: a Jinja template file instead of the model's")
+      ->type_name("FILE");
   sub->add_flag("--no-generation-prompt", opt.no_generation_prompt,
                 "--chat: do not append the assistant header (add_generation_prompt=false)");
   sub->add_flag("--json", opt.json, "JSON output (same as --format json; also for --report)");
   sub->add_flag("--csv", opt.csv, "CSV output for --report");
-  sub->add_option("--decode", opt.decode, "Decode token ids (\"ID ID ...\") to text instead");
+  sub->add_option("--decode", opt.decode, "Decode token ids (\"ID ID ...\") to text instead")
+      ->type_name("IDS");
   sub->add_flag("--count", opt.count, "Print only the number of tokens");
   sub->add_flag(
       "--norms", opt.norms,
@@ -283,7 +293,7 @@ void add_tokenize_command(CLI::App& app, Action& action) {
       "(needs -m)");
   sub->add_flag("--report", opt.report, "Token-inflation report comparing the --tokenizer files");
   sub->add_option("--budget", opt.budget, "--report: flag prompts over N tokens")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1LL));
   sub->callback([&action, sub] {
     opt.has_text = sub->count("text") > 0;
     action = [] { return run_tokenize(opt); };

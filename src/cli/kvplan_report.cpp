@@ -58,10 +58,10 @@ std::vector<SweepCell> run_sweep(const plan::PlanInputs& in) {
 
 std::string verdict(const plan::MemoryPlan& p) {
   if (p.fits)
-    return fmt::format("fits: {:.2f} of {:.2f} GiB per GPU; room for {} sequences at this context", gib(p.needed_bytes),
+    return fmt::format("fits: {:.2f} of {:.2f} GiB per GPU; room for {} at this context", gib(p.needed_bytes),
                        gib(p.kv_budget_given ? p.needed_bytes - p.kv_bytes_needed + static_cast<uint64_t>(p.kv_budget_bytes)
                                              : p.requested_bytes),
-                       p.max_concurrency);
+                       plan::sequence_count(p.max_concurrency));
   std::string s = fmt::format("does not fit by {:.2f} GiB per GPU", gib(p.shortfall_bytes));
   if (!p.levers.empty())
     s += fmt::format("; largest lever: {} (saves {:.2f} GiB per GPU{})", p.levers.front().what,
@@ -80,7 +80,7 @@ void print_kvplan_text(const plan::PlanInputs& in, const plan::MemoryPlan& p, co
              m.is_mla() ? ", MLA" : "", m.is_moe() ? fmt::format(", MoE {}x top-{}", m.n_experts, m.n_experts_used) : "");
   fmt::print("gpu     {} x {}  ({:.2f} GiB usable, {:g} GB/s, {:g} TFLOPS), TP {}, {} replica(s)\n", in.n_gpus,
              in.gpu.label, gib(p.usable_bytes), in.gpu.bandwidth_gbs, in.gpu.tflops_16, in.tp, p.replicas);
-  fmt::print("setup   engine {}, weights {}, KV {}, ctx {}, batch {}, block {}, gpu-util {:g}\n\n",
+  fmt::print("setup   engine {}, weights {}, KV {}, ctx {}, parallel {}, block {}, gpu-util {:g}\n\n",
              plan::engine_name(in.engine), in.weight.name, in.kv.name, in.ctx, in.batch, p.block_size, in.gpu_util);
 
   fmt::print("memory per GPU                       GiB\n");
@@ -106,19 +106,19 @@ void print_kvplan_text(const plan::PlanInputs& in, const plan::MemoryPlan& p, co
                p.kv.kv_heads, p.kv.k_dim, p.kv.v_dim, in.kv.bytes_per_elem(), in.kv.name);
   fmt::print("KV per sequence  {:.3f} GiB at {} tokens (per GPU)\n", gib(p.kv_bytes_per_seq), in.ctx);
   fmt::print("KV blocks        {} of {} tokens = {} tokens\n", p.kv_blocks, p.block_size, p.kv_tokens);
-  fmt::print("concurrency      {} sequences at {} tokens ({:.2f}x)\n", p.max_concurrency, in.ctx, p.concurrency_ratio);
-  fmt::print("max context      {} tokens at batch {}{}\n", p.max_context, in.batch,
+  fmt::print("concurrency      {} at {} tokens ({:.2f}x)\n", plan::sequence_count(p.max_concurrency), in.ctx, p.concurrency_ratio);
+  fmt::print("max context      {} tokens for {}{}\n", p.max_context, plan::sequence_count(in.batch),
              m.max_ctx > 0 && p.max_context > m.max_ctx ? fmt::format(" (the model is trained for {})", m.max_ctx) : "");
   fmt::print("decode           {:.0f} tok/s total, {:.1f} tok/s per sequence ({}-bound roofline)\n", r.decode_tok_s,
              r.decode_tok_s_per_seq, r.decode_memory_bound ? "memory" : "compute");
   fmt::print("prefill          {:.3f} s for {} tokens (roofline at {:g} TFLOPS x {})\n", r.prefill_s, in.ctx,
              r.tflops_used, in.tp);
   fmt::print("verdict          {}\n", verdict(p));
-  if (m.max_ctx > 0 && in.ctx > m.max_ctx)
-    fmt::print("note             --ctx {} is beyond the model's configured context of {}\n", in.ctx, m.max_ctx);
   for (size_t i = 1; i < p.levers.size(); ++i)
     fmt::print("                 or {} (saves {:.2f} GiB{})\n", p.levers[i].what, gib(p.levers[i].saves_bytes),
                p.levers[i].fits_after ? ", then fits" : "");
+  if (m.max_ctx > 0 && in.ctx > m.max_ctx)
+    fmt::print("note             -c {} is beyond the model's configured context of {}\n", in.ctx, m.max_ctx);
   if (!sweep) return;
 
   const std::vector<SweepCell> cells = run_sweep(in);

@@ -54,6 +54,33 @@ std::vector<size_t> worst_tensors(const std::vector<TensorError>& errors, size_t
   return idx;
 }
 
+std::vector<std::string> summarised_warnings(const std::vector<std::string>& warnings) {
+  struct Group {
+    std::string text, first;
+    size_t count = 0;
+  };
+  std::vector<Group> groups;  // in the order of their first warning
+  for (const std::string& w : warnings) {
+    // "tensor 'NAME': TEXT"; anything else stands alone.
+    std::string name, text = w;
+    if (w.rfind("tensor '", 0) == 0)
+      if (const size_t end = w.find("': "); end != std::string::npos) {
+        name = w.substr(8, end - 8);
+        text = w.substr(end + 3);
+      }
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const Group& g) { return !name.empty() && g.text == text && !g.first.empty(); });
+    if (it == groups.end()) it = groups.insert(groups.end(), Group{text, name, 0});
+    ++it->count;
+  }
+  std::vector<std::string> lines;
+  for (const Group& g : groups)
+    lines.push_back(g.first.empty() ? g.text
+                    : g.count == 1  ? fmt::format("tensor '{}': {}", g.first, g.text)
+                                    : fmt::format("{} tensors: {} (first: '{}')", g.count, g.text, g.first));
+  return lines;
+}
+
 void print_size_by_type(const QuantPlan& plan) {
   fmt::print("{:<6} {:>8} {:>14} {:>16}\n", "type", "tensors", "elements", "bytes");
   for (const auto& [type, t] : totals_by_type(plan))

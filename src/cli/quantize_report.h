@@ -15,6 +15,9 @@ namespace llmctl::cli {
 
 // Table "type  tensors  elements  bytes" of the output, then the total against the input.
 void print_size_by_type(const QuantPlan& plan);
+// The plan's warnings for stderr, one line per distinct text: a warning that many tensors share
+// ("tensor 'X': row length 64 is not a multiple of ...") becomes "N tensors: ... (first: 'X')".
+std::vector<std::string> summarised_warnings(const std::vector<std::string>& warnings);
 
 // The `n` tensors with the lowest SNR (measured ones only), with RMSE and max abs error.
 void print_worst_tensors(const QuantPlan& plan, const std::vector<TensorError>& errors, size_t n);

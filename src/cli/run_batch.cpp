@@ -184,12 +184,11 @@ int run_batch(const RunOptions& opt) {
       p->stop = std::make_unique<StopMatcher>(rq.stop.empty() ? opt.stops : rq.stop);
       p->stream = std::make_unique<StreamDecoder>(tok);
       Pending* raw = p.get();
-      GenerateOptions g;
-      g.n_ctx = s.n_ctx;
+      GenerateOptions g = base_generate_options(
+          opt, s,
+          rq.prompt == std::nullopt && chat.formatter ? chat.formatter->stop_ids()
+                                                      : std::vector<int32_t>{});
       g.n_predict = rq.n_predict.value_or(opt.n_predict);
-      g.eos_id = tok.eos_id();
-      g.ignore_eos = opt.ignore_eos;
-      if (rq.prompt == std::nullopt && chat.formatter) g.end_ids = chat.formatter->stop_ids();
       // Picks from device candidates where the sampler allows it (sampler_picker.h).
       use_sampler(g, *raw->sampler, static_cast<int32_t>(s.model.config.n_vocab), s.tok->n_vocab());
       g.on_token = [raw](int32_t id) { raw->text += raw->stop->push(raw->stream->push(id)).text; };
@@ -197,7 +196,6 @@ int run_batch(const RunOptions& opt) {
       p->diag = std::make_unique<SequenceDiagnostics>(opt, s.model.config);
       p->diag->attach(g);
       g.reuse_prefix = !opt.attn_stats;  // a reused prefix would not be measured
-      g.interrupted = [] { return interrupted(); };
       const size_t k = sched.submit(p->prompt_ids, g);
       LLMCTL_ASSERT(k == pending.size());
       pending.push_back(std::move(p));

@@ -168,11 +168,7 @@ int run_chat(const RunOptions& opt) {
     StopMatcher stop(opt.stops);
     StreamDecoder stream(tok);
     std::string answer;
-    GenerateOptions g;
-    g.n_ctx = s.n_ctx;
-    g.n_predict = opt.n_predict;
-    g.eos_id = tok.eos_id();
-    g.end_ids = end_ids;
+    GenerateOptions g = base_generate_options(opt, s, end_ids);
     // Picks from device candidates where the sampler allows it (sampler_picker.h).
     use_sampler(g, sampler, static_cast<int32_t>(s.model.config.n_vocab), s.tok->n_vocab());
     g.on_token = [&](int32_t id) {
@@ -181,7 +177,6 @@ int run_chat(const RunOptions& opt) {
       write_out(piece);
     };
     g.stop_requested = [&stop] { return stop.stopped(); };
-    g.interrupted = [] { return interrupted(); };
     SequenceDiagnostics diag(opt, s.model.config);
     diag.attach(g);
     s.fwd->set_observer(diag.attn());

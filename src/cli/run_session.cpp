@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <random>
 #include <utility>
 
@@ -30,11 +29,6 @@ void check_run_options(const RunOptions& opt) {
   }
   for (const std::string& s : opt.stops)
     if (s.empty()) throw CLI::ValidationError("--stop", "a stop string cannot be empty");
-  if (opt.ctx_size && *opt.ctx_size < 1)
-    throw CLI::ValidationError("-c", fmt::format("--ctx-size {} must be >= 1", *opt.ctx_size));
-  if (!kv_type_from_name(opt.kv_type))
-    throw CLI::ValidationError("--kv-type",
-                               fmt::format("'{}' is not a KV cache type (f16, f32)", opt.kv_type));
   const int modes = (opt.interactive ? 1 : 0) + (opt.batch_file.empty() ? 0 : 1);
   if (modes > 1) throw CLI::ValidationError("-i", "-i and --batch cannot be combined");
   if (!opt.resume.empty() && opt.batch_file.empty())
@@ -73,6 +67,20 @@ SamplerParams resolved_sampling(const RunOptions& opt) {
   return sp;
 }
 
+GenerateOptions base_generate_options(const RunOptions& opt, const RunSession& s,
+                                      const std::vector<int32_t>& end_ids) {
+  GenerateOptions g;
+  g.n_ctx = s.n_ctx;
+  g.n_predict = opt.n_predict;
+  g.eos_id = s.tok->eos_id();
+  g.ignore_eos = opt.ignore_eos;
+  // --ignore-eos passes a chat template's end of turn too (its EOS is one of them), so an
+  // answer runs to -n in every mode.
+  if (!opt.ignore_eos) g.end_ids = end_ids;
+  g.interrupted = [] { return interrupted(); };
+  return g;
+}
+
 int finish_exit_code() {
   // A failed write to stdout stopped generation too (interrupt.h): finish_stdout says why, or
   // stays quiet when the reader went away.
@@ -81,13 +89,7 @@ int finish_exit_code() {
 
 RunSession open_run_session(const RunOptions& opt, int64_t n_sequences) {
   install_interrupt_handler();
-  if (!std::filesystem::exists(opt.model))
-    throw Error(fmt::format("{}: no such model file or directory", opt.model),
-                opt.model == kDefaultModel
-                    ? fmt::format("fetch the default model with scripts/fetch-models.sh (it "
-                                  "writes {}), or pass -m MODEL.gguf",
-                                  kDefaultModel)
-                    : std::string("check the path, or pass -m MODEL.gguf"));
+  require_model_path(opt.model);
   using Clock = std::chrono::steady_clock;
   const Clock::time_point t0 = Clock::now();
   RunSession s;
@@ -110,13 +112,7 @@ RunSession open_run_session(const RunOptions& opt, int64_t n_sequences) {
                     FileError::kNoOffset, "the tokenizer does not belong to this model");
   s.n_ctx = opt.ctx_size.value_or(config.n_ctx_train);
 
-  BackendChoice choice;
-  choice.device = opt.device;
-  choice.n_threads = opt.threads;
-  choice.cpu_reference = opt.cpu_reference;
-  choice.batch_invariant = opt.batch_invariant;
-  choice.cuda_graphs = opt.cuda_graphs;
-  s.backend = make_backend(choice);
+  s.backend = make_backend(backend_choice(opt, opt.threads));
 
   ForwardOptions fo;
   fo.max_batch_tokens = std::max<int64_t>(1, std::min(opt.batch_size, s.n_ctx * n_sequences));

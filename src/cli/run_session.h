@@ -10,6 +10,7 @@
 
 #include "backend/backend.h"
 #include "cli/standard_output.h"
+#include "cli/engine_options.h"
 #include "model/forward.h"
 #include "model/generate.h"
 #include "model/model_loader.h"
@@ -18,23 +19,15 @@
 
 namespace llmctl::cli {
 
-inline constexpr const char* kDefaultModel = "models/stories260K.gguf";
-
-struct RunOptions {
-  std::string model = kDefaultModel;
+// The engine's options (-m, -t, --device, -c, --kv-type, -b ...: engine_options.h) and run's own.
+struct RunOptions : EngineOptions {
   std::string prompt;
   std::string file;
   int64_t n_predict = 128;
   SamplerParams sampling;          // seed filled in at run time
   std::optional<uint64_t> seed;    // --seed; absent: a random seed, printed
   std::vector<std::string> stops;  // --stop
-  std::optional<int64_t> ctx_size;
-  int threads = 0;  // 0: every core
-  std::string device = "auto";
-  bool cpu_reference = false;  // --cpu-reference
-  std::string kv_type = "f16";
   int64_t block_size = 16;
-  int64_t batch_size = 512;  // tokens per forward call
   int64_t parallel = 4;      // sequences decoded together (--batch)
   bool ignore_eos = false;
   bool echo = false;
@@ -52,8 +45,6 @@ struct RunOptions {
   std::string chat_template_file;  // --chat-template-file FILE.jinja
   std::string system;              // --system: -i's system message
   bool has_prompt = false;
-  bool batch_invariant = true;  // --batch-invariant on|off (CUDA prefill through cuBLAS when off)
-  bool cuda_graphs = false;     // --cuda-graphs on|off (CUDA decode steps as CUDA graphs)
   bool verify = false;          // --verify: scan every weight for NaN/Inf before running
   // Diagnostics, per prompt, --batch request or -i turn (run_diagnostics.h): attention
   // statistics (diag/attn_stats.h), with an alert threshold on the scaled score max only when
@@ -80,6 +71,10 @@ void check_run_options(const RunOptions& opt);
 // line on stderr. Throws Error for a missing model (with how to fetch the default one) or one
 // without a vocabulary.
 RunSession open_run_session(const RunOptions& opt, int64_t n_sequences);
+// The GenerateOptions every mode starts from: the context, -n, EOS and `end_ids` (a chat
+// template's end-of-turn ids), --ignore-eos (which passes both) and Ctrl-C.
+GenerateOptions base_generate_options(const RunOptions& opt, const RunSession& s,
+                                      const std::vector<int32_t>& end_ids = {});
 // The sampler parameters with the seed resolved (--seed, or a random one).
 SamplerParams resolved_sampling(const RunOptions& opt);
 // The exit code after generation: 0, kExitInterrupted after Ctrl-C, or kExitError (with a

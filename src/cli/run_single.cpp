@@ -92,11 +92,7 @@ int run_single(const RunOptions& opt) {
   SequenceDiagnostics diag(opt, s.model.config);
   s.fwd->set_observer(diag.attn());
 
-  GenerateOptions g;
-  g.n_ctx = s.n_ctx;
-  g.n_predict = opt.n_predict;
-  g.eos_id = tok.eos_id();
-  g.ignore_eos = opt.ignore_eos;
+  GenerateOptions g = base_generate_options(opt, s);
   // Picks from device candidates where the sampler allows it (sampler_picker.h).
   use_sampler(g, sampler, static_cast<int32_t>(s.model.config.n_vocab), s.tok->n_vocab());
   if (logits_out)
@@ -104,7 +100,6 @@ int run_single(const RunOptions& opt) {
   g.on_token = [&](int32_t id) { emit(stop.push(stream.push(id)).text); };
   g.stop_requested = [&stop] { return stop.stopped(); };
   diag.attach(g);
-  g.interrupted = [] { return interrupted(); };
   const GenerateResult r = generate(*s.fwd, prompt_ids, g);
   s.fwd->set_observer(nullptr);
   if (!stop.stopped()) {

@@ -4,7 +4,14 @@
 
 namespace llmctl::plan {
 
-std::string gib_gb(double bytes) { return fmt::format("{:.2f} GiB ({:.2f} GB)", bytes / kGiB, bytes / 1e9); }
+std::string gib_gb(double bytes) {
+  // A small model's KV cache is not "0.00 GiB": MiB, or bytes, below a hundredth of the unit.
+  if (bytes >= 0.01 * kGiB) return fmt::format("{:.2f} GiB ({:.2f} GB)", bytes / kGiB, bytes / 1e9);
+  if (bytes >= 0.01 * 1024 * 1024) return fmt::format("{:.2f} MiB ({:.2f} MB)", bytes / (1024 * 1024), bytes / 1e6);
+  return fmt::format("{:.0f} B", bytes);
+}
+
+std::string sequence_count(int64_t n) { return fmt::format("{} sequence{}", n, n == 1 ? "" : "s"); }
 
 namespace {
 
@@ -16,6 +23,15 @@ std::string num(double x) {  // 131072 -> "131,072"
 }
 
 double d(uint64_t x) { return static_cast<double>(x); }
+
+// 8.03e9 -> "8.03 B", 2.9e5 -> "292.80 K": a parameter count that never reads "0.00 B".
+std::string count_text(double x) {
+  if (x >= 1e9) return fmt::format("{:.2f} B", x / 1e9);
+  if (x >= 1e6) return fmt::format("{:.2f} M", x / 1e6);
+  if (x >= 1e3) return fmt::format("{:.2f} K", x / 1e3);
+  return fmt::format("{:.0f}", x);
+}
+
 
 }  // namespace
 
@@ -44,10 +60,10 @@ std::vector<std::string> explain_plan(const PlanInputs& in, const MemoryPlan& p,
   if (!f.mla && m.n_heads != m.n_kv_heads) {
     const double wrong = d(f.bytes_per_token) * static_cast<double>(m.n_heads) / static_cast<double>(m.n_kv_heads);
     out.push_back(fmt::format("  correction: the cache holds the {} KV heads, not the {} attention heads; counting "
-                              "attention heads gives {} B per token and {} for {} tokens x {} sequences, {:g}x too much",
+                              "attention heads gives {} B per token and {} for {} tokens x {}, {:g}x too much",
                               m.n_kv_heads, m.n_heads, num(wrong),
                               gib_gb(wrong * static_cast<double>(in.ctx * in.batch)), num(static_cast<double>(in.ctx)),
-                              in.batch, static_cast<double>(m.n_heads / m.n_kv_heads)));
+                              sequence_count(in.batch), static_cast<double>(m.n_heads / m.n_kv_heads)));
   }
   out.push_back(fmt::format("  {} is {} bits = {:g} bytes per element; bits are not bytes", in.kv.name,
                             in.kv.bytes_per_elem() * 8, in.kv.bytes_per_elem()));
@@ -69,9 +85,9 @@ std::vector<std::string> explain_plan(const PlanInputs& in, const MemoryPlan& p,
     out.push_back(fmt::format("  sliding window {} on {} of {} layers: those keep {}",
                               m.sliding_window, windowed, m.n_layers, rule));
   }
-  out.push_back(fmt::format("  {} tokens (in blocks of {}) -> {} per sequence per GPU; x {} sequences per replica = {}",
+  out.push_back(fmt::format("  {} tokens (in blocks of {}) -> {} per sequence per GPU; x {} per replica = {}",
                             num(static_cast<double>(in.ctx)), p.block_size, gib_gb(d(p.kv_bytes_per_seq)),
-                            p.batch_per_replica, gib_gb(d(p.kv_bytes_needed))));
+                            sequence_count(p.batch_per_replica), gib_gb(d(p.kv_bytes_needed))));
 
   out.push_back("Weights:");
   const ParamCounts& pc = p.params;
@@ -80,9 +96,9 @@ std::vector<std::string> explain_plan(const PlanInputs& in, const MemoryPlan& p,
                             num(static_cast<double>(pc.lm_head)), m.tied_embeddings ? ", tied" : "",
                             num(static_cast<double>(pc.linear)), num(static_cast<double>(pc.small))));
   if (m.is_moe())
-    out.push_back(fmt::format("  MoE: all {} experts of every layer are resident; {:.2f} B parameters are active per token "
+    out.push_back(fmt::format("  MoE: all {} experts of every layer are resident; {} parameters are active per token "
                               "(top-{}{}), which sets the FLOPs",
-                              m.n_experts, static_cast<double>(pc.active_matmul) / 1e9, m.n_experts_used,
+                              m.n_experts, count_text(static_cast<double>(pc.active_matmul)), m.n_experts_used,
                               m.n_shared_experts > 0 ? fmt::format(" + {} shared", m.n_shared_experts) : ""));
   if (in.weight.from_file)
     out.push_back(fmt::format("  as stored in the GGUF file: {} B of tensors = {}; per GPU (TP {}) {}",
@@ -118,13 +134,13 @@ std::vector<std::string> explain_plan(const PlanInputs& in, const MemoryPlan& p,
                             p.concurrency_ratio, p.max_concurrency));
 
   out.push_back("Speed (roofline, an upper bound):");
-  out.push_back(fmt::format("  decode step reads {:.2f} GiB per GPU (weights{} + KV of {} sequences) / {:g} GB/s = {:.2f} ms{}",
-                            r.decode_bytes_per_step / kGiB, m.is_moe() ? " of the experts touched" : "",
-                            p.batch_per_replica, in.gpu.bandwidth_gbs, r.decode_step_s * 1e3,
+  out.push_back(fmt::format("  decode step reads {} per GPU (weights{} + KV of {}) / {:g} GB/s = {:.3g} ms{}",
+                            gib_gb(r.decode_bytes_per_step), m.is_moe() ? " of the experts touched" : "",
+                            sequence_count(p.batch_per_replica), in.gpu.bandwidth_gbs, r.decode_step_s * 1e3,
                             r.decode_memory_bound ? "" : " (compute bound)"));
-  out.push_back(fmt::format("  prefill of {} tokens: 2 x {:.2f} B active params x tokens + causal attention {:.3g} FLOPs "
+  out.push_back(fmt::format("  prefill of {} tokens: 2 x {} active params x tokens + causal attention {:.3g} FLOPs "
                             "= {:.3g} FLOPs / ({} x {:g} TFLOPS) = {:.3f} s",
-                            num(static_cast<double>(in.ctx)), static_cast<double>(p.params.active_matmul) / 1e9,
+                            num(static_cast<double>(in.ctx)), count_text(static_cast<double>(p.params.active_matmul)),
                             r.prefill_attention_flops, r.prefill_flops, in.tp, r.tflops_used, r.prefill_s));
   return out;
 }

@@ -14,5 +14,7 @@ namespace llmctl::plan {
 std::vector<std::string> explain_plan(const PlanInputs& in, const MemoryPlan& p, const Roofline& r);
 // "14.96 GiB (16.06 GB)"
 std::string gib_gb(double bytes);
+// "1 sequence", "16 sequences".
+std::string sequence_count(int64_t n);
 
 }  // namespace llmctl::plan

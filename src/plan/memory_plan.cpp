@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/sliding_window.h"
+#include "plan/explain.h"  // sequence_count
 
 namespace llmctl::plan {
 
@@ -280,12 +281,17 @@ MemoryPlan plan_memory(const PlanInputs& in, bool with_levers) {
   if (p.max_concurrency >= 1 && p.max_concurrency < in.batch) {
     PlanInputs alt = in;
     alt.batch = p.max_concurrency;
-    try_lever(fmt::format("--batch {} (most sequences at this context)", p.max_concurrency), alt);
+    try_lever(fmt::format("--parallel {} (most sequences at this context)", p.max_concurrency), alt);
   }
-  if (p.max_context >= 1 && p.max_context < in.ctx) {
+  // A shorter context, never one beyond what the model is configured for.
+  const int64_t max_ctx = in.model.max_ctx > 0 ? std::min(p.max_context, in.model.max_ctx) : p.max_context;
+  if (max_ctx >= 1 && max_ctx < in.ctx) {
     PlanInputs alt = in;
-    alt.ctx = p.max_context;
-    try_lever(fmt::format("--ctx {} (longest context at this batch)", p.max_context), alt);
+    alt.ctx = max_ctx;
+    try_lever(fmt::format("-c {} ({})", max_ctx,
+                          max_ctx < p.max_context ? "the model's configured context"
+                                                  : fmt::format("longest context for {}", sequence_count(in.batch))),
+              alt);
   }
   std::stable_sort(p.levers.begin(), p.levers.end(),
                    [](const Lever& a, const Lever& b) { return a.saves_bytes > b.saves_bytes; });

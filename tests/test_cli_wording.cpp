@@ -1,0 +1,91 @@
+// Wording and figures that must not mislead (issue 20, point 10): bench's size line and
+// probe percentages, svd-embed's float64 Gram note, kvplan's counts and levers, quantize's
+// repeated warnings.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include "support/run_cli.h"
+#include "support/test_data.h"
+
+using llmctl::test::require_test_file;
+using llmctl::test::run_llmctl;
+
+namespace {
+
+std::string stories() { return require_test_file("models/stories260K.gguf"); }
+
+size_t count_lines_with(const std::string& text, const std::string& what) {
+  std::istringstream in(text);
+  size_t n = 0;
+  for (std::string line; std::getline(in, line);) if (line.find(what) != std::string::npos) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("bench: the stderr size line agrees with the table, no unmeasured gemm rate", "[cli]") {
+  const std::string m = stories();
+  const auto r = run_llmctl({"bench", "-m", m, "-p", "8", "-n", "16", "-r", "1", "--device", "cpu"});
+  REQUIRE(r.code == 0);
+  std::smatch size;
+  REQUIRE(std::regex_search(r.err, size, std::regex("bench .* \\(F32, ([0-9.]+ [KMG]?i?B)\\)")));
+  CHECK(r.out.find("| F32 | " + size[1].str() + " |") != std::string::npos);
+  CHECK(r.err.find("gemm_gflop_s") == std::string::npos);  // measured only for cuBLAS on a GPU
+  const auto j = run_llmctl({"bench", "-m", m, "-p", "8", "-n", "0", "-r", "1", "--probe-mib", "0",
+                             "--device", "cpu", "--json"});
+  REQUIRE(j.code == 0);
+  CHECK(nlohmann::json::parse(j.out)["gemm_gflop_s"].is_null());
+
+  // Above 100 % of the probe (a model this small stays in the caches) the table says why.
+  std::smatch pct;
+  REQUIRE(std::regex_search(r.out, pct, std::regex("\\| ([0-9]+)%(\\*?) \\|")));
+  if (std::stoi(pct[1].str()) > 100) {
+    CHECK(pct[2].str() == "*");
+    CHECK(r.out.find("* above 100% of the probe: a decode step reads only ") != std::string::npos);
+  } else {
+    CHECK(r.out.find("above 100%") == std::string::npos);
+  }
+}
+
+TEST_CASE("svd-embed: the float64 Gram of a normal run is not called a failure", "[cli]") {
+  const auto r = run_llmctl({"svd-embed", "-m", stories(), "--device", "cpu", "--no-low-rank"});
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("failed") == std::string::npos);
+  CHECK(r.out.find("from a float64 Gram matrix (float32 products first: their error bound was above "
+                   "--tolerance/2 = 5.0e-07, so the Gram was formed again in float64)") != std::string::npos);
+}
+
+TEST_CASE("kvplan: small counts read as counts, levers stay within the model's context", "[cli]") {
+  const auto r = run_llmctl({"kvplan", "-m", stories(), "--explain", "--no-sweep"});
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("0.00 B active params") == std::string::npos);
+  CHECK(r.out.find(" active params x tokens") != std::string::npos);
+  CHECK(r.out.find(" 1 sequences") == std::string::npos);
+  CHECK(r.out.find("1 sequence") != std::string::npos);
+  CHECK(r.out.find("0.00 GiB (0.00 GB)") == std::string::npos);
+
+  // 4M tokens of Llama 3.2 1B (configured for 131072): no lever suggests more than that.
+  const auto big = run_llmctl({"kvplan", "-m", "llama-3.2-1b", "-c", "4000000", "--no-sweep"});
+  REQUIRE(big.code == 0);
+  CHECK(big.out.find("-c 131072 (the model's configured context)") != std::string::npos);
+  const std::regex ctx_lever("(--ctx|-c) ([0-9]+) \\(");
+  for (std::sregex_iterator it(big.out.begin(), big.out.end(), ctx_lever), end; it != end; ++it)
+    CHECK(std::stoll((*it)[2].str()) <= 131072);
+}
+
+TEST_CASE("quantize: a warning many tensors share is printed once, with a count", "[cli]") {
+  const std::string out = llmctl::test::temp_dir() + "/w.gguf";
+  const auto r = run_llmctl({"quantize", stories(), out, "--type", "q4_k_m", "--dry-run"});
+  REQUIRE(r.code == 0);
+  // Every matrix of stories260K has rows of 64, shorter than a K-quant block.
+  CHECK(count_lines_with(r.err, "llmctl: warning:") < 10);  // one per distinct text (36 before)
+  std::smatch m;
+  REQUIRE(std::regex_search(r.err, m,
+                            std::regex("llmctl: warning: ([0-9]+) tensors: row length 64 is not a multiple "
+                                       "of the Q4_K block size 256; writing Q5_0 instead \\(first: "
+                                       "'token_embd.weight'\\)\n")));
+  CHECK(std::stoi(m[1].str()) > 10);
+}
