@@ -43,6 +43,8 @@
 // Q4_K and Q5_K share one trait (matmul_q45_k.h), Q6_K has its own (matmul_q6_k.cpp).
 // Their AVX-512 prefill tile (superblock512) is matmul_paired_tile_avx512.h's.
 
+#include <type_traits>
+
 #include "backend/cpu/matmul_quant_tile.h"
 
 namespace llmctl::cpu {
@@ -111,6 +113,12 @@ LLMCTL_AVX2 inline __m256 kq_fp16_lanes(__m256i g, bool high) {
   return _mm256_cvtph_ps(_mm256_castsi256_si128(h));
 }
 
+// Whether KQ decodes one token's super-block straight from registers (decode_superblock).
+template <class KQ, class = void>
+constexpr bool kFusedDecode = false;
+template <class KQ>
+constexpr bool kFusedDecode<KQ, std::void_t<decltype(KQ::kFusedDecode)>> = KQ::kFusedDecode;
+
 template <class KQ>
 struct KQuantTileAvx2 {
   static constexpr size_t kPanelBlockBytes = KQ::kPanelBytes / 8;  // per 32-element block
@@ -142,8 +150,12 @@ struct KQuantTileAvx2 {
           for (size_t o = 0; o < 8 * KQ::kBytes; o += 64)
             _mm_prefetch(next_tile + 8 * off + o, _MM_HINT_T0);
         }
-        KQ::pack(rows, off, record);
-        KQ::template superblock<T>(record, a, s, acc);
+        if constexpr (T == 1 && kFusedDecode<KQ>) {
+          KQ::decode_superblock(rows, off, a, s, acc);
+        } else {
+          KQ::pack(rows, off, record);
+          KQ::template superblock<T>(record, a, s, acc);
+        }
       }
     }
     for (int t = 0; t < T; ++t) store_lane_tile(a, n_rows, t, acc[t]);

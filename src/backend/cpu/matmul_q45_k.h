@@ -40,8 +40,10 @@ inline float q45_k_scalar_block(const uint8_t* sb, bool with_high, int j, const 
 //   dm[8]    at 2304 + 32 j: 8 floats, dmin * m_j of each row
 constexpr size_t kQ45kDsOffset = 2048, kQ45kDmOffset = 2304, kQ45kPanelBytes = 2560;
 
-// The scales of the 8 rows' super-block at `off` into the panel record p (ds, dm).
-LLMCTL_AVX2 inline void q45_k_pack_scales(const uint8_t* const rows[8], size_t off, uint8_t* p) {
+// The scales of the 8 rows' super-block at `off`: ds[8 j .. 8 j + 7] = d * sc_j of rows 0..7,
+// dm likewise dmin * m_j (the panel record's ds and dm).
+LLMCTL_AVX2 inline void q45_k_scales(const uint8_t* const rows[8], size_t off, float* ds,
+                                     float* dm) {
   __m256i g[4];  // g[0]: d | dmin << 16; g[1..3]: scale bytes 0..3, 4..7, 8..11
   kq_transpose16(rows, off, g);
   const __m256 d = kq_fp16_lanes(g[0], false), dmin = kq_fp16_lanes(g[0], true);
@@ -58,10 +60,8 @@ LLMCTL_AVX2 inline void q45_k_pack_scales(const uint8_t* const rows[8], size_t o
     const __m128i sh = _mm_cvtsi32_si128(8 * (j % 4));
     const __m256i sc = _mm256_and_si256(_mm256_srl_epi32(j < 4 ? sc_lo : sc_hi, sh), byte);
     const __m256i m = _mm256_and_si256(_mm256_srl_epi32(j < 4 ? m_lo : m_hi, sh), byte);
-    _mm256_storeu_ps(reinterpret_cast<float*>(p + kQ45kDsOffset + 32 * j),
-                     _mm256_mul_ps(d, _mm256_cvtepi32_ps(sc)));
-    _mm256_storeu_ps(reinterpret_cast<float*>(p + kQ45kDmOffset + 32 * j),
-                     _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(m)));
+    _mm256_storeu_ps(ds + 8 * j, _mm256_mul_ps(d, _mm256_cvtepi32_ps(sc)));
+    _mm256_storeu_ps(dm + 8 * j, _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(m)));
   }
 }
 
@@ -151,27 +151,77 @@ struct KQ45_K {
     }
   }
 
+  // The 8 rows' qs bytes 32c .. 32c + 31 (and Q5_K's qh, hb) as the weights of sub-blocks 2c
+  // (w[0][s]) and 2c + 1 (w[1][s]), step s: 4 weights per row lane, q unsigned.
+  LLMCTL_AVX2 static void unpack_pair(const uint8_t* const rows[8], size_t qs, int c,
+                                      const __m256i hb[8], __m256i w[2][8]) {
+    __m256i g[8];
+    kq_transpose32(rows, qs + 32 * static_cast<size_t>(c), g);
+    const __m256i low = _mm256_set1_epi8(0x0f), bit4 = _mm256_set1_epi8(0x10);
+    for (int half = 0; half < 2; ++half) {
+      const int j = 2 * c + half;
+      // bit j to bit 4 (the 16-bit shifts keep it inside its byte)
+      const __m128i sh = _mm_cvtsi32_si128(j <= 4 ? 4 - j : j - 4);
+      for (int s = 0; s < 8; ++s) {
+        __m256i v = _mm256_and_si256(half == 0 ? g[s] : _mm256_srli_epi16(g[s], 4), low);
+        if constexpr (kHigh)
+          v = _mm256_or_si256(
+              v, _mm256_and_si256(
+                     j <= 4 ? _mm256_sll_epi16(hb[s], sh) : _mm256_srl_epi16(hb[s], sh), bit4));
+        w[half][s] = v;
+      }
+    }
+  }
+
+  // The int8 products of one block's 8 weight vectors w (in registers) with 32 activations.
+  LLMCTL_AVX2 static __m256i dot_regs(const __m256i w[8], const int8_t* qx) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i isum = _mm256_setzero_si256();
+    for (int g = 0; g < 8; g += kGroup) {
+      __m256i p = _mm256_maddubs_epi16(w[g], kq_bcast4(qx + 4 * g));
+      for (int s = g + 1; s < g + kGroup; ++s)
+        p = _mm256_add_epi16(p, _mm256_maddubs_epi16(w[s], kq_bcast4(qx + 4 * s)));
+      isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, ones));
+    }
+    return isum;
+  }
+
   LLMCTL_AVX2 static void pack(const uint8_t* const rows[8], size_t off, uint8_t* p) {
-    q45_k_pack_scales(rows, off, p);
+    q45_k_scales(rows, off, reinterpret_cast<float*>(p + kQ45kDsOffset),
+                 reinterpret_cast<float*>(p + kQ45kDmOffset));
     __m256i hb[8];  // Q5_K qh: bit j of byte l is bit 4 of sub-block j's element l
     if constexpr (kHigh) kq_transpose32(rows, off + 16, hb);
-    const size_t qs = off + (kHigh ? 48 : 16);
-    const __m256i low = _mm256_set1_epi8(0x0f), bit4 = _mm256_set1_epi8(0x10);
     for (int c = 0; c < 4; ++c) {  // qs[32c..32c+32): sub-block 2c low nibbles, 2c + 1 high
-      __m256i g[8];
-      kq_transpose32(rows, qs + 32 * static_cast<size_t>(c), g);
+      __m256i w[2][8];
+      unpack_pair(rows, off + (kHigh ? 48 : 16), c, hb, w);
+      for (int half = 0; half < 2; ++half)
+        for (int s = 0; s < 8; ++s) kq_store(p + 256 * (2 * c + half) + 32 * s, w[half][s]);
+    }
+  }
+
+  // Decode (one token): the super-block at `off` of the 8 rows straight from registers, without
+  // the panel record's round trip through memory; the same integer sums and float steps as
+  // pack + superblock<1>, so the same bits.
+  static constexpr bool kFusedDecode = true;
+  LLMCTL_AVX2 static void decode_superblock(const uint8_t* const rows[8], size_t off,
+                                            const TileArgs& a, int64_t sb, __m256* acc) {
+    alignas(32) float ds[64], dm[64];
+    q45_k_scales(rows, off, ds, dm);
+    __m256i hb[8];
+    if constexpr (kHigh) kq_transpose32(rows, off + 16, hb);
+    for (int c = 0; c < 4; ++c) {  // token 0's blocks: a.qd[b], a.qsum[b]
+      __m256i w[2][8];
+      unpack_pair(rows, off + (kHigh ? 48 : 16), c, hb, w);
       for (int half = 0; half < 2; ++half) {
         const int j = 2 * c + half;
-        // bit j to bit 4 (the 16-bit shifts keep it inside its byte)
-        const __m128i sh = _mm_cvtsi32_si128(j <= 4 ? 4 - j : j - 4);
-        for (int s = 0; s < 8; ++s) {
-          __m256i w = _mm256_and_si256(half == 0 ? g[s] : _mm256_srli_epi16(g[s], 4), low);
-          if constexpr (kHigh)
-            w = _mm256_or_si256(
-                w, _mm256_and_si256(
-                       j <= 4 ? _mm256_sll_epi16(hb[s], sh) : _mm256_srl_epi16(hb[s], sh), bit4));
-          kq_store(p + 256 * j + 32 * s, w);
-        }
+        const int64_t b = 8 * sb + j;
+        const __m256i isum = dot_regs(w[half], a.qs + 32 * b);
+        const float dx = a.qd[b];
+        acc[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum),
+                                 _mm256_mul_ps(_mm256_load_ps(ds + 8 * j), _mm256_set1_ps(dx)),
+                                 acc[0]);
+        acc[0] = _mm256_fnmadd_ps(_mm256_set1_ps(static_cast<float>(a.qsum[b]) * dx),
+                                  _mm256_load_ps(dm + 8 * j), acc[0]);
       }
     }
   }
