@@ -5,6 +5,7 @@
 
 #include "backend/cpu/attention_fast.h"
 #include "backend/cpu/gelu_mul_fast.h"
+#include "backend/cpu/rmsnorm_fast.h"
 #include "backend/cpu/silu_mul_fast.h"
 #include "backend/cpu/softcap_fast.h"
 
@@ -80,8 +81,13 @@ void CpuFastBackend::attention_with_stats_impl(const Buffer& q, const PagedKv& k
 void CpuFastBackend::rmsnorm_impl(const Buffer& x, const WeightView& w, float eps, int64_t n_tokens,
                                   Buffer& out) {
   ThreadPool& pool = n_tokens * w.n_cols >= kMinParallelElements ? pool_ : serial_;
-  pool.parallel_for(n_tokens,
-                    [&](int64_t t0, int64_t t1, int) { rmsnorm_rows(x, w, eps, t0, t1, out); });
+  const int64_t n = w.n_cols;
+  pool.parallel_for(n_tokens, [&](int64_t t0, int64_t t1, int) {
+    if (!simd_) return rmsnorm_rows(x, w, eps, t0, t1, out);
+    for (int64_t t = t0; t < t1; ++t)  // w is an f32 vector (Backend::rmsnorm checks it)
+      rmsnorm_fast(x.data() + t * n, static_cast<const float*>(w.data), n, eps,
+                   out.data() + t * n);
+  });
 }
 
 void CpuFastBackend::rope_impl(Buffer& x, const Buffer& positions, int64_t n_tokens,
