@@ -1,4 +1,5 @@
-// The families qwen3, olmo2, gemma2 and granite end to end, on tiny random-weight models from
+// The families qwen3, olmo2, gemma2, granite and phi3 (plain, LongRoPE past its original
+// context, partial rotary) end to end, on tiny random-weight models from
 // tools/gen_family_fixtures.py (tests/fixtures/family_<name>/): on the CPU reference path the
 // Hugging Face directory against transformers' float64 logits and the GGUF written by gguf-py
 // against llama.cpp's logits and transformers' (within 1e-3, gemma2 against llama.cpp 3e-3:
@@ -35,9 +36,12 @@ using llmctl::test::max_abs_diff;
 
 namespace {
 
-const char* const kFamilies[] = {"qwen3", "olmo2", "gemma2", "granite"};
+const char* const kFamilies[] = {"qwen3", "olmo2",         "gemma2",      "granite",
+                                 "phi3",  "phi3_longrope", "phi3_partial"};
 
 std::string dir_of(const std::string& family) { return fixture_path("family_" + family); }
+// The architecture of a fixture family: phi3_longrope and phi3_partial are phi3 files.
+std::string arch_of(const std::string& family) { return family.substr(0, family.find('_')); }
 
 nlohmann::json json_file(const std::string& path) {
   return nlohmann::json::parse(llmctl::test::read_file(path));
@@ -101,7 +105,7 @@ Agreement compare(const std::string& path, const Golden& g) {
 TEST_CASE("families: the Hugging Face directory matches transformers (float64)", "[cpu][golden]") {
   for (const std::string family : kFamilies) {
     INFO(family);
-    CHECK(load_model(dir_of(family)).config.arch == family);
+    CHECK(load_model(dir_of(family)).config.arch == arch_of(family));
     const Agreement a = compare(dir_of(family), golden(dir_of(family) + "/reference_logits.json"));
     WARN(family << " HF: max |logit - transformers| = " << a.max_diff);
     CHECK(a.max_diff < 1e-3);
@@ -113,7 +117,7 @@ TEST_CASE("families: the gguf-py GGUF matches transformers (the same weights)", 
   for (const std::string family : kFamilies) {
     INFO(family);
     const std::string gguf = dir_of(family) + "/model.gguf";
-    CHECK(load_model(gguf).config.arch == family);
+    CHECK(load_model(gguf).config.arch == arch_of(family));
     const Agreement a = compare(gguf, golden(dir_of(family) + "/reference_logits.json"));
     WARN(family << " GGUF: max |logit - transformers| = " << a.max_diff);
     CHECK(a.max_diff < 1e-3);
@@ -172,6 +176,9 @@ TEST_CASE("families: hf -> GGUF -> load_model gives the HF path's logits", "[cpu
     CHECK(b.embd_scale == Approx(a.embd_scale));
     CHECK(b.residual_scale == Approx(a.residual_scale));
     CHECK(b.logit_scale == Approx(a.logit_scale));
+    CHECK(b.n_rot == a.n_rot);
+    CHECK(b.rope_longrope_orig_ctx == a.rope_longrope_orig_ctx);
+    CHECK(b.rope_mscale == Approx(a.rope_mscale));
     const double diff = max_abs_diff(run(g, ref.tokens, 0, false).logits,
                                      as_double(run(hf, ref.tokens, 0, false).logits));
     WARN(family << ": max |GGUF logit - HF logit| = " << diff);
@@ -209,6 +216,37 @@ TEST_CASE("families: what the readers take from each family's files", "[cpu]") {
     CHECK(m.weights.layers[0].attn_k_norm.n_cols == 16);  // kv_dim
     CHECK_FALSE(m.weights.layers[0].attn_norm.present());
   }
+  for (const std::string& path : {dir_of("phi3"), dir_of("phi3") + "/model.gguf"}) {
+    INFO(path);
+    const LoadedModel m = load_model(path);
+    CHECK(m.config.fused_qkv);
+    CHECK(m.config.fused_gate_up);
+    CHECK(m.weights.layers[0].wqkv.n_rows == 32 + 2 * 16);  // q_dim + 2 kv_dim
+    CHECK(m.weights.layers[0].w_gate_up.n_rows == 2 * 64);  // gate and up, 2 n_ff
+    CHECK_FALSE(m.weights.layers[0].wq.present());
+    // Sliding window 2047 in both files: llama.cpp ignores phi3's (GGUF: every layer global);
+    // transformers masks it, which is full attention within 2047 positions (HF: the context).
+    CHECK(m.config.sliding_window == 0);
+    CHECK(m.config.n_ctx_train == 256);
+    CHECK(m.config.rope_longrope_orig_ctx == 0);
+  }
+  for (const std::string& path :
+       {dir_of("phi3_longrope"), dir_of("phi3_longrope") + "/model.gguf"}) {
+    INFO(path);
+    const LoadedModel m = load_model(path);
+    CHECK(m.config.rope_scaling_type == "longrope");
+    CHECK(m.config.rope_longrope_orig_ctx == 16);
+    CHECK(m.config.rope_mscale == Approx(std::sqrt(1.0 + std::log(4.0) / std::log(16.0))));
+    const float* lf = static_cast<const float*>(m.weights.rope_factors_long.data);
+    const float* sf = static_cast<const float*>(m.weights.rope_factors_short.data);
+    CHECK(std::vector<float>(lf, lf + 4) == std::vector<float>{1.0f, 1.5f, 3.0f, 6.0f});
+    CHECK(std::vector<float>(sf, sf + 4) == std::vector<float>{1.0f, 1.05f, 1.1f, 1.2f});
+    // llama.cpp's choice, once per context: long past the original 16 positions.
+    CHECK(rope_divisors_for(m.weights, m.config, 17).data == lf);
+    CHECK(rope_divisors_for(m.weights, m.config, 16).data == sf);
+  }
+  for (const std::string& path : {dir_of("phi3_partial"), dir_of("phi3_partial") + "/model.gguf"})
+    CHECK(load_model(path).config.n_rot == 4);  // partial_rotary_factor 0.5 of head_dim 8
   const ModelConfig q = load_model(dir_of("qwen3") + "/model.gguf").config;
   CHECK(q.head_dim == 16);  // attention.key_length: q_dim 64 with n_embd 32
   CHECK(q.qk_norm == QkNorm::PerHead);

@@ -45,6 +45,9 @@ struct HfConfig {
   // Raw llama3 parameters, kept for writing the GGUF and for reports.
   double rope_llama3_factor = 1.0, rope_low_freq_factor = 1.0, rope_high_freq_factor = 4.0;
   int64_t rope_original_ctx = 0;
+  // rope_type "longrope": long_factor and short_factor (n_rot / 2 each; ModelWeights::
+  // rope_factors_long / _short). Empty for other rope types.
+  std::vector<float> rope_long_factor, rope_short_factor;
   int64_t bos_token_id = -1;  // -1: absent
   int64_t eos_token_id = -1;
   std::string torch_dtype;  // "float32", "bfloat16", ... ("" when absent)
