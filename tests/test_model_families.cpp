@@ -254,6 +254,26 @@ TEST_CASE("families: what the readers take from each family's files", "[cpu]") {
   CHECK(load_model(dir_of("granite") + "/model.gguf").config.rope_type == RopeType::Normal);
 }
 
+TEST_CASE("families: phi3 LongRoPE within the original context uses the short factors",
+          "[cpu][golden]") {
+  // transformers' logits of the first 16 tokens (= original_max_position_embeddings), where it
+  // uses short_factor; llmctl chooses by the context it runs with, as llama.cpp does.
+  const nlohmann::json j = json_file(dir_of("phi3_longrope") + "/reference_logits.json");
+  const auto tokens = j["short_context"]["tokens"].get<std::vector<int32_t>>();
+  const auto want = j["short_context"]["logits"].get<std::vector<std::vector<double>>>();
+  REQUIRE(tokens.size() == 16);
+  for (const std::string& path :
+       {dir_of("phi3_longrope"), dir_of("phi3_longrope") + "/model.gguf"}) {
+    INFO(path);
+    const LoadedModel m = load_model(path);
+    const double within = max_abs_diff(run(m, tokens, 0, false).logits, want);  // context 16
+    const double past = max_abs_diff(run(m, tokens, 1, false).logits, want);    // context 17
+    WARN("phi3_longrope short context: " << within << ", with the long factors " << past);
+    CHECK(within < 1e-3);
+    CHECK(past > 0.05);
+  }
+}
+
 TEST_CASE("families: config.json values that change the math", "[cpu]") {
   const Golden ref = golden(dir_of("gemma2") + "/reference_logits.json");
   // A soft-cap of None (null) is no cap; a missing one is the class default.
@@ -304,6 +324,13 @@ TEST_CASE("families: config.json values that change the math", "[cpu]") {
   CHECK(p.residual_scale == 1.0);
   CHECK(p.attn_scale == 1.0);
   CHECK(p.logit_scale == 1.0);
+  // LongRoPE needs n_rot / 2 factors of each kind.
+  const std::string short_list =
+      edited_hf_copy("family_phi3_longrope", "short-list", [](nlohmann::json& c) {
+        c["rope_parameters"]["long_factor"] = {1.0, 2.0};
+      });
+  CHECK_THAT(load_model_error(short_list),
+             Contains("'rope_parameters.long_factor' is [1.0,2.0], expected 4 numbers above 0"));
   const std::string bad =
       edited_hf_copy("family_granite", "bad", [](nlohmann::json& c) { c["logits_scaling"] = 0; });
   CHECK_THAT(load_model_error(bad), Contains("'logits_scaling' = 0 is outside (0, 1000000]"));
