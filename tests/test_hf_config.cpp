@@ -180,14 +180,19 @@ TEST_CASE("hf config: hostile values name config.json and the key", "[cpu]") {
   CHECK_THAT(error_with([](json& j) { j["architectures"] = {"GemmaForCausalLM"}; }),
              Contains("architecture 'GemmaForCausalLM' is not supported (supported: "
                       "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
-                      "Olmo2ForCausalLM, Gemma2ForCausalLM, GraniteForCausalLM)"));
+                      "Olmo2ForCausalLM, Gemma2ForCausalLM, GraniteForCausalLM, Phi3ForCausalLM)"));
   CHECK_THAT(error_with([](json& j) { j.erase("architectures"); }),
              Contains("'architectures' is missing or not a list of names"));
   CHECK_THAT(error_with([](json& j) {
+               j["rope_scaling"] = {{"type", "dynamic"}, {"factor", 4.0}};
+             }),
+             Contains("'rope_scaling.type' 'dynamic' is not supported (supported: default, "
+                      "linear, llama3, yarn, longrope)"));
+  // longrope's factor lists are required (Phi3Config validates them too).
+  CHECK_THAT(error_with([](json& j) {
                j["rope_scaling"] = {{"type", "longrope"}, {"factor", 4.0}};
              }),
-             Contains("'rope_scaling.type' 'longrope' is not supported (supported: default, "
-                      "linear, llama3, yarn)"));
+             Contains("'rope_scaling.long_factor' is missing"));
   CHECK_THAT(error_with([](json& j) {
                j["rope_parameters"] = {{"rope_type", "dynamic"}};
              }),

@@ -104,11 +104,24 @@ std::vector<ExpectedTensor> gemma2_layer() {
   return t;
 }
 
+// Phi-3 (llama.cpp's phi3 tensor list, transformers' Phi3DecoderLayer): llama with one fused
+// QKV projection and one fused gate/up projection (ffn_up of 2 n_ff rows).
+std::vector<ExpectedTensor> phi3_layer() {
+  return {
+      {"attn_norm.weight", "input_layernorm.weight", {kEmbd}},
+      {"attn_qkv.weight", "self_attn.qkv_proj.weight", {kEmbd, kQDim + 2 * kKvDim}},
+      {"attn_output.weight", "self_attn.o_proj.weight", {kQDim, kEmbd}},
+      {"ffn_norm.weight", "post_attention_layernorm.weight", {kEmbd}},
+      {"ffn_up.weight", "mlp.gate_up_proj.weight", {kEmbd, 2 * kFf}},
+      {"ffn_down.weight", "mlp.down_proj.weight", {kFf, kEmbd}},
+  };
+}
+
 // Every row of kArchRows must have its expectation here (granite's layers are llama's).
 std::map<std::string, std::vector<ExpectedTensor>> expected_layers() {
   return {{"llama", kLlamaLayer},   {"qwen2", qwen2_layer()},   {"qwen3", qwen3_layer()},
           {"olmo2", olmo2_layer()}, {"gemma2", gemma2_layer()}, {"gemma3", gemma3_layer()},
-          {"granite", kLlamaLayer}};
+          {"granite", kLlamaLayer}, {"phi3", phi3_layer()}};
 }
 
 std::vector<uint8_t> f32_bytes(const std::vector<float>& v) {
@@ -324,18 +337,18 @@ TEST_CASE("arch table: tensors of switches no row uses yet bind by their names a
 }
 
 TEST_CASE("arch table: an unknown architecture's error names the known ones", "[cpu]") {
-  const std::string gguf = config_error(tiny_model("phi3", kLlamaLayer));
-  CHECK_THAT(gguf, Contains("t.gguf: architecture 'phi3' is not supported (supported: "));
+  const std::string gguf = config_error(tiny_model("phi2", kLlamaLayer));
+  CHECK_THAT(gguf, Contains("t.gguf: architecture 'phi2' is not supported (supported: "));
   for (const ArchRow& row : ArchTable{}) CHECK_THAT(gguf, Contains(row.gguf_name));
 
-  nlohmann::json j = {{"architectures", {"Phi3ForCausalLM"}}};
+  nlohmann::json j = {{"architectures", {"PhiForCausalLM"}}};
   std::string hf = "(no error)";
   try {
     hf_config_from_json(j.dump(), "config.json");
   } catch (const FileError& e) {
     hf = e.what();
   }
-  CHECK_THAT(hf, Contains("architecture 'Phi3ForCausalLM' is not supported (supported: "));
+  CHECK_THAT(hf, Contains("architecture 'PhiForCausalLM' is not supported (supported: "));
   for (const ArchRow& row : ArchTable{})
     for (const char* cls : row.hf_classes)
       if (cls != nullptr) CHECK_THAT(hf, Contains(cls));
@@ -347,8 +360,11 @@ TEST_CASE("arch table: a row asking for math the forward pass lacks is refused",
     void (*edit)(ArchRow&);
   };
   const Case cases[] = {
-      {"a fused QKV projection", [](ArchRow& r) { r.fused_qkv = true; }},
-      {"a fused gate/up projection", [](ArchRow& r) { r.fused_gate_up = true; }},
+      {"biases on a fused QKV projection",
+       [](ArchRow& r) {
+         r.fused_qkv = true;
+         r.qkv_bias = true;
+       }},
   };
   for (const Case& k : cases) {
     INFO(k.what);
@@ -379,13 +395,12 @@ TEST_CASE("arch table: a row asking for math the forward pass lacks is refused",
     CHECK_THAT(hf_err, Contains("config.json: architecture 'testarch' needs "));
     CHECK_THAT(hf_err, Contains(k.what));
   }
-  // Two at once are listed together.
   ArchRow row = kArchRows[0];
   row.fused_qkv = true;
-  row.fused_gate_up = true;
+  row.qkv_bias = true;
   CHECK(config_error(tiny_model("llama", kLlamaLayer), ArchTable{&row, 1}) ==
-        "t.gguf: architecture 'llama' needs a fused QKV projection and a fused gate/up "
-        "projection, which llmctl's forward pass does not implement yet");
+        "t.gguf: architecture 'llama' needs biases on a fused QKV projection, which llmctl's "
+        "forward pass does not implement yet");
 }
 
 TEST_CASE("arch table: the forward pass refuses a config asking for math it lacks", "[cpu]") {
@@ -394,11 +409,9 @@ TEST_CASE("arch table: the forward pass refuses a config asking for math it lack
   const ModelWeights w = bind_weights(f, c);
   cpu::CpuBackend backend;
   c.fused_qkv = true;
+  c.has_qkv_bias = true;
   CHECK_THROWS_WITH(Forward(c, w, backend, 4),
-                    Contains("architecture 'llama' needs a fused QKV projection"));
-  c.fused_qkv = false;
-  c.fused_gate_up = true;
-  CHECK_THROWS_WITH(Forward(c, w, backend, 4), Contains("needs a fused gate/up projection"));
+                    Contains("architecture 'llama' needs biases on a fused QKV projection"));
 }
 
 TEST_CASE("arch table: llama.cpp's defaults for the keys a file leaves out", "[cpu]") {

@@ -1,4 +1,5 @@
-// The families qwen3, olmo2, gemma2 and granite end to end, on tiny random-weight models from
+// The families qwen3, olmo2, gemma2, granite and phi3 (plain, LongRoPE past its original
+// context, partial rotary) end to end, on tiny random-weight models from
 // tools/gen_family_fixtures.py (tests/fixtures/family_<name>/): on the CPU reference path the
 // Hugging Face directory against transformers' float64 logits and the GGUF written by gguf-py
 // against llama.cpp's logits and transformers' (within 1e-3, gemma2 against llama.cpp 3e-3:
@@ -35,9 +36,12 @@ using llmctl::test::max_abs_diff;
 
 namespace {
 
-const char* const kFamilies[] = {"qwen3", "olmo2", "gemma2", "granite"};
+const char* const kFamilies[] = {"qwen3", "olmo2",         "gemma2",      "granite",
+                                 "phi3",  "phi3_longrope", "phi3_partial"};
 
 std::string dir_of(const std::string& family) { return fixture_path("family_" + family); }
+// The architecture of a fixture family: phi3_longrope and phi3_partial are phi3 files.
+std::string arch_of(const std::string& family) { return family.substr(0, family.find('_')); }
 
 nlohmann::json json_file(const std::string& path) {
   return nlohmann::json::parse(llmctl::test::read_file(path));
@@ -101,7 +105,7 @@ Agreement compare(const std::string& path, const Golden& g) {
 TEST_CASE("families: the Hugging Face directory matches transformers (float64)", "[cpu][golden]") {
   for (const std::string family : kFamilies) {
     INFO(family);
-    CHECK(load_model(dir_of(family)).config.arch == family);
+    CHECK(load_model(dir_of(family)).config.arch == arch_of(family));
     const Agreement a = compare(dir_of(family), golden(dir_of(family) + "/reference_logits.json"));
     WARN(family << " HF: max |logit - transformers| = " << a.max_diff);
     CHECK(a.max_diff < 1e-3);
@@ -113,7 +117,7 @@ TEST_CASE("families: the gguf-py GGUF matches transformers (the same weights)", 
   for (const std::string family : kFamilies) {
     INFO(family);
     const std::string gguf = dir_of(family) + "/model.gguf";
-    CHECK(load_model(gguf).config.arch == family);
+    CHECK(load_model(gguf).config.arch == arch_of(family));
     const Agreement a = compare(gguf, golden(dir_of(family) + "/reference_logits.json"));
     WARN(family << " GGUF: max |logit - transformers| = " << a.max_diff);
     CHECK(a.max_diff < 1e-3);
@@ -172,6 +176,9 @@ TEST_CASE("families: hf -> GGUF -> load_model gives the HF path's logits", "[cpu
     CHECK(b.embd_scale == Approx(a.embd_scale));
     CHECK(b.residual_scale == Approx(a.residual_scale));
     CHECK(b.logit_scale == Approx(a.logit_scale));
+    CHECK(b.n_rot == a.n_rot);
+    CHECK(b.rope_longrope_orig_ctx == a.rope_longrope_orig_ctx);
+    CHECK(b.rope_mscale == Approx(a.rope_mscale));
     const double diff = max_abs_diff(run(g, ref.tokens, 0, false).logits,
                                      as_double(run(hf, ref.tokens, 0, false).logits));
     WARN(family << ": max |GGUF logit - HF logit| = " << diff);
@@ -209,11 +216,62 @@ TEST_CASE("families: what the readers take from each family's files", "[cpu]") {
     CHECK(m.weights.layers[0].attn_k_norm.n_cols == 16);  // kv_dim
     CHECK_FALSE(m.weights.layers[0].attn_norm.present());
   }
+  for (const std::string& path : {dir_of("phi3"), dir_of("phi3") + "/model.gguf"}) {
+    INFO(path);
+    const LoadedModel m = load_model(path);
+    CHECK(m.config.fused_qkv);
+    CHECK(m.config.fused_gate_up);
+    CHECK(m.weights.layers[0].wqkv.n_rows == 32 + 2 * 16);  // q_dim + 2 kv_dim
+    CHECK(m.weights.layers[0].w_gate_up.n_rows == 2 * 64);  // gate and up, 2 n_ff
+    CHECK_FALSE(m.weights.layers[0].wq.present());
+    // Sliding window 2047 in both files: llama.cpp ignores phi3's (GGUF: every layer global);
+    // transformers masks it, which is full attention within 2047 positions (HF: the context).
+    CHECK(m.config.sliding_window == 0);
+    CHECK(m.config.n_ctx_train == 256);
+    CHECK(m.config.rope_longrope_orig_ctx == 0);
+  }
+  for (const std::string& path :
+       {dir_of("phi3_longrope"), dir_of("phi3_longrope") + "/model.gguf"}) {
+    INFO(path);
+    const LoadedModel m = load_model(path);
+    CHECK(m.config.rope_scaling_type == "longrope");
+    CHECK(m.config.rope_longrope_orig_ctx == 16);
+    CHECK(m.config.rope_mscale == Approx(std::sqrt(1.0 + std::log(4.0) / std::log(16.0))));
+    const float* lf = static_cast<const float*>(m.weights.rope_factors_long.data);
+    const float* sf = static_cast<const float*>(m.weights.rope_factors_short.data);
+    CHECK(std::vector<float>(lf, lf + 4) == std::vector<float>{1.0f, 1.5f, 3.0f, 6.0f});
+    CHECK(std::vector<float>(sf, sf + 4) == std::vector<float>{1.0f, 1.05f, 1.1f, 1.2f});
+    // llama.cpp's choice, once per context: long past the original 16 positions.
+    CHECK(rope_divisors_for(m.weights, m.config, 17).data == lf);
+    CHECK(rope_divisors_for(m.weights, m.config, 16).data == sf);
+  }
+  for (const std::string& path : {dir_of("phi3_partial"), dir_of("phi3_partial") + "/model.gguf"})
+    CHECK(load_model(path).config.n_rot == 4);  // partial_rotary_factor 0.5 of head_dim 8
   const ModelConfig q = load_model(dir_of("qwen3") + "/model.gguf").config;
   CHECK(q.head_dim == 16);  // attention.key_length: q_dim 64 with n_embd 32
   CHECK(q.qk_norm == QkNorm::PerHead);
   CHECK(q.rope_type == RopeType::Neox);
   CHECK(load_model(dir_of("granite") + "/model.gguf").config.rope_type == RopeType::Normal);
+}
+
+TEST_CASE("families: phi3 LongRoPE within the original context uses the short factors",
+          "[cpu][golden]") {
+  // transformers' logits of the first 16 tokens (= original_max_position_embeddings), where it
+  // uses short_factor; llmctl chooses by the context it runs with, as llama.cpp does.
+  const nlohmann::json j = json_file(dir_of("phi3_longrope") + "/reference_logits.json");
+  const auto tokens = j["short_context"]["tokens"].get<std::vector<int32_t>>();
+  const auto want = j["short_context"]["logits"].get<std::vector<std::vector<double>>>();
+  REQUIRE(tokens.size() == 16);
+  for (const std::string& path :
+       {dir_of("phi3_longrope"), dir_of("phi3_longrope") + "/model.gguf"}) {
+    INFO(path);
+    const LoadedModel m = load_model(path);
+    const double within = max_abs_diff(run(m, tokens, 0, false).logits, want);  // context 16
+    const double past = max_abs_diff(run(m, tokens, 1, false).logits, want);    // context 17
+    WARN("phi3_longrope short context: " << within << ", with the long factors " << past);
+    CHECK(within < 1e-3);
+    CHECK(past > 0.05);
+  }
 }
 
 TEST_CASE("families: config.json values that change the math", "[cpu]") {
@@ -266,6 +324,13 @@ TEST_CASE("families: config.json values that change the math", "[cpu]") {
   CHECK(p.residual_scale == 1.0);
   CHECK(p.attn_scale == 1.0);
   CHECK(p.logit_scale == 1.0);
+  // LongRoPE needs n_rot / 2 factors of each kind.
+  const std::string short_list =
+      edited_hf_copy("family_phi3_longrope", "short-list", [](nlohmann::json& c) {
+        c["rope_parameters"]["long_factor"] = {1.0, 2.0};
+      });
+  CHECK_THAT(load_model_error(short_list),
+             Contains("'rope_parameters.long_factor' is [1.0,2.0], expected 4 numbers above 0"));
   const std::string bad =
       edited_hf_copy("family_granite", "bad", [](nlohmann::json& c) { c["logits_scaling"] = 0; });
   CHECK_THAT(load_model_error(bad), Contains("'logits_scaling' = 0 is outside (0, 1000000]"));

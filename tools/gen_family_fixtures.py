@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tiny random-weight models of the families qwen3, olmo2, gemma2 and granite, each as a Hugging
+"""Tiny random-weight models of the families qwen3, olmo2, gemma2, granite and phi3, each as a Hugging
 Face directory run by transformers and as a GGUF run by llama.cpp, for
 tests/test_model_families.cpp. One place of knowledge, two steps in two virtual environments:
 
@@ -39,9 +39,18 @@ Families (hidden 32, 4 heads, 2 KV heads, n_ff 64, vocabulary 259, 24 tokens + 8
            gives for a file without 46 layers), tied
   granite  llama with embedding_multiplier 4, residual_multiplier 0.5, attention_multiplier
            0.25 (not 1/sqrt(8)), logits_scaling 2, untied
+  phi3     fused qkv_proj and gate_up_proj (GGUF attn_qkv, ffn_up of 2 n_ff rows), sliding_window
+           2047 as Phi-3-mini-4k has (never reached; llama.cpp ignores phi3's window), untied
+  phi3_longrope  phi3 with rope_type longrope, original_max_position_embeddings 16 and
+           max_position_embeddings 64 (factor 4, attention factor sqrt(1 + ln 4 / ln 16)): the
+           24 tokens run past the original context, so every reference uses long_factor (GGUF:
+           rope_factors_long/short.weight, rope.scaling.attn_factor, original_context_length,
+           as convert_hf_to_gguf's Phi3MiniModel writes them)
+  phi3_partial   phi3 with partial_rotary_factor 0.5 (Phi-4-mini): 4 of each head's 8 dims rotate
 """
 import argparse
 import json
+import math
 import os
 import sys
 
@@ -51,11 +60,16 @@ TOKENS = [1, 17, 42, 99, 3, 150, 7, 64, 200, 11, 128, 31, 77, 250, 5, 180, 23, 9
           48, 12, 170]
 GREEDY = 8
 N_VOCAB = 3 + 256
-FAMILIES = ["qwen3", "olmo2", "gemma2", "granite"]
+FAMILIES = ["qwen3", "olmo2", "gemma2", "granite", "phi3", "phi3_longrope", "phi3_partial"]
+# The GGUF architecture of a fixture family (its name unless listed).
+GGUF_ARCH = {"phi3_longrope": "phi3", "phi3_partial": "phi3"}
+LONG_FACTOR = [1.0, 1.5, 3.0, 6.0]
+SHORT_FACTOR = [1.0, 1.05, 1.1, 1.2]
 # llama.cpp against transformers on the same weights. llama.cpp's CPU GELU rounds its input to
 # F16 and reads a table (ggml-cpu vec.h GGML_GELU_FP16), so gemma2 gets a looser bound: 1.8e-3
 # measured, and 3.3e-4 when transformers' GELU is replaced by that table (checked by hand).
-CROSS_TOL = {"qwen3": 1e-3, "olmo2": 1e-3, "gemma2": 3e-3, "granite": 1e-3}
+CROSS_TOL = {"qwen3": 1e-3, "olmo2": 1e-3, "gemma2": 3e-3, "granite": 1e-3, "phi3": 1e-3,
+             "phi3_longrope": 1e-3, "phi3_partial": 1e-3}
 
 
 def fixture_dir(out, family):
@@ -84,6 +98,22 @@ def hf_configs(transformers):
             num_hidden_layers=2, tie_word_embeddings=False, embedding_multiplier=4.0,
             residual_multiplier=0.5, attention_multiplier=0.25, logits_scaling=2.0,
             rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, **common)),
+        "phi3": (transformers.Phi3ForCausalLM, transformers.Phi3Config(
+            num_hidden_layers=2, tie_word_embeddings=False, sliding_window=2047,
+            original_max_position_embeddings=256,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, **common)),
+        "phi3_longrope": (transformers.Phi3ForCausalLM, transformers.Phi3Config(
+            num_hidden_layers=2, tie_word_embeddings=False, sliding_window=None,
+            original_max_position_embeddings=16,
+            rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0,
+                             "original_max_position_embeddings": 16,
+                             "short_factor": SHORT_FACTOR, "long_factor": LONG_FACTOR},
+            **{**common, "max_position_embeddings": 64})),
+        "phi3_partial": (transformers.Phi3ForCausalLM, transformers.Phi3Config(
+            num_hidden_layers=2, tie_word_embeddings=False, sliding_window=None,
+            original_max_position_embeddings=256,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                             "partial_rotary_factor": 0.5}, **common)),
     }
 
 
@@ -99,6 +129,11 @@ FEATURES = {
                 "residual_multiplier": {"residual_multiplier": 1.0},
                 "attention_multiplier": {"attention_multiplier": 8 ** -0.5},
                 "logits_scaling": {"logits_scaling": 1.0}},
+    "phi3": {},
+    "phi3_longrope": {"longrope": {"rope_parameters": {"rope_type": "default",
+                                                       "rope_theta": 10000.0}}},
+    "phi3_partial": {"partial rotary": {"rope_parameters": {"rope_type": "default",
+                                                            "rope_theta": 10000.0}}},
 }
 
 
@@ -162,6 +197,9 @@ def gguf_tensors(family, cfg, state):
         "mlp.gate_proj.weight": "ffn_gate.weight",
         "mlp.up_proj.weight": "ffn_up.weight",
         "mlp.down_proj.weight": "ffn_down.weight",
+        # phi3's fused projections: rows q, k, v and gate, up, kept as they are.
+        "self_attn.qkv_proj.weight": "attn_qkv.weight",
+        "mlp.gate_up_proj.weight": "ffn_up.weight",
     }
     out = []
     for name, t in state.items():
@@ -190,8 +228,10 @@ def gguf_tensors(family, cfg, state):
 
 
 def write_gguf(gguf, path, family, cfg):
-    w = gguf.GGUFWriter(path, family)
-    w.add_name(f"tiny random {family}")
+    w = gguf.GGUFWriter(path, GGUF_ARCH.get(family, family))
+    # (not "phi3": llama.cpp's vocabulary loader gives tokens of a model named phi3 or phi-3
+    # attributes by text, and this vocabulary has no <|endoftext|>)
+    w.add_name(f"tiny random {family}".replace("phi3", "Phi 3"))
     w.add_file_type(0)  # ALL_F32
     w.add_context_length(cfg.max_position_embeddings)
     w.add_embedding_length(cfg.hidden_size)
@@ -202,7 +242,8 @@ def write_gguf(gguf, path, family, cfg):
     w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
     w.add_rope_freq_base(cfg.rope_parameters["rope_theta"])
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-    w.add_rope_dimension_count(head_dim)
+    rope = cfg.rope_parameters
+    w.add_rope_dimension_count(int(rope.get("partial_rotary_factor", 1.0) * head_dim))
     if head_dim * cfg.num_attention_heads != cfg.hidden_size or family == "gemma2":
         w.add_key_length(head_dim)
         w.add_value_length(head_dim)
@@ -210,6 +251,15 @@ def write_gguf(gguf, path, family, cfg):
         w.add_attn_logit_softcapping(cfg.attn_logit_softcapping)
         w.add_final_logit_softcapping(cfg.final_logit_softcapping)
         w.add_sliding_window(cfg.sliding_window)
+    if family.startswith("phi3"):  # as convert_hf_to_gguf's Phi3MiniModel
+        orig = cfg.original_max_position_embeddings
+        w.add_rope_scaling_orig_ctx_len(orig)
+        w.add_sliding_window(cfg.sliding_window or 0)
+        if rope["rope_type"] == "longrope":
+            scale = cfg.max_position_embeddings / orig
+            w.add_rope_scaling_attn_factors(math.sqrt(1 + math.log(scale) / math.log(orig)))
+            w.add_tensor("rope_factors_long.weight", np.array(rope["long_factor"], np.float32))
+            w.add_tensor("rope_factors_short.weight", np.array(rope["short_factor"], np.float32))
     if family == "granite":
         w.add_embedding_scale(cfg.embedding_multiplier)
         w.add_residual_scale(cfg.residual_multiplier)
@@ -255,11 +305,19 @@ def step_hf(args):
             off.load_state_dict(model.state_dict())
             delta = (forward_logits(torch, off, TOKENS) - logits).abs().max().item()
             print(f"{family}: max |logit change| without {what}: {delta:.4f}")
+        extra = {}
+        if family == "phi3_longrope":
+            # Within the original context transformers uses short_factor (llama.cpp pads its
+            # context to 256 cells, past 16, so it has no such case at this size).
+            short = TOKENS[:cfg.original_max_position_embeddings]
+            extra["short_context"] = {"tokens": short,
+                                      "logits": rows(forward_logits(torch, ref, short))}
         with open(os.path.join(d, "reference_logits.json"), "w") as f:
             json.dump({"generator": "tools/gen_family_fixtures.py hf",
                        "transformers": transformers.__version__, "torch": torch.__version__,
                        "dtype": "float64", "attn_implementation": "eager", "tokens": TOKENS,
-                       "greedy_ids": ids, "logits": rows(logits)}, f, separators=(",", ":"))
+                       "greedy_ids": ids, "logits": rows(logits), **extra}, f,
+                      separators=(",", ":"))
             f.write("\n")
         w = write_gguf(gguf, os.path.join(d, "model.gguf"), family, cfg)
         for name, a in gguf_tensors(family, cfg, model.state_dict()):

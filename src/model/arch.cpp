@@ -65,9 +65,10 @@ void apply_arch_row(const ArchRow& row, ModelConfig& c) {
 }
 
 std::vector<std::string> unimplemented_math(const ModelConfig& c) {
+  // Fused QKV and gate/up run as row views of the fused matrix (split_fused_layer); biases
+  // of a fused projection have no tensor in kLayerTensors yet.
   std::vector<std::string> missing;
-  if (c.fused_qkv) missing.emplace_back("a fused QKV projection");
-  if (c.fused_gate_up) missing.emplace_back("a fused gate/up projection");
+  if (c.fused_qkv && c.has_qkv_bias) missing.emplace_back("biases on a fused QKV projection");
   return missing;
 }
 
@@ -169,6 +170,36 @@ const std::vector<LayerTensor> kLayerTensors = {
     {&L::ffn_post_norm, "post_ffw_norm.weight", "post_feedforward_layernorm.weight", nullptr, N,
      Dim::NEmbd, Dim::One, When::PostNorm, false},
 };
+
+namespace {
+
+// Rows [row0, row0 + n_rows) of matrix m: whole rows are contiguous in any engine type.
+WeightView row_slice(const WeightView& m, int64_t row0, int64_t n_rows) {
+  LLMCTL_ASSERT(row0 >= 0 && row0 + n_rows <= m.n_rows);
+  WeightView v = m;  // the fused tensor's name, for messages
+  v.n_rows = n_rows;
+  v.data = static_cast<const uint8_t*>(m.data) +
+           static_cast<size_t>(row0) * weight_row_bytes(m.type, m.n_cols);
+  return v;
+}
+
+}  // namespace
+
+LayerWeights split_fused_layer(const LayerWeights& l, const ModelConfig& c) {
+  LayerWeights s = l;
+  if (c.fused_qkv) {
+    s.wq = row_slice(l.wqkv, 0, c.q_dim());
+    s.wk = row_slice(l.wqkv, c.q_dim(), c.kv_dim());
+    s.wv = row_slice(l.wqkv, c.q_dim() + c.kv_dim(), c.kv_dim());
+    s.wqkv = WeightView{};
+  }
+  if (c.fused_gate_up) {
+    s.w_gate = row_slice(l.w_gate_up, 0, c.n_ff);
+    s.w_up = row_slice(l.w_gate_up, c.n_ff, c.n_ff);
+    s.w_gate_up = WeightView{};
+  }
+  return s;
+}
 
 int64_t dim_size(Dim d, const ModelConfig& c) {
   switch (d) {

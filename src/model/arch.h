@@ -261,6 +261,31 @@ inline constexpr ArchRow kArchRows[] = {
      /*hf_tied_default=*/false,
      /*hf_bias_keys=*/true,
      HfWindowKey::None},
+    // phi3: Phi-3 and Phi-4-mini (llama.cpp's LLM_ARCH_PHI3, src/models/phi3.cpp): llama with
+    // one fused QKV projection (blk.N.attn_qkv, rows q then k then v) and one fused gate/up
+    // projection (blk.N.ffn_up, 2 n_ff rows, gate first), NEOX pairing, partial rotary from
+    // rope.dimension_count (Phi-4-mini). llama.cpp ignores phi3.attention.sliding_window
+    // (phi3.cpp: "Phi SWA is currently disabled"), so a GGUF attends globally; transformers
+    // masks config.json sliding_window, which matches full attention up to that many
+    // positions, so it caps the context (UniformClampsContext).
+    {"phi3",
+     {"Phi3ForCausalLM", nullptr, nullptr, nullptr},
+     RopeType::Neox,
+     /*hf_qk_permute=*/false,
+     /*qkv_bias=*/false,
+     QkNorm::None,
+     NormPlacement::Pre,
+     Activation::SwiGlu,
+     EmbedScale::None,
+     /*file_scales=*/false,
+     /*attn_softcap=*/0.0,
+     /*final_softcap=*/0.0,
+     WindowPattern{},
+     /*fused_qkv=*/true,
+     /*fused_gate_up=*/true,
+     /*hf_tied_default=*/false,
+     /*hf_bias_keys=*/true,
+     HfWindowKey::UniformClampsContext},
 };
 
 // A list of rows to search (the tests pass their own).
@@ -357,6 +382,11 @@ bool layer_tensor_present(const LayerTensor& t, const ModelConfig& c);
 // "blk.3.attn_q.weight", "model.layers.3.self_attn.q_proj.weight".
 std::string gguf_tensor_name(const LayerTensor& t, int64_t layer);
 std::string hf_tensor_name(const LayerTensor& t, int64_t layer, const ModelConfig& c);
+// The layer as the forward pass reads it: a fused QKV matrix as wq, wk and wv, a fused gate/up
+// as w_gate and w_up, views of consecutive rows of the fused tensor (rows q, k, v; gate, up, as
+// llama.cpp's build_qkv and LLM_FFN_SWIGLU split them), the fused members absent. No copies:
+// a backend's bind_weight of each view uploads or repacks those rows alone.
+LayerWeights split_fused_layer(const LayerWeights& l, const ModelConfig& c);
 // ggml-order shape {cols, rows}, or {cols} for a vector.
 std::vector<int64_t> layer_tensor_shape(const LayerTensor& t, const ModelConfig& c);
 

@@ -224,6 +224,18 @@ ModelConfig config_from_gguf(const GgufFile& f, const ArchTable& table) {
 
   // Llama 3.1-style rope scaling stores per-pair frequency divisors as the tensor
   // 'rope_freqs.weight' (bind_weights() binds it), with no scaling key.
+  // LongRoPE has no scaling key either (convert_hf_to_gguf's Phi3MiniModel): its two divisor
+  // tensors, the original context and the attention factor.
+  if (f.find_tensor("rope_factors_long.weight") != nullptr) {
+    if (!c.rope_scaling_type.empty())
+      throw FileError(f.path(), fmt::format("rope_factors_long.weight with {}rope.scaling.type "
+                                            "'{}' (not supported)",
+                                            a, c.rope_scaling_type));
+    c.rope_scaling_type = "longrope";
+    c.rope_longrope_orig_ctx = optional_int(f, a + "rope.scaling.original_context_length",
+                                            c.n_ctx_train, 1, int64_t{1} << 30);
+    c.rope_mscale = optional_positive(f, a + "rope.scaling.attn_factor", 1.0);
+  }
 
   const GgufTensorInfo* embd = f.find_tensor("token_embd.weight");
   if (embd == nullptr) throw FileError(f.path(), "missing tensor 'token_embd.weight'");

@@ -46,6 +46,11 @@ struct ModelConfig {
   double rope_yarn_high = 0.0;
   double rope_mscale = 1.0;
   YarnParams rope_yarn;  // what they were derived from (set_rope_yarn; for writers)
+  // LongRoPE (phi3; rope_scaling_type "longrope"): a run whose context exceeds this original
+  // context divides each pair's frequency by ModelWeights::rope_factors_long, any other run by
+  // rope_factors_short (llama.cpp's get_rope_factors); cos/sin are multiplied by rope_mscale,
+  // the attention factor sqrt(1 + ln(s) / ln(orig)), s = n_ctx_train / orig. 0: no LongRoPE.
+  int64_t rope_longrope_orig_ctx = 0;
   // Switches (apply_arch_row copies the architecture row's; require_implemented refuses
   // the ones the forward pass does not compute yet).
   RopeType rope_type = RopeType::Normal;  // GGUF: the row's gguf_rope; HF: Neox

@@ -12,20 +12,23 @@ namespace llmctl {
 
 namespace {
 
-ModelWeights bind_to_backend(const ModelWeights& host, const ModelConfig& c, Backend& b) {
+// `n_ctx`: the positions this Forward's cache holds, which choose LongRoPE's divisors.
+ModelWeights bind_to_backend(const ModelWeights& host, const ModelConfig& c, Backend& b,
+                             int64_t n_ctx) {
   require_implemented(c);  // refuse a config asking for math compute_chunk lacks
   ModelWeights w;
   w.token_embd = b.bind_weight(host.token_embd);
   w.output_norm = b.bind_weight(host.output_norm);
   w.output = host.output_tied ? w.token_embd : b.bind_weight(host.output);
   w.output_tied = host.output_tied;
-  for (const LayerWeights& hl : host.layers) {
+  for (const LayerWeights& fused : host.layers) {
+    const LayerWeights hl = split_fused_layer(fused, c);  // wq/wk/wv, w_gate/w_up always
     LayerWeights l;
     for (const LayerTensor& t : kLayerTensors)
-      if (layer_tensor_present(t, c)) l.*t.member = b.bind_weight(hl.*t.member);
+      if ((hl.*t.member).present()) l.*t.member = b.bind_weight(hl.*t.member);
     w.layers.push_back(std::move(l));
   }
-  w.rope_freqs = b.bind_weight(host.rope_freqs);
+  w.rope_freqs = b.bind_weight(rope_divisors_for(host, c, n_ctx));
   return w;
 }
 
@@ -47,13 +50,19 @@ KvCacheOptions resolved_cache(const ModelConfig& c, KvCacheOptions kv, int64_t m
   return kv;
 }
 
+int64_t cache_positions(const ModelConfig& c, const KvCacheOptions& kv, int64_t max_batch) {
+  const KvCacheOptions r = resolved_cache(c, kv, max_batch);
+  return r.n_blocks * r.block_size;
+}
+
 }  // namespace
 
 Forward::Forward(const ModelConfig& config, const ModelWeights& weights, Backend& backend,
                  const ForwardOptions& opt)
     : config_(config),
       backend_(backend),
-      weights_(bind_to_backend(weights, config, backend)),
+      weights_(bind_to_backend(weights, config, backend,
+                               cache_positions(config, opt.kv, opt.max_batch_tokens))),
       max_batch_(opt.max_batch_tokens),
       cache_(backend, layer_windows(config), config.kv_dim(),
              resolved_cache(config, opt.kv, opt.max_batch_tokens)) {
@@ -64,7 +73,7 @@ Forward::Forward(const ModelConfig& config, const ModelWeights& weights, Backend
                  int64_t n_ctx)
     : config_(config),
       backend_(backend),
-      weights_(bind_to_backend(weights, config, backend)),
+      weights_(bind_to_backend(weights, config, backend, n_ctx)),
       max_batch_(std::min<int64_t>(512, n_ctx)),
       cache_(backend, layer_windows(config), config.kv_dim(),
              resolved_cache(config, single_sequence_cache(n_ctx), max_batch_)) {

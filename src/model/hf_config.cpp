@@ -76,6 +76,17 @@ class Keys {
     if (!v->is_string()) fail(key, fmt::format("is {}, expected a string", dump(*v)));
     return v->get<std::string>();
   }
+  // A list of exactly n finite numbers above 0 (LongRoPE's factors, divisors of frequencies).
+  std::vector<float> divisors(const char* key, int64_t n) const {
+    const json* v = get(key);
+    if (v == nullptr) fail(key, "is missing");
+    bool ok = v->is_array() && static_cast<int64_t>(v->size()) == n;
+    for (size_t i = 0; ok && i < v->size(); ++i)
+      ok = (*v)[i].is_number() && (*v)[i].get<double>() > 0.0 &&
+           std::isfinite((*v)[i].get<double>());
+    if (!ok) fail(key, fmt::format("is {}, expected {} numbers above 0 (n_rot / 2)", dump(*v), n));
+    return v->get<std::vector<float>>();
+  }
   // A token id, or the first of a list of ids (Llama 3 lists several eos ids); -1 if absent.
   int64_t token_id(const char* key) const {
     const json* v = get(key);
@@ -237,9 +248,29 @@ void apply_rope(HfConfig& h, const json& j, const Keys& top, const std::string& 
                                : get_mscale(1.0);
     y.attn_factor = r.number("attention_factor", derived, 0.0, 1e6, true);
     set_rope_yarn(c, y);
+  } else if (type == "longrope" || type == "su") {
+    // transformers' _compute_longrope_parameters (Phi3Config renames "su" to "longrope"):
+    // factor defaults to max_position_embeddings / original_max_position_embeddings, the
+    // attention factor to sqrt(1 + ln(factor) / ln(original)) above 1.
+    const int64_t max_pos = top.require_int("max_position_embeddings", 1, int64_t{1} << 30);
+    const int64_t orig = r.optional_int(
+        "original_max_position_embeddings",
+        top.optional_int("original_max_position_embeddings", max_pos, 1, int64_t{1} << 30), 1,
+        int64_t{1} << 30);
+    const double factor = r.number(
+        "factor", static_cast<double>(max_pos) / static_cast<double>(orig), 0.0, 1e6, true);
+    const double derived =
+        factor > 1.0 ? std::sqrt(1.0 + std::log(factor) / std::log(static_cast<double>(orig)))
+                     : 1.0;
+    c.rope_scaling_type = "longrope";
+    c.rope_longrope_orig_ctx = orig;
+    c.rope_mscale = r.number("attention_factor", derived, 0.0, 1e6, true);
+    h.rope_long_factor = r.divisors("long_factor", c.n_rot / 2);
+    h.rope_short_factor = r.divisors("short_factor", c.n_rot / 2);
   } else {
     r.fail(r.get("rope_type") != nullptr ? "rope_type" : "type",
-           fmt::format("'{}' is not supported (supported: default, linear, llama3, yarn)", type));
+           fmt::format("'{}' is not supported (supported: default, linear, llama3, yarn, longrope)",
+                       type));
   }
 }
 

@@ -15,8 +15,9 @@
 //   intermediate_size, max_position_embeddings, rms_norm_eps, tie_word_embeddings,
 //   hidden_act (the row's activation: silu), rope_theta (top level, or in rope_parameters),
 //   rope_scaling (v4) or rope_parameters (v5): {"rope_type" or "type": "default" | "linear" |
-//   "llama3", "factor", "low_freq_factor", "high_freq_factor",
-//   "original_max_position_embeddings", "partial_rotary_factor"},
+//   "llama3" | "yarn" | "longrope" (or "su"), "factor", "low_freq_factor", "high_freq_factor",
+//   "original_max_position_embeddings" (longrope: also top level, as Phi3Config has it),
+//   "long_factor", "short_factor", "attention_factor", "partial_rotary_factor"},
 //   hidden_activation (Gemma's name for it, preferred when present),
 //   sliding_window / use_sliding_window / layer_types (the row's hf_window), attention_bias /
 //   mlp_bias (rows with hf_bias_keys), final_logit_softcapping (any row), attn_logit_softcapping
@@ -37,7 +38,7 @@ struct HfConfig {
   std::string architecture;  // architectures[0], e.g. "LlamaForCausalLM"
   ModelConfig config;        // the row's switches (apply_arch_row); rope_type Neox
   bool tie_word_embeddings = false;
-  std::string rope_scaling_type;  // "" (none), "linear" or "llama3"
+  std::string rope_scaling_type;  // "" (none), "linear", "llama3", "yarn" or "longrope"
   // (n_rot / 2,) per-pair frequency divisors for rope_type "llama3" (see ModelWeights::
   // rope_freqs), computed like transformers' _compute_llama3_parameters: the divisor is
   // inv_freq / inv_freq_llama. Empty for other rope types.
@@ -45,6 +46,9 @@ struct HfConfig {
   // Raw llama3 parameters, kept for writing the GGUF and for reports.
   double rope_llama3_factor = 1.0, rope_low_freq_factor = 1.0, rope_high_freq_factor = 4.0;
   int64_t rope_original_ctx = 0;
+  // rope_type "longrope": long_factor and short_factor (n_rot / 2 each; ModelWeights::
+  // rope_factors_long / _short). Empty for other rope types.
+  std::vector<float> rope_long_factor, rope_short_factor;
   int64_t bos_token_id = -1;  // -1: absent
   int64_t eos_token_id = -1;
   std::string torch_dtype;  // "float32", "bfloat16", ... ("" when absent)

@@ -213,12 +213,20 @@ GgufBuilder hf_to_gguf(const LoadedModel& m, const HfToGgufOptions& opt) {
     const double yarn_mscale = y.factor > 1.0 ? 1.0 + 0.1 * std::log(y.factor) : 1.0;
     b.set(a + "rope.scaling.attn_factor", gv::f32(static_cast<float>(c.rope_mscale / yarn_mscale)));
   }
+  if (c.rope_scaling_type == "longrope") {  // as convert_hf_to_gguf's Phi3MiniModel: no type
+    b.set(a + "rope.scaling.original_context_length", gv::u32(u32(c.rope_longrope_orig_ctx)));
+    b.set(a + "rope.scaling.attn_factor", gv::f32(static_cast<float>(c.rope_mscale)));
+  }
   if (opt.vocab != nullptr) add_vocab(b, *opt.vocab, m);
 
   const ModelWeights& w = m.weights;
   Writer out(b, opt.type);
   out.add("token_embd.weight", w.token_embd, false);
   if (w.rope_freqs.present()) out.add("rope_freqs.weight", w.rope_freqs, true);
+  if (w.rope_factors_long.present()) {
+    out.add("rope_factors_long.weight", w.rope_factors_long, true);
+    out.add("rope_factors_short.weight", w.rope_factors_short, true);
+  }
   out.add("output_norm.weight", w.output_norm, true);
   if (!w.output_tied) out.add("output.weight", w.output, false);
   const int64_t qk_perm = permute ? c.head_dim : 0;

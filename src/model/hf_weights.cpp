@@ -104,6 +104,13 @@ ModelWeights bind_hf_weights(const SafetensorsCheckpoint& ckpt, const HfConfig& 
     w.rope_freqs = WeightView{"rope_freqs (config.json rope llama3)", GgmlType::F32, c.n_rot / 2, 1,
                               owned.add(hf.rope_freqs)};
   }
+  if (!hf.rope_long_factor.empty()) {
+    w.rope_factors_long = WeightView{"rope_factors_long (config.json rope longrope)", GgmlType::F32,
+                                     c.n_rot / 2, 1, owned.add(hf.rope_long_factor)};
+    w.rope_factors_short =
+        WeightView{"rope_factors_short (config.json rope longrope)", GgmlType::F32, c.n_rot / 2, 1,
+                   owned.add(hf.rope_short_factor)};
+  }
   w.layers.resize(static_cast<size_t>(c.n_layers));
   for (int64_t il = 0; il < c.n_layers; ++il) {
     LayerWeights& l = w.layers[static_cast<size_t>(il)];

@@ -75,16 +75,23 @@ ModelWeights bind_weights(const GgufFile& f, const ModelConfig& c) {
     w.output = w.token_embd;
     w.output_tied = true;
   }
-  // Llama 3.1 rope scaling: per-pair frequency divisors (n_rot / 2,), F32.
-  w.rope_freqs =
-      bind_tensor(f, "rope_freqs.weight", TensorKind::Vector, {c.n_rot / 2}, /*optional=*/true);
-  for (int64_t i = 0; w.rope_freqs.present() && i < c.n_rot / 2; ++i) {
-    float v;
-    std::memcpy(&v, static_cast<const uint8_t*>(w.rope_freqs.data) + 4 * i, 4);
-    if (!(v > 0.0f && std::isfinite(v)))  // a divisor of the angle: 0 or NaN gives NaN logits
-      throw FileError(f.path(), fmt::format("tensor 'rope_freqs.weight': element {} is {}, "
-                                            "expected a positive finite divisor",
-                                            i, static_cast<double>(v)));
+  // Per-pair frequency divisors (n_rot / 2,), F32: Llama 3.1 rope scaling, LongRoPE's two.
+  auto divisors = [&](const char* name) {
+    const WeightView d = bind_tensor(f, name, TensorKind::Vector, {c.n_rot / 2}, /*optional=*/true);
+    for (int64_t i = 0; d.present() && i < c.n_rot / 2; ++i) {
+      float v;
+      std::memcpy(&v, static_cast<const uint8_t*>(d.data) + 4 * i, 4);
+      if (!(v > 0.0f && std::isfinite(v)))  // a divisor of the angle: 0 or NaN gives NaN logits
+        throw FileError(f.path(), fmt::format("tensor '{}': element {} is {}, expected a "
+                                              "positive finite divisor",
+                                              name, i, static_cast<double>(v)));
+    }
+    return d;
+  };
+  w.rope_freqs = divisors("rope_freqs.weight");
+  if (c.rope_longrope_orig_ctx > 0) {
+    w.rope_factors_long = divisors("rope_factors_long.weight");
+    w.rope_factors_short = divisors("rope_factors_short.weight");
   }
   w.layers.resize(static_cast<size_t>(c.n_layers));
   for (int64_t il = 0; il < c.n_layers; ++il) {
@@ -94,6 +101,11 @@ ModelWeights bind_weights(const GgufFile& f, const ModelConfig& c) {
         l.*t.member = bind_tensor(f, gguf_tensor_name(t, il), t.kind, layer_tensor_shape(t, c));
   }
   return w;
+}
+
+const WeightView& rope_divisors_for(const ModelWeights& w, const ModelConfig& c, int64_t n_ctx) {
+  if (w.rope_freqs.present() || c.rope_longrope_orig_ctx == 0) return w.rope_freqs;
+  return n_ctx > c.rope_longrope_orig_ctx ? w.rope_factors_long : w.rope_factors_short;
 }
 
 WeightStats weight_stats(const ModelWeights& w) {
@@ -115,6 +127,8 @@ WeightStats weight_stats(const ModelWeights& w) {
     st.bytes_per_token += weight_row_bytes(w.token_embd.type, w.token_embd.n_cols);
   count(w.output_norm, true);
   count(w.rope_freqs, true);
+  count(w.rope_factors_long, true);
+  count(w.rope_factors_short, true);
   if (w.output_tied)
     st.bytes_per_token += bytes_of(w.output);
   else

@@ -48,6 +48,10 @@ struct ModelWeights {
   // GGUF: tensor 'rope_freqs.weight'; Hugging Face: computed from config.json rope_scaling
   // (rope_type "llama3"). Absent (!present()) when the model has none.
   WeightView rope_freqs;
+  // LongRoPE's two sets of (n_rot / 2,) F32 divisors (config rope_longrope_orig_ctx): GGUF
+  // 'rope_factors_long.weight' and 'rope_factors_short.weight'; Hugging Face: config.json
+  // rope_scaling long_factor and short_factor. Absent without LongRoPE.
+  WeightView rope_factors_long, rope_factors_short;
   std::vector<LayerWeights> layers;  // n_layers
 };
 
@@ -56,6 +60,11 @@ struct ModelWeights {
 // expected vs actual shape or type, e.g.
 //   "tensor 'blk.3.attn_q.weight': expected [64, 64], got [64, 32]".
 ModelWeights bind_weights(const GgufFile& file, const ModelConfig& config);
+
+// The per-pair divisors a run of `n_ctx` positions uses: rope_freqs when present, else
+// LongRoPE's long factors when n_ctx exceeds the original context, its short ones otherwise
+// (as llama.cpp chooses them once per context); absent when the model has none.
+const WeightView& rope_divisors_for(const ModelWeights& w, const ModelConfig& c, int64_t n_ctx);
 
 // Accounting for the memory line and the benchmarks.
 struct WeightStats {
