@@ -30,7 +30,8 @@
 
 #include "backend/cpu/bandwidth_probe.h"
 #include "backend/cpu/matmul_fast.h"
-#include "backend/registry.h"
+#include "backend/gpu_utilities.h"
+#include "backend/selection.h"
 #include "cli/app.h"
 #include "cli/cli_style.h"
 #include "cli/engine_options.h"

@@ -20,7 +20,7 @@
 #include <memory>
 #include <optional>
 
-#include "backend/registry.h"
+#include "backend/selection.h"
 #include "cli/model_tokenizer.h"
 #include "cli/app.h"
 #include "cli/cli_style.h"

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <optional>
 
-#include "backend/registry.h"
+#include "backend/selection.h"
 #include "cli/app.h"
 #include "cli/cli_style.h"
 #include "cli/engine_options.h"

@@ -9,7 +9,8 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "backend/registry.h"
+#include "backend/gpu_utilities.h"
+#include "backend/selection.h"
 #include "cli/app.h"
 #include "cli/cli_style.h"
 #include "cli/engine_options.h"
