@@ -8,7 +8,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "backend/registry.h"
+#include "backend/selection.h"
 #include "diag/builtin_text.h"
 #include "io/gguf.h"
 #include "io/gguf_writer.h"

@@ -1,5 +1,8 @@
 // `llmctl run` engine options and modes: thread counts, KV cache settings and prefill chunks
 // change no token; --batch JSONL (continuous batching, error records, --resume); -i chat.
+#include <signal.h>
+#include <sys/resource.h>
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -149,6 +152,38 @@ TEST_CASE("run --batch --resume answers only what is missing and appends", "[cli
   }
   CHECK(broken == 1);  // the cut-off line stays, alone on its line
   CHECK(answered == std::set<int64_t>{0, 1, 2, 3});
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("run --batch --resume on a full disk: exit 1 with the OS's reason, no record lost",
+          "[cli]") {
+  // The records were appended with an unchecked ofstream: a full disk lost them and exit 0.
+  // A file-size limit (RLIMIT_FSIZE, SIGXFSZ ignored) makes the append fail with EFBIG as a
+  // full disk fails with ENOSPC: the first new record does not fit.
+  const std::string model = require_test_file("models/stories260K.gguf");
+  const auto dir = std::filesystem::temp_directory_path() / "llmctl_test_resume_full";
+  std::filesystem::create_directories(dir);
+  const std::string in_path = (dir / "in.jsonl").string(), out_path = (dir / "out.jsonl").string();
+  const std::string earlier = "{\"index\": 0, \"error\": \"" + std::string(4000, 'x') + "\"}\n";
+  {
+    std::ofstream in(in_path);
+    for (int i = 0; i < 3; ++i) in << "{\"prompt\": \"Tim went\", \"n_predict\": 3}\n";
+    std::ofstream(out_path) << earlier;
+  }
+  struct rlimit old {};
+  REQUIRE(getrlimit(RLIMIT_FSIZE, &old) == 0);
+  struct rlimit small = old;
+  small.rlim_cur = earlier.size() + 16;  // the child's stdout and stderr files stay under it
+  void (*old_xfsz)(int) = signal(SIGXFSZ, SIG_IGN);
+  REQUIRE(setrlimit(RLIMIT_FSIZE, &small) == 0);
+  const auto r =
+      run_llmctl({"run", "-m", model, "--batch", in_path, "--resume", out_path, "-c", "64"});
+  setrlimit(RLIMIT_FSIZE, &old);
+  signal(SIGXFSZ, old_xfsz);
+  INFO("stderr: " << r.err);
+  CHECK(r.code == 1);
+  CHECK(r.err.find("llmctl: error: " + out_path + ": cannot append: File too large") !=
+        std::string::npos);
   std::filesystem::remove_all(dir);
 }
 

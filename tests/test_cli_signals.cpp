@@ -198,3 +198,71 @@ TEST_CASE("SIGINT during quantize: exit 130, no output and no temporary file", "
   for (const auto& entry : std::filesystem::directory_iterator(llmctl::test::temp_dir()))
     CHECK(entry.path().filename().string().rfind("interrupted.gguf", 0) != 0);
 }
+
+// Ctrl-C in the diagnostics (issue 20 point 4): they had no handler and died of SIGINT (a
+// Python subprocess saw -2), and a file being written could leave its temporary behind. Now
+// each stops at its next safe point (core/stop_point.h), writes nothing and exits 130. The
+// signal is sent once the handler is installed (wait_for_handler), which the commands do
+// before loading the model, so it arrives while they work (each runs for a second or more).
+namespace {
+
+// No file whose name starts with `prefix` in the test's temporary directory.
+void check_no_file_named(const std::string& prefix) {
+  for (const auto& entry : std::filesystem::directory_iterator(llmctl::test::temp_dir())) {
+    INFO("left behind: " << entry.path());
+    CHECK(entry.path().filename().string().rfind(prefix, 0) != 0);
+  }
+}
+
+// Runs ARGS, interrupts it once it has its handler, and checks the clean stop: exit 130,
+// "llmctl: interrupted", nothing on stdout, no file starting with `prefix` (not the output,
+// not its temporary) and no summary line `summary`.
+void check_interrupted_cleanly(const std::vector<std::string>& args, const std::string& prefix,
+                               const std::string& summary) {
+  CliProcess p(args);
+  REQUIRE(p.wait_for_handler(SIGINT, kDeadline));
+  const CliExit e = interrupt_and_wait(p);
+  CHECK(e.code == 130);
+  CHECK(has(e.err, "llmctl: interrupted"));
+  CHECK_FALSE(has(e.err, summary));
+  CHECK(e.out.empty());
+  check_no_file_named(prefix);
+}
+
+}  // namespace
+
+TEST_CASE("SIGINT during eval --save-imatrix: exit 130, no imatrix and no temporary file",
+          "[cli]") {
+  const std::string model = require_test_file("models/SmolLM2-135M-Instruct.Q4_1.gguf");
+  const std::string out = llmctl::test::temp_dir() + "/sigint_eval.imatrix";
+  check_interrupted_cleanly({"eval", "-m", model, "-c", "128", "-t", "1", "--save-imatrix", out},
+                            "sigint_eval", "llmctl-eval:");
+}
+
+TEST_CASE("SIGINT during svd-embed --svg: exit 130, no chart and no temporary file", "[cli]") {
+  const std::string model = require_test_file("models/SmolLM2-135M-Instruct.Q4_1.gguf");
+  const std::string base = llmctl::test::temp_dir() + "/sigint_svd";
+  check_interrupted_cleanly({"svd-embed", "-m", model, "-t", "1", "--svg", base}, "sigint_svd",
+                            "llmctl: wrote");
+}
+
+TEST_CASE("SIGINT during rope-probe --svg: exit 130, no chart and no temporary file", "[cli]") {
+  // SmolLM2's distance probe runs to its 8192-token training context: about a minute.
+  const std::string model = require_test_file("models/SmolLM2-135M-Instruct.Q4_1.gguf");
+  const std::string svg = llmctl::test::temp_dir() + "/sigint_rope.svg";
+  check_interrupted_cleanly({"rope-probe", "-m", model, "-t", "1", "--svg", svg}, "sigint_rope",
+                            "llmctl-rope-probe:");
+}
+
+TEST_CASE("SIGINT during bench: exit 130, the rows measured so far, no summary line", "[cli]") {
+  const std::string model = require_test_file("models/stories260K.gguf");
+  // A 30000-token decode row runs for many seconds; the probe is off so work starts at once.
+  CliProcess p({"bench", "-m", model, "-t", "1", "-p", "16", "-n", "30000", "-r", "1",
+                "--probe-mib", "0"});
+  REQUIRE(p.wait_for_stderr("llmctl: bench ", kDeadline));  // the model is loaded
+  const CliExit e = interrupt_and_wait(p);
+  CHECK(e.code == 130);
+  CHECK(has(e.err, "llmctl: interrupted; "));
+  CHECK_FALSE(has(e.err, "llmctl-bench: rows="));
+  CHECK_FALSE(has(e.out, "tg30000"));  // the interrupted row is not reported
+}

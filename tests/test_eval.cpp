@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "backend/registry.h"
+#include "backend/selection.h"
 #include "core/error.h"
 #include "diag/builtin_text.h"
 #include "diag/eval.h"

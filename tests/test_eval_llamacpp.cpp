@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "backend/registry.h"
+#include "backend/selection.h"
 #include "core/error.h"
 #include "diag/builtin_text.h"
 #include "diag/eval.h"

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "backend/registry.h"
+#include "backend/selection.h"
 #include "core/error.h"
 #include "diag/rope_probe.h"
 #include "diag/rope_probe_check.h"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/registry.h"
+#include "backend/selection.h"
 #include "diag/rope_probe.h"
 #include "diag/rope_probe_check.h"
 #include "model/model_loader.h"

@@ -14,10 +14,12 @@
 #include <utility>
 #include <vector>
 
+#include "cli/interrupt.h"
 #include "cli/standard_output.h"
 #include "cli/cli_style.h"
 #include "core/edit_distance.h"
 #include "core/error.h"
+#include "core/stop_point.h"
 
 namespace llmctl::cli {
 
@@ -140,6 +142,15 @@ int run_app(int argc, char** argv) {
       return kExitUsage;
     }
     code = action();
+  } catch (const Stopped& e) {
+    // Ctrl-C reached a safe point (core/stop_point.h); the unwinding removed temporary files.
+    // A closed stdout stops the same way: finish_stdout says whether that is an error.
+    if (output_closed()) {
+      code = kExitOk;
+    } else {
+      fmt::print(stderr, "llmctl: {}\n", e.what());
+      code = kExitInterrupted;
+    }
   } catch (const Error& e) {
     print_error(e.what(), e.hint());
   } catch (const CLI::ParseError& e) {

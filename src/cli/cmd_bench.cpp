@@ -30,11 +30,14 @@
 
 #include "backend/cpu/bandwidth_probe.h"
 #include "backend/cpu/matmul_fast.h"
-#include "backend/registry.h"
+#include "backend/gpu_utilities.h"
+#include "backend/selection.h"
 #include "cli/app.h"
 #include "cli/cli_style.h"
 #include "cli/engine_options.h"
+#include "cli/interrupt.h"
 #include "core/error.h"
+#include "core/stop_point.h"
 #include "model/arch.h"
 #include "model/forward.h"
 #include "model/model_loader.h"
@@ -85,12 +88,16 @@ std::vector<int32_t> token_ids(int64_t n, int32_t n_vocab) {
 // its top-1 candidate, as greedy `run` does: a model that samples on the device (CUDA) then
 // downloads one (id, logit) pair per token instead of the whole row; the CPU reads the row.
 double time_one(Forward& fwd, const std::vector<int32_t>& ids, bool decode_steps) {
+  stop_point();  // Ctrl-C between runs (core/stop_point.h)
   const auto n = static_cast<int64_t>(ids.size());
   const int32_t seq = fwd.add_sequence(n + 1);
   if (fwd.reserve(seq, n) != Reserve::Ok) throw Error("bench: the KV pool is too small");
   const Clock::time_point t0 = Clock::now();
   if (decode_steps) {
-    for (const int32_t t : ids) fwd.decode({BatchToken{seq, t, true, 1}});
+    for (const int32_t t : ids) {
+      stop_point();  // and between decode steps (an atomic load: nothing against the timing)
+      fwd.decode({BatchToken{seq, t, true, 1}});
+    }
   } else {
     std::vector<BatchToken> batch;
     for (int64_t i = 0; i < n; ++i)
@@ -280,6 +287,8 @@ void print_rows(const BenchOptions& opt, const std::vector<Row>& rows, const Pro
 
 int run_bench(const BenchOptions& opt) {
   for (const std::string& m : opt.models) require_model_path(m);
+  // Ctrl-C: the run in progress stops, the rows already measured are printed, exit 130.
+  install_interrupt_handler();
   const std::vector<int> threads = opt.thread_list.empty() ? std::vector<int>{0} : opt.thread_list;
   // The GPU the backend will run on, or -1 for the CPU (auto: GPU 0 when one is visible).
   int gpu = -1;
@@ -310,10 +319,21 @@ int run_bench(const BenchOptions& opt) {
                bw.gb_per_s, opt.probe_mib, bw.n_threads, bw.isa);
   }
   std::vector<Row> rows;
-  for (const std::string& m : opt.models)
-    for (int t : threads) bench_model(opt, m, t, probe_gb_s, rows);
+  bool stopped = false;
+  try {
+    for (const std::string& m : opt.models)
+      for (int t : threads) bench_model(opt, m, t, probe_gb_s, rows);
+  } catch (const Stopped&) {
+    // Ctrl-C (or a closed stdout): the rows measured so far are complete, so they are printed.
+    if (output_closed()) throw;
+    stopped = true;
+  }
   probes.gb_s = probe_gb_s;
-  print_rows(opt, rows, probes);
+  if (!stopped || !rows.empty()) print_rows(opt, rows, probes);
+  if (stopped) {
+    fmt::print(stderr, "llmctl: interrupted; {} rows measured\n", rows.size());
+    return kExitInterrupted;
+  }
   // gemm_gflop_s only when measured (a GPU with --batch-invariant off): 0 would read as a rate.
   fmt::print(stderr, "llmctl-bench: rows={} probe_gb_s={:.1f} probe={}{}\n", rows.size(),
              probe_gb_s, probes.kind,

@@ -20,13 +20,15 @@
 #include <memory>
 #include <optional>
 
-#include "backend/registry.h"
+#include "backend/selection.h"
 #include "cli/model_tokenizer.h"
 #include "cli/app.h"
 #include "cli/cli_style.h"
 #include "cli/engine_options.h"
+#include "cli/interrupt.h"
 #include "cli/run_session.h"
 #include "core/error.h"
+#include "core/stop_point.h"
 #include "core/text_io.h"
 #include "diag/builtin_text.h"
 #include "diag/eval.h"
@@ -120,6 +122,9 @@ std::unique_ptr<Backend> backend_for(const EvalOptions& opt) {
 int run_eval(const EvalOptions& opt) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point t0 = Clock::now();
+  // Ctrl-C: the windows stop at their next forward call (core/stop_point.h), nothing is
+  // printed or saved, exit 130.
+  install_interrupt_handler();
   EvalSubject subj;
   std::string text = read_text(opt, subj.text);
   // llama-perplexity's -f drops one final newline (common/arg.cpp); its scoring reads the
@@ -173,6 +178,7 @@ int run_eval(const EvalOptions& opt) {
   const EvalResult r =
       evaluate(fwd, ids, bos, windows, opt.base.empty() ? nullptr : &base_top,
                opt.base.empty() ? nullptr : &base_result, progress_printer("model"));
+  stop_point();  // a Ctrl-C during the last window: no partial imatrix or report
   if (!opt.save_imatrix.empty()) {
     imatrix.datasets = {subj.text};
     imatrix.chunk_count = r.n_windows;

@@ -25,7 +25,7 @@
 #include <utility>
 #include <vector>
 
-#include "backend/registry.h"
+#include "backend/selection.h"
 #include "cli/app.h"
 #include "cli/cli_style.h"
 #include "cli/quantize_report.h"

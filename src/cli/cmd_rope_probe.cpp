@@ -9,13 +9,15 @@
 #include <fstream>
 #include <optional>
 
-#include "backend/registry.h"
+#include "backend/selection.h"
 #include "cli/app.h"
 #include "cli/cli_style.h"
 #include "cli/engine_options.h"
+#include "cli/interrupt.h"
 #include "cli/model_tokenizer.h"
 #include "cli/rope_probe_report.h"
 #include "core/error.h"
+#include "core/stop_point.h"
 #include "core/text_io.h"
 #include "diag/rope_probe_check.h"
 #include "io/json_error.h"
@@ -96,6 +98,9 @@ int run_rope_probe_cli(RopeProbeCliOptions& opt) {
   opt.probe.theta = opt.rope_theta;
   if (!opt.text_file.empty()) opt.probe.reference = read_whole_file(opt.text_file);
   require_model_path(opt.model);
+  // Ctrl-C: the probes stop at their next forward call (core/stop_point.h); no table, JSON
+  // or chart is written, exit 130.
+  install_interrupt_handler();
   // Read before the probes run, so a bad baseline fails fast.
   const std::optional<nlohmann::json> baseline =
       opt.baseline.empty() ? std::nullopt : std::optional(read_baseline(opt.baseline));
@@ -114,6 +119,7 @@ int run_rope_probe_cli(RopeProbeCliOptions& opt) {
   fmt::print(stderr, "llmctl: rope-probe {} on {}\n", opt.model, label);
 
   RopeProbeReport report = run_rope_probe(opt.model, m.config, m.weights, *backend, tok, opt.probe);
+  stop_point();  // a Ctrl-C during the last forward call: no output
   report.backend = label;
   const nlohmann::json j = rope_probe_json(report, opt.thresholds);
   const std::vector<std::string> failures = check_rope_probe(report, opt.thresholds);

@@ -113,7 +113,8 @@ void add_run_command(CLI::App& app, Action& action) {
       "  with -i over the tokens a turn computes (the new part of the conversation and the\n"
       "  answer: earlier turns come from the cache). The alert is the lowest layer showing the\n"
       "  problem, at its earliest position, however the tokens were batched.\n"
-      "Exit codes: 0 ok, 1 bad input file or error, 2 usage error.");
+      "Exit codes: 0 ok, 1 bad input file or error (--batch: a request failed, or a record\n"
+      "could not be written), 2 usage error, 130 stopped by Ctrl-C.");
   add_engine_options(sub, opt, {kModel});
   sub->add_option("-p,--prompt", opt.prompt, "Prompt text");
   sub->add_option("-f,--file", opt.file, "Read the prompt verbatim from FILE; - is stdin")

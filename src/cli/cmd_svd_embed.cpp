@@ -9,11 +9,14 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "backend/registry.h"
+#include "backend/gpu_utilities.h"
+#include "backend/selection.h"
 #include "cli/app.h"
 #include "cli/cli_style.h"
 #include "cli/engine_options.h"
+#include "cli/interrupt.h"
 #include "core/error.h"
+#include "core/stop_point.h"
 #include "diag/svd_embed.h"
 #include "diag/svg_plot.h"
 #include "io/gguf.h"
@@ -306,6 +309,8 @@ void write_charts(const std::string& path, const SvdEmbedReport& r) {
 
 int run_svd_embed(const SvdEmbedCliOptions& opt) {
   require_model_path(opt.model);
+  // Ctrl-C: the Gram matrix stops between blocks (core/stop_point.h), no chart is written.
+  install_interrupt_handler();
   const ComputeDevice dev = resolve_device(opt.device);  // before the (slow) load
   const std::optional<GgmlType> residual = ggml_type_from_name(opt.residual_type);
   if (!residual)
@@ -326,7 +331,9 @@ int run_svd_embed(const SvdEmbedCliOptions& opt) {
       return GramEigenResult{std::move(g.lambda), std::move(g.vectors), g.seconds_gram,
                              g.seconds_eigen};
     };
+  stop_point();
   const SvdEmbedReport r = analyze_embedding(e, so);
+  stop_point();  // after the eigen solve and the low-rank check, before any output
   if (!opt.svg.empty()) write_charts(opt.svg, r);
   if (opt.json)
     print_json(opt, r, threads, dev);

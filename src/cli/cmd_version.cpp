@@ -3,7 +3,7 @@
 #include <fmt/ranges.h>
 
 #include "backend/cpu/matmul_fast.h"
-#include "backend/registry.h"
+#include "backend/selection.h"
 #include "cli/app.h"
 #include "core/build_info.h"
 #include "core/cpu_features.h"

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/registry.h"
+#include "backend/selection.h"
 
 namespace llmctl::cli {
 

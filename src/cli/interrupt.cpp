@@ -4,14 +4,20 @@
 #include <atomic>
 #include <csignal>
 
+#include "core/stop_point.h"
+
 namespace llmctl::cli {
 
 namespace {
-std::atomic<bool> g_interrupted{false};
+// The interrupted flag is core's stop request (core/stop_point.h), so library loops can stop at
+// their safe points too.
 std::atomic<bool> g_output_closed{false};
 
+// SIGINT is blocked while the handler runs (no SA_NODEFER): the test and the set do not race.
 extern "C" void on_sigint(int) {
-  if (g_interrupted.exchange(true)) {  // the second Ctrl-C: die now
+  const bool second = stop_requested();
+  request_stop();
+  if (second) {  // the second Ctrl-C: die now
     std::signal(SIGINT, SIG_DFL);
     std::raise(SIGINT);
   }
@@ -26,12 +32,12 @@ void install_interrupt_handler() {
   sigaction(SIGINT, &sa, nullptr);
 }
 
-bool interrupted() { return g_interrupted.load(std::memory_order_relaxed); }
-void clear_interrupt() { g_interrupted.store(false); }
+bool interrupted() { return stop_requested(); }
+void clear_interrupt() { clear_stop(); }
 
 void note_output_closed() {
   g_output_closed.store(true);
-  g_interrupted.store(true);
+  request_stop();
 }
 bool output_closed() { return g_output_closed.load(); }
 

@@ -1,9 +1,12 @@
 #pragma once
-// Ctrl-C and a closed stdout, for the long-running commands (run, bench, quantize ...).
+// Ctrl-C and a closed stdout, for the long-running commands (run, bench, eval, rope-probe,
+// svd-embed, kvplan --measure; quantize has its own guard that also catches SIGTERM).
 //
-// install_interrupt_handler(): the first SIGINT only raises a flag, which generation checks
-// before every step (GenerateOptions::interrupted), so the command stops cleanly, prints
-// what it has and its summary line, and exits with kExitInterrupted (130). A second SIGINT
+// install_interrupt_handler(): the first SIGINT only raises a flag (core/stop_point.h's stop
+// request), which generation checks before every step (GenerateOptions::interrupted) and the
+// diagnostics' loops check at their safe points (stop_point() throws Stopped, run_app prints
+// "llmctl: interrupted"), so the command stops cleanly, removes its temporary files, prints
+// what it has, and exits with kExitInterrupted (130). A second SIGINT
 // kills the process at once, as if there were no handler. A failed write to stdout (run_app
 // ignores SIGPIPE, so a reader that goes away is one too: `llmctl run ... | head -c 100`)
 // turns output_closed() true and generation stops the same way; standard_output.h says what

@@ -12,6 +12,8 @@
 
 #include "cli/kvplan_report.h"
 #include "core/error.h"
+#include "core/stop_point.h"
+#include "cli/interrupt.h"
 
 namespace llmctl::cli {
 
@@ -73,6 +75,8 @@ int run_kvplan_measure(const plan::PlanInputs& in, const plan::MemoryPlan& p, bo
                             static_cast<double>(avail) / plan::kGiB),
                 "measure a smaller plan: a small model (e.g. --model qwen2.5-0.5b or a GGUF file), "
                 "a shorter --ctx or a smaller --batch (--measure allocates on the CPU only)");
+  // Ctrl-C: stops between buffers (their memory is freed on the way out), exit 130.
+  install_interrupt_handler();
   const uint64_t rss0 = rss_bytes();
   TouchedBuffer weights(predicted_w);
   const uint64_t rss1 = rss_bytes();
@@ -82,6 +86,7 @@ int run_kvplan_measure(const plan::PlanInputs& in, const plan::MemoryPlan& p, bo
   const auto n_layers = static_cast<uint64_t>(in.model.n_layers);
   const uint64_t per_layer = predicted_kv / n_layers;
   for (uint64_t l = 0; l < n_layers; ++l) {
+    stop_point();
     if (p.kv.mla) {
       kv.emplace_back(per_layer);
     } else {
@@ -89,6 +94,7 @@ int run_kvplan_measure(const plan::PlanInputs& in, const plan::MemoryPlan& p, bo
       kv.emplace_back(per_layer - per_layer / 2);
     }
   }
+  stop_point();
   const uint64_t rss2 = rss_bytes();
   const uint64_t measured_w = rss1 - rss0, measured_kv = rss2 - rss1;
   auto pct = [](uint64_t m, uint64_t pr) {

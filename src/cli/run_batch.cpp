@@ -21,7 +21,8 @@
 // so `--resume` answers them later; exit code 130.
 //
 // Exit code: 0 when every request has a result, 1 when any line failed (bad JSON, a prompt
-// too long...; the records and the summary are written all the same), 130 on Ctrl-C.
+// too long...; the records and the summary are written all the same) or a record could not
+// be written (the run stops there), 130 on Ctrl-C.
 //
 // stderr ends with one summary line:
 //   llmctl-batch: requests=N ok=N errors=N skipped=N prompt_tokens=N gen_tokens=N
@@ -45,6 +46,7 @@
 #include "cli/run_session.h"
 #include "cli/sampler_picker.h"
 #include "core/error.h"
+#include "core/output_file.h"
 #include "diag/sequence_router.h"
 #include "model/scheduler.h"
 #include "sampler/stop.h"
@@ -53,26 +55,25 @@ namespace llmctl::cli {
 
 namespace {
 
-// Where records go: stdout, or appended to the --resume file.
+// Where records go: stdout, or appended to the --resume file. A record that cannot be
+// appended (a full disk) ends the run with exit 1 and the OS's reason (AppendFile): the
+// records before it are on disk and a later --resume answers the rest.
 class RecordSink {
  public:
   explicit RecordSink(const std::string& resume_path, bool partial_line) {
     if (resume_path.empty()) return;
-    file_.open(resume_path, std::ios::app | std::ios::binary);
-    if (!file_) throw FileError(resume_path, "cannot open for appending");
-    if (partial_line) file_ << '\n';  // the cut-off record stays an unparseable line of its own
+    file_.emplace(resume_path);
+    if (partial_line) file_->append("\n");  // the cut-off record stays an unparseable line
   }
   void write(const std::string& line) {
-    if (file_.is_open()) {
-      file_ << line << '\n';
-      file_.flush();
-    } else {
+    if (file_)
+      file_->append(line + "\n");
+    else
       write_out(line + "\n");
-    }
   }
 
  private:
-  std::ofstream file_;
+  std::optional<AppendFile> file_;
 };
 
 // One request on its way through the scheduler.

@@ -10,7 +10,7 @@
 #include <random>
 #include <utility>
 
-#include "backend/registry.h"
+#include "backend/selection.h"
 #include "cli/batch_shard.h"
 #include "cli/interrupt.h"
 #include "cli/model_tokenizer.h"

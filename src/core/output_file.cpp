@@ -110,6 +110,17 @@ void OutputFile::commit() {
   committed_ = true;
 }
 
+AppendFile::AppendFile(std::string path) : path_(std::move(path)) {
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+  if (fd_ < 0) throw FileError(path_, "cannot open for appending: " + reason(errno));
+}
+
+AppendFile::~AppendFile() { ::close(fd_); }
+
+void AppendFile::append(std::string_view bytes) {
+  if (!write_all(fd_, bytes)) throw FileError(path_, "cannot append: " + reason(errno));
+}
+
 void write_output_file(const std::string& path, std::string_view bytes) {
   OutputFile f(path);
   f.write(bytes);

@@ -44,6 +44,24 @@ class OutputFile {
   bool committed_ = false;
 };
 
+// A file that records are appended to as they are known (`run --batch --resume FILE`): not
+// replaced, so it has no temporary file; each append() goes to the OS at once (O_APPEND, no
+// buffer), so a record is on disk when the next request starts, and a failed write (a full
+// disk) is a FileError naming PATH with the OS's reason, never a record lost silently.
+class AppendFile {
+ public:
+  explicit AppendFile(std::string path);
+  ~AppendFile();
+  AppendFile(const AppendFile&) = delete;
+  AppendFile& operator=(const AppendFile&) = delete;
+
+  void append(std::string_view bytes);
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
 // The whole file at once, through OutputFile.
 void write_output_file(const std::string& path, std::string_view bytes);
 

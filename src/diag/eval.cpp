@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/stop_point.h"
 
 namespace llmctl {
 
@@ -99,6 +100,7 @@ void run_windows(Forward& fwd, const std::vector<int32_t>& text, int32_t bos,
     // Position i predicts seq[i + 1]: positions score_from .. len-2 want their logits.
     const auto scored = [&](int64_t i) { return i >= w.score_from && i + 1 < len; };
     for (int64_t i0 = 0; i0 < len; i0 += kRowsPerCall) {
+      stop_point();  // Ctrl-C between forward calls
       const int64_t m = std::min(kRowsPerCall, len - i0);
       if (fwd.cache().reserve(0, m) != Reserve::Ok)
         throw Error(fmt::format("eval: the KV cache has no room for a window of {} tokens", len));

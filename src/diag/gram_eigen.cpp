@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/stop_point.h"
 
 extern "C" {
 void ssyrk_(const char* uplo, const char* trans, const int* n, const int* k, const float* alpha,
@@ -75,6 +76,7 @@ std::vector<double> gram_f32(const float* a, const GramShape& s) {
   std::vector<double> g(nn, 0.0);
   std::vector<float> part(nn);
   for (int64_t k0 = 0; k0 < s.k(); k0 += kGramBlock) {
+    stop_point();  // Ctrl-C between blocks
     const int len = to_int(std::min(kGramBlock, s.k() - k0), "block");
     ssyrk_("L", trans, &dim, &len, &one, slice(a, s, k0), &lda, &zero, part.data(), &dim);
     for (int64_t j = 0; j < dim; ++j) {  // lower triangle, column j from row j
@@ -95,6 +97,7 @@ std::vector<double> gram_f64(const float* a, const GramShape& s) {
   // with leading dimension n kept) so the float64 copy stays small.
   std::vector<double> buf;
   for (int64_t k0 = 0; k0 < s.k(); k0 += kGramBlock) {
+    stop_point();
     const int64_t len = std::min(kGramBlock, s.k() - k0);
     const int ilen = to_int(len, "block");
     if (!s.wide) {

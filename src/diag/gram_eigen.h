@@ -57,7 +57,7 @@ struct Spectrum {
 // entry's consequence (NaN eigenvalues) or a LAPACK failure.
 Spectrum singular_values(const float* a, int64_t m, int64_t n, const SpectrumOptions& opt);
 
-// G = A^T A's eigen-decomposition computed elsewhere (the GPU: cli wires registry.h's
+// G = A^T A's eigen-decomposition computed elsewhere (the GPU: cli wires gpu_utilities.h's
 // gpu_gram_eigen in), for a tall A (m >= n) row-major: G from float64 products, a float64
 // symmetric eigensolver. diag never sees the device; the caller says where it ran.
 struct GramEigenResult {

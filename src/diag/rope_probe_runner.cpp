@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/stop_point.h"
 
 namespace llmctl {
 
@@ -59,6 +60,7 @@ void RopeRunner::run(const std::vector<int32_t>& ids, RopePositions pos, bool al
   if (fwd_.reserve(seq, n) != Reserve::Ok) throw Error("rope-probe: the KV pool is too small");
   fwd_.set_rope_positions(seq, pos);
   for (int64_t i0 = 0; i0 < n; i0 += kChunk) {
+    stop_point();  // Ctrl-C between forward calls
     const int64_t i1 = std::min(n, i0 + kChunk);
     std::vector<BatchToken> batch;
     for (int64_t i = i0; i < i1; ++i)

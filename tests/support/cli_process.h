@@ -15,7 +15,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -111,6 +113,32 @@ class CliProcess {
       usleep(20000);
     }
     return seen();
+  }
+  // Waits until llmctl (after exec) has a handler installed for `sig` (its SigCgt mask in
+  // /proc/PID/status), the child exits, or timeout_s pass; returns whether it was seen. A
+  // signal sent after this is handled, not the default action: no sleep of a guessed length.
+  // Before exec the forked child still has the test runner's handlers (Catch2 catches
+  // SIGINT), so the executable is checked first: exec resets every handler.
+  bool wait_for_handler(int sig, double timeout_s) {
+    const auto deadline = now() + timeout_s;
+    const unsigned long long bit = 1ULL << (sig - 1);
+    const std::string proc = "/proc/" + std::to_string(pid_);
+    auto caught = [&] {
+      std::error_code ec;
+      if (std::filesystem::read_symlink(proc + "/exe", ec) != llmctl_binary_beside_tests())
+        return false;
+      std::ifstream status(proc + "/status");
+      std::string line;
+      while (std::getline(status, line))
+        if (line.rfind("SigCgt:", 0) == 0)
+          return (std::strtoull(line.c_str() + 7, nullptr, 16) & bit) != 0;
+      return false;
+    };
+    while (now() < deadline && running()) {
+      if (caught()) return true;
+      usleep(2000);
+    }
+    return false;
   }
   // Closes our end of the stdout pipe: the child's next write fails with EPIPE/SIGPIPE.
   void close_stdout() {

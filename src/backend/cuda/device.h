@@ -1,7 +1,7 @@
 #pragma once
-// CUDA device discovery (host side). Only backend/registry.cpp and backend/cuda/ include this.
+// CUDA device discovery (host side). Only backend/selection.cpp and backend/cuda/ include this.
 
-#include "backend/registry.h"
+#include "backend/selection.h"
 
 namespace llmctl::cuda {
 

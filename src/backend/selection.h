@@ -1,5 +1,7 @@
 #pragma once
-// The one place that knows whether the CUDA backend is compiled in (registry.cpp).
+// Backend selection: which devices are visible (probe_gpus) and the backend a command runs on
+// (make_backend). With gpu_utilities.cpp, the only places that know whether the CUDA backend
+// is compiled in.
 
 #include <cstddef>
 #include <memory>
@@ -7,7 +9,6 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "backend/gpu_gram_eigen.h"
 
 namespace llmctl {
 
@@ -57,20 +58,6 @@ std::unique_ptr<Backend> make_backend(const BackendChoice& choice);
 // Threads n_threads = 0 stands for.
 int default_cpu_threads();
 
-// Device-to-device copy bandwidth of GPU `index` in GB/s (2 * bytes / time, the best of `runs`
-// copies of a `bytes` buffer): the yardstick for GPU decode. Throws Error when there is no such
-// GPU or CUDA is not compiled in.
-double measure_gpu_copy_bandwidth(int index, size_t bytes, int runs);
-// cuBLAS's f16-input/f32-accumulate GEMM rate of GPU `index` in GFLOP/s on a size^3 problem
-// (best of `runs`): the yardstick for GPU prefill. Throws Error as above, or when cuBLAS cannot
-// be loaded.
-double measure_gpu_gemm_rate(int index, int64_t size, int runs);
 // The GPU index of a "cuda" / "cuda:N" device string; throws Error for anything else.
 int cuda_device_index(const std::string& device);
-// svd-embed's float64 Gram matrix G = A^T A and its eigenvalues (eigenvectors too with
-// want_vectors) on visible GPU `index`: backend/gpu_gram_eigen.h. A (m, n) row-major, m >= n.
-// Throws Error when there is no such GPU or CUDA is not compiled in, when cuBLAS or cuSOLVER
-// cannot be loaded, or when the buffers do not fit in the free device memory.
-GpuGramEigen gpu_gram_eigen(int index, const float* a, int64_t m, int64_t n, bool want_vectors);
-
 }  // namespace llmctl

@@ -1,4 +1,6 @@
-#include "backend/registry.h"
+// Backend selection (selection.h): the CPU backends, or the CUDA one when it is compiled in
+// and the device is visible.
+#include "backend/selection.h"
 
 #include <fmt/format.h>
 #include <sched.h>
@@ -14,8 +16,6 @@
 #if defined(LLMCTL_HAVE_CUDA)
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/device.h"
-#include "backend/cuda/gram_eigen_cuda.h"
-#include "backend/cuda/probes.h"
 #endif
 
 namespace llmctl {
@@ -84,56 +84,6 @@ int cuda_device_index(const std::string& device) {
   if (device != "cuda" && device.rfind("cuda:", 0) != 0)
     throw Error(fmt::format("device '{}': expected cuda or cuda:N", device));
   return parse_cuda_index(device);
-}
-
-namespace {
-// The CUDA index of visible GPU `index`, or an Error naming `what`.
-int probe_target(int index, const char* what) {
-  const GpuProbe probe = probe_gpus();
-  if (index < 0 || index >= static_cast<int>(probe.gpus.size()))
-    throw Error(fmt::format(
-        "{}: there is no GPU {} ({})", what, index,
-        probe.gpus.empty() ? probe.reason : fmt::format("{} visible", probe.gpus.size())));
-  return probe.gpus[static_cast<size_t>(index)].index;
-}
-}  // namespace
-
-double measure_gpu_copy_bandwidth(int index, size_t bytes, int runs) {
-  const int device = probe_target(index, "copy-bandwidth probe");
-#if defined(LLMCTL_HAVE_CUDA)
-  return cuda::measure_copy_bandwidth(device, bytes, runs).gb_per_s;
-#else
-  (void)device;
-  (void)bytes;
-  (void)runs;
-  throw Error("copy-bandwidth probe: CUDA support not compiled in");
-#endif
-}
-
-double measure_gpu_gemm_rate(int index, int64_t size, int runs) {
-  const int device = probe_target(index, "GEMM-rate probe");
-#if defined(LLMCTL_HAVE_CUDA)
-  return cuda::measure_gemm_rate(device, size, runs);
-#else
-  (void)device;
-  (void)size;
-  (void)runs;
-  throw Error("GEMM-rate probe: CUDA support not compiled in");
-#endif
-}
-
-GpuGramEigen gpu_gram_eigen(int index, const float* a, int64_t m, int64_t n, bool want_vectors) {
-  const int device = probe_target(index, "svd-embed on the GPU");
-#if defined(LLMCTL_HAVE_CUDA)
-  return cuda::gram_eigen_f64(device, a, m, n, want_vectors);
-#else
-  (void)device;
-  (void)a;
-  (void)m;
-  (void)n;
-  (void)want_vectors;
-  throw Error("svd-embed on the GPU: CUDA support not compiled in");
-#endif
 }
 
 std::unique_ptr<Backend> make_backend(const BackendChoice& choice) {
