@@ -266,3 +266,20 @@ TEST_CASE("SIGINT during bench: exit 130, the rows measured so far, no summary l
   CHECK_FALSE(has(e.err, "llmctl-bench: rows="));
   CHECK_FALSE(has(e.out, "tg30000"));  // the interrupted row is not reported
 }
+
+// The subcommands with nothing to stop cleanly exit 130 at once (install_exit_on_interrupt):
+// a process killed by SIGINT would read as -2 to a Python caller, not 130.
+TEST_CASE("SIGINT during tokenize of a long file: exit 130, not death by the signal", "[cli]") {
+  const std::string model = require_test_file("models/stories260K.gguf");
+  const std::string text = llmctl::test::temp_dir() + "/sigint_tokenize.txt";
+  {
+    std::string big;
+    for (int i = 0; i < 400000; ++i) big += "Once upon a time there was a little girl. ";
+    llmctl::test::write_file(text, big);  // ~17 MB: seconds of tokenizing
+  }
+  CliProcess p({"tokenize", "-m", model, "--file", text, "--count"});
+  REQUIRE(p.wait_for_handler(SIGINT, kDeadline));
+  const CliExit e = interrupt_and_wait(p);
+  CHECK(e.code == 130);
+  std::filesystem::remove(text);
+}

@@ -141,6 +141,7 @@ int run_app(int argc, char** argv) {
       fmt::print(stderr, "{}", app.help());
       return kExitUsage;
     }
+    install_exit_on_interrupt();  // Ctrl-C is exit 130 in every subcommand (interrupt.h)
     code = action();
   } catch (const Stopped& e) {
     // Ctrl-C reached a safe point (core/stop_point.h); the unwinding removed temporary files.

@@ -2,6 +2,8 @@
 #include "cli/interrupt.h"
 
 #include <atomic>
+#include <unistd.h>
+
 #include <csignal>
 
 #include "core/stop_point.h"
@@ -22,7 +24,15 @@ extern "C" void on_sigint(int) {
     std::raise(SIGINT);
   }
 }
+extern "C" void exit_on_sigint(int) { _exit(130); }  // kExitInterrupted; async-signal-safe
 }  // namespace
+
+void install_exit_on_interrupt() {
+  struct sigaction sa {};
+  sa.sa_handler = exit_on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+}
 
 void install_interrupt_handler() {
   struct sigaction sa {};

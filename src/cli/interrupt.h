@@ -15,6 +15,10 @@
 namespace llmctl::cli {
 
 void install_interrupt_handler();
+// For the subcommands with no long work to stop cleanly (inspect, tokenize, kvplan) and the
+// moments before a subcommand installs its own handler: Ctrl-C exits 130 at once (nothing to
+// clean up; buffered output is dropped), as run_app installs it for every subcommand.
+void install_exit_on_interrupt();
 // Whether SIGINT arrived (or stdout was closed) since the last clear_interrupt().
 bool interrupted();
 // For -i: a Ctrl-C ends the answer being generated, not the chat.
