@@ -357,7 +357,7 @@ void add_bench_command(CLI::App& app, Action& action) {
       "decode step reads (weights + K/V) x t/s; '% of probe' divides by the bandwidth probe\n"
       "(CPU: memory read; GPU: device copy bandwidth; --probe-mib 0 skips it). Benchmark on\n"
       "an idle machine; compare ratios from one run.\n"
-      "Exit codes: 0 ok, 1 error, 2 usage error.");
+      "Exit codes: 0 ok, 1 error, 2 usage error, 130 stopped by Ctrl-C.");
   add_engine_options(sub, opt,
                      {kModelList | kThreadList | kDevice | kKvType | kBatchSize | kBatchInvariant |
                       kCudaGraphs});

@@ -2,7 +2,8 @@
 //             [--base BASE [--top-k K]] [--save-imatrix FILE] [--json] [--device D] [-t N]
 //
 // Perplexity of MODEL over a text, cut into windows of -c positions (diag/eval.h has the
-// scoring rules: ours, or llama-perplexity's with --scoring llama-cpp); with --base, the KL divergence of MODEL's next-token distributions from
+// scoring rules: ours, or llama-perplexity's with --scoring llama-cpp); with --base, the KL
+// divergence of MODEL's next-token distributions from
 // BASE's (base first, keeping only its top-K log-probs and tail mass per position, then the
 // model), top-1 agreement and the mean change of the base top token's probability; with
 // --save-imatrix, the importance matrix of MODEL's matmul inputs over the text.

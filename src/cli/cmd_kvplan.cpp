@@ -146,7 +146,7 @@ void add_kvplan_command(CLI::App& app, Action& action) {
       "vLLM's option names are accepted beside ours (--max-model-len, --gpu-memory-utilization,\n"
       "--tensor-parallel-size/-tp, --kv-cache-dtype, --max-num-seqs, --max-num-batched-tokens), and\n"
       "llama.cpp's (-c, -np, -ctk/-ctv). --batch is the old name of --parallel.\n"
-      "Exit codes: 0 ok (also when the plan does not fit; see \"fits\"), 1 error, 2 usage error.");
+      "Exit codes: 0 ok (also when the plan does not fit; see \"fits\"), 1 error, 2 usage error,\n130 stopped by Ctrl-C.");
   sub->add_option("-m,--model", opt.model, "Catalog name, .gguf file or Hugging Face config.json")
       ->type_name("MODEL");
   sub->add_option("--gpu", opt.gpu, "GPU from the catalog (--list-gpus); default h100-sxm")

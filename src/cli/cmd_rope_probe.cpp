@@ -190,7 +190,7 @@ void add_rope_probe_command(CLI::App& app, Action& action) {
       "  llmctl rope-probe -m stories260K.gguf --check --json > base.json\n"
       "  llmctl rope-probe -m stories260K.gguf --baseline base.json --svg rope.svg\n"
       "  llmctl rope-probe -m model.gguf --rope-scale linear:4 --offsets 4096,65536\n"
-      "Exit codes: 0 ok, 1 error, 2 usage error, 3 a check failed or drift.");
+      "Exit codes: 0 ok, 1 error, 2 usage error, 3 a check failed or drift, 130 stopped by Ctrl-C.");
   sub->add_option("--pre-tokenizer", opt.pre_tokenizer, kPreTokenizerHelp)
       ->type_name("NAME");
   add_engine_options(sub, opt, {kModel | kThreads | kDevice | kCpuReference});

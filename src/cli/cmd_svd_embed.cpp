@@ -384,7 +384,7 @@ Device       --device cuda[:N] forms the Gram matrix on that GPU from float64 pr
                milliseconds there) and the bound is that of --gram f64. auto: the first
                visible GPU, else the CPU. Needs a CUDA build and libcublas/libcusolver at run
                time; the JSON's "device" says where the spectrum was computed.
-Exit codes: 0 ok, 1 bad model file or error, 2 usage error.)");
+Exit codes: 0 ok, 1 bad model file or error, 2 usage error, 130 stopped by Ctrl-C.)");
   add_engine_options(sub, opt, {kModel | kThreads | kDevice});
   sub->get_option("--device")
       ->description("auto (a visible GPU, else the CPU), cpu or cuda[:N]: where the Gram matrix "

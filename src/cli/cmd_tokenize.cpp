@@ -243,7 +243,7 @@ void add_tokenize_command(CLI::App& app, Action& action) {
       "--chat FILE.json renders an OpenAI-style messages array (or {\"messages\": [...], "
       "\"tools\": ...}) with the model's Jinja chat template; --format text prints the prompt "
       "exactly, ids the ids `run` prefills (BOS added as llama.cpp does).\n"
-      "Exit codes: 0 ok, 1 bad input file or error, 2 usage error.");
+      "Exit codes: 0 ok, 1 bad input file or error, 2 usage error, 130 stopped by Ctrl-C.");
   sub->add_option("-m,--model", opt.model, "GGUF model whose embedded vocabulary to use")
       ->type_name("FILE");
   sub->add_option("--tokenizer", opt.tokenizers,
