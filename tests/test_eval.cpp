@@ -18,6 +18,7 @@
 #include "diag/imatrix_collector.h"
 #include "model/forward.h"
 #include "model/model_loader.h"
+#include "support/fixtures.h"
 #include "support/test_data.h"
 #include "tokenizer/tokenizer.h"
 
@@ -260,4 +261,30 @@ TEST_CASE("imatrix collector: rows per weight, layer-0 sums equal rmsnorm(embedd
     REQUIRE(got.size() == want.size());
     for (size_t j = 0; j < want.size(); ++j) CHECK(got[j] == Approx(want[j]).epsilon(1e-4));
   }
+}
+
+TEST_CASE("imatrix collector: a fused QKV or gate/up tensor (phi3) counts its input once",
+          "[cpu]") {
+  const LoadedModel m = load_model(test::fixture_path("family_phi3/model.gguf"));
+  const ModelConfig& c = m.config;
+  REQUIRE(c.fused_qkv);
+  REQUIRE(c.fused_gate_up);
+  const auto backend = cpu_backend();
+  Forward fwd(c, m.weights, *backend, 64);
+  ImportanceMatrix im;
+  ImatrixCollector col(im);
+  fwd.set_observer(&col);
+  const int64_t n = 6;
+  REQUIRE(fwd.cache().reserve(0, n) == Reserve::Ok);
+  std::vector<BatchToken> batch;
+  for (int64_t i = 0; i < n; ++i) batch.push_back({0, static_cast<int32_t>(3 + 7 * i), i == n - 1});
+  fwd.decode(batch);
+  for (int64_t l = 0; l < c.n_layers; ++l)
+    for (const char* w : {"attn_qkv", "attn_output", "ffn_up", "ffn_down"}) {
+      const std::string name = "blk." + std::to_string(l) + "." + w + ".weight";
+      INFO(name);
+      REQUIRE(im.entries.count(name) == 1);
+      CHECK(im.entries.at(name).n_rows == n);  // was 3 n (QKV) and 2 n (gate/up)
+    }
+  CHECK(im.entries.size() == static_cast<size_t>(4 * c.n_layers + 1));
 }

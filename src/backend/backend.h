@@ -101,6 +101,10 @@ struct WeightView {
   int64_t n_cols = 0;             // row length: ggml shape[0]
   int64_t n_rows = 1;             // ggml shape[1]; 1 for a vector
   const void* data = nullptr;     // host (mapping) or device address; see bind_weight()
+  // First row of this view within the tensor `name`: 0 but for the row views of a fused
+  // tensor past its first part (model/arch.h split_fused_layer: K and V of a fused QKV, up of
+  // a fused gate/up), which read the same input as the first part.
+  int64_t row0 = 0;
 
   bool present() const { return data != nullptr; }
 };

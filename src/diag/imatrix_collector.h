@@ -6,7 +6,8 @@
 // Every matmul is collected under its weight's GGUF name, the output projection included
 // (llama-imatrix leaves it out unless --process-output; `quantize --imatrix` simply finds an
 // entry for it). Its input rows are only the rows whose logits were asked for, which in
-// `llmctl eval` are every scored position.
+// `llmctl eval` are every scored position. A fused tensor (phi3's attn_qkv, ffn_up) runs as
+// row views of one weight (model/arch.h); its input is counted once, as llama-imatrix counts it.
 
 #include <cstdint>
 

@@ -178,6 +178,7 @@ WeightView row_slice(const WeightView& m, int64_t row0, int64_t n_rows) {
   LLMCTL_ASSERT(row0 >= 0 && row0 + n_rows <= m.n_rows);
   WeightView v = m;  // the fused tensor's name, for messages
   v.n_rows = n_rows;
+  v.row0 = m.row0 + row0;
   v.data = static_cast<const uint8_t*>(m.data) +
            static_cast<size_t>(row0) * weight_row_bytes(m.type, m.n_cols);
   return v;
