@@ -4,9 +4,13 @@
 // output naming the scoring; and SmolLM2's perplexity against llama.cpp's own, from
 // tests/fixtures/llamacpp_perplexity_smollm2.json (tools/llamacpp_perplexity.py, which runs
 // llama-perplexity's algorithm through llama-cpp-python 0.3.36): within 0.1 % on an F16 copy
-// of the weights, within 2.5 % on the Q4_1 file (measured 1.2 %; the test says why).
+// of the weights and within 2.5 % on the Q4_1 file over a 1700-token text (measured 1.2 %; the
+// test says why), and within the issue's 0.5 % on the Q4_1 file over a 40k-token text
+// (tests/fixtures/llamacpp_perplexity_smollm2_licenses.json; measured -0.04 %).
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -175,8 +179,9 @@ TEST_CASE("eval names its scoring in text, --json and the summary line", "[cli]"
 //     per-token NLL of the two engines differs by std 0.22 nats, so a mean over ~800 tokens
 //     differs by about 0.008 nats (0.8 %) by chance alone; llmctl's reference kernels
 //     (--cpu-reference in run) give exactly the float64 value there.
-// So the 0.5 % of the issue is checked on the F16 copy (bound 0.1 %), and the Q4_1 file within
-// 2.5 % (3 sigma of that noise): a wrong chunking, BOS or half moves either far more.
+// So on this short text the F16 copy is held to 0.1 % and the Q4_1 file to 2.5 % (3 sigma of
+// that noise): a wrong chunking, BOS or half moves either far more. The issue's 0.5 % on the
+// Q4_1 file is the next test's, over a text 23 times longer.
 TEST_CASE("SmolLM2: eval --scoring llama-cpp agrees with llama.cpp's perplexity",
           "[cli][golden]") {
   const std::string q4_1 = require_test_file("models/SmolLM2-135M-Instruct.Q4_1.gguf");
@@ -224,4 +229,56 @@ TEST_CASE("SmolLM2: eval --scoring llama-cpp agrees with llama.cpp's perplexity"
       CHECK(std::abs(ppl - want) <= tolerance * want);
     }
   }
+}
+
+// The issue's 0.5 % on the Q4_1 file itself, over a text long enough that the 8-bit activation
+// rounding noise above averages out (per-token NLL differences of std ~0.2 nats over ~20,000
+// scored tokens: about 0.15 % by chance), as llama.cpp's published perplexities are taken over
+// long texts too (wikitext-2). The text is eight licence texts every Debian system carries in
+// /usr/share/common-licenses (base-files), concatenated in the fixture's order: about 40,000
+// tokens at llama-perplexity's default -c 512. The token ids in the fixture prove the text is
+// the one llama.cpp scored.
+TEST_CASE("SmolLM2 Q4_1: eval --scoring llama-cpp within 0.5 % of llama.cpp on a 40k-token text",
+          "[cli][golden][slow]") {
+  const std::string q4_1 = require_test_file("models/SmolLM2-135M-Instruct.Q4_1.gguf");
+  const json ref = json::parse(
+      test::read_file(test::fixture_path("llamacpp_perplexity_smollm2_licenses.json")));
+  std::string raw;  // the files concatenated, as `cat` gives them
+  for (const json& part : ref["text"]) {
+    const std::string path = part.get<std::string>();
+    if (!std::filesystem::exists(path)) {
+      std::fprintf(stderr, "SKIPPED: %s is missing (Debian's base-files installs it)\n",
+                   path.c_str());
+      std::_Exit(77);
+    }
+    raw += test::read_file(path);
+  }
+  REQUIRE(!raw.empty());
+  // Tokenized as llama-perplexity's -f reads it: one final newline dropped.
+  const std::string stripped = test::temp_dir() + "/licenses_stripped.txt";
+  test::write_file(stripped, raw.substr(0, raw.size() - (raw.back() == '\n' ? 1 : 0)));
+  const auto t = run_llmctl({"tokenize", "-m", q4_1, "--no-parse-special", "--file", stripped});
+  REQUIRE(t.code == 0);
+  std::vector<int32_t> ids;
+  std::istringstream in(t.out);
+  for (int32_t id = 0; in >> id;) ids.push_back(id);
+  INFO("a different text (another base-files version?) or a tokenizer difference");
+  REQUIRE(ids == ref["token_ids"].get<std::vector<int32_t>>());
+
+  const json& r = ref["models"][0]["results"][0];
+  REQUIRE(ref["models"][0]["model"] == "SmolLM2-135M-Instruct.Q4_1.gguf");
+  const std::string text = test::temp_dir() + "/licenses.txt";
+  test::write_file(text, raw);  // eval --scoring llama-cpp drops the newline itself
+  const auto e = run_llmctl({"eval", "-m", q4_1, "--text", text, "--ctx",
+                             std::to_string(r["n_ctx"].get<int64_t>()), "--scoring", "llama-cpp",
+                             "--json"});
+  INFO(e.err);
+  REQUIRE(e.code == 0);
+  const json j = json::parse(e.out);
+  CHECK(j["n_windows"] == r["n_chunks"]);
+  CHECK(j["n_scored"] == r["n_scored"]);
+  const double ppl = j["ppl"], want = r["ppl"];
+  WARN("Q4_1, 40k-token text, n_ctx " << r["n_ctx"] << ": llmctl " << ppl << ", llama.cpp "
+                                      << want << " (" << 100.0 * (ppl - want) / want << " %)");
+  CHECK(std::abs(ppl - want) <= 0.005 * want);
 }

@@ -37,10 +37,22 @@ so that neither engine rounds activations to 8 bits: tests/test_eval_llamacpp.cp
       --text tests/fixtures/declaration_of_independence.txt --ctx 128,256 \\
       --text-source "United States Declaration of Independence (1776), public domain" \\
       --out tests/fixtures/llamacpp_perplexity_smollm2.json
+
+and the long-text fixture (about 40,000 tokens: the noise of 8-bit activation rounding averages
+out there, so the Q4_1 file itself is compared within 0.5 %) with
+
+  L=/usr/share/common-licenses
+  $V/bin/python tools/llamacpp_perplexity.py ../shared/models/SmolLM2-135M-Instruct.Q4_1.gguf \
+      --text $L/GPL-3 --text $L/LGPL-2.1 --text $L/GFDL-1.3 --text $L/MPL-2.0 \
+      --text $L/Apache-2.0 --text $L/GPL-2 --text $L/MPL-1.1 --text $L/LGPL-2 --ctx 512 \
+      --text-source "Debian base-files /usr/share/common-licenses (licence texts), concatenated" \
+      --out tests/fixtures/llamacpp_perplexity_smollm2_licenses.json
 """
 
 import argparse
 import ctypes
+import hashlib
+import json
 import math
 import os
 import sys
@@ -95,7 +107,7 @@ def perplexity(model, vocab, tokens, n_ctx, add_bos):
     first = n_ctx // 2
     n_chunk = len(tokens) // n_ctx
     batch = llama_cpp.llama_batch_init(n_ctx, 0, 1)
-    nll, count, running = 0.0, 0, []
+    nll, count, running, per_token = 0.0, 0, [], []
     try:
         for i in range(n_chunk):
             start = i * n_ctx
@@ -115,14 +127,15 @@ def perplexity(model, vocab, tokens, n_ctx, add_bos):
             for j in range(first, n_ctx - 1):
                 ptr = llama_cpp.llama_get_logits_ith(ctx, j)
                 row = np.ctypeslib.as_array(ctypes.cast(ptr, ctypes.POINTER(ctypes.c_float)), shape=(n_vocab,))
-                nll += nll_of(row.copy(), chunk[j + 1])
+                per_token.append(nll_of(row.copy(), chunk[j + 1]))
+                nll += per_token[-1]
                 count += 1
             running.append(round(math.exp(nll / count), 4))  # as its "[i]ppl," progress line
     finally:
         llama_cpp.llama_batch_free(batch)
         llama_cpp.llama_free(ctx)
     return {"n_ctx": n_ctx, "n_chunks": n_chunk, "n_scored": count, "mean_nll": nll / count,
-            "ppl": math.exp(nll / count), "running_ppl": running}
+            "ppl": math.exp(nll / count), "running_ppl": running}, per_token
 
 
 def run_model(path, text, ctx_values):
@@ -137,34 +150,41 @@ def run_model(path, text, ctx_values):
     if llama_cpp.llama_vocab_get_add_eos(vocab):
         sys.exit("llamacpp_perplexity: the vocabulary adds EOS; llama-perplexity refuses such a model")
     tokens = tokenize(vocab, text)
-    results = []
+    results, per_token = [], {}
     for n_ctx in ctx_values:
-        r = perplexity(model, vocab, tokens, n_ctx, add_bos)
+        r, per_token[n_ctx] = perplexity(model, vocab, tokens, n_ctx, add_bos)
         print(f"{os.path.basename(path)} n_ctx {n_ctx}: {r['n_chunks']} chunks, {r['n_scored']} scored, "
               f"PPL = {r['ppl']:.4f}", file=sys.stderr)
         results.append(r)
     llama_cpp.llama_model_free(model)
-    return add_bos, tokens, results
+    return add_bos, tokens, results, per_token
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("models", nargs="+", help="GGUF files of one vocabulary")
-    ap.add_argument("--text", required=True, help="UTF-8 text file (read as llama-perplexity -f reads it)")
+    ap.add_argument("--text", required=True, action="append",
+                    help="UTF-8 text file (read as llama-perplexity -f reads it); given more than once, "
+                         "the files are concatenated in order, as `cat A B > F` would")
     ap.add_argument("--text-source", default="", help="where the text comes from, for the record")
     ap.add_argument("--ctx", default="512", help="comma-separated n_ctx values (llama-perplexity -c; default 512)")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--nll-out", help="also write every scored token's NLL (JSON: model -> n_ctx -> list), "
+                                      "to compare engines token by token; not part of the fixture")
     args = ap.parse_args()
 
-    with open(args.text, encoding="utf-8") as f:
-        text = f.read()
+    raw = b""
+    for path in args.text:
+        with open(path, "rb") as f:
+            raw += f.read()
+    text = raw.decode("utf-8")
     if text.endswith("\n"):
         text = text[:-1]
     llama_cpp.llama_backend_init()
     ctx_values = [int(c) for c in args.ctx.split(",")]
-    models, tokens, add_bos = [], None, None
+    models, tokens, add_bos, nll_by_model = [], None, None, {}
     for path in args.models:
-        bos, ids, results = run_model(path, text, ctx_values)
+        bos, ids, results, nll_by_model[os.path.basename(path)] = run_model(path, text, ctx_values)
         if tokens is not None and (ids != tokens or bos != add_bos):
             sys.exit(f"llamacpp_perplexity: {path} tokenizes the text differently from {args.models[0]}")
         tokens, add_bos = ids, bos
@@ -175,12 +195,12 @@ def main():
         "generator": "tools/llamacpp_perplexity.py",
         "command": "python tools/llamacpp_perplexity.py " + " ".join(
             [os.path.basename(m) for m in args.models] +
-            ["--text", args.text, "--ctx", args.ctx, "--out", args.out]),
+            [a for t in args.text for a in ("--text", t)] + ["--ctx", args.ctx, "--out", args.out]),
         "llama_cpp_python": version,
         "llama_cpp_commit": VENDORED_LLAMA_CPP.get(version, "unknown"),
         "system_info": llama_cpp.llama_print_system_info().decode("utf-8", errors="replace").strip(),
-        "text": args.text,
-        "text_sha256": sha256_of(args.text),
+        "text": args.text[0] if len(args.text) == 1 else args.text,
+        "text_sha256": hashlib.sha256(raw).hexdigest(),  # of the files as read, concatenated
         "text_source": args.text_source,
         "settings": {"flash_attn": False, "type_k": "f32", "type_v": "f32", "n_gpu_layers": 0,
                      "n_threads": THREADS, "one chunk per llama_decode": True,
@@ -191,6 +211,9 @@ def main():
         "models": models,
     }
     write_fixture(args.out, out)
+    if args.nll_out:
+        with open(args.nll_out, "w", encoding="utf-8") as f:
+            json.dump(nll_by_model, f)
 
 
 if __name__ == "__main__":
