@@ -156,6 +156,58 @@ TEST_CASE("rope: per-pair frequency divisors (Llama 3.1 rope_freqs)", "[cpu]") {
                     "backend rope: weight 'rope_freqs.weight' has shape [3, 1], expected [4]");
 }
 
+TEST_CASE("rope: angles kept across calls give a direct computation's bits", "[cpu]") {
+  // The backends keep cos/sin per (position, pair) between calls (cpu/rope_table.h). Against
+  // rope_math.h computed here for every call: two parameter sets interleaved (Gemma 3's local
+  // and global bases), positions in any order and past the table's cap, divisors changed in
+  // place at the same address, on both CPU backends.
+  std::mt19937 rng(21);
+  std::vector<float> factors = {1.0f, 2.0f, 4.0f, 8.0f};
+  const auto direct = [&](std::vector<float> x, const std::vector<int32_t>& pos, int64_t n_heads,
+                          const RopeParams& p) {
+    for (size_t t = 0; t < pos.size(); ++t)
+      for (int64_t h = 0; h < n_heads; ++h)
+        for (int64_t i = 0; i < p.n_rot / 2; ++i) {
+          const double f =
+              p.freq_factors.present() ? static_cast<double>(factors[static_cast<size_t>(i)]) : 1.0;
+          const double theta = rope_angle(pos[t], i, p.n_rot, p.freq_base, p.freq_scale, f,
+                                          p.ext_factor, p.yarn_low, p.yarn_high);
+          int64_t i0 = 0, i1 = 0;
+          rope_pair_index(p.type, i, p.n_rot, &i0, &i1);
+          float* head = x.data() + (static_cast<int64_t>(t) * n_heads + h) * p.head_dim;
+          rope_rotate_cs(head + i0, head + i1, static_cast<float>(std::cos(theta) * p.mscale),
+                         static_cast<float>(std::sin(theta) * p.mscale));
+        }
+    return x;
+  };
+  RopeParams local{RopeType::Neox, 8, 8, 10000.0, 1.0, {}};
+  RopeParams global{RopeType::Normal, 8, 8, 1000000.0, 0.125, {}};
+  RopeParams yarn = global;
+  yarn.ext_factor = 1.0;
+  yarn.yarn_low = 1.0;
+  yarn.yarn_high = 3.0;
+  yarn.mscale = 1.1;
+  RopeParams divided{RopeType::Normal, 8, 8, 10000.0, 1.0, f32_view("f", factors, 4)};
+  const std::vector<std::vector<int32_t>> batches = {
+      {0, 1, 2}, {7}, {2, 0, 5000000}, {3, 3, 1}, {5000000, 4}, {1, 2, 3, 4, 5}};
+  cpu::CpuBackend ref;
+  cpu::CpuFastBackend fast(2);
+  for (Backend* be : {static_cast<Backend*>(&ref), static_cast<Backend*>(&fast)}) {
+    INFO(be->name());
+    int round = 0;
+    for (const std::vector<int32_t>& pos : batches)
+      for (const RopeParams* p : {&local, &global, &yarn, &divided, &local}) {
+        INFO("round " << round++);
+        if (round == 17) factors[2] = 3.0f;  // same address, new values
+        const int64_t n = static_cast<int64_t>(pos.size()), n_heads = 2;
+        const std::vector<float> x = random_floats(rng, static_cast<size_t>(n * n_heads * 8));
+        Buffer b = make(*be, x);
+        be->rope(b, make_ids(*be, pos), n, n_heads, *p);
+        CHECK(read(*be, b) == direct(x, pos, n_heads, *p));
+      }
+  }
+}
+
 TEST_CASE("attention over a paged cache: causal GQA against a direct double formula", "[cpu]") {
   cpu::CpuBackend be;
   std::mt19937 rng(3);

@@ -128,6 +128,16 @@ struct RopeParams {
   double yarn_high = 0.0;
   // cos and sin are multiplied by this (YaRN's attention factor); 1 leaves them exact.
   double mscale = 1.0;
+
+  // Whether o gives the same angles (cos, sin) at every position: every field above but the
+  // pairing (type) and head_dim; of freq_factors only whether they are given (a cache compares
+  // their values too).
+  // A new field that changes the angles must be compared here (cpu/rope_table.h caches by it).
+  bool same_angles(const RopeParams& o) const {
+    return n_rot == o.n_rot && freq_base == o.freq_base && freq_scale == o.freq_scale &&
+           freq_factors.present() == o.freq_factors.present() && ext_factor == o.ext_factor &&
+           yarn_low == o.yarn_low && yarn_high == o.yarn_high && mscale == o.mscale;
+  }
 };
 
 // The shape of one attention call and the per-layer options of its scores (attention() below).

@@ -133,33 +133,24 @@ void CpuBackend::add_bias_impl(Buffer& x, const WeightView& b, int64_t n_tokens)
 // Every head of token t rotated pair by pair for position positions[t] (rope_math.h).
 void CpuBackend::rope_impl(Buffer& x, const Buffer& positions, int64_t n_tokens, int64_t n_heads,
                            const RopeParams& p) {
-  rope_rows(x, positions, 0, n_tokens, n_heads, p);
+  rope_rows(x, positions, 0, n_tokens, n_heads, p,
+            rope_tables_.prepare(p, positions.i32(), n_tokens));
 }
 
 void CpuBackend::rope_rows(Buffer& x, const Buffer& positions, int64_t t0, int64_t t1,
-                           int64_t n_heads, const RopeParams& p) {
-  // The angles depend on the position and the pair only: cos/sin once per token, then
-  // every head rotated with them (the pow and sincos were most of the op's time).
+                           int64_t n_heads, const RopeParams& p, const RopeTables::Table& table) {
+  // The angles depend on the position and the pair only: cos/sin once per token (from the
+  // table, which keeps them across layers and calls), then every head rotated with them.
   const int64_t n_pairs = p.n_rot / 2;
-  std::vector<float> cs(static_cast<size_t>(2 * n_pairs));
+  std::vector<float> scratch(static_cast<size_t>(2 * n_pairs));
   for (int64_t t = t0; t < t1; ++t) {
-    const int32_t pos = positions.i32()[t];
-    if (pos < 0) throw Error(fmt::format("backend rope: position {} is negative", pos));
-    for (int64_t i = 0; i < n_pairs; ++i) {
-      const double factor =
-          p.freq_factors.present() ? static_cast<double>(load_f32(p.freq_factors.data, i)) : 1.0;
-      const double theta = rope_angle(pos, i, p.n_rot, p.freq_base, p.freq_scale, factor,
-                                      p.ext_factor, p.yarn_low, p.yarn_high);
-      cs[static_cast<size_t>(2 * i)] = static_cast<float>(std::cos(theta) * p.mscale);
-      cs[static_cast<size_t>(2 * i + 1)] = static_cast<float>(std::sin(theta) * p.mscale);
-    }
+    const float* cs = table.row(positions.i32()[t], scratch.data());
     for (int64_t h = 0; h < n_heads; ++h) {
       float* head = x.data() + (t * n_heads + h) * p.head_dim;
       for (int64_t i = 0; i < n_pairs; ++i) {
         int64_t i0 = 0, i1 = 0;
         rope_pair_index(p.type, i, p.n_rot, &i0, &i1);
-        rope_rotate_cs(head + i0, head + i1, cs[static_cast<size_t>(2 * i)],
-                       cs[static_cast<size_t>(2 * i + 1)]);
+        rope_rotate_cs(head + i0, head + i1, cs[2 * i], cs[2 * i + 1]);
       }
     }
   }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/rope_table.h"
 
 namespace llmctl::cpu {
 
@@ -69,8 +70,9 @@ class CpuBackend : public Backend {
   // so the split cannot change a bit).
   static void rmsnorm_rows(const Buffer& x, const WeightView& w, float eps, int64_t t0, int64_t t1,
                            Buffer& out);
+  // rope_rows reads the angles from `table` (rope_tables_.prepare over the whole batch).
   static void rope_rows(Buffer& x, const Buffer& positions, int64_t t0, int64_t t1, int64_t n_heads,
-                        const RopeParams& p);
+                        const RopeParams& p, const RopeTables::Table& table);
   static void silu_mul_range(const Buffer& gate, const Buffer& up, int64_t i0, int64_t i1,
                              Buffer& out);
   static void gelu_mul_range(const Buffer& gate, const Buffer& up, int64_t i0, int64_t i1,
@@ -85,6 +87,9 @@ class CpuBackend : public Backend {
   std::vector<float> row_scratch_;     // one dequantized weight row (matmul)
   std::vector<float> score_scratch_;   // attention scores of one head
   std::vector<float> kv_row_scratch_;  // one K or V head converted from f16
+
+ protected:
+  RopeTables rope_tables_;  // cos/sin per (position, pair), kept across layers and calls
 };
 
 }  // namespace llmctl::cpu

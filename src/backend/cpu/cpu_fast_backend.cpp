@@ -93,8 +93,10 @@ void CpuFastBackend::rmsnorm_impl(const Buffer& x, const WeightView& w, float ep
 void CpuFastBackend::rope_impl(Buffer& x, const Buffer& positions, int64_t n_tokens,
                                int64_t n_heads, const RopeParams& p) {
   ThreadPool& pool = n_tokens * n_heads * p.head_dim >= kMinParallelElements ? pool_ : serial_;
-  pool.parallel_for(
-      n_tokens, [&](int64_t t0, int64_t t1, int) { rope_rows(x, positions, t0, t1, n_heads, p); });
+  const RopeTables::Table& table = rope_tables_.prepare(p, positions.i32(), n_tokens);
+  pool.parallel_for(n_tokens, [&](int64_t t0, int64_t t1, int) {
+    rope_rows(x, positions, t0, t1, n_heads, p, table);
+  });
 }
 
 template <class Run>
