@@ -153,6 +153,9 @@ TEST_CASE("help shows no parser residue in any subcommand", "[cli]") {
     for (const char* residue : {"INT:", "FLOAT:", "TEXT:", " in [", "Excludes:", "Needs:", "REQUIRED",
                                 "POSITIVE", "NONNEGATIVE"})
       CHECK(r.out.find(residue) == std::string::npos);
+    // Scripts read the exit codes from the help: every subcommand lists them, Ctrl-C's too.
+    CHECK(r.out.find("Exit codes: 0 ok") != std::string::npos);
+    CHECK(r.out.find("130 stopped by Ctrl-C") != std::string::npos);
   }
 }
 

@@ -223,6 +223,8 @@ KL(base||model) per scored token uses the base's top-K tokens plus one bucket fo
 sum_top p log(p/q) + P_tail log(P_tail/Q_tail). By the log-sum inequality this is a LOWER
 BOUND of the full KL, exact when --top-k equals n_vocab. Reported: mean, median, p99, max;
 top-1 agreement; mean of q(t) - p(t) for the base's top token t.
+Exit codes: 0 ok, 1 bad input file or error (a text too short for the windows, another
+vocabulary in --base), 2 usage error, 130 stopped by Ctrl-C (no --save-imatrix file written).
 )";
 
 }  // namespace

@@ -175,7 +175,9 @@ void add_inspect_command(CLI::App& app, Action& action) {
       "blocks, which decide whether the block's values are finite) and reports the first one as\n"
       "'FILE: tensor NAME (TYPE SHAPE): row R, column C: value is NaN' (or '..., block B\n"
       "(elements A..Z): scale d is +Inf') with exit code 3; --json adds a \"verify\" object\n"
-      "{ok, tensors, bytes, values, unchecked, fault}.");
+      "{ok, tensors, bytes, values, unchecked, fault}.\n"
+      "Exit codes: 0 ok, 1 bad input file or error, 2 usage error, 3 --verify found NaN/Inf,\n"
+      "130 stopped by Ctrl-C.");
   sub->add_option("file", opt->file, "GGUF file to inspect (or give it with -m)")
       ->type_name("FILE");
   sub->add_option("-m,--model", opt->model, "GGUF file to inspect, as every subcommand takes it")

@@ -320,6 +320,20 @@ void add_quantize_command(CLI::App& app, Action& action) {
   CLI::App* sub = app.add_subcommand(
       "quantize",
       "Convert a GGUF model to another weight format, measuring what each tensor loses");
+  sub->footer(
+      "Examples:\n"
+      "  llmctl quantize model-f16.gguf model-q4_k_m.gguf --type Q4_K_M\n"
+      "  llmctl quantize model-f16.gguf out.gguf --type Q8_0 --dry-run     # sizes only\n"
+      "  llmctl eval -m model-f16.gguf -f calib.txt --save-imatrix im.gguf\n"
+      "  llmctl quantize model-f16.gguf model-q4_0.gguf --type q4_0 --imatrix im.gguf\n"
+      "\n"
+      "Progress ([i/N] per tensor) and warnings go to stderr; the report (size by type, the\n"
+      "--report worst tensors by SNR) to stdout, or --json. OUT is written beside itself as\n"
+      "OUT.tmp-XXXXXX and renamed when complete, removed on failure; an existing OUT is kept\n"
+      "unless --force, which replaces regular files only.\n"
+      "Exit codes: 0 ok, 1 bad input file or error (an existing OUT without --force, an\n"
+      "already-quantized input without --allow-requantize), 2 usage error,\n"
+      "130 stopped by Ctrl-C (nothing written).");
   sub->add_option("input", opt->input,
                   "Input GGUF file or Hugging Face model directory (or give it with -m)")
       ->type_name("IN");
