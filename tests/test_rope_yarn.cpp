@@ -5,6 +5,7 @@
 // Also: the HF -> GGUF writer's YaRN keys read back to the same angles (and logits), the
 // correction range and attention factor as transformers derives them, and both CPU backends.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -85,6 +86,32 @@ TEST_CASE("YaRN: reference logits match transformers past the original context",
   // The fast path rotates with the same rope_rows: float weights keep it close.
   cpu::CpuFastBackend fast(2);
   CHECK(max_abs_diff(run_logits(m, tokens, fast), want) < 1e-2);
+}
+
+// llama.cpp on a YaRN GGUF written by gguf-py from the same weights (model.gguf,
+// llamacpp_logits.json: tools/gen_yarn_llamacpp_fixture.py, which checked llama.cpp against
+// transformers within 1.1e-5): the GGUF keys read as llama.cpp reads them.
+TEST_CASE("YaRN: a gguf-py GGUF matches llama.cpp past the original context", "[cpu][golden]") {
+  const nlohmann::json ref = nlohmann::json::parse(llmctl::test::read_file(
+      fixture_path(std::string(kFixture) + "/llamacpp_logits.json")));
+  const auto tokens = ref["tokens"].get<std::vector<int32_t>>();
+  const auto want = ref["logits"].get<std::vector<std::vector<double>>>();
+  const LoadedModel m = load_model(fixture_path(std::string(kFixture) + "/model.gguf"));
+  CHECK(m.config.rope_scaling_type == "yarn");
+  cpu::CpuBackend backend;
+  const double diff = max_abs_diff(run_logits(m, tokens, backend), want);
+  WARN("hf_tiny_llama_yarn GGUF: max |logit - llama.cpp| = " << diff);
+  CHECK(diff < 1e-3);
+  // Greedy continuation, one token per step, as the generator ran llama.cpp.
+  Forward fwd(m.config, m.weights, backend, static_cast<int64_t>(tokens.size()) + 8);
+  std::vector<float> row;
+  for (const int32_t t : tokens) row = fwd.step(t);
+  std::vector<int32_t> greedy;
+  for (size_t i = 0; i < ref["greedy_ids"].size(); ++i) {
+    greedy.push_back(static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin()));
+    if (i + 1 < ref["greedy_ids"].size()) row = fwd.step(greedy.back());
+  }
+  CHECK(greedy == ref["greedy_ids"].get<std::vector<int32_t>>());
 }
 
 TEST_CASE("YaRN: hf -> GGUF keeps the scaling (same angles, same logits)", "[cpu]") {
