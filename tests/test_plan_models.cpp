@@ -9,6 +9,7 @@
 #include "io/gguf_format.h"
 #include "io/gguf_writer.h"
 #include "plan/gpu_catalog.h"
+#include "cli/kvplan_model.h"
 #include "plan/model_config.h"
 #include "support/test_data.h"
 
@@ -163,7 +164,7 @@ TEST_CASE("config.json: a missing field is a FileError naming it", "[cpu][plan]"
 TEST_CASE("GGUF: stories260K's shape from metadata and counted parameters equal the tensor table", "[cpu][plan]") {
   const std::string file = test::require_test_file("models/stories260K.gguf");
   const GgufFile f = GgufFile::open(file);
-  const ModelConfig c = model_from_gguf(f);
+  const ModelConfig c = cli::kvplan_model_from_gguf(f);
   CHECK(c.n_layers == 5);
   CHECK(c.n_embd == 64);
   CHECK(c.n_heads == 8);
@@ -196,7 +197,7 @@ TEST_CASE("GGUF: MoE and MLA keys", "[cpu][plan]") {
   b.set("deepseek2.vocab_size", u32(102400));
   b.add_tensor("output.weight", GgmlType::F32, {2, 2}, std::vector<uint8_t>(16));
   const auto bytes = std::make_shared<const std::vector<uint8_t>>(b.build());
-  const ModelConfig c = model_from_gguf(GgufFile::from_memory(bytes, "lite.gguf"));
+  const ModelConfig c = cli::kvplan_model_from_gguf(GgufFile::from_memory(bytes, "lite.gguf"));
   CHECK(c.is_mla());
   CHECK(c.qk_rope_dim == 64);
   CHECK(c.qk_nope_dim == 128);
@@ -208,7 +209,7 @@ TEST_CASE("GGUF: MoE and MLA keys", "[cpu][plan]") {
   bad.set("llama.block_count", u32(2));
   const auto bad_bytes = std::make_shared<const std::vector<uint8_t>>(bad.build());
   try {
-    model_from_gguf(GgufFile::from_memory(bad_bytes, "bad.gguf"));
+    cli::kvplan_model_from_gguf(GgufFile::from_memory(bad_bytes, "bad.gguf"));
     FAIL("no error");
   } catch (const FileError& e) {
     CHECK(std::string(e.what()).find("llama.embedding_length") != std::string::npos);

@@ -1,6 +1,5 @@
-// ModelConfig: parameter counts from shapes, and model shapes from GGUF metadata or a Hugging
-// Face config.json. Only metadata is read: GGUF tensor data is never touched (the tensor table
-// gives the file's weight bytes without reading them).
+// ModelConfig: parameter counts from shapes, model shapes from a Hugging Face config.json, and
+// which reader a model argument goes to (GGUF metadata: the engine's, cli/kvplan_model.h).
 #include "plan/model_config.h"
 
 #include <algorithm>
@@ -8,12 +7,12 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/edit_distance.h"
+#include "core/sliding_window.h"
 #include "core/error.h"
-#include "io/gguf.h"
-#include "io/gguf_format.h"
 #include "io/json_error.h"
 
 namespace llmctl::plan {
@@ -85,67 +84,6 @@ std::vector<std::string> closest_names(const std::string& query, const std::vect
   std::vector<std::string> out;
   for (size_t i = 0; i < scored.size() && i < n; ++i) out.push_back(scored[i].second);
   return out;
-}
-
-// --------------------------------------------------------------------------------------------
-// GGUF metadata
-// --------------------------------------------------------------------------------------------
-
-ModelConfig model_from_gguf(const GgufFile& f, const WindowPatternOf& pattern_of) {
-  ModelConfig c;
-  c.name = f.path();
-  c.source = "GGUF metadata of " + f.path();
-  c.arch = f.get_string_or("general.architecture", "");
-  if (c.arch.empty()) throw FileError(f.path(), "missing metadata key 'general.architecture'");
-  c.label = f.get_string_or("general.name", c.arch);
-  const std::string a = c.arch + ".";
-  auto need = [&](const std::string& key) {
-    const std::optional<int64_t> v = f.get_int(key);
-    if (!v || *v <= 0) throw FileError(f.path(), fmt::format("missing or invalid metadata key '{}'", key));
-    return *v;
-  };
-  c.n_layers = need(a + "block_count");
-  c.n_embd = need(a + "embedding_length");
-  c.n_heads = need(a + "attention.head_count");
-  c.n_kv_heads = f.get_int_or(a + "attention.head_count_kv", c.n_heads);
-  c.head_dim = f.get_int_or(a + "attention.key_length", c.n_embd / c.n_heads);
-  c.v_head_dim = f.get_int_or(a + "attention.value_length", c.head_dim);
-  c.max_ctx = f.get_int_or(a + "context_length", 0);
-  c.n_experts = f.get_int_or(a + "expert_count", 0);
-  c.n_experts_used = f.get_int_or(a + "expert_used_count", 0);
-  c.n_shared_experts = f.get_int_or(a + "expert_shared_count", 0);
-  c.n_dense_layers = f.get_int_or(a + "leading_dense_block_count", 0);
-  c.n_ff = c.n_experts > 0 && c.n_dense_layers == 0 ? f.get_int_or(a + "feed_forward_length", 0)
-                                                     : need(a + "feed_forward_length");
-  c.n_ff_expert = f.get_int_or(a + "expert_feed_forward_length", c.n_experts > 0 ? c.n_ff : 0);
-  c.sliding_window = f.get_int_or(a + "attention.sliding_window", 0);
-  if (const std::optional<WindowPattern> p = pattern_of ? pattern_of(c.arch) : std::nullopt) {
-    if (p->layers == WindowLayers::None) c.sliding_window = 0;  // the engine ignores the key
-    if (p->layers == WindowLayers::AllButEveryPeriod)
-      c.swa_period = f.get_int_or(a + "attention.sliding_window_pattern", p->period);
-  }
-  if (c.arch == "gemma2") c.norms_per_layer = 4;
-  c.kv_lora_rank = f.get_int_or(a + "attention.kv_lora_rank", 0);
-  if (c.is_mla()) {
-    c.q_lora_rank = f.get_int_or(a + "attention.q_lora_rank", 0);
-    c.qk_rope_dim = need(a + "rope.dimension_count");
-    c.qk_nope_dim = c.head_dim - c.qk_rope_dim;
-    c.n_kv_heads = c.n_heads;
-  }
-  c.n_vocab = f.get_int_or(a + "vocab_size", 0);
-  if (c.n_vocab == 0) c.n_vocab = static_cast<int64_t>(f.get_string_array("tokenizer.ggml.tokens").size());
-  if (c.n_vocab == 0)
-    if (const GgufTensorInfo* t = f.find_tensor("token_embd.weight"); t && t->shape.size() == 2)
-      c.n_vocab = t->shape[1];
-  if (c.n_vocab == 0) throw FileError(f.path(), "no vocabulary size (no vocab_size key, tokens or token_embd)");
-  c.tied_embeddings = f.find_tensor("output.weight") == nullptr;
-  c.qkv_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
-  c.qk_norm = f.find_tensor("blk.0.attn_q_norm.weight") != nullptr;
-  for (const GgufTensorInfo& t : f.tensors()) c.file_weight_bytes += t.n_bytes;
-  c.file_params = gguf_parameter_count(f);
-  if (c.n_kv_heads <= 0 || c.head_dim <= 0)
-    throw FileError(f.path(), "attention.head_count_kv and attention.key_length must be positive");
-  return c;
 }
 
 // --------------------------------------------------------------------------------------------
@@ -247,19 +185,19 @@ ModelConfig model_from_config_json(const std::string& path) {
   return c;
 }
 
-ModelConfig load_model(const std::string& name_or_file, const WindowPatternOf& pattern_of) {
+ModelConfig load_model(const std::string& name_or_file, const ModelFileReaders& readers) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::is_directory(name_or_file, ec)) {
     const fs::path cfg = fs::path(name_or_file) / "config.json";
     if (!fs::exists(cfg, ec)) throw FileError(name_or_file, "directory has no config.json");
-    return model_from_config_json(cfg.string());
+    return readers.config_json(cfg.string());
   }
   if (fs::is_regular_file(name_or_file, ec)) {
     const std::string lower = lowercase(name_or_file);
     if (lower.size() >= 5 && lower.compare(lower.size() - 5, 5, ".json") == 0)
-      return model_from_config_json(name_or_file);
-    return model_from_gguf(GgufFile::open(name_or_file), pattern_of);
+      return readers.config_json(name_or_file);
+    return readers.gguf(name_or_file);
   }
   const std::string lower = lowercase(name_or_file);
   for (const char* ext : {".gguf", ".json"}) {

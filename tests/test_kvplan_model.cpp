@@ -1,0 +1,97 @@
+// kvplan's planning input from the engine's reader (cli/kvplan_model.h): on the shared models
+// and on every tests/fixtures/family_* GGUF, kvplan's numbers are the engine's config_from_gguf
+// numbers (counts, head sizes, context, biases, QK-norm, and the window of every layer), and a
+// bad file gets the engine's message.
+#include <catch2/catch.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/kvplan_model.h"
+#include "core/error.h"
+#include "core/sliding_window.h"
+#include "io/gguf.h"
+#include "io/gguf_writer.h"
+#include "model/config.h"
+#include "support/fixtures.h"
+#include "support/test_data.h"
+
+using namespace llmctl;
+
+namespace {
+
+void check_agrees(const std::string& path) {
+  INFO(path);
+  const GgufFile f = GgufFile::open(path);
+  const ModelConfig engine = config_from_gguf(f);
+  const plan::ModelConfig kv = cli::kvplan_model_from_gguf(f);
+  CHECK(kv.arch == engine.arch);
+  CHECK(kv.n_layers == engine.n_layers);
+  CHECK(kv.n_embd == engine.n_embd);
+  CHECK(kv.n_heads == engine.n_heads);
+  CHECK(kv.n_kv_heads == engine.n_kv_heads);
+  CHECK(kv.head_dim == engine.head_dim);
+  CHECK(kv.v_dim() == engine.head_dim);
+  CHECK(kv.n_ff == engine.n_ff);
+  CHECK(kv.n_vocab == engine.n_vocab);
+  CHECK(kv.max_ctx == engine.n_ctx_train);
+  CHECK(kv.qkv_bias == engine.has_qkv_bias);
+  CHECK(kv.qk_norm == (engine.qk_norm != QkNorm::None));
+  CHECK_FALSE(kv.is_moe());
+  CHECK_FALSE(kv.is_mla());
+  for (int64_t l = 0; l < engine.n_layers; ++l) {
+    INFO("layer " << l);
+    const int64_t window = engine.sliding_window > 0 && window_pattern_has(engine.window, l)
+                               ? engine.sliding_window
+                               : 0;
+    CHECK(kv.layer_window(l) == window);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("kvplan's GGUF input equals the engine's config on the shared models", "[cpu][plan]") {
+  for (const char* rel : {"models/stories260K.gguf", "models/SmolLM2-135M-Instruct.Q4_1.gguf"})
+    check_agrees(test::require_test_file(rel));
+}
+
+TEST_CASE("kvplan's GGUF input equals the engine's config on every family fixture", "[cpu][plan]") {
+  for (const char* family :
+       {"gemma2", "granite", "olmo2", "phi3", "phi3_longrope", "phi3_partial", "qwen3"})
+    check_agrees(test::fixture_path(std::string("family_") + family + "/model.gguf"));
+}
+
+TEST_CASE("kvplan reports a bad GGUF with the engine's message", "[cpu][plan]") {
+  using namespace llmctl::gguf_value;
+  // head_count_kv 3 does not divide head_count 8; then a key out of range.
+  for (const auto& [key, value, want] :
+       {std::tuple<const char*, uint32_t, const char*>{"llama.attention.head_count_kv", 3,
+                                                       "does not divide head_count = 8"},
+        {"llama.block_count", 5000, "'llama.block_count' = 5000 is outside [1, 4096]"}}) {
+    GgufBuilder b;
+    b.set("general.architecture", string("llama"));
+    b.set("llama.embedding_length", u32(64));
+    b.set("llama.block_count", u32(2));
+    b.set("llama.attention.head_count", u32(8));
+    b.set("llama.feed_forward_length", u32(128));
+    b.set("llama.context_length", u32(256));
+    b.set(key, u32(value));
+    b.add_tensor("token_embd.weight", GgmlType::F32, {64, 4}, std::vector<uint8_t>(64 * 4 * 4));
+    const auto bytes = std::make_shared<const std::vector<uint8_t>>(b.build());
+    const GgufFile f = GgufFile::from_memory(bytes, "bad.gguf");
+    std::string engine_message, kvplan_message;
+    try {
+      (void)config_from_gguf(f);
+    } catch (const FileError& e) {
+      engine_message = e.what();
+    }
+    try {
+      (void)cli::kvplan_model_from_gguf(f);
+    } catch (const FileError& e) {
+      kvplan_message = e.what();
+    }
+    INFO(key);
+    CHECK(engine_message.find(want) != std::string::npos);
+    CHECK(kvplan_message == engine_message);
+  }
+}
