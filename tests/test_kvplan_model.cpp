@@ -1,10 +1,12 @@
-// kvplan's planning input from the engine's reader (cli/kvplan_model.h): on the shared models
-// and on every tests/fixtures/family_* GGUF, kvplan's numbers are the engine's config_from_gguf
-// numbers (counts, head sizes, context, biases, QK-norm, and the window of every layer), and a
-// bad file gets the engine's message.
+// kvplan's planning input from the engine's readers (cli/kvplan_model.h): on the shared models
+// and on every tests/fixtures/family_* GGUF and config.json, kvplan's numbers are the engine's
+// (config_from_gguf, read_hf_config: counts, head sizes, context, biases, QK-norm, and the
+// window of every layer), and a bad file gets the engine's message.
 #include <catch2/catch.hpp>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cli/kvplan_model.h"
@@ -13,6 +15,7 @@
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
 #include "model/config.h"
+#include "model/hf_config.h"
 #include "support/fixtures.h"
 #include "support/test_data.h"
 
@@ -20,11 +23,7 @@ using namespace llmctl;
 
 namespace {
 
-void check_agrees(const std::string& path) {
-  INFO(path);
-  const GgufFile f = GgufFile::open(path);
-  const ModelConfig engine = config_from_gguf(f);
-  const plan::ModelConfig kv = cli::kvplan_model_from_gguf(f);
+void check_agrees(const ModelConfig& engine, const plan::ModelConfig& kv) {
   CHECK(kv.arch == engine.arch);
   CHECK(kv.n_layers == engine.n_layers);
   CHECK(kv.n_embd == engine.n_embd);
@@ -48,17 +47,35 @@ void check_agrees(const std::string& path) {
   }
 }
 
+void check_gguf_agrees(const std::string& path) {
+  INFO(path);
+  const GgufFile f = GgufFile::open(path);
+  check_agrees(config_from_gguf(f), cli::kvplan_model_from_gguf(f));
+}
+
 }  // namespace
 
 TEST_CASE("kvplan's GGUF input equals the engine's config on the shared models", "[cpu][plan]") {
   for (const char* rel : {"models/stories260K.gguf", "models/SmolLM2-135M-Instruct.Q4_1.gguf"})
-    check_agrees(test::require_test_file(rel));
+    check_gguf_agrees(test::require_test_file(rel));
 }
 
 TEST_CASE("kvplan's GGUF input equals the engine's config on every family fixture", "[cpu][plan]") {
   for (const char* family :
        {"gemma2", "granite", "olmo2", "phi3", "phi3_longrope", "phi3_partial", "qwen3"})
-    check_agrees(test::fixture_path(std::string("family_") + family + "/model.gguf"));
+    check_gguf_agrees(test::fixture_path(std::string("family_") + family + "/model.gguf"));
+}
+
+TEST_CASE("kvplan's config.json input equals the engine's on every family fixture", "[cpu][plan]") {
+  for (const char* family :
+       {"gemma2", "granite", "olmo2", "phi3", "phi3_longrope", "phi3_partial", "qwen3"}) {
+    const std::string path = test::fixture_path(std::string("family_") + family + "/config.json");
+    INFO(path);
+    const HfConfig engine = read_hf_config(path);
+    const plan::ModelConfig kv = cli::kvplan_model_from_config_json(path);
+    CHECK(kv.tied_embeddings == engine.tie_word_embeddings);
+    check_agrees(engine.config, kv);
+  }
 }
 
 TEST_CASE("kvplan reports a bad GGUF with the engine's message", "[cpu][plan]") {
@@ -87,6 +104,40 @@ TEST_CASE("kvplan reports a bad GGUF with the engine's message", "[cpu][plan]") 
     }
     try {
       (void)cli::kvplan_model_from_gguf(f);
+    } catch (const FileError& e) {
+      kvplan_message = e.what();
+    }
+    INFO(key);
+    CHECK(engine_message.find(want) != std::string::npos);
+    CHECK(kvplan_message == engine_message);
+  }
+}
+
+TEST_CASE("kvplan reports a bad config.json with the engine's message", "[cpu][plan]") {
+  for (const auto& [key, value, want] :
+       {std::tuple<const char*, nlohmann::json, const char*>{
+            "num_key_value_heads", 3, "'num_key_value_heads' = 3 does not divide"},
+        {"num_hidden_layers", 5000, "'num_hidden_layers' = 5000 is outside [1, 4096]"},
+        {"vocab_size", "many", "'vocab_size' is \"many\", expected an integer"}}) {
+    nlohmann::json j = {{"architectures", {"LlamaForCausalLM"}},
+                        {"model_type", "llama"},
+                        {"hidden_size", 64},
+                        {"num_hidden_layers", 2},
+                        {"num_attention_heads", 8},
+                        {"intermediate_size", 128},
+                        {"vocab_size", 32},
+                        {"max_position_embeddings", 256}};
+    j[key] = value;
+    const std::string path = test::temp_dir() + "/kvplan_bad_config.json";
+    test::write_file(path, j.dump());
+    std::string engine_message, kvplan_message;
+    try {
+      (void)read_hf_config(path);
+    } catch (const FileError& e) {
+      engine_message = e.what();
+    }
+    try {
+      (void)cli::kvplan_model_from_config_json(path);
     } catch (const FileError& e) {
       kvplan_message = e.what();
     }

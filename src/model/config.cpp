@@ -228,6 +228,17 @@ ModelShape read_gguf_shape(const GgufFile& f) {
   return s;
 }
 
+void apply_shape(const ModelShape& s, ModelConfig& c) {
+  c.n_vocab = s.n_vocab;
+  c.n_embd = s.n_embd;
+  c.n_layers = s.n_layers;
+  c.n_heads = s.n_heads;
+  c.n_kv_heads = s.n_kv_heads;
+  c.n_ff = s.n_ff;
+  c.n_ctx_train = s.n_ctx_train;
+  c.head_dim = s.head_dim;
+}
+
 ModelConfig config_from_gguf(const GgufFile& f, const ArchTable& table) {
   ModelConfig c;
   const std::string name = f.get_string_or("general.architecture", "");
@@ -247,13 +258,7 @@ ModelConfig config_from_gguf(const GgufFile& f, const ArchTable& table) {
     throw FileError(f.path(), fmt::format("{}attention.value_length = {} differs from "
                                           "key_length = {} (not supported)",
                                           a, s.v_head_dim, s.head_dim));
-  c.n_embd = s.n_embd;
-  c.n_layers = s.n_layers;
-  c.n_heads = s.n_heads;
-  c.n_kv_heads = s.n_kv_heads;
-  c.n_ff = s.n_ff;
-  c.n_ctx_train = s.n_ctx_train;
-  c.head_dim = s.head_dim;
+  apply_shape(s, c);
   c.n_rot = s.n_rot;
 
   const double eps = f.get_float_or(a + "attention.layer_norm_rms_epsilon", 1e-5);
@@ -299,7 +304,6 @@ ModelConfig config_from_gguf(const GgufFile& f, const ArchTable& table) {
   }
 
   if (!s.has_token_embd) throw FileError(f.path(), "missing tensor 'token_embd.weight'");
-  c.n_vocab = s.n_vocab;
 
   apply_arch_row(*row, c);
   read_window(f, a, s, c);

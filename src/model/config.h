@@ -112,8 +112,8 @@ struct ModelShape {
   bool has_token_embd = false;  // n_vocab from token_embd.weight
   // The raw sliding-window keys (their meaning depends on the architecture's row, arch.h).
   std::optional<int64_t> sliding_window;
-  std::optional<int64_t> sliding_window_period;
-  bool sliding_window_period_list = false;  // the pattern key holds a per-layer list
+  std::optional<int64_t> sliding_window_period;  // config.json: from layer_types, 0: all slide
+  bool sliding_window_period_list = false;       // the pattern key holds a per-layer list
   // Mixture of experts (0 experts: dense) and multi-head latent attention (kv_lora_rank > 0).
   int64_t n_experts = 0, n_experts_used = 0, n_shared_experts = 0, n_ff_expert = 0;
   int64_t n_dense_layers = 0;
@@ -122,10 +122,17 @@ struct ModelShape {
   bool has_output = false;  // output.weight (else tied to token_embd)
   bool has_q_bias = false;  // blk.0.attn_q.bias
   bool has_q_norm = false;  // blk.0.attn_q_norm.weight
+  // config.json only (hf_config.h read_hf_shape; a GGUF says these with its tensor table):
+  std::optional<bool> tie_word_embeddings;
+  bool attention_bias = false;
+  std::optional<bool> use_sliding_window;
 };
 
 // Reads and validates the shape; throws FileError as described above.
 ModelShape read_gguf_shape(const GgufFile& f);
+// Copies the shape's counts, sizes and context into c (the readers' common step; n_rot and the
+// switches are theirs).
+void apply_shape(const ModelShape& s, ModelConfig& c);
 
 // Reads and validates the config: read_gguf_shape's numbers and checks, then the
 // architecture's row. Throws FileError naming the file and the key for an

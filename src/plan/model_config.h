@@ -1,8 +1,8 @@
 #pragma once
 // The shape of a model as kvplan needs it: enough to count every parameter and every KV-cache
-// byte exactly. Filled from the built-in catalog (model_catalog.cpp), from GGUF metadata (by
-// the engine's reader, through the CLI: cli/kvplan_model.h), or from a Hugging Face
-// config.json. Pure data and arithmetic; no backend.
+// byte exactly. Filled from the built-in catalog (model_catalog.cpp), or from GGUF metadata or
+// a Hugging Face config.json by the engine's readers (through the CLI: cli/kvplan_model.h).
+// Pure data and arithmetic; no backend.
 
 #include <cstdint>
 #include <functional>
@@ -85,14 +85,12 @@ const std::vector<ModelConfig>& model_catalog();
 // "llama-3.1-8b"); throws Error listing the closest names when unknown.
 ModelConfig find_model(const std::string& name);
 // How kvplan reads a model file: through the engine's one reader (model/config.h
-// read_gguf_shape for GGUF metadata), which plan/ may not include, so the CLI passes it in
-// (cli/kvplan_model.h). A reader throws FileError naming the file and the key.
+// read_gguf_shape for GGUF metadata, model/hf_config.h read_hf_shape for config.json), which
+// plan/ may not include, so the CLI passes them in (cli/kvplan_model.h). A reader throws FileError naming the file and the key.
 struct ModelFileReaders {
   std::function<ModelConfig(const std::string& path)> gguf;
   std::function<ModelConfig(const std::string& path)> config_json;
 };
-// Reads a Hugging Face config.json; FileError naming the field when a needed one is missing.
-ModelConfig model_from_config_json(const std::string& path);
 // NAME (the catalog), FILE.gguf, config.json or a directory holding config.json.
 ModelConfig load_model(const std::string& name_or_file, const ModelFileReaders& readers);
 
