@@ -47,6 +47,17 @@ void check_agrees(const ModelConfig& engine, const plan::ModelConfig& kv) {
   }
 }
 
+// The message of the FileError `read` throws ("" when it throws none).
+template <class Read>
+std::string file_error_of(Read&& read) {
+  try {
+    read();
+  } catch (const FileError& e) {
+    return e.what();
+  }
+  return {};
+}
+
 void check_gguf_agrees(const std::string& path) {
   INFO(path);
   const GgufFile f = GgufFile::open(path);
@@ -96,17 +107,8 @@ TEST_CASE("kvplan reports a bad GGUF with the engine's message", "[cpu][plan]") 
     b.add_tensor("token_embd.weight", GgmlType::F32, {64, 4}, std::vector<uint8_t>(64 * 4 * 4));
     const auto bytes = std::make_shared<const std::vector<uint8_t>>(b.build());
     const GgufFile f = GgufFile::from_memory(bytes, "bad.gguf");
-    std::string engine_message, kvplan_message;
-    try {
-      (void)config_from_gguf(f);
-    } catch (const FileError& e) {
-      engine_message = e.what();
-    }
-    try {
-      (void)cli::kvplan_model_from_gguf(f);
-    } catch (const FileError& e) {
-      kvplan_message = e.what();
-    }
+    const std::string engine_message = file_error_of([&] { (void)config_from_gguf(f); });
+    const std::string kvplan_message = file_error_of([&] { (void)cli::kvplan_model_from_gguf(f); });
     INFO(key);
     CHECK(engine_message.find(want) != std::string::npos);
     CHECK(kvplan_message == engine_message);
@@ -130,17 +132,9 @@ TEST_CASE("kvplan reports a bad config.json with the engine's message", "[cpu][p
     j[key] = value;
     const std::string path = test::temp_dir() + "/kvplan_bad_config.json";
     test::write_file(path, j.dump());
-    std::string engine_message, kvplan_message;
-    try {
-      (void)read_hf_config(path);
-    } catch (const FileError& e) {
-      engine_message = e.what();
-    }
-    try {
-      (void)cli::kvplan_model_from_config_json(path);
-    } catch (const FileError& e) {
-      kvplan_message = e.what();
-    }
+    const std::string engine_message = file_error_of([&] { (void)read_hf_config(path); });
+    const std::string kvplan_message =
+        file_error_of([&] { (void)cli::kvplan_model_from_config_json(path); });
     INFO(key);
     CHECK(engine_message.find(want) != std::string::npos);
     CHECK(kvplan_message == engine_message);
