@@ -25,6 +25,7 @@
 #include "model/scheduler.h"
 #include "model/weights.h"
 #include "plan/memory_plan.h"
+#include "cli/kvplan_model.h"
 #include "plan/model_config.h"
 #include "support/test_data.h"
 #include "support/tiny_gemma3.h"
@@ -284,7 +285,7 @@ TEST_CASE("kv window: the windowed pool bounds admission where the full pool wou
 TEST_CASE("kv window: kvplan's llmctl rule is what the cache allocates", "[cpu][plan]") {
   const GgufFile f = test::build_tiny_gemma3({});
   const ModelConfig c = config_from_gguf(f);
-  const plan::ModelConfig m = plan::model_from_gguf(f, arch_window_pattern);
+  const plan::ModelConfig m = cli::kvplan_model_from_gguf(f);
   for (int64_t l = 0; l < c.n_layers; ++l) CHECK(m.layer_window(l) == layer_window(c, l));
   for (const int64_t ctx : {5, 100, 1000, 32768})
     for (const int64_t batch : {1, 3})
@@ -316,7 +317,7 @@ TEST_CASE("kv window: the real Gemma 3 270M at 32k, llmctl and llama.cpp rules",
   const std::string path = test::require_fetched_model("gemma-3-270m-q4_k_m.gguf");
   const GgufFile f = GgufFile::open(path);
   const ModelConfig c = config_from_gguf(f);
-  const plan::ModelConfig m = plan::model_from_gguf(f, arch_window_pattern);
+  const plan::ModelConfig m = cli::kvplan_model_from_gguf(f);
   REQUIRE(c.n_layers == 18);
   REQUIRE(c.sliding_window == 512);
   int64_t windowed = 0;

@@ -9,6 +9,7 @@
 #include "io/gguf_format.h"
 #include "io/gguf_writer.h"
 #include "plan/gpu_catalog.h"
+#include "cli/kvplan_model.h"
 #include "plan/model_config.h"
 #include "support/test_data.h"
 
@@ -109,7 +110,7 @@ TEST_CASE("config.json: a Qwen3 config with explicit head_dim", "[cpu][plan]") {
     "intermediate_size": 25600, "num_hidden_layers": 64, "num_attention_heads": 64,
     "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151936, "tie_word_embeddings": false,
     "max_position_embeddings": 40960, "sliding_window": null, "use_sliding_window": false})");
-  const ModelConfig c = model_from_config_json(path);
+  const ModelConfig c = cli::kvplan_model_from_config_json(path);
   CHECK(c.head_dim == 128);
   CHECK(c.n_kv_heads == 8);
   CHECK(c.sliding_window == 0);
@@ -118,7 +119,7 @@ TEST_CASE("config.json: a Qwen3 config with explicit head_dim", "[cpu][plan]") {
 }
 
 TEST_CASE("config.json: Mixtral, DeepSeek MLA and Gemma-2 configs", "[cpu][plan]") {
-  const ModelConfig mx = model_from_config_json(write_json("mixtral.json", R"({
+  const ModelConfig mx = cli::kvplan_model_from_config_json(write_json("mixtral.json", R"({
     "model_type": "mixtral", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
     "num_attention_heads": 32, "num_key_value_heads": 8, "num_local_experts": 8, "num_experts_per_tok": 2,
     "vocab_size": 32000, "max_position_embeddings": 32768, "sliding_window": null})"));
@@ -126,7 +127,7 @@ TEST_CASE("config.json: Mixtral, DeepSeek MLA and Gemma-2 configs", "[cpu][plan]
   CHECK(mx.n_ff_expert == 14336);
   CHECK(count_params(mx).total() == 46702792704);
 
-  const ModelConfig ds = model_from_config_json(write_json("dsv3.json", R"({
+  const ModelConfig ds = cli::kvplan_model_from_config_json(write_json("dsv3.json", R"({
     "model_type": "deepseek_v3", "hidden_size": 7168, "intermediate_size": 18432, "moe_intermediate_size": 2048,
     "num_hidden_layers": 61, "num_attention_heads": 128, "num_key_value_heads": 128, "n_routed_experts": 256,
     "n_shared_experts": 1, "num_experts_per_tok": 8, "first_k_dense_replace": 3, "q_lora_rank": 1536,
@@ -137,7 +138,7 @@ TEST_CASE("config.json: Mixtral, DeepSeek MLA and Gemma-2 configs", "[cpu][plan]
   CHECK(ds.n_dense_layers == 3);
   CHECK(static_cast<double>(count_params(ds).total()) == Approx(671e9).epsilon(0.01));
 
-  const ModelConfig g = model_from_config_json(write_json("gemma2.json", R"({
+  const ModelConfig g = cli::kvplan_model_from_config_json(write_json("gemma2.json", R"({
     "model_type": "gemma2", "hidden_size": 3584, "intermediate_size": 14336, "num_hidden_layers": 42,
     "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 256, "sliding_window": 4096,
     "vocab_size": 256000, "max_position_embeddings": 8192})"));
@@ -151,19 +152,19 @@ TEST_CASE("config.json: a missing field is a FileError naming it", "[cpu][plan]"
   const std::string path = write_json("broken.json", R"({"model_type": "llama", "hidden_size": 4096,
     "num_hidden_layers": 32, "vocab_size": 32000, "intermediate_size": 11008})");
   try {
-    model_from_config_json(path);
+    cli::kvplan_model_from_config_json(path);
     FAIL("no error");
   } catch (const FileError& e) {
     CHECK(std::string(e.what()).find("num_attention_heads") != std::string::npos);
     CHECK(e.path() == path);
   }
-  CHECK_THROWS_AS(model_from_config_json(write_json("notjson.json", "{ nope")), FileError);
+  CHECK_THROWS_AS(cli::kvplan_model_from_config_json(write_json("notjson.json", "{ nope")), FileError);
 }
 
 TEST_CASE("GGUF: stories260K's shape from metadata and counted parameters equal the tensor table", "[cpu][plan]") {
   const std::string file = test::require_test_file("models/stories260K.gguf");
   const GgufFile f = GgufFile::open(file);
-  const ModelConfig c = model_from_gguf(f);
+  const ModelConfig c = cli::kvplan_model_from_gguf(f);
   CHECK(c.n_layers == 5);
   CHECK(c.n_embd == 64);
   CHECK(c.n_heads == 8);
@@ -196,7 +197,7 @@ TEST_CASE("GGUF: MoE and MLA keys", "[cpu][plan]") {
   b.set("deepseek2.vocab_size", u32(102400));
   b.add_tensor("output.weight", GgmlType::F32, {2, 2}, std::vector<uint8_t>(16));
   const auto bytes = std::make_shared<const std::vector<uint8_t>>(b.build());
-  const ModelConfig c = model_from_gguf(GgufFile::from_memory(bytes, "lite.gguf"));
+  const ModelConfig c = cli::kvplan_model_from_gguf(GgufFile::from_memory(bytes, "lite.gguf"));
   CHECK(c.is_mla());
   CHECK(c.qk_rope_dim == 64);
   CHECK(c.qk_nope_dim == 128);
@@ -208,7 +209,7 @@ TEST_CASE("GGUF: MoE and MLA keys", "[cpu][plan]") {
   bad.set("llama.block_count", u32(2));
   const auto bad_bytes = std::make_shared<const std::vector<uint8_t>>(bad.build());
   try {
-    model_from_gguf(GgufFile::from_memory(bad_bytes, "bad.gguf"));
+    cli::kvplan_model_from_gguf(GgufFile::from_memory(bad_bytes, "bad.gguf"));
     FAIL("no error");
   } catch (const FileError& e) {
     CHECK(std::string(e.what()).find("llama.embedding_length") != std::string::npos);

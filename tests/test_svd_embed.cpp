@@ -1,4 +1,4 @@
-// diag/gram_eigen, diag/svd_embed, diag/embedding_norms.
+// diag/gram_eigen, diag/svd_embed, diag/embedding_norms (through the CPU backend's gram_eigen).
 //   - singular values against LAPACK dgesdd on the same matrix in float64 (an independent SVD,
 //     no Gram matrix): tall, wide, and an ill-conditioned one that must fall back to float64;
 //   - energy ranks, effective/stable rank and condition number on matrices whose singular
@@ -13,6 +13,7 @@
 #include <random>
 #include <vector>
 
+#include "backend/cpu/cpu_fast_backend.h"
 #include "core/error.h"
 #include "diag/embedding_norms.h"
 #include "diag/gram_eigen.h"
@@ -27,6 +28,13 @@ using llmctl::test::max_rel_diff;
 using llmctl::test::random_matrix;
 using llmctl::test::reference_svd;
 
+namespace {
+cpu::CpuFastBackend& cpu2() {  // the CPU backend with 2 BLAS threads
+  static cpu::CpuFastBackend b(2);
+  return b;
+}
+}  // namespace
+
 TEST_CASE("singular values match a float64 SVD (dgesdd) within 1e-6 sigma_max", "[cpu]") {
   struct Case {
     int m, n;
@@ -37,8 +45,7 @@ TEST_CASE("singular values match a float64 SVD (dgesdd) within 1e-6 sigma_max", 
     const std::vector<float> a = random_matrix(c.m, c.n, 7 + static_cast<uint64_t>(c.m));
     SpectrumOptions opt;
     opt.gram = c.gram;
-    opt.n_threads = 2;
-    const Spectrum s = singular_values(a.data(), c.m, c.n, opt);
+    const Spectrum s = singular_values(cpu2(), a.data(), c.m, c.n, opt);
     const std::vector<double> ref = reference_svd(a, c.m, c.n);
     INFO(c.m << " x " << c.n << " gram " << s.gram_precision << " bound " << s.error_bound);
     CHECK(s.sigma.size() == ref.size());
@@ -54,8 +61,7 @@ TEST_CASE("an ill-conditioned matrix falls back to the float64 Gram and stays ac
   const int m = 400, n = 40;
   const std::vector<float> af = ill_conditioned_matrix(m, n, 6.0, 3);
   SpectrumOptions opt;
-  opt.n_threads = 2;
-  const Spectrum s = singular_values(af.data(), m, n, opt);
+  const Spectrum s = singular_values(cpu2(), af.data(), m, n, opt);
   const std::vector<double> ref = reference_svd(af, m, n);  // of the float32 values actually used
   INFO("bound " << s.error_bound << " gram error " << s.gram_error_norm);
   CHECK(s.fell_back);
@@ -72,7 +78,7 @@ TEST_CASE("spectrum summary: energy ranks and ranks on a known spectrum", "[cpu]
   const DenseMatrix e = known_spectrum(64, 6, sigma, 5);
   SvdEmbedOptions opt;
   opt.low_rank = false;
-  const SvdEmbedReport r = analyze_embedding(e, opt);
+  const SvdEmbedReport r = analyze_embedding(cpu2(), e, opt);
   REQUIRE(r.spectrum.sigma.size() == 6);
   for (size_t i = 0; i < 6; ++i)  // the exact singular values, within the 1e-6 sigma_max target
     CHECK(std::fabs(r.spectrum.sigma[i] - static_cast<double>(sigma[i])) <=
@@ -85,12 +91,12 @@ TEST_CASE("spectrum summary: energy ranks and ranks on a known spectrum", "[cpu]
   CHECK(r.summary.stable_rank == Approx(2.0).epsilon(1e-6));  // 100 / 50
   // Equal singular values: effective rank = k exactly.
   const DenseMatrix flat = known_spectrum(30, 8, std::vector<float>(8, 2.0f), 9);
-  const SvdEmbedReport f = analyze_embedding(flat, opt);
+  const SvdEmbedReport f = analyze_embedding(cpu2(), flat, opt);
   CHECK(f.summary.effective_rank == Approx(8.0).epsilon(1e-9));
   CHECK(f.summary.rank90 == 8);  // 7/8 = 0.875 < 0.9
   // A zero singular value: condition number is infinite.
   const DenseMatrix singular = known_spectrum(10, 3, {3.0f, 1.0f, 0.0f}, 2);
-  CHECK(std::isinf(analyze_embedding(singular, opt).summary.condition_number));
+  CHECK(std::isinf(analyze_embedding(cpu2(), singular, opt).summary.condition_number));
 }
 
 TEST_CASE("norm statistics against token id on constructed embeddings", "[cpu]") {
@@ -162,7 +168,7 @@ TEST_CASE("low-rank estimate on an exactly rank-2 matrix", "[cpu]") {
   opt.spectrum.gram = GramPrecision::F64;
   opt.low_rank_options.rank = 2;
   opt.low_rank_options.residual_type = GgmlType::Q4_0;
-  const SvdEmbedReport r = analyze_embedding(e, opt);
+  const SvdEmbedReport r = analyze_embedding(cpu2(), e, opt);
   const LowRankEstimate& lr = r.low_rank;
   REQUIRE(lr.done);
   CHECK(r.summary.rank999 <= 2);
@@ -178,10 +184,10 @@ TEST_CASE("low-rank estimate on an exactly rank-2 matrix", "[cpu]") {
 
 TEST_CASE("bad inputs are reported", "[cpu]") {
   std::vector<float> a = {1, 2, std::nanf(""), 4};
-  CHECK_THROWS_AS(singular_values(a.data(), 2, 2, SpectrumOptions{}), Error);
-  CHECK_THROWS_AS(singular_values(a.data(), 0, 2, SpectrumOptions{}), Error);
+  CHECK_THROWS_AS(singular_values(cpu2(), a.data(), 2, 2, SpectrumOptions{}), Error);
+  CHECK_THROWS_AS(singular_values(cpu2(), a.data(), 0, 2, SpectrumOptions{}), Error);
   const std::vector<uint8_t> bytes(64, 0);
   CHECK_THROWS_AS(dequantize_matrix("x", GgmlType::Q4_0, 48, 1, bytes.data()), Error);  // 48 % 32
   const DenseMatrix zero = known_spectrum(4, 2, {0.0f, 0.0f}, 1);
-  CHECK_THROWS_AS(analyze_embedding(zero, SvdEmbedOptions{}), Error);
+  CHECK_THROWS_AS(analyze_embedding(cpu2(), zero, SvdEmbedOptions{}), Error);
 }

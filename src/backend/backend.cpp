@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -383,6 +384,62 @@ void Backend::copy_rows(const Buffer& x, int64_t row_len, const Buffer& rows, in
   check_f32("copy_rows", "out", out, n_rows * row_len);
   if (x.raw() == out.raw()) throw Error("backend copy_rows: x and out must not alias");
   copy_rows_impl(x, row_len, rows, n_rows, out);
+}
+
+// ---------------------------------------------------------------------------
+// Gram eigen-decomposition (host memory)
+// ---------------------------------------------------------------------------
+namespace {
+
+void check_gram_input(const char* op, const float* a, int64_t m, int64_t n, bool want_vectors) {
+  if (m <= 0 || n <= 0) throw Error(fmt::format("backend {}: empty matrix ({} x {})", op, m, n));
+  if (a == nullptr) throw Error(fmt::format("backend {}: no matrix data", op));
+  if (want_vectors && m < n)
+    throw Error(fmt::format(
+        "backend {}: eigenvectors asked for a wide {} x {} matrix (only A^T A of a tall one)", op,
+        m, n));
+  for (int64_t i = 0; i < m * n; ++i) {
+    if (!std::isfinite(a[i]))
+      throw Error(fmt::format("matrix entry ({}, {}) is {}; the spectrum needs finite values",
+                              i / n, i % n, static_cast<double>(a[i])));
+  }
+}
+
+// The result has the contract's shape: dim eigenvalues, and dim * dim vector entries if asked.
+void check_gram_result(const char* op, const char* backend, const GramEigen& g, int64_t m,
+                       int64_t n, bool want_vectors) {
+  const int64_t dim = std::min(m, n);
+  if (static_cast<int64_t>(g.lambda.size()) != dim ||
+      (want_vectors && static_cast<int64_t>(g.vectors.size()) != dim * dim))
+    throw Error(
+        fmt::format("backend {}: the {} backend returned {} eigenvalues and {} vector entries for "
+                    "a {} x {} Gram matrix",
+                    op, backend, g.lambda.size(), g.vectors.size(), dim, dim));
+}
+
+}  // namespace
+
+GramEigen Backend::gram_eigen(const float* a, int64_t m, int64_t n, bool want_vectors) {
+  check_gram_input("gram_eigen", a, m, n, want_vectors);
+  GramEigen g = gram_eigen_impl(a, m, n, want_vectors);
+  check_gram_result("gram_eigen", name(), g, m, n, want_vectors);
+  return g;
+}
+
+GramEigen Backend::gram_eigen_checked(const float* a, int64_t m, int64_t n, double tolerance,
+                                      bool want_vectors) {
+  check_gram_input("gram_eigen_checked", a, m, n, want_vectors);
+  if (!(tolerance > 0 && tolerance < 1))
+    throw Error(
+        fmt::format("backend gram_eigen_checked: tolerance {}, expected 0 < t < 1", tolerance));
+  GramEigen g = gram_eigen_checked_impl(a, m, n, tolerance, want_vectors);
+  check_gram_result("gram_eigen_checked", name(), g, m, n, want_vectors);
+  return g;
+}
+
+GramEigen Backend::gram_eigen_checked_impl(const float* a, int64_t m, int64_t n,
+                                           double /*tolerance*/, bool want_vectors) {
+  return gram_eigen_impl(a, m, n, want_vectors);
 }
 
 }  // namespace llmctl

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "core/ggml_type.h"
 #include "core/rope_math.h"
@@ -218,6 +219,18 @@ enum AttnStat : int {
   kAttnStatFields
 };
 
+// What gram_eigen() returns (Backend below).
+struct GramEigen {
+  std::vector<double> lambda;   // (dim,) eigenvalues of G, ascending
+  std::vector<double> vectors;  // want_vectors: (dim, dim) column-major, column i for lambda[i]
+  const char* gram_precision = "f64";  // the products G came from: "f64" or "f32"
+  bool fell_back = false;              // gram_eigen_checked: float32 tried, float64 needed
+  double gram_error_norm = 0;  // the model of ||G - exact G||_2 for those products (absolute)
+  double seconds_gram = 0;     // forming G (both passes when it fell back; transfers included)
+  double seconds_check = 0;    // gram_eigen_checked: measuring the float32 Gram's error
+  double seconds_eigen = 0;    // the eigensolver (both solves when it fell back)
+};
+
 // ---------------------------------------------------------------------------
 // Backend
 // ---------------------------------------------------------------------------
@@ -319,6 +332,31 @@ class Backend {
   // out (n_rows, row_len) row i = x row rows[i]    (picks the rows that need logits)
   void copy_rows(const Buffer& x, int64_t row_len, const Buffer& rows, int64_t n_rows, Buffer& out);
 
+  // -- analysis ops on host memory (svd-embed) ------------------------------------
+  // The matrix lives in host memory (a dequantized embedding, too large to keep twice on a
+  // device in float64): the op moves it to the device itself, a block at a time, and returns
+  // host arrays; it waits for its own work and touches no Buffer.
+  //
+  // Eigen-decomposition of the Gram matrix of a float32 matrix:
+  //   a (m, n) row-major F32, m, n >= 1, every entry finite (checked here)
+  //   G = A^T A (n, n) when m >= n, else A A^T (m, m); dim = min(m, n)
+  //   G from float64 products of the (exactly widened) entries, lambda (dim,) its eigenvalues
+  //   ascending by a float64 symmetric eigensolver; want_vectors (a tall A only, m >= n):
+  //   vectors (dim, dim) column-major, column i of unit length for lambda[i], sign arbitrary.
+  //   gram_error_norm = f64_gram_error(trace(G), max(m, n)) (core/gram_error.h).
+  // Backends agree within the error model, not in bits: each sigma_i = sqrt(lambda_i) within
+  // spectrum_error_bound(lambda, gram_error_norm, dim) * sigma_max of an exact SVD (about
+  // 1e-8 for embedding matrices), and eigenvectors to the same relative accuracy where the
+  // eigenvalues are well separated.
+  GramEigen gram_eigen(const float* a, int64_t m, int64_t n, bool want_vectors);
+  // gram_eigen() that may form G from float32 products where the backend measures their
+  // error and it keeps every sigma within tolerance / 2 * sigma_max (gram_precision "f32",
+  // gram_error_norm the measured ||G - exact G||_2); otherwise it is gram_eigen() (fell_back
+  // true when it tried). 0 < tolerance < 1. The CPU's speed-up (float64 products cost it twice
+  // the time); by default, and on CUDA, the float64 gram_eigen() (milliseconds on a GPU).
+  GramEigen gram_eigen_checked(const float* a, int64_t m, int64_t n, double tolerance,
+                               bool want_vectors);
+
   // -- where the buffers live, recorded steps (optional) ----------------------------------
   // Whether buffers are in device memory, so that reading logits on the host costs a download
   // (the engine then samples from top_k's candidates instead; model/forward.h).
@@ -369,6 +407,10 @@ class Backend {
   virtual void add_impl(Buffer& x, const Buffer& y, int64_t n) = 0;
   virtual void copy_rows_impl(const Buffer& x, int64_t row_len, const Buffer& rows, int64_t n_rows,
                               Buffer& out) = 0;
+  virtual GramEigen gram_eigen_impl(const float* a, int64_t m, int64_t n, bool want_vectors) = 0;
+  // Default: gram_eigen_impl (float64 products).
+  virtual GramEigen gram_eigen_checked_impl(const float* a, int64_t m, int64_t n, double tolerance,
+                                            bool want_vectors);
 };
 
 }  // namespace llmctl

@@ -1,7 +1,8 @@
 #pragma once
 // svd-embed's GPU path, the parts without CUDA types: what it returns and how it sizes its
 // device memory (pure arithmetic, tested on the CPU). The computation itself is
-// backend/cuda/gram_eigen_cuda.h, reached through gpu_utilities.h's gpu_gram_eigen().
+// backend/cuda/gram_eigen_cuda.h, reached through the Backend op gram_eigen (backend.h,
+// CudaBackend).
 //
 //   A (m, n) row-major float32, m >= n  ->  G = A^T A (n, n) from float64 products (cuBLAS
 //   DGEMM over blocks of rows widened to float64 on the host)  ->  eigenvalues (and, when asked,

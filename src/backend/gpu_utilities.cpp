@@ -8,7 +8,6 @@
 #include "core/error.h"
 
 #if defined(LLMCTL_HAVE_CUDA)
-#include "backend/cuda/gram_eigen_cuda.h"
 #include "backend/cuda/probes.h"
 #endif
 
@@ -47,20 +46,6 @@ double measure_gpu_gemm_rate(int index, int64_t size, int runs) {
   (void)size;
   (void)runs;
   throw Error("GEMM-rate probe: CUDA support not compiled in");
-#endif
-}
-
-GpuGramEigen gpu_gram_eigen(int index, const float* a, int64_t m, int64_t n, bool want_vectors) {
-  const int device = probe_target(index, "svd-embed on the GPU");
-#if defined(LLMCTL_HAVE_CUDA)
-  return cuda::gram_eigen_f64(device, a, m, n, want_vectors);
-#else
-  (void)device;
-  (void)a;
-  (void)m;
-  (void)n;
-  (void)want_vectors;
-  throw Error("svd-embed on the GPU: CUDA support not compiled in");
 #endif
 }
 

@@ -1,12 +1,10 @@
 #pragma once
-// The GPU work outside the Backend seam: bench's yardsticks (copy bandwidth, cuBLAS GEMM rate)
-// and svd-embed's float64 Gram eigen solve. GPU `index` is a visible device (probe_gpus() in
-// selection.h); without CUDA compiled in each throws Error saying so.
+// The GPU work outside the Backend seam: bench's yardsticks (copy bandwidth, cuBLAS GEMM rate).
+// GPU `index` is a visible device (probe_gpus() in selection.h); without CUDA compiled in each
+// throws Error saying so. (svd-embed's Gram eigen solve is a Backend op: backend.h gram_eigen.)
 
 #include <cstddef>
 #include <cstdint>
-
-#include "backend/gpu_gram_eigen.h"
 
 namespace llmctl {
 
@@ -18,10 +16,5 @@ double measure_gpu_copy_bandwidth(int index, size_t bytes, int runs);
 // (best of `runs`): the yardstick for GPU prefill. Throws Error as above, or when cuBLAS cannot
 // be loaded.
 double measure_gpu_gemm_rate(int index, int64_t size, int runs);
-// svd-embed's float64 Gram matrix G = A^T A and its eigenvalues (eigenvectors too with
-// want_vectors) on visible GPU `index`: backend/gpu_gram_eigen.h. A (m, n) row-major, m >= n.
-// Throws Error when there is no such GPU or CUDA is not compiled in, when cuBLAS or cuSOLVER
-// cannot be loaded, or when the buffers do not fit in the free device memory.
-GpuGramEigen gpu_gram_eigen(int index, const float* a, int64_t m, int64_t n, bool want_vectors);
 
 }  // namespace llmctl

@@ -9,10 +9,10 @@
 
 #include "cli/app.h"
 #include "cli/cli_style.h"
+#include "cli/kvplan_model.h"
 #include "cli/kvplan_report.h"
 #include "core/error.h"
 #include "core/output_file.h"
-#include "model/arch.h"
 #include "plan/explain.h"
 #include "plan/memory_plan.h"
 #include "plan/roofline.h"
@@ -50,7 +50,7 @@ uint64_t gib_to_bytes(double g) { return static_cast<uint64_t>(std::llround(g * 
 plan::PlanInputs build_inputs(const KvplanOptions& o) {
   plan::PlanInputs in;
   if (o.model.empty()) throw CLI::ValidationError("--model", "give --model NAME|FILE (see --list-models)");
-  in.model = plan::load_model(o.model, arch_window_pattern);  // windowed layers: arch.h
+  in.model = plan::load_model(o.model, kvplan_model_readers());  // the engine's GGUF reader
   if (!o.gpu.empty() && o.gpu_mem) throw CLI::ValidationError("--gpu", "give --gpu NAME or --gpu-mem, not both");
   if (o.gpu_mem) {
     if (!o.bandwidth || !o.tflops)

@@ -7,9 +7,9 @@
 
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <nlohmann/json.hpp>
 
-#include "backend/gpu_utilities.h"
 #include "backend/selection.h"
 #include "cli/app.h"
 #include "cli/cli_style.h"
@@ -71,34 +71,15 @@ struct ComputeDevice {
   std::string name;  // the GPU's name
 };
 
-// --device: cpu; auto (the first visible GPU, else the CPU); cuda[:N] (that GPU or an error
-// that says why: no CUDA build, no GPU, no such index).
-ComputeDevice resolve_device(const std::string& device) {
-  if (device == "cpu") return {};
+// The device of the backend make_backend() built for --device (auto picks GPU 0).
+ComputeDevice describe_device(const Backend& backend, const std::string& device) {
+  if (std::string(backend.name()) != "cuda") return {};
+  const int index = device == "auto" ? 0 : cuda_device_index(device);
   const GpuProbe probe = probe_gpus();
-  if (device == "auto") {
-    if (probe.gpus.empty()) {
-      if (probe.cuda_compiled)
-        fmt::print(stderr, "llmctl: --device auto: no GPU ({}); computing on the CPU\n",
-                   probe.reason);
-      return {};
-    }
-    return {"cuda:0", 0, probe.gpus.front().name};
-  }
-  const int index = cuda_device_index(device);  // throws for anything but cuda / cuda:N
-  if (!probe.cuda_compiled)
-    throw Error(fmt::format("svd-embed --device {} needs a CUDA build of llmctl: this one was "
-                            "built without CUDA, so the GPU path (cuBLAS + cuSOLVER) is absent",
-                            device),
-                "rebuild with -DLLMCTL_CUDA=ON (docs/cuda.md), or use --device cpu");
-  const auto n_gpus = static_cast<int>(probe.gpus.size());
-  if (index >= n_gpus)
-    throw Error(fmt::format("device '{}': {}", device,
-                            n_gpus == 0 ? fmt::format("no GPU available ({})", probe.reason)
-                                        : fmt::format("there is no GPU {} (GPUs 0 to {} visible)",
-                                                      index, n_gpus - 1)),
-                "use --device cpu, or a GPU that llmctl --version lists");
-  return {fmt::format("cuda:{}", index), index, probe.gpus[static_cast<size_t>(index)].name};
+  const std::string name = index < static_cast<int>(probe.gpus.size())
+                               ? probe.gpus[static_cast<size_t>(index)].name
+                               : std::string("GPU");
+  return {fmt::format("cuda:{}", index), index, name};
 }
 
 void print_text(const SvdEmbedCliOptions& opt, const SvdEmbedReport& r, int threads,
@@ -311,28 +292,24 @@ int run_svd_embed(const SvdEmbedCliOptions& opt) {
   require_model_path(opt.model);
   // Ctrl-C: the Gram matrix stops between blocks (core/stop_point.h), no chart is written.
   install_interrupt_handler();
-  const ComputeDevice dev = resolve_device(opt.device);  // before the (slow) load
+  // The backend first (a bad --device fails before the slow load); it computes the Gram
+  // matrix and its eigen-decomposition (backend.h gram_eigen).
+  const int threads = opt.threads > 0 ? opt.threads : default_cpu_threads();
+  const std::unique_ptr<Backend> backend = make_backend(backend_choice(opt, threads));
+  const ComputeDevice dev = describe_device(*backend, opt.device);
   const std::optional<GgmlType> residual = ggml_type_from_name(opt.residual_type);
   if (!residual)
     throw CLI::ValidationError("--residual-type",
                                fmt::format("unknown type '{}'", opt.residual_type));
   const DenseMatrix e = load_matrix(opt.model, opt.tensor);
   SvdEmbedOptions so;
-  const int threads = opt.threads > 0 ? opt.threads : default_cpu_threads();
-  so.spectrum.n_threads = threads;
   so.spectrum.gram = opt.gram == "f64" ? GramPrecision::F64 : GramPrecision::Auto;
   so.spectrum.tolerance = opt.tolerance;
   so.low_rank = !opt.no_low_rank;
   so.low_rank_options.rank = opt.rank;
   so.low_rank_options.residual_type = *residual;
-  if (dev.gpu >= 0)
-    so.device = [gpu = dev.gpu](const float* a, int64_t m, int64_t n, bool want_vectors) {
-      GpuGramEigen g = gpu_gram_eigen(gpu, a, m, n, want_vectors);
-      return GramEigenResult{std::move(g.lambda), std::move(g.vectors), g.seconds_gram,
-                             g.seconds_eigen};
-    };
   stop_point();
-  const SvdEmbedReport r = analyze_embedding(e, so);
+  const SvdEmbedReport r = analyze_embedding(*backend, e, so);
   stop_point();  // after the eigen solve and the low-rank check, before any output
   if (!opt.svg.empty()) write_charts(opt.svg, r);
   if (opt.json)
@@ -387,8 +364,9 @@ Device       --device cuda[:N] forms the Gram matrix on that GPU from float64 pr
 Exit codes: 0 ok, 1 bad model file or error, 2 usage error, 130 stopped by Ctrl-C.)");
   add_engine_options(sub, opt, {kModel | kThreads | kDevice});
   sub->get_option("--device")
-      ->description("auto (a visible GPU, else the CPU), cpu or cuda[:N]: where the Gram matrix "
-                    "and its eigenvalues are computed (float64 on a GPU)");
+      ->description(
+          "auto (a visible GPU, else the CPU), cpu or cuda[:N]: where the Gram matrix "
+          "and its eigenvalues are computed (float64 on a GPU)");
   sub->add_option("--tensor", opt.tensor, "Matrix to analyse: token_embd or output")
       ->check(one_of({"token_embd", "output"}))
       ->capture_default_str();

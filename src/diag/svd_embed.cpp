@@ -59,7 +59,8 @@ SpectrumSummary summarize_spectrum(const std::vector<double>& sigma) {
   return s;
 }
 
-SvdEmbedReport analyze_embedding(const DenseMatrix& e, const SvdEmbedOptions& opt) {
+SvdEmbedReport analyze_embedding(Backend& backend, const DenseMatrix& e,
+                                 const SvdEmbedOptions& opt) {
   const auto t_start = std::chrono::steady_clock::now();
   SvdEmbedReport r;
   r.tensor = e.name;
@@ -67,13 +68,12 @@ SvdEmbedReport analyze_embedding(const DenseMatrix& e, const SvdEmbedOptions& op
   r.n_rows = e.n_rows;
   r.n_cols = e.n_cols;
 
-  // The low-rank estimate needs V_r, the top eigenvectors of A^T A: keep the Gram for it
-  // (only for a tall matrix, where G = A^T A; a wide one has no low-rank saving anyway).
+  // The low-rank estimate needs V_r, the top eigenvectors of A^T A: ask for them (only for a
+  // tall matrix, where G = A^T A; a wide one has no low-rank saving anyway).
   SpectrumOptions so = opt.spectrum;
   const bool want_low_rank = opt.low_rank && e.n_rows >= e.n_cols;
-  so.keep_gram = want_low_rank;
-  r.spectrum = opt.device ? singular_values_on(opt.device, e.data.data(), e.n_rows, e.n_cols, so)
-                          : singular_values(e.data.data(), e.n_rows, e.n_cols, so);
+  so.keep_vectors = want_low_rank;
+  r.spectrum = singular_values(backend, e.data.data(), e.n_rows, e.n_cols, so);
   r.summary = summarize_spectrum(r.spectrum.sigma);
 
   auto t0 = std::chrono::steady_clock::now();
@@ -89,11 +89,7 @@ SvdEmbedReport analyze_embedding(const DenseMatrix& e, const SvdEmbedOptions& op
     if (rank > k)
       throw Error(fmt::format("--rank {} exceeds the matrix rank bound min(n_vocab, n_embd) = {}",
                               rank, k));
-    // The device already has every eigenvector; the CPU decomposes its kept Gram once more.
-    std::vector<double> v =
-        opt.device ? top_columns(r.spectrum.eigenvectors, r.spectrum.gram_n, rank)
-                   : top_eigenvectors(std::move(r.spectrum.gram), r.spectrum.gram_n, rank);
-    r.spectrum.gram.clear();
+    std::vector<double> v = top_columns(r.spectrum.eigenvectors, r.spectrum.gram_n, rank);
     r.spectrum.eigenvectors.clear();
     r.low_rank = estimate_low_rank(e, r.spectrum.sigma, v, rank, opt.low_rank_options);
     r.seconds_low_rank = seconds_since(t0);

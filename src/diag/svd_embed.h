@@ -58,16 +58,13 @@ struct LowRankEstimate {
 };
 
 // `v` holds the top right singular vectors (n_embd, >= rank) column-major (gram_eigen.h
-// top_eigenvectors). Never throws for a type/shape it cannot handle: sets `skipped`.
+// top_columns). Never throws for a type/shape it cannot handle: sets `skipped`.
 LowRankEstimate estimate_low_rank(const DenseMatrix& e, const std::vector<double>& sigma,
                                   const std::vector<double>& v, int64_t rank,
                                   const LowRankOptions& opt);
 
 struct SvdEmbedOptions {
-  SpectrumOptions spectrum;
-  // Set: the Gram matrix and its eigensolver run there (the GPU; singular_values_on), the
-  // low-rank estimate takes its eigenvectors from it. Empty: the CPU (singular_values).
-  GramEigenFn device;
+  SpectrumOptions spectrum;  // keep_vectors is set by analyze_embedding
   bool low_rank = true;
   LowRankOptions low_rank_options;
 };
@@ -84,7 +81,10 @@ struct SvdEmbedReport {
   double seconds_norms = 0, seconds_low_rank = 0, seconds_total = 0;
 };
 
-// The whole analysis. Throws Error (spectrum failures, bad low-rank rank).
-SvdEmbedReport analyze_embedding(const DenseMatrix& e, const SvdEmbedOptions& opt);
+// The whole analysis, the Gram matrix and its eigen-decomposition (eigenvectors too for the
+// low-rank estimate) by `backend`; norms and the low-rank estimate on the host. Throws Error
+// (spectrum failures, bad low-rank rank).
+SvdEmbedReport analyze_embedding(Backend& backend, const DenseMatrix& e,
+                                 const SvdEmbedOptions& opt);
 
 }  // namespace llmctl

@@ -298,7 +298,7 @@ struct ArchTable {
 
 // The row named `gguf_name`, or nullptr.
 const ArchRow* find_arch_by_gguf(const std::string& gguf_name, const ArchTable& table = {});
-// The window pattern of the row named `gguf_name`, or nullopt (kvplan's plan::WindowPatternOf).
+// The window pattern of the row named `gguf_name`, or nullopt (kvplan's, cli/kvplan_model.h).
 std::optional<WindowPattern> arch_window_pattern(const std::string& gguf_name);
 // The row listing Hugging Face class `hf_class`, or nullptr.
 const ArchRow* find_arch_by_hf(const std::string& hf_class, const ArchTable& table = {});

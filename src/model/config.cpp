@@ -47,23 +47,20 @@ double optional_positive(const GgufFile& f, const std::string& key, double fallb
 // {arch}.attention.sliding_window key means the row's default length (0: every layer is
 // global), 0 means every layer is global; the file's attention.sliding_window_pattern (a
 // period) and rope.freq_base_swa override the row's.
-void read_window(const GgufFile& f, const std::string& a, ModelConfig& c) {
+void read_window(const GgufFile& f, const std::string& a, const ModelShape& s, ModelConfig& c) {
   if (c.window.layers == WindowLayers::None) return;
-  c.sliding_window =
-      optional_int(f, a + "attention.sliding_window", c.window.default_length, 0, int64_t{1} << 30);
+  c.sliding_window = s.sliding_window.value_or(c.window.default_length);
   if (c.sliding_window == 0) {
     c.window = WindowPattern{};
     return;
   }
   if (c.window.layers == WindowLayers::AllButEveryPeriod) {
-    const std::string key = a + "attention.sliding_window_pattern";
-    const GgufValue* v = f.find(key);
-    if (v != nullptr && !f.get_int(key))
-      throw FileError(f.path(), fmt::format("metadata '{}': expected an integer period (a "
-                                            "per-layer list is not supported)",
-                                            key));
-    c.window.period =
-        static_cast<int32_t>(optional_int(f, key, c.window.period, 1, int64_t{1} << 20));
+    if (s.sliding_window_period_list)
+      throw FileError(f.path(), fmt::format("metadata '{}attention.sliding_window_pattern': "
+                                            "expected an integer period (a per-layer list is "
+                                            "not supported)",
+                                            a));
+    if (s.sliding_window_period) c.window.period = static_cast<int32_t>(*s.sliding_window_period);
   }
   if (c.window.local_rope_base > 0.0) {
     c.window.local_rope_base = f.get_float_or(a + "rope.freq_base_swa", c.window.local_rope_base);
@@ -155,6 +152,93 @@ void set_rope_yarn(ModelConfig& c, const YarnParams& y) {
       y.attn_factor > 0.0 ? y.attn_factor : (y.factor > 1.0 ? 1.0 + 0.1 * std::log(y.factor) : 1.0);
 }
 
+ModelShape read_gguf_shape(const GgufFile& f) {
+  ModelShape s;
+  s.arch = f.get_string_or("general.architecture", "");
+  if (s.arch.empty()) throw FileError(f.path(), "missing metadata key 'general.architecture'");
+  s.name = f.get_string_or("general.name", "");
+  const std::string a = s.arch + ".";
+  s.n_embd = require_int(f, a + "embedding_length", 1, kMaxDim);
+  s.n_layers = require_int(f, a + "block_count", 1, 4096);
+  s.n_heads = require_int(f, a + "attention.head_count", 1, 4096);
+  s.n_kv_heads = optional_int(f, a + "attention.head_count_kv", s.n_heads, 1, 4096);
+  s.n_experts = optional_int(f, a + "expert_count", 0, 0, kMaxDim);
+  s.n_dense_layers = optional_int(f, a + "leading_dense_block_count", 0, 0, s.n_layers);
+  // A mixture of experts without dense layers may have no dense MLP size.
+  s.n_ff = s.n_experts > 0 && s.n_dense_layers == 0
+               ? optional_int(f, a + "feed_forward_length", 0, 0, kMaxDim)
+               : require_int(f, a + "feed_forward_length", 1, kMaxDim);
+  s.n_ctx_train = optional_int(f, a + "context_length", 0, 1, int64_t{1} << 30);
+
+  if (s.n_heads % s.n_kv_heads != 0)
+    throw FileError(f.path(), fmt::format("{}attention.head_count_kv = {} does not divide "
+                                          "head_count = {}",
+                                          a, s.n_kv_heads, s.n_heads));
+  if (f.find(a + "attention.key_length")) {
+    s.head_dim = require_int(f, a + "attention.key_length", 1, 65536);
+  } else {
+    if (s.n_embd % s.n_heads != 0)
+      throw FileError(f.path(), fmt::format("{}attention.head_count = {} does not divide "
+                                            "embedding_length = {}",
+                                            a, s.n_heads, s.n_embd));
+    s.head_dim = s.n_embd / s.n_heads;
+  }
+  s.v_head_dim = optional_int(f, a + "attention.value_length", s.head_dim, 1, 65536);
+  s.n_rot_given = f.find(a + "rope.dimension_count") != nullptr;
+  s.n_rot = optional_int(f, a + "rope.dimension_count", s.head_dim, 1, s.head_dim);
+  if (s.n_rot % 2 != 0)
+    throw FileError(f.path(), fmt::format("{}rope.dimension_count = {} is odd", a, s.n_rot));
+
+  if (const GgufTensorInfo* embd = f.find_tensor("token_embd.weight")) {
+    if (embd->shape.size() != 2 || embd->shape[1] < 1 || embd->shape[1] > kMaxDim)
+      throw FileError(f.path(),
+                      "tensor 'token_embd.weight': expected 2 dimensions [n_embd, n_vocab]");
+    s.n_vocab = embd->shape[1];
+    s.has_token_embd = true;
+  } else {
+    s.n_vocab = optional_int(f, a + "vocab_size", 0, 1, kMaxDim);
+    if (s.n_vocab == 0)
+      s.n_vocab = static_cast<int64_t>(f.get_string_array("tokenizer.ggml.tokens").size());
+    if (s.n_vocab == 0)
+      throw FileError(f.path(),
+                      "missing tensor 'token_embd.weight' (and no vocab_size key or "
+                      "token list that gives the vocabulary size)");
+  }
+
+  s.n_experts_used = optional_int(f, a + "expert_used_count", 0, 0, kMaxDim);
+  s.n_shared_experts = optional_int(f, a + "expert_shared_count", 0, 0, kMaxDim);
+  s.n_ff_expert =
+      optional_int(f, a + "expert_feed_forward_length", s.n_experts > 0 ? s.n_ff : 0, 0, kMaxDim);
+  s.kv_lora_rank = optional_int(f, a + "attention.kv_lora_rank", 0, 0, kMaxDim);
+  s.q_lora_rank = optional_int(f, a + "attention.q_lora_rank", 0, 0, kMaxDim);
+
+  const std::string window_key = a + "attention.sliding_window";
+  if (f.find(window_key)) s.sliding_window = require_int(f, window_key, 0, int64_t{1} << 30);
+  const std::string period_key = a + "attention.sliding_window_pattern";
+  if (f.find(period_key)) {
+    if (f.get_int(period_key))
+      s.sliding_window_period = require_int(f, period_key, 1, int64_t{1} << 20);
+    else
+      s.sliding_window_period_list = true;
+  }
+
+  s.has_output = f.find_tensor("output.weight") != nullptr;
+  s.has_q_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
+  s.has_q_norm = f.find_tensor("blk.0.attn_q_norm.weight") != nullptr;
+  return s;
+}
+
+void apply_shape(const ModelShape& s, ModelConfig& c) {
+  c.n_vocab = s.n_vocab;
+  c.n_embd = s.n_embd;
+  c.n_layers = s.n_layers;
+  c.n_heads = s.n_heads;
+  c.n_kv_heads = s.n_kv_heads;
+  c.n_ff = s.n_ff;
+  c.n_ctx_train = s.n_ctx_train;
+  c.head_dim = s.head_dim;
+}
+
 ModelConfig config_from_gguf(const GgufFile& f, const ArchTable& table) {
   ModelConfig c;
   const std::string name = f.get_string_or("general.architecture", "");
@@ -166,34 +250,16 @@ ModelConfig config_from_gguf(const GgufFile& f, const ArchTable& table) {
   c.rope_type = row->gguf_rope;
   const std::string a = c.arch + ".";
 
-  c.n_embd = require_int(f, a + "embedding_length", 1, kMaxDim);
-  c.n_layers = require_int(f, a + "block_count", 1, 4096);
-  c.n_heads = require_int(f, a + "attention.head_count", 1, 4096);
-  c.n_kv_heads = optional_int(f, a + "attention.head_count_kv", c.n_heads, 1, 4096);
-  c.n_ff = require_int(f, a + "feed_forward_length", 1, kMaxDim);
-  c.n_ctx_train = require_int(f, a + "context_length", 1, int64_t{1} << 30);
-
-  if (c.n_heads % c.n_kv_heads != 0)
-    throw FileError(f.path(), fmt::format("{}attention.head_count_kv = {} does not divide "
-                                          "head_count = {}",
-                                          a, c.n_kv_heads, c.n_heads));
-  if (f.find(a + "attention.key_length")) {
-    c.head_dim = require_int(f, a + "attention.key_length", 1, 65536);
-    const int64_t v_len = optional_int(f, a + "attention.value_length", c.head_dim, 1, 65536);
-    if (v_len != c.head_dim)
-      throw FileError(f.path(), fmt::format("{}attention.value_length = {} differs from "
-                                            "key_length = {} (not supported)",
-                                            a, v_len, c.head_dim));
-  } else {
-    if (c.n_embd % c.n_heads != 0)
-      throw FileError(f.path(), fmt::format("{}attention.head_count = {} does not divide "
-                                            "embedding_length = {}",
-                                            a, c.n_heads, c.n_embd));
-    c.head_dim = c.n_embd / c.n_heads;
-  }
-  c.n_rot = optional_int(f, a + "rope.dimension_count", c.head_dim, 1, c.head_dim);
-  if (c.n_rot % 2 != 0)
-    throw FileError(f.path(), fmt::format("{}rope.dimension_count = {} is odd", a, c.n_rot));
+  const ModelShape s = read_gguf_shape(f);
+  // What the shape allows and the engine does not compute (yet).
+  if (s.n_ff == 0) (void)require_int(f, a + "feed_forward_length", 1, kMaxDim);
+  if (s.n_ctx_train == 0) (void)require_int(f, a + "context_length", 1, int64_t{1} << 30);
+  if (s.v_head_dim != s.head_dim)
+    throw FileError(f.path(), fmt::format("{}attention.value_length = {} differs from "
+                                          "key_length = {} (not supported)",
+                                          a, s.v_head_dim, s.head_dim));
+  apply_shape(s, c);
+  c.n_rot = s.n_rot;
 
   const double eps = f.get_float_or(a + "attention.layer_norm_rms_epsilon", 1e-5);
   if (!(eps > 0.0 && eps < 1.0))
@@ -237,15 +303,10 @@ ModelConfig config_from_gguf(const GgufFile& f, const ArchTable& table) {
     c.rope_mscale = optional_positive(f, a + "rope.scaling.attn_factor", 1.0);
   }
 
-  const GgufTensorInfo* embd = f.find_tensor("token_embd.weight");
-  if (embd == nullptr) throw FileError(f.path(), "missing tensor 'token_embd.weight'");
-  if (embd->shape.size() != 2 || embd->shape[1] < 1 || embd->shape[1] > kMaxDim)
-    throw FileError(f.path(),
-                    "tensor 'token_embd.weight': expected 2 dimensions [n_embd, n_vocab]");
-  c.n_vocab = embd->shape[1];
+  if (!s.has_token_embd) throw FileError(f.path(), "missing tensor 'token_embd.weight'");
 
   apply_arch_row(*row, c);
-  read_window(f, a, c);
+  read_window(f, a, s, c);
   read_caps_and_scales(f, a, *row, c);
   const std::string missing = unimplemented_message(c);
   if (!missing.empty()) throw FileError(f.path(), missing);

@@ -4,6 +4,7 @@
 // uses the "{arch}.key" pattern below.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "core/rope_math.h"
@@ -73,7 +74,68 @@ struct ModelConfig {
   int64_t kv_dim() const { return n_kv_heads * head_dim; }  // rows of wk, wv
 };
 
-// Reads and validates the config. Throws FileError naming the file and the key for an
+// The numbers of a model's shape as GGUF metadata gives them, for any architecture: read and
+// validated once, here. config_from_gguf (below) builds the engine's ModelConfig on it (its
+// architecture row, and the refusals of what the forward pass does not compute); kvplan's
+// planning input (plan/model_config.h) is filled from it by the CLI (cli/kvplan_model.h:
+// plan/ may not include model/).
+//
+// Keys ({arch} = general.architecture), with their checks (a failure is a FileError naming
+// the file and the key):
+//   embedding_length [1, 2^24], block_count [1, 4096], attention.head_count [1, 4096]   required
+//   attention.head_count_kv [1, 4096] (default head_count), dividing head_count
+//   feed_forward_length [1, 2^24]; required unless the model is MoE without dense layers
+//   context_length [1, 2^30] (0 when absent: the engine requires it)
+//   attention.key_length [1, 65536] (default embedding_length / head_count, which must divide)
+//   attention.value_length [1, 65536] (default key_length)
+//   rope.dimension_count [1, key_length] and even (default key_length)
+//   expert_count, expert_used_count, expert_shared_count, expert_feed_forward_length,
+//   leading_dense_block_count, attention.kv_lora_rank, attention.q_lora_rank  [0, 2^24]
+//   attention.sliding_window [0, 2^30], attention.sliding_window_pattern [1, 2^20] (a period;
+//   a per-layer list is only noted)
+// and n_vocab from token_embd.weight's shape [n_embd, n_vocab], else the vocab_size key or
+// the tokenizer's token list.
+struct ModelShape {
+  std::string arch;  // general.architecture
+  std::string name;  // general.name ("" when absent)
+  int64_t n_embd = 0;
+  int64_t n_layers = 0;
+  int64_t n_heads = 0;
+  int64_t n_kv_heads = 0;
+  int64_t head_dim = 0;     // K (and Q) head size
+  int64_t v_head_dim = 0;   // V head size
+  int64_t n_ff = 0;         // dense MLP size (0: MoE without dense layers and no key)
+  int64_t n_ctx_train = 0;  // 0: no context_length key
+  int64_t n_rot = 0;
+  bool n_rot_given = false;  // rope.dimension_count present
+  int64_t n_vocab = 0;
+  bool has_token_embd = false;  // n_vocab from token_embd.weight
+  // The raw sliding-window keys (their meaning depends on the architecture's row, arch.h).
+  std::optional<int64_t> sliding_window;
+  std::optional<int64_t> sliding_window_period;  // config.json: from layer_types, 0: all slide
+  bool sliding_window_period_list = false;       // the pattern key holds a per-layer list
+  // Mixture of experts (0 experts: dense) and multi-head latent attention (kv_lora_rank > 0).
+  int64_t n_experts = 0, n_experts_used = 0, n_shared_experts = 0, n_ff_expert = 0;
+  int64_t n_dense_layers = 0;
+  int64_t kv_lora_rank = 0, q_lora_rank = 0;
+  // From the tensor table (never the tensor data).
+  bool has_output = false;  // output.weight (else tied to token_embd)
+  bool has_q_bias = false;  // blk.0.attn_q.bias
+  bool has_q_norm = false;  // blk.0.attn_q_norm.weight
+  // config.json only (hf_config.h read_hf_shape; a GGUF says these with its tensor table):
+  std::optional<bool> tie_word_embeddings;
+  bool attention_bias = false;
+  std::optional<bool> use_sliding_window;
+};
+
+// Reads and validates the shape; throws FileError as described above.
+ModelShape read_gguf_shape(const GgufFile& f);
+// Copies the shape's counts, sizes and context into c (the readers' common step; n_rot and the
+// switches are theirs).
+void apply_shape(const ModelShape& s, ModelConfig& c);
+
+// Reads and validates the config: read_gguf_shape's numbers and checks, then the
+// architecture's row. Throws FileError naming the file and the key for an
 // unsupported architecture (listing the supported ones), a missing or out-of-range value,
 // inconsistent head counts, or a row asking for math the forward pass does not implement
 // (unimplemented_math in arch.h).

@@ -308,8 +308,9 @@ std::vector<float> llama3_rope_divisors(int64_t n_rot, double freq_base, double 
   return out;
 }
 
-HfConfig hf_config_from_json(const std::string& text, const std::string& path,
-                             const ArchTable& table) {
+namespace {
+
+json parse_config(const std::string& text, const std::string& path) {
   json j;
   try {
     j = json::parse(text);
@@ -321,6 +322,97 @@ HfConfig hf_config_from_json(const std::string& text, const std::string& path,
     throw FileError(path, fmt::format("not usable JSON: {}", json_error_text(e.what())));
   }
   if (!j.is_object()) throw FileError(path, "expected a JSON object");
+  return j;
+}
+
+std::string read_config_text(const std::string& path) {
+  const MappedFile m(path);
+  if (m.size() > kMaxConfigBytes)
+    throw FileError(path, fmt::format("{} bytes is more than a config.json may have ({})", m.size(),
+                                      kMaxConfigBytes));
+  return std::string(reinterpret_cast<const char*>(m.data()), m.size());
+}
+
+// read_hf_shape's numbers from the object `k` holds the model's keys in.
+ModelShape shape_from_keys(const Keys& k) {
+  ModelShape s;
+  s.arch = k.string("model_type", "");
+  s.n_vocab = k.require_int("vocab_size", 1, kMaxDim);
+  s.n_embd = k.require_int("hidden_size", 1, kMaxDim);
+  s.n_layers = k.require_int("num_hidden_layers", 1, 4096);
+  s.n_heads = k.require_int("num_attention_heads", 1, 4096);
+  s.n_kv_heads = k.optional_int("num_key_value_heads", s.n_heads, 1, 4096);
+  // Mixtral names the expert count num_local_experts and its expert size intermediate_size.
+  s.n_experts = k.optional_int(
+      "num_local_experts",
+      k.optional_int("num_experts", k.optional_int("n_routed_experts", 0, 0, kMaxDim), 0, kMaxDim),
+      0, kMaxDim);
+  if (s.n_experts > 0) {
+    s.n_experts_used = k.require_int("num_experts_per_tok", 1, kMaxDim);
+    s.n_shared_experts = k.optional_int("n_shared_experts", 0, 0, kMaxDim);
+    s.n_dense_layers = k.optional_int("first_k_dense_replace", 0, 0, s.n_layers);
+    s.n_ff_expert = k.optional_int("moe_intermediate_size", 0, 0, kMaxDim);
+    if (s.n_ff_expert == 0) s.n_ff_expert = k.require_int("intermediate_size", 1, kMaxDim);
+    s.n_ff = s.n_dense_layers > 0 ? k.require_int("intermediate_size", 1, kMaxDim)
+                                  : k.optional_int("intermediate_size", 0, 0, kMaxDim);
+  } else {
+    s.n_ff = k.require_int("intermediate_size", 1, kMaxDim);
+  }
+  s.n_ctx_train = k.optional_int("max_position_embeddings", 0, 1, int64_t{1} << 30);
+  if (s.n_heads % s.n_kv_heads != 0)
+    k.fail("num_key_value_heads",
+           fmt::format("= {} does not divide num_attention_heads = {}", s.n_kv_heads, s.n_heads));
+  s.kv_lora_rank = k.optional_int("kv_lora_rank", 0, 0, kMaxDim);
+  if (s.kv_lora_rank > 0) {  // MLA: the head sizes are given apart
+    s.q_lora_rank = k.optional_int("q_lora_rank", 0, 0, kMaxDim);
+    s.n_rot = k.require_int("qk_rope_head_dim", 1, 65536);
+    s.head_dim = k.require_int("qk_nope_head_dim", 1, 65536) + s.n_rot;
+    s.v_head_dim = k.require_int("v_head_dim", 1, 65536);
+    s.n_rot_given = true;
+  } else {
+    if (k.get("head_dim") != nullptr) {
+      s.head_dim = k.require_int("head_dim", 1, 65536);
+    } else {
+      if (s.n_embd % s.n_heads != 0)
+        k.fail("num_attention_heads",
+               fmt::format("= {} does not divide hidden_size = {}", s.n_heads, s.n_embd));
+      s.head_dim = s.n_embd / s.n_heads;
+    }
+    s.v_head_dim = s.head_dim;
+    s.n_rot = s.head_dim;
+  }
+  if (k.get("tie_word_embeddings") != nullptr)
+    s.tie_word_embeddings = k.boolean("tie_word_embeddings", false);
+  s.attention_bias = k.boolean("attention_bias", false);
+  if (k.get("use_sliding_window") != nullptr)
+    s.use_sliding_window = k.boolean("use_sliding_window", true);
+  if (k.get("sliding_window") != nullptr)
+    s.sliding_window = k.require_int("sliding_window", 0, int64_t{1} << 30);
+  if (const json* types = k.get("layer_types"); types != nullptr && types->is_array()) {
+    s.sliding_window_period = 0;
+    for (size_t i = 0; i < types->size(); ++i)
+      if ((*types)[i] == "full_attention") {
+        s.sliding_window_period = static_cast<int64_t>(i) + 1;
+        break;
+      }
+  }
+  return s;
+}
+
+}  // namespace
+
+ModelShape read_hf_shape(const std::string& path) {
+  const json root = parse_config(read_config_text(path), path);
+  const auto text = root.find("text_config");
+  const bool nested = !root.contains("hidden_size") && text != root.end() && text->is_object();
+  ModelShape s = shape_from_keys(Keys(nested ? *text : root, path, nested ? "text_config." : ""));
+  s.name = Keys(root, path).string("_name_or_path", "");
+  return s;
+}
+
+HfConfig hf_config_from_json(const std::string& text, const std::string& path,
+                             const ArchTable& table) {
+  const json j = parse_config(text, path);
   const Keys k(j, path);
   HfConfig h;
   const json* archs = k.get("architectures");
@@ -335,26 +427,13 @@ HfConfig hf_config_from_json(const std::string& text, const std::string& path,
 
   ModelConfig& c = h.config;
   c.rope_type = RopeType::Neox;  // rotate_half: see hf_config.h
-  c.n_vocab = k.require_int("vocab_size", 1, kMaxDim);
-  c.n_embd = k.require_int("hidden_size", 1, kMaxDim);
-  c.n_layers = k.require_int("num_hidden_layers", 1, 4096);
-  c.n_heads = k.require_int("num_attention_heads", 1, 4096);
-  c.n_kv_heads = k.optional_int("num_key_value_heads", c.n_heads, 1, 4096);
-  c.n_ff = k.require_int("intermediate_size", 1, kMaxDim);
-  c.n_ctx_train = k.require_int("max_position_embeddings", 1, int64_t{1} << 30);
+  const ModelShape s = shape_from_keys(k);
+  // What the shape allows and the engine does not compute (yet).
+  if (s.n_ff == 0) (void)k.require_int("intermediate_size", 1, kMaxDim);
+  if (s.n_ctx_train == 0) (void)k.require_int("max_position_embeddings", 1, int64_t{1} << 30);
+  if (s.kv_lora_rank > 0) k.fail("kv_lora_rank", "> 0 is not supported (latent attention)");
+  apply_shape(s, c);
   apply_architecture(h, *row, k);
-
-  if (c.n_heads % c.n_kv_heads != 0)
-    k.fail("num_key_value_heads",
-           fmt::format("= {} does not divide num_attention_heads = {}", c.n_kv_heads, c.n_heads));
-  if (k.get("head_dim") != nullptr) {
-    c.head_dim = k.require_int("head_dim", 1, 65536);
-  } else {
-    if (c.n_embd % c.n_heads != 0)
-      k.fail("num_attention_heads",
-             fmt::format("= {} does not divide hidden_size = {}", c.n_heads, c.n_embd));
-    c.head_dim = c.n_embd / c.n_heads;
-  }
   c.rms_eps = static_cast<float>(k.number("rms_norm_eps", 1e-6, 0.0, 1.0, true));
   if (!(c.rms_eps > 0.0f)) k.fail("rms_norm_eps", "rounds to 0 as a float");
   // Gemma's configs name the activation hidden_activation (and may carry an older hidden_act
@@ -379,11 +458,7 @@ HfConfig hf_config_from_json(const std::string& text, const std::string& path,
 }
 
 HfConfig read_hf_config(const std::string& path) {
-  const MappedFile m(path);
-  if (m.size() > kMaxConfigBytes)
-    throw FileError(path, fmt::format("{} bytes is more than a config.json may have ({})", m.size(),
-                                      kMaxConfigBytes));
-  return hf_config_from_json(std::string(reinterpret_cast<const char*>(m.data()), m.size()), path);
+  return hf_config_from_json(read_config_text(path), path);
 }
 
 }  // namespace llmctl

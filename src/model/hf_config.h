@@ -63,6 +63,22 @@ HfConfig hf_config_from_json(const std::string& text, const std::string& path,
 // Reads and parses the file at `path`.
 HfConfig read_hf_config(const std::string& path);
 
+// The numbers of a model's shape from a config.json, for any model_type: the config.json
+// counterpart of read_gguf_shape (config.h), read and range-checked once with the messages of
+// hf_config_from_json, which builds on it; kvplan fills its planning input from it
+// (cli/kvplan_model.h). The keys are those of the top level, or of text_config when the top
+// level has no hidden_size (a multimodal config). Keys: model_type (arch), _name_or_path
+// (name), vocab_size, hidden_size, num_hidden_layers, num_attention_heads (required),
+// num_key_value_heads (dividing num_attention_heads), intermediate_size (required unless MoE
+// without dense layers), max_position_embeddings (0 when absent), head_dim; MoE:
+// num_local_experts / num_experts / n_routed_experts, num_experts_per_tok (then required),
+// n_shared_experts, first_k_dense_replace, moe_intermediate_size; MLA: kv_lora_rank,
+// q_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim (the last three then required;
+// head_dim = qk_nope + qk_rope, n_rot = qk_rope); tie_word_embeddings, attention_bias,
+// use_sliding_window, sliding_window, layer_types (sliding_window_period: the 1-based index of
+// the first "full_attention", 0 when none is).
+ModelShape read_hf_shape(const std::string& path);
+
 // The llama3 divisors alone: n_rot / 2 values for pairs i = 0 .. n_rot / 2 - 1.
 std::vector<float> llama3_rope_divisors(int64_t n_rot, double freq_base, double factor,
                                         double low_freq_factor, double high_freq_factor,

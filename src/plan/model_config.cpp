@@ -1,20 +1,16 @@
-// ModelConfig: parameter counts from shapes, and model shapes from GGUF metadata or a Hugging
-// Face config.json. Only metadata is read: GGUF tensor data is never touched (the tensor table
-// gives the file's weight bytes without reading them).
+// ModelConfig: parameter counts from shapes, and which reader a model argument goes to (the
+// engine's GGUF and config.json readers, passed in by the CLI: cli/kvplan_model.h).
 #include "plan/model_config.h"
 
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
+#include <fmt/format.h>
 
 #include "core/edit_distance.h"
+#include "core/sliding_window.h"
 #include "core/error.h"
-#include "io/gguf.h"
-#include "io/gguf_format.h"
-#include "io/json_error.h"
 
 namespace llmctl::plan {
 
@@ -87,179 +83,19 @@ std::vector<std::string> closest_names(const std::string& query, const std::vect
   return out;
 }
 
-// --------------------------------------------------------------------------------------------
-// GGUF metadata
-// --------------------------------------------------------------------------------------------
-
-ModelConfig model_from_gguf(const GgufFile& f, const WindowPatternOf& pattern_of) {
-  ModelConfig c;
-  c.name = f.path();
-  c.source = "GGUF metadata of " + f.path();
-  c.arch = f.get_string_or("general.architecture", "");
-  if (c.arch.empty()) throw FileError(f.path(), "missing metadata key 'general.architecture'");
-  c.label = f.get_string_or("general.name", c.arch);
-  const std::string a = c.arch + ".";
-  auto need = [&](const std::string& key) {
-    const std::optional<int64_t> v = f.get_int(key);
-    if (!v || *v <= 0) throw FileError(f.path(), fmt::format("missing or invalid metadata key '{}'", key));
-    return *v;
-  };
-  c.n_layers = need(a + "block_count");
-  c.n_embd = need(a + "embedding_length");
-  c.n_heads = need(a + "attention.head_count");
-  c.n_kv_heads = f.get_int_or(a + "attention.head_count_kv", c.n_heads);
-  c.head_dim = f.get_int_or(a + "attention.key_length", c.n_embd / c.n_heads);
-  c.v_head_dim = f.get_int_or(a + "attention.value_length", c.head_dim);
-  c.max_ctx = f.get_int_or(a + "context_length", 0);
-  c.n_experts = f.get_int_or(a + "expert_count", 0);
-  c.n_experts_used = f.get_int_or(a + "expert_used_count", 0);
-  c.n_shared_experts = f.get_int_or(a + "expert_shared_count", 0);
-  c.n_dense_layers = f.get_int_or(a + "leading_dense_block_count", 0);
-  c.n_ff = c.n_experts > 0 && c.n_dense_layers == 0 ? f.get_int_or(a + "feed_forward_length", 0)
-                                                     : need(a + "feed_forward_length");
-  c.n_ff_expert = f.get_int_or(a + "expert_feed_forward_length", c.n_experts > 0 ? c.n_ff : 0);
-  c.sliding_window = f.get_int_or(a + "attention.sliding_window", 0);
-  if (const std::optional<WindowPattern> p = pattern_of ? pattern_of(c.arch) : std::nullopt) {
-    if (p->layers == WindowLayers::None) c.sliding_window = 0;  // the engine ignores the key
-    if (p->layers == WindowLayers::AllButEveryPeriod)
-      c.swa_period = f.get_int_or(a + "attention.sliding_window_pattern", p->period);
-  }
-  if (c.arch == "gemma2") c.norms_per_layer = 4;
-  c.kv_lora_rank = f.get_int_or(a + "attention.kv_lora_rank", 0);
-  if (c.is_mla()) {
-    c.q_lora_rank = f.get_int_or(a + "attention.q_lora_rank", 0);
-    c.qk_rope_dim = need(a + "rope.dimension_count");
-    c.qk_nope_dim = c.head_dim - c.qk_rope_dim;
-    c.n_kv_heads = c.n_heads;
-  }
-  c.n_vocab = f.get_int_or(a + "vocab_size", 0);
-  if (c.n_vocab == 0) c.n_vocab = static_cast<int64_t>(f.get_string_array("tokenizer.ggml.tokens").size());
-  if (c.n_vocab == 0)
-    if (const GgufTensorInfo* t = f.find_tensor("token_embd.weight"); t && t->shape.size() == 2)
-      c.n_vocab = t->shape[1];
-  if (c.n_vocab == 0) throw FileError(f.path(), "no vocabulary size (no vocab_size key, tokens or token_embd)");
-  c.tied_embeddings = f.find_tensor("output.weight") == nullptr;
-  c.qkv_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
-  c.qk_norm = f.find_tensor("blk.0.attn_q_norm.weight") != nullptr;
-  for (const GgufTensorInfo& t : f.tensors()) c.file_weight_bytes += t.n_bytes;
-  c.file_params = gguf_parameter_count(f);
-  if (c.n_kv_heads <= 0 || c.head_dim <= 0)
-    throw FileError(f.path(), "attention.head_count_kv and attention.key_length must be positive");
-  return c;
-}
-
-// --------------------------------------------------------------------------------------------
-// Hugging Face config.json
-// --------------------------------------------------------------------------------------------
-
-namespace {
-
-int64_t json_int(const nlohmann::json& j, const char* key, int64_t fallback) {
-  const auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return fallback;
-  if (it->is_boolean()) return it->get<bool>() ? 1 : 0;
-  if (!it->is_number()) return fallback;
-  return it->get<int64_t>();
-}
-
-}  // namespace
-
-ModelConfig model_from_config_json(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FileError(path, "cannot open file");
-  nlohmann::json root;
-  try {
-    root = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw FileError(path, fmt::format("not valid JSON: {}", json_error_text(e.what())));
-  }
-  if (!root.is_object()) throw FileError(path, "expected a JSON object");
-  const nlohmann::json& j = (!root.contains("hidden_size") && root.contains("text_config")) ? root["text_config"] : root;
-  auto need = [&](const char* key) {
-    const int64_t v = json_int(j, key, -1);
-    if (v <= 0) throw FileError(path, fmt::format("missing or invalid field '{}'", key), FileError::kNoOffset,
-                                "kvplan needs the model's shape fields (hidden_size, num_hidden_layers, ...)");
-    return v;
-  };
-  ModelConfig c;
-  c.name = path;
-  c.source = "config.json " + path;
-  c.arch = j.value("model_type", std::string("llama"));
-  c.label = c.arch;
-  if (j.contains("_name_or_path") && j["_name_or_path"].is_string()) c.label = j["_name_or_path"].get<std::string>();
-  c.n_embd = need("hidden_size");
-  c.n_layers = need("num_hidden_layers");
-  c.n_heads = need("num_attention_heads");
-  c.n_vocab = need("vocab_size");
-  c.n_kv_heads = json_int(j, "num_key_value_heads", c.n_heads);
-  c.max_ctx = json_int(j, "max_position_embeddings", 0);
-  const bool gemma = c.arch.rfind("gemma", 0) == 0;
-  c.tied_embeddings = json_int(j, "tie_word_embeddings", gemma ? 1 : 0) != 0;
-  c.qkv_bias = c.arch == "qwen2" || json_int(j, "attention_bias", 0) != 0;
-  c.qk_norm = c.arch == "qwen3" || c.arch == "qwen3_moe";
-  if (gemma) c.norms_per_layer = 4;
-  // MoE: Mixtral names the expert count num_local_experts and its expert size intermediate_size.
-  c.n_experts = json_int(j, "num_local_experts", json_int(j, "num_experts", json_int(j, "n_routed_experts", 0)));
-  if (c.n_experts > 0) {
-    c.n_experts_used = need("num_experts_per_tok");
-    c.n_shared_experts = json_int(j, "n_shared_experts", 0);
-    c.n_dense_layers = json_int(j, "first_k_dense_replace", 0);
-    c.n_ff_expert = json_int(j, "moe_intermediate_size", 0);
-    if (c.n_ff_expert <= 0) c.n_ff_expert = need("intermediate_size");
-    c.n_ff = c.n_dense_layers > 0 ? need("intermediate_size") : json_int(j, "intermediate_size", 0);
-  } else {
-    c.n_ff = need("intermediate_size");
-  }
-  // MLA
-  c.kv_lora_rank = json_int(j, "kv_lora_rank", 0);
-  if (c.is_mla()) {
-    c.q_lora_rank = json_int(j, "q_lora_rank", 0);
-    c.qk_rope_dim = need("qk_rope_head_dim");
-    c.qk_nope_dim = need("qk_nope_head_dim");
-    c.v_head_dim = need("v_head_dim");
-    c.head_dim = c.qk_nope_dim + c.qk_rope_dim;
-    c.n_kv_heads = c.n_heads;
-  } else {
-    // head_dim from the configuration when it says so (Qwen3, Gemma-2), else hidden / heads.
-    c.head_dim = json_int(j, "head_dim", 0);
-    if (c.head_dim <= 0) {
-      if (c.n_embd % c.n_heads != 0)
-        throw FileError(path, "missing field 'head_dim' (hidden_size is not a multiple of num_attention_heads)");
-      c.head_dim = c.n_embd / c.n_heads;
-    }
-  }
-  // Sliding windows: Qwen2 carries sliding_window but only uses it with use_sliding_window;
-  // Phi-3 lists one that the engines do not apply.
-  const bool swa_enabled = json_int(j, "use_sliding_window", 1) != 0 && c.arch != "phi3";
-  if (swa_enabled) c.sliding_window = json_int(j, "sliding_window", 0);
-  if (c.sliding_window > 0) {
-    if (const auto lt = j.find("layer_types"); lt != j.end() && lt->is_array() && !lt->empty()) {
-      c.swa_period = 0;
-      for (size_t i = 0; i < lt->size(); ++i)
-        if ((*lt)[i] == "full_attention") { c.swa_period = static_cast<int64_t>(i) + 1; break; }
-    } else if (c.arch == "gemma2") {
-      c.swa_period = 2;
-    }
-  }
-  if (c.n_kv_heads <= 0 || c.n_heads % c.n_kv_heads != 0)
-    throw FileError(path, fmt::format("num_key_value_heads {} does not divide num_attention_heads {}",
-                                      c.n_kv_heads, c.n_heads));
-  return c;
-}
-
-ModelConfig load_model(const std::string& name_or_file, const WindowPatternOf& pattern_of) {
+ModelConfig load_model(const std::string& name_or_file, const ModelFileReaders& readers) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::is_directory(name_or_file, ec)) {
     const fs::path cfg = fs::path(name_or_file) / "config.json";
     if (!fs::exists(cfg, ec)) throw FileError(name_or_file, "directory has no config.json");
-    return model_from_config_json(cfg.string());
+    return readers.config_json(cfg.string());
   }
   if (fs::is_regular_file(name_or_file, ec)) {
     const std::string lower = lowercase(name_or_file);
     if (lower.size() >= 5 && lower.compare(lower.size() - 5, 5, ".json") == 0)
-      return model_from_config_json(name_or_file);
-    return model_from_gguf(GgufFile::open(name_or_file), pattern_of);
+      return readers.config_json(name_or_file);
+    return readers.gguf(name_or_file);
   }
   const std::string lower = lowercase(name_or_file);
   for (const char* ext : {".gguf", ".json"}) {

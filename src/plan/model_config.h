@@ -1,19 +1,14 @@
 #pragma once
 // The shape of a model as kvplan needs it: enough to count every parameter and every KV-cache
-// byte exactly. Filled from the built-in catalog (model_catalog.cpp), from GGUF metadata, or
-// from a Hugging Face config.json. Pure data and arithmetic; no backend.
+// byte exactly. Filled from the built-in catalog (model_catalog.cpp), or from GGUF metadata or
+// a Hugging Face config.json by the engine's readers (through the CLI: cli/kvplan_model.h).
+// Pure data and arithmetic; no backend.
 
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <string>
 #include <vector>
 
-#include "core/sliding_window.h"
-
-namespace llmctl {
-class GgufFile;
-}
 
 namespace llmctl::plan {
 
@@ -89,21 +84,15 @@ const std::vector<ModelConfig>& model_catalog();
 // A catalog model by name (case-insensitive; "meta-llama/Llama-3.1-8B" also matches
 // "llama-3.1-8b"); throws Error listing the closest names when unknown.
 ModelConfig find_model(const std::string& name);
-// The sliding-window pattern of a GGUF architecture (general.architecture), or nullopt for one
-// llmctl does not know. GGUF files carry the window but not which layers use it, so that comes
-// from the engine's architecture table (model/arch.h, which plan/ may not include): the CLI
-// passes a lookup into it.
-using WindowPatternOf = std::function<std::optional<WindowPattern>(const std::string& arch)>;
-// Reads a model's shape from GGUF metadata (never its tensor data). The window applies to the
-// layers pattern_of(arch) names (the file's attention.sliding_window_pattern overrides the
-// period, as in the engine); to every layer for an architecture it does not know, or without
-// a lookup.
-ModelConfig model_from_gguf(const GgufFile& f, const WindowPatternOf& pattern_of = nullptr);
-// Reads a Hugging Face config.json; FileError naming the field when a needed one is missing.
-ModelConfig model_from_config_json(const std::string& path);
-// NAME, FILE.gguf, config.json or a directory holding config.json.
-ModelConfig load_model(const std::string& name_or_file,
-                       const WindowPatternOf& pattern_of = nullptr);
+// How kvplan reads a model file: through the engine's one reader (model/config.h
+// read_gguf_shape for GGUF metadata, model/hf_config.h read_hf_shape for config.json), which
+// plan/ may not include, so the CLI passes them in (cli/kvplan_model.h). A reader throws FileError naming the file and the key.
+struct ModelFileReaders {
+  std::function<ModelConfig(const std::string& path)> gguf;
+  std::function<ModelConfig(const std::string& path)> config_json;
+};
+// NAME (the catalog), FILE.gguf, config.json or a directory holding config.json.
+ModelConfig load_model(const std::string& name_or_file, const ModelFileReaders& readers);
 
 // Names in `names` closest to `query` by edit distance (at most `n`), for "did you mean".
 std::vector<std::string> closest_names(const std::string& query, const std::vector<std::string>& names,

@@ -1,12 +1,14 @@
-// svd-embed's GPU path (backend/cuda/gram_eigen_cuda.h: float64 Gram by cuBLAS DGEMM, cuSOLVER
-// Dsyevd) against LAPACK dgesdd (a direct float64 SVD, tests/support/svd_reference.h) and
-// against the CPU path (diag/gram_eigen.h), every singular value within 1e-6 sigma_max:
-//   * random matrices, tall and wide (the wide one through singular_values_on's transpose),
-//     with many blocks (a small block size) and in one block;
+// svd-embed's GPU path (the CUDA backend's gram_eigen: backend/cuda/gram_eigen_cuda.h, float64
+// Gram by cuBLAS DGEMM, cuSOLVER Dsyevd) against LAPACK dgesdd (a direct float64 SVD,
+// tests/support/svd_reference.h) and against the CPU backend (diag/gram_eigen.h through
+// backend/cpu/gram_eigen_cpu.h), every singular value within 1e-6 sigma_max:
+//   * random matrices, tall and wide (the wide one transposed by the CUDA backend), through the
+//     backend, and with many blocks (a small block size, gram_eigen_f64 called directly);
 //   * an ill-conditioned matrix (sigma over 6 decades);
 //   * stories260K's token_embd (skipped when the model file is absent);
 //   * the eigenvectors (G v = lambda v, orthonormal) and the low-rank estimate against the CPU's;
 //   * a matrix whose Gram cannot fit: refused before any allocation, naming the shortfall.
+// The op-level parity (CUDA gram_eigen against the CPU backend's) is test_gpu_gram_eigen.cpp.
 // Exits 77 without a GPU (gpu_main.h).
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
@@ -15,6 +17,8 @@
 #include <fstream>
 #include <vector>
 
+#include "backend/cpu/cpu_fast_backend.h"
+#include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cusolver_loader.h"
 #include "backend/cuda/gram_eigen_cuda.h"
 #include "diag/gram_eigen.h"
@@ -31,25 +35,34 @@ namespace {
 
 constexpr double kTolerance = 1e-6;  // the accuracy contract: |d sigma| <= 1e-6 sigma_max
 
-GramEigenFn gpu(size_t max_block_bytes = kGpuGramMaxBlockBytes) {
-  return [max_block_bytes](const float* a, int64_t m, int64_t n, bool want_vectors) {
-    GpuGramEigen g = cuda::gram_eigen_f64(0, a, m, n, want_vectors, max_block_bytes);
-    return GramEigenResult{std::move(g.lambda), std::move(g.vectors), g.seconds_gram,
-                           g.seconds_eigen};
-  };
+cuda::CudaBackend& gpu() {
+  static cuda::CudaBackend b(0);
+  return b;
 }
 
-// GPU vs dgesdd and vs the CPU path (float64 Gram and the default auto) on one matrix.
+cpu::CpuFastBackend& cpu4() {
+  static cpu::CpuFastBackend b(4);
+  return b;
+}
+
+// sqrt of ascending eigenvalues, descending (as singular values).
+std::vector<double> sigma_of(const std::vector<double>& lambda) {
+  std::vector<double> s;
+  for (auto it = lambda.rbegin(); it != lambda.rend(); ++it)
+    s.push_back(std::sqrt(std::max(0.0, *it)));
+  return s;
+}
+
+// GPU vs dgesdd and vs the CPU backend (float64 Gram and the default auto) on one matrix; for a
+// tall one also the blocked Gram with `block_bytes` per block (gram_eigen_f64 directly: the
+// backend uses the default block size).
 void check_against_references(const std::vector<float>& a, int m, int n, size_t block_bytes) {
-  const Spectrum got = singular_values_on(gpu(block_bytes), a.data(), m, n, SpectrumOptions{});
+  const Spectrum got = singular_values(gpu(), a.data(), m, n, SpectrumOptions{});
   const std::vector<double> ref = reference_svd(a, m, n);
   SpectrumOptions f64;
   f64.gram = GramPrecision::F64;
-  f64.n_threads = 4;
-  const Spectrum cpu = singular_values(a.data(), m, n, f64);
-  SpectrumOptions automatic;
-  automatic.n_threads = 4;
-  const Spectrum cpu_auto = singular_values(a.data(), m, n, automatic);
+  const Spectrum cpu = singular_values(cpu4(), a.data(), m, n, f64);
+  const Spectrum cpu_auto = singular_values(cpu4(), a.data(), m, n, SpectrumOptions{});
   INFO(m << " x " << n << ", block " << block_bytes << " bytes, bound " << got.error_bound);
   REQUIRE(got.sigma.size() == ref.size());
   CHECK(max_rel_diff(got.sigma, ref) <= kTolerance);
@@ -57,6 +70,10 @@ void check_against_references(const std::vector<float>& a, int m, int n, size_t 
   CHECK(max_rel_diff(got.sigma, cpu_auto.sigma) <= kTolerance);
   CHECK(got.error_bound <= kTolerance);
   CHECK(got.gram_precision == "f64");
+  if (m >= n) {
+    const GpuGramEigen blocked = cuda::gram_eigen_f64(0, a.data(), m, n, false, block_bytes);
+    CHECK(max_rel_diff(sigma_of(blocked.lambda), ref) <= kTolerance);
+  }
 }
 
 }  // namespace
@@ -103,50 +120,24 @@ TEST_CASE("GPU eigenvectors and the low-rank estimate agree with the CPU", "[gpu
   const int m = 3000, n = 128;
   const std::vector<float> a = random_matrix(m, n, 9);
   const GpuGramEigen g = cuda::gram_eigen_f64(0, a.data(), m, n, true, 512 * n * 8);
-  REQUIRE(g.lambda.size() == static_cast<size_t>(n));
-  REQUIRE(g.vectors.size() == static_cast<size_t>(n * n));
   CHECK(g.block_rows == 512);
   // G = A^T A in float64 on the host; every column: ||G v - lambda v|| <= 1e-10 lambda_max,
   // ||v|| = 1, and v_i . v_j = 0 for the neighbouring column.
-  std::vector<double> gram(static_cast<size_t>(n * n), 0.0);
-  for (int r = 0; r < m; ++r)
-    for (int i = 0; i < n; ++i)
-      for (int j = 0; j < n; ++j)
-        gram[static_cast<size_t>(j * n + i)] +=
-            static_cast<double>(a[size_t(r * n + i)]) * static_cast<double>(a[size_t(r * n + j)]);
-  const double lmax = g.lambda.back();
-  double worst = 0, worst_norm = 0, worst_dot = 0;
-  for (int c = 0; c < n; ++c) {
-    const double* v = g.vectors.data() + c * n;
-    double res = 0, nrm = 0, dot = 0;
-    for (int i = 0; i < n; ++i) {
-      double gv = 0;
-      for (int j = 0; j < n; ++j) gv += gram[static_cast<size_t>(j * n + i)] * v[j];
-      res += (gv - g.lambda[static_cast<size_t>(c)] * v[i]) *
-             (gv - g.lambda[static_cast<size_t>(c)] * v[i]);
-      nrm += v[i] * v[i];
-      if (c > 0) dot += v[i] * g.vectors[static_cast<size_t>((c - 1) * n + i)];
-    }
-    worst = std::max(worst, std::sqrt(res) / lmax);
-    worst_norm = std::max(worst_norm, std::fabs(std::sqrt(nrm) - 1));
-    worst_dot = std::max(worst_dot, std::fabs(dot));
-  }
-  CHECK(worst <= 1e-10);
-  CHECK(worst_norm <= 1e-10);
-  CHECK(worst_dot <= 1e-10);
+  const EigenErrors err = eigen_errors(naive_gram(a, m, n), g.lambda, g.vectors, n);
+  CHECK(err.residual <= 1e-10);
+  CHECK(err.norm <= 1e-10);
+  CHECK(err.neighbour_dot <= 1e-10);
 
   DenseMatrix e;
   e.name = "random";
   e.n_rows = m;
   e.n_cols = n;
   e.data = a;
-  SvdEmbedOptions cpu;
-  cpu.spectrum.gram = GramPrecision::F64;
-  cpu.low_rank_options.rank = 8;
-  const SvdEmbedReport want = analyze_embedding(e, cpu);
-  SvdEmbedOptions on_gpu = cpu;
-  on_gpu.device = gpu();
-  const SvdEmbedReport got = analyze_embedding(e, on_gpu);
+  SvdEmbedOptions opt;
+  opt.spectrum.gram = GramPrecision::F64;
+  opt.low_rank_options.rank = 8;
+  const SvdEmbedReport want = analyze_embedding(cpu4(), e, opt);
+  const SvdEmbedReport got = analyze_embedding(gpu(), e, opt);
   REQUIRE(got.low_rank.done);
   CHECK(got.low_rank.truncation_error == Approx(want.low_rank.truncation_error).epsilon(1e-8));
   CHECK(got.low_rank.reconstruction_error ==

@@ -1,7 +1,8 @@
 #pragma once
 // Independent references for the svd-embed spectrum tests (tests/test_svd_embed*.cpp and
-// tests/gpu/test_gpu_svd_embed.cpp): LAPACK dgesdd singular values in float64 (a direct SVD,
-// no Gram matrix), and test matrices (Gaussian, known spectrum, ill-conditioned). Header-only so
+// tests/gpu/test_gpu_svd_embed.cpp, test_gpu_gram_eigen.cpp): LAPACK dgesdd singular values in
+// float64 (a direct SVD, no Gram matrix), the Gram matrix by definition and an eigenvector
+// check, and test matrices (Gaussian, known spectrum, ill-conditioned). Header-only so
 // the GPU test executable can use it without another support library.
 
 #include <algorithm>
@@ -112,6 +113,63 @@ inline std::vector<float> ill_conditioned_matrix(int m, int n, double decades, u
     }
   }
   return std::vector<float>(a.begin(), a.end());
+}
+
+// A test matrix of a spectrum test: m x n Gaussian (seed seed_base + m), or with `ill` the
+// ill-conditioned one (ill_conditioned_matrix, sigma over 6 decades).
+struct MatrixCase {
+  int m, n;
+  bool ill;
+};
+inline std::vector<float> case_matrix(const MatrixCase& c, uint64_t seed_base) {
+  return c.ill ? ill_conditioned_matrix(c.m, c.n, 6.0, 3)
+               : random_matrix(c.m, c.n, seed_base + static_cast<uint64_t>(c.m));
+}
+
+// G = A^T A (n, n) column-major (both triangles) of A (m, n) row-major, by definition in
+// float64: the plain reference for a Gram eigen-decomposition.
+inline std::vector<double> naive_gram(const std::vector<float>& a, int m, int n) {
+  std::vector<double> g(static_cast<size_t>(n) * static_cast<size_t>(n), 0.0);
+  for (int r = 0; r < m; ++r)
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j)
+        g[static_cast<size_t>(j) * static_cast<size_t>(n) + static_cast<size_t>(i)] +=
+            static_cast<double>(
+                a[static_cast<size_t>(r) * static_cast<size_t>(n) + static_cast<size_t>(i)]) *
+            static_cast<double>(
+                a[static_cast<size_t>(r) * static_cast<size_t>(n) + static_cast<size_t>(j)]);
+  return g;
+}
+
+// How far `vectors` (n, n) column-major, column c for lambda[c], are from eigenvectors of the
+// symmetric `gram` (n, n): the largest ||G v - lambda v|| / lambda_max, | ||v|| - 1 | and
+// |v_c . v_(c-1)| over the columns.
+struct EigenErrors {
+  double residual = 0, norm = 0, neighbour_dot = 0;
+};
+inline EigenErrors eigen_errors(const std::vector<double>& gram, const std::vector<double>& lambda,
+                                const std::vector<double>& vectors, int n) {
+  REQUIRE(lambda.size() == static_cast<size_t>(n));
+  REQUIRE(vectors.size() == static_cast<size_t>(n) * static_cast<size_t>(n));
+  const double lmax = lambda.back();
+  EigenErrors e;
+  for (int c = 0; c < n; ++c) {
+    const double* v = vectors.data() + static_cast<size_t>(c) * static_cast<size_t>(n);
+    double res = 0, nrm = 0, dot = 0;
+    for (int i = 0; i < n; ++i) {
+      double gv = 0;
+      for (int j = 0; j < n; ++j)
+        gv += gram[static_cast<size_t>(j) * static_cast<size_t>(n) + static_cast<size_t>(i)] * v[j];
+      const double d = gv - lambda[static_cast<size_t>(c)] * v[i];
+      res += d * d;
+      nrm += v[i] * v[i];
+      if (c > 0) dot += v[i] * v[i - n];
+    }
+    e.residual = std::max(e.residual, std::sqrt(res) / lmax);
+    e.norm = std::max(e.norm, std::fabs(std::sqrt(nrm) - 1));
+    e.neighbour_dot = std::max(e.neighbour_dot, std::fabs(dot));
+  }
+  return e;
 }
 
 }  // namespace llmctl::test

@@ -10,6 +10,7 @@
 #include <limits>
 #include <new>
 
+#include "backend/cpu/gram_eigen_cpu.h"
 #include "core/activation_math.h"
 #include "core/error.h"
 #include "core/fp16.h"
@@ -396,6 +397,15 @@ void CpuBackend::copy_rows_impl(const Buffer& x, int64_t row_len, const Buffer& 
     std::memcpy(out.data() + i * row_len, x.data() + int64_t{r} * row_len,
                 to_size(row_len) * sizeof(float));
   }
+}
+
+GramEigen CpuBackend::gram_eigen_impl(const float* a, int64_t m, int64_t n, bool want_vectors) {
+  return cpu::gram_eigen_f64(a, m, n, want_vectors, n_threads());
+}
+
+GramEigen CpuBackend::gram_eigen_checked_impl(const float* a, int64_t m, int64_t n,
+                                              double tolerance, bool want_vectors) {
+  return cpu::gram_eigen_checked(a, m, n, tolerance, want_vectors, n_threads());
 }
 
 }  // namespace llmctl::cpu

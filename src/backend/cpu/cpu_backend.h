@@ -60,6 +60,11 @@ class CpuBackend : public Backend {
   void add_impl(Buffer& x, const Buffer& y, int64_t n) override;
   void copy_rows_impl(const Buffer& x, int64_t row_len, const Buffer& rows, int64_t n_rows,
                       Buffer& out) override;
+  // BLAS/LAPACK on n_threads() threads (gram_eigen_cpu.h): float64 products, resp. float32
+  // products checked and redone in float64 when their error is too large.
+  GramEigen gram_eigen_impl(const float* a, int64_t m, int64_t n, bool want_vectors) override;
+  GramEigen gram_eigen_checked_impl(const float* a, int64_t m, int64_t n, double tolerance,
+                                    bool want_vectors) override;
 
   // Head h of query token t (row t of q/out) over its sequence's pages: the reference
   // attention, also run per (token, head) by the threaded backend. With `stats` non-null,

@@ -104,6 +104,10 @@ class CudaBackend : public Backend {
   void add_impl(Buffer& x, const Buffer& y, int64_t n) override;
   void copy_rows_impl(const Buffer& x, int64_t row_len, const Buffer& rows, int64_t n_rows,
                       Buffer& out) override;
+  // gram_eigen_f64 (gram_eigen_cuda.h) on this backend's device, a wide A transposed on the
+  // host first (A and A^T have the same singular values). gram_eigen_checked: the default
+  // (float64 products, milliseconds here).
+  GramEigen gram_eigen_impl(const float* a, int64_t m, int64_t n, bool want_vectors) override;
 
  private:
   // Waits for the stream, then throws if a kernel raised the device error flag (and clears it).

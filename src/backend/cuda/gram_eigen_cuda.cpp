@@ -1,4 +1,5 @@
-// G = A^T A (float64 DGEMMs) and Dsyevd on the GPU; see gram_eigen_cuda.h.
+// G = A^T A (float64 DGEMMs) and Dsyevd on the GPU; see gram_eigen_cuda.h. Also
+// CudaBackend::gram_eigen_impl, the op of backend.h that calls it.
 
 #include "backend/cuda/gram_eigen_cuda.h"
 
@@ -9,12 +10,15 @@
 #include <chrono>
 #include <functional>
 #include <utility>
+#include <vector>
 
 #include "backend/cuda/buffer.h"
 #include "backend/cuda/check.h"
 #include "backend/cuda/cublas_loader.h"
+#include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cusolver_loader.h"
 #include "core/error.h"
+#include "core/gram_error.h"
 
 namespace llmctl::cuda {
 
@@ -156,6 +160,30 @@ GpuGramEigen gram_eigen_f64(int device, const float* a, int64_t m, int64_t n, bo
   if (info_host != 0)
     throw Error(fmt::format("cuSOLVER Dsyevd failed (info = {}) on a {} x {} Gram matrix",
                             info_host, n, n));
+  return out;
+}
+
+GramEigen CudaBackend::gram_eigen_impl(const float* a, int64_t m, int64_t n, bool want_vectors) {
+  // A wide A goes over as A^T (n, m): tall, the same nonzero Gram eigenvalues (backend.cpp
+  // refuses eigenvectors for it).
+  std::vector<float> transposed;
+  if (m < n) {
+    transposed.resize(static_cast<size_t>(m * n));
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t c = 0; c < n; ++c) transposed[static_cast<size_t>(c * m + r)] = a[r * n + c];
+    a = transposed.data();
+    std::swap(m, n);
+  }
+  GpuGramEigen g = cuda::gram_eigen_f64(device_, a, m, n, want_vectors);
+  GramEigen out;
+  out.lambda = std::move(g.lambda);
+  out.vectors = std::move(g.vectors);
+  out.gram_precision = "f64";
+  out.seconds_gram = g.seconds_gram;
+  out.seconds_eigen = g.seconds_eigen;
+  double trace = 0;  // sum of the eigenvalues: G's trace up to the solver's rounding
+  for (double l : out.lambda) trace += l;
+  out.gram_error_norm = f64_gram_error(trace, m);
   return out;
 }
 
