@@ -1,16 +1,21 @@
 // The CPU matmul kernels of each instruction set against the scalar kernel, bit for bit
 // (src/backend/cpu/matmul_kernels.h: one arithmetic contract for every dtype); AVX2 and
 // AVX-512 are skipped, with a warning, on a CPU without them. Kernel names, bad arguments.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "backend/cpu/cpu_fast_backend.h"
 #include "backend/cpu/matmul_fast.h"
 #include "backend/cpu/thread_pool.h"
+#include "backend/cpu/weight_repack.h"
 #include "core/error.h"
+#include "support/backend_buffers.h"
 #include "support/matmul_cases.h"
+#include "support/random_data.h"
 
 using namespace llmctl;
 using namespace llmctl::cpu;
@@ -82,8 +87,73 @@ TEST_CASE("matmul_fast: the AVX-512 kernels give the scalar kernel's bits", "[cp
     for (size_t j = 0; j < x.size(); ++j) x[j] = (j / 7) % 2 ? 1.0f : -1.0f;
     for (int64_t n_tokens : {1, 5, 9}) {
       INFO(ggml_type_name(type) << " extremes, n_tokens " << n_tokens);
-      CHECK(same_bits(run(MatmulIsa::Scalar, w, x, n_tokens, 1).data(),
-                      run(MatmulIsa::Avx512, w, x, n_tokens, 3).data(), d * n_tokens));
+      const std::vector<float> scalar = run(MatmulIsa::Scalar, w, x, n_tokens, 1);
+      CHECK(
+          same_bits(scalar.data(), run(MatmulIsa::Avx512, w, x, n_tokens, 3).data(), d * n_tokens));
+      if (repack_supported(type, MatmulIsa::Avx512))
+        CHECK(
+            same_bits(scalar.data(),
+                      run(MatmulIsa::Avx512, w, x, n_tokens, 3, MatmulPrecision::Fast, true).data(),
+                      d * n_tokens));
+    }
+  }
+}
+
+TEST_CASE("matmul_fast: repacked Q4_K and Q6_K give the scalar kernel's bits", "[cpu]") {
+  if (!matmul_fast_has_avx512()) {
+    WARN("skipped: no AVX-512 (F, BW, VL, DQ and VNNI) on this CPU");
+    return;
+  }
+  check_repacked_bits();
+  CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_K, MatmulIsa::Avx512,
+                                            MatmulPrecision::Fast, true)) ==
+        "q4_k avx512-vnni repacked-x8");
+  // types and isas without a repacked layout: the kernel without, and matmul refuses a copy
+  CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_0, MatmulIsa::Avx512,
+                                            MatmulPrecision::Fast, true)) == "q4_0 avx512-vnni");
+  CHECK_FALSE(repack_supported(GgmlType::Q4_K, MatmulIsa::Avx2));
+  std::mt19937 rng(3);
+  const Weight w = make_weight(GgmlType::Q4_K, 9, 256, rng);
+  ThreadPool pool(1);
+  MatmulScratch scratch;
+  const RepackedWeight copy = repack_weight(w.view(), pool);
+  CHECK(copy.bytes() == 2 * kQ4kRecordBytes);  // 9 rows: two 8-row groups of one super-block
+  std::vector<float> x(256, 1.0f), out(9);
+  CHECK_THROWS_WITH(matmul_fast_isa(MatmulIsa::Avx2, w.view(), x.data(), 1, out.data(), pool,
+                                    scratch, MatmulPrecision::Fast, copy.data()),
+                    Catch::Contains("no repacked layout"));
+  CHECK_THROWS_WITH(repack_weight(make_weight(GgmlType::Q4_0, 8, 32, rng).view(), pool),
+                    Catch::Contains("expected Q4_K or Q6_K"));
+}
+
+// The fast backend repacks a bound matrix at its first matmul (where repack_active()), keeps
+// the bound view on the original (get_rows reads it), and repacks again when another weight is
+// bound at the same address.
+TEST_CASE("CpuFastBackend: repacked weights keep matmul's and get_rows' results", "[cpu]") {
+  std::mt19937 rng(9);
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K}) {
+    Weight w = make_weight(type, 21, 512, rng);
+    const std::vector<float> x = make_x(3, 512, rng);
+    cpu::CpuFastBackend be(2);
+    Buffer xb = test::make(be, x), out = be.alloc(3 * 21), rows = be.alloc(2 * 512);
+    for (int pass = 0; pass < 2; ++pass) {
+      INFO(ggml_type_name(type) << " pass " << pass);
+      if (pass == 1) {  // another weight at the same address: rebinding repacks it again
+        const std::vector<uint8_t> other = random_blocks(type, 21 * 512, rng);
+        std::copy(other.begin(), other.end(), w.bytes.begin());
+      }
+      const WeightView v = be.bind_weight(w.view());
+      CHECK(v.data == w.bytes.data());
+      for (int64_t n_tokens : {1, 3}) {
+        be.matmul(v, xb, n_tokens, out);
+        const std::vector<float> want = run(MatmulIsa::Scalar, w, x, n_tokens, 1);
+        CHECK(same_bits(test::read(be, out).data(), want.data(), 21 * n_tokens));
+      }
+      // 21 rows: three 8-row groups
+      CHECK(be.repacked_bytes() == (repack_active(type) ? 3 * repacked_group_bytes(type, 512) : 0));
+      be.get_rows(v, test::make_ids(be, {20, 2}), 2, rows);
+      const std::vector<float> got = test::read(be, rows);
+      CHECK(std::memcmp(got.data(), w.row(20).data(), 512 * sizeof(float)) == 0);
     }
   }
 }

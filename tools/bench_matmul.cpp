@@ -3,7 +3,7 @@
 //
 //   bench_matmul [--types q4_0,q8_0,...] [--threads 1,2] [--reps N] [--prefill N]
 //                [--vocab] [--no-ref] [--cpu-time] [--shapes DxN,DxN,...]
-//                [--isa auto|scalar|avx2|avx512]
+//                [--isa auto|scalar|avx2|avx512] [--repack off|on|both]
 //
 // For each dtype, each weight shape W (d, n) of a layer (q/o 2048x2048, k/v 512x2048,
 // gate/up 8192x2048, down 2048x8192; with --vocab also the output 128256x2048; --shapes: these
@@ -14,6 +14,9 @@
 //   prefill (n_tokens = --prefill, 512): median ms; GFLOP/s = 2 * d * n * n_tokens / median.
 //   --isa   the kernels' instruction set (matmul_fast_isa; default auto: matmul_fast's choice,
 //           LLMCTL_MATMUL_ISA included); the kernel's name is printed per dtype.
+//   --repack  the weights as the GGUF has them (off, the default), repacked as the fast CPU
+//           backend holds them (on: weight_repack.h; types and isas without a repacked layout
+//           stay off), or both, one line each from the same run ("layout" column).
 //   "best" is the same figure from the fastest repetition: on a shared machine it is closer
 //   to what the code does alone than the median is.
 //   ref     the scalar reference (cpu_backend.cpp's matmul: dequantize a row, f32 dot), one
@@ -34,6 +37,7 @@
 #include <vector>
 
 #include "backend/cpu/matmul_fast.h"
+#include "backend/cpu/weight_repack.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
 #include "core/fp16.h"
@@ -59,6 +63,7 @@ struct Options {
   bool vocab = false, ref = true;
   std::vector<std::pair<int64_t, int64_t>> shapes;  // --shapes (d, n); empty: the defaults
   MatmulIsa isa = MatmulIsa::Auto;
+  std::vector<bool> repack{false};  // --repack: the layouts to time
 };
 
 bool g_cpu_time = false;  // --cpu-time
@@ -160,35 +165,45 @@ void bench_shape(GgmlType type, const Shape& s, const Options& o, std::mt19937& 
     }
     ref_ms = median(t) * 1e3;
   }
-  for (ThreadPool* pool : pools) {
-    auto call = [&](size_t copy, int64_t n_tokens) {
-      const WeightView v{"w", type, s.n, s.d, w.copies[copy % w.copies.size()].data()};
-      const double t0 = now_s();
-      matmul_fast_isa(o.isa, v, x.data(), n_tokens, out.data(), *pool, scratch);
-      return now_s() - t0;
-    };
-    std::vector<double> dec, pre;
-    for (size_t i = 0; i < w.copies.size(); ++i) call(i, 1);  // warm-up: page in every copy
-    for (int i = 0; i < o.reps; ++i) dec.push_back(call(static_cast<size_t>(i), 1));
-    const int pre_reps = std::max(3, o.reps / 4);
-    call(0, o.prefill);
-    for (int i = 0; i < pre_reps; ++i) pre.push_back(call(0, o.prefill));
-    const double dec_ms = median(dec) * 1e3, pre_ms = median(pre) * 1e3;
-    const double dec_min = *std::min_element(dec.begin(), dec.end()) * 1e3;
-    const double pre_min = *std::min_element(pre.begin(), pre.end()) * 1e3;
-    fmt::print(
-        "{:<5} {:<6} {:>6}x{:<5} {} thr | decode {:7.3f} ms {:5.1f} GB/s (best {:5.1f}) | "
-        "prefill{:>4} {:8.2f} ms {:6.1f} GFLOP/s (best {:6.1f})",
-        ggml_type_name(type), s.name, s.d, s.n, pool->size(), dec_ms, gb / (dec_ms * 1e-3),
-        gb / (dec_min * 1e-3), o.prefill, pre_ms, gflop / (pre_ms * 1e-3),
-        gflop / (pre_min * 1e-3));
-    if (o.ref)
-      fmt::print(" | ref {:8.2f} ms {:5.1f} GB/s x{:.0f} decode, x{:.0f} prefill", ref_ms,
-                 gb / (ref_ms * 1e-3), ref_ms / dec_ms,
-                 ref_ms * static_cast<double>(o.prefill) / pre_ms);
-    fmt::print("\n");
-    std::fflush(stdout);
-  }
+  const MatmulIsa isa = o.isa == MatmulIsa::Auto ? matmul_fast_auto_isa() : o.isa;
+  std::vector<RepackedWeight> packed;  // per copy, when a timed layout is repacked
+  for (bool rp : o.repack)
+    if (rp && packed.empty() && repack_supported(type, isa))
+      for (const auto& c : w.copies)
+        packed.push_back(repack_weight(WeightView{"w", type, s.n, s.d, c.data()}, *pools[0]));
+  for (ThreadPool* pool : pools)
+    for (bool rp : o.repack) {
+      if (rp && packed.empty()) continue;  // no repacked layout: the off line says it all
+      auto call = [&](size_t copy, int64_t n_tokens) {
+        const WeightView v{"w", type, s.n, s.d, w.copies[copy % w.copies.size()].data()};
+        const uint8_t* r = rp ? packed[copy % packed.size()].data() : nullptr;
+        const double t0 = now_s();
+        matmul_fast_isa(o.isa, v, x.data(), n_tokens, out.data(), *pool, scratch,
+                        MatmulPrecision::Fast, r);
+        return now_s() - t0;
+      };
+      std::vector<double> dec, pre;
+      for (size_t i = 0; i < w.copies.size(); ++i) call(i, 1);  // warm-up: page in every copy
+      for (int i = 0; i < o.reps; ++i) dec.push_back(call(static_cast<size_t>(i), 1));
+      const int pre_reps = std::max(3, o.reps / 4);
+      call(0, o.prefill);
+      for (int i = 0; i < pre_reps; ++i) pre.push_back(call(0, o.prefill));
+      const double dec_ms = median(dec) * 1e3, pre_ms = median(pre) * 1e3;
+      const double dec_min = *std::min_element(dec.begin(), dec.end()) * 1e3;
+      const double pre_min = *std::min_element(pre.begin(), pre.end()) * 1e3;
+      fmt::print(
+          "{:<5} {:<6} {:>6}x{:<5} {} thr {:<8} | decode {:7.3f} ms {:5.1f} GB/s (best {:5.1f}) | "
+          "prefill{:>4} {:8.2f} ms {:6.1f} GFLOP/s (best {:6.1f})",
+          ggml_type_name(type), s.name, s.d, s.n, pool->size(), rp ? "repacked" : "gguf", dec_ms,
+          gb / (dec_ms * 1e-3), gb / (dec_min * 1e-3), o.prefill, pre_ms, gflop / (pre_ms * 1e-3),
+          gflop / (pre_min * 1e-3));
+      if (o.ref)
+        fmt::print(" | ref {:8.2f} ms {:5.1f} GB/s x{:.0f} decode, x{:.0f} prefill", ref_ms,
+                   gb / (ref_ms * 1e-3), ref_ms / dec_ms,
+                   ref_ms * static_cast<double>(o.prefill) / pre_ms);
+      fmt::print("\n");
+      std::fflush(stdout);
+    }
 }
 
 std::vector<std::string> split(const std::string& s) {
@@ -239,6 +254,15 @@ Options parse(int argc, char** argv) {
           known = true;
         }
       if (!known) throw Error(fmt::format("bench_matmul: unknown --isa '{}'", v));
+    } else if (a == "--repack") {
+      if (v == "off")
+        o.repack = {false};
+      else if (v == "on")
+        o.repack = {true};
+      else if (v == "both")
+        o.repack = {false, true};
+      else
+        throw Error(fmt::format("bench_matmul: --repack expects off, on or both, got '{}'", v));
     } else if (a == "--reps") {
       o.reps = std::max(1, std::stoi(v));
     } else if (a == "--shapes") {
@@ -291,7 +315,12 @@ int main(int argc, char** argv) {
     }
     std::mt19937 rng(42);
     for (GgmlType type : o.types) {
-      fmt::print("# {}: kernel {}\n", ggml_type_name(type), matmul_fast_kernel_name(type, o.isa));
+      fmt::print("# {}: kernel {}", ggml_type_name(type), matmul_fast_kernel_name(type, o.isa));
+      for (bool rp : o.repack)
+        if (rp && repack_supported(type, o.isa == MatmulIsa::Auto ? matmul_fast_auto_isa() : o.isa))
+          fmt::print("; repacked: {}",
+                     matmul_fast_kernel_name(type, o.isa, MatmulPrecision::Fast, true));
+      fmt::print("\n");
       for (const Shape& s : shapes) bench_shape(type, s, o, rng, pools);
     }
     return 0;

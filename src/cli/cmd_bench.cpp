@@ -14,7 +14,8 @@
 // 2 * bytes / time), the yardstick of issue 4's decode targets; with --batch-invariant off also
 // cuBLAS's f16 GEMM rate (the prefill target's yardstick).
 // On the CPU the matmul kernels that ran (per weight dtype of the model's matrices, e.g.
-// "q4_1 avx512-vnni") and their instruction set (LLMCTL_MATMUL_ISA forces one) are reported
+// "q4_1 avx512-vnni", "q4_k avx512-vnni repacked-x8"; LLMCTL_MATMUL_REPACK=off keeps the
+// GGUF layout) and their instruction set (LLMCTL_MATMUL_ISA forces one) are reported
 // too: stderr, below the Markdown table, and in the JSON rows (matmul_isa, matmul_kernels).
 // Output: a Markdown table (default), --json or --csv on stdout; progress on stderr; stderr
 // ends with one summary line: llmctl-bench: rows=N probe_gb_s=F probe=cpu-read|gpu-copy
@@ -30,6 +31,7 @@
 
 #include "backend/cpu/bandwidth_probe.h"
 #include "backend/cpu/matmul_fast.h"
+#include "backend/cpu/weight_repack.h"
 #include "backend/gpu_utilities.h"
 #include "backend/selection.h"
 #include "cli/app.h"
@@ -109,7 +111,8 @@ double time_one(Forward& fwd, const std::vector<int32_t>& ids, bool decode_steps
   return s;
 }
 
-// The CPU fast path's matmul kernel for each dtype of the model's matrices, "a, b".
+// The CPU fast path's matmul kernel for each dtype of the model's matrices, "a, b" (the
+// repacked kernel's name where the fast backend repacks that dtype: weight_repack.h).
 std::string cpu_matmul_kernels(const ModelWeights& w) {
   std::set<GgmlType> types;
   if (w.output.present()) types.insert(w.output.type);
@@ -118,7 +121,9 @@ std::string cpu_matmul_kernels(const ModelWeights& w) {
       if (t.kind == TensorKind::Matrix && (l.*t.member).present()) types.insert((l.*t.member).type);
   std::string s;
   for (GgmlType type : types)
-    s += (s.empty() ? "" : ", ") + std::string(cpu::matmul_fast_kernel_name(type));
+    s += (s.empty() ? "" : ", ") +
+         std::string(cpu::matmul_fast_kernel_name(
+             type, cpu::MatmulIsa::Auto, cpu::MatmulPrecision::Fast, cpu::repack_active(type)));
   return s;
 }
 

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "backend/cpu/thread_pool.h"
+#include "backend/cpu/weight_repack.h"
 #include "quant/quantize.h"
 #include "support/random_data.h"
 
@@ -57,11 +58,13 @@ std::vector<float> make_x(int64_t n_tokens, int64_t n, std::mt19937& rng) {
 }
 
 std::vector<float> run(MatmulIsa isa, const Weight& w, const std::vector<float>& x,
-                       int64_t n_tokens, int n_threads, MatmulPrecision precision) {
+                       int64_t n_tokens, int n_threads, MatmulPrecision precision, bool repacked) {
   ThreadPool pool(n_threads);
   MatmulScratch scratch;
   std::vector<float> out(static_cast<size_t>(n_tokens * w.d), -1.0f);
-  matmul_fast_isa(isa, w.view(), x.data(), n_tokens, out.data(), pool, scratch, precision);
+  const RepackedWeight copy = repacked ? repack_weight(w.view(), pool) : RepackedWeight{};
+  matmul_fast_isa(isa, w.view(), x.data(), n_tokens, out.data(), pool, scratch, precision,
+                  repacked ? copy.data() : nullptr);
   return out;
 }
 
@@ -100,6 +103,34 @@ void check_scalar_bits(MatmulIsa isa) {
                                   << matmul_fast_kernel_name(type, isa));
         CHECK(same_bits(run(MatmulIsa::Scalar, w, x, n_tokens, 1).data(),
                         run(isa, w, x, n_tokens, 2).data(), 29 * n_tokens));
+      }
+    }
+  }
+}
+
+void check_repacked_bits() {
+  std::mt19937 rng(7);
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K}) {
+    REQUIRE(repack_supported(type, MatmulIsa::Avx512));
+    for (int64_t d : {1, 7, 8, 9, 15, 16, 17, 29, 40}) {
+      for (int ni : {0, 2}) {
+        const int64_t n = n_for(type, ni);
+        // quantized normal values, and random bytes (every scale, min and high-bit pattern)
+        for (bool random : {false, true}) {
+          const Weight w =
+              random ? Weight{type, d, n, random_blocks(type, static_cast<size_t>(d * n), rng)}
+                     : make_weight(type, d, n, rng);
+          for (int64_t n_tokens : {1, 3, 9, 33}) {
+            const std::vector<float> x = make_x(n_tokens, n, rng);
+            const int threads = 1 + static_cast<int>(d % 3);
+            INFO(ggml_type_name(type) << " repacked d=" << d << " n=" << n << " random=" << random
+                                      << " n_tokens=" << n_tokens << " threads=" << threads);
+            CHECK(same_bits(
+                run(MatmulIsa::Scalar, w, x, n_tokens, 1).data(),
+                run(MatmulIsa::Avx512, w, x, n_tokens, threads, MatmulPrecision::Fast, true).data(),
+                d * n_tokens));
+          }
+        }
       }
     }
   }

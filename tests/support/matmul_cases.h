@@ -51,10 +51,12 @@ struct Weight {
 Weight make_weight(GgmlType type, int64_t d, int64_t n, std::mt19937& rng);
 // Activations (n_tokens, n): normal values, with one all-zero 32-block in token 0.
 std::vector<float> make_x(int64_t n_tokens, int64_t n, std::mt19937& rng);
-// out (n_tokens x d) of matmul_fast_isa on n_threads.
+// out (n_tokens x d) of matmul_fast_isa on n_threads; repacked: from the weight repacked by
+// repack_weight() (weight_repack.h), as the fast CPU backend multiplies it.
 std::vector<float> run(cpu::MatmulIsa isa, const Weight& w, const std::vector<float>& x,
                        int64_t n_tokens, int n_threads,
-                       cpu::MatmulPrecision precision = cpu::MatmulPrecision::Fast);
+                       cpu::MatmulPrecision precision = cpu::MatmulPrecision::Fast,
+                       bool repacked = false);
 // The weight decoded to F32 (the same values the dequantizing kernel multiplies).
 Weight decoded(const Weight& w);
 bool same_bits(const float* a, const float* b, int64_t count);
@@ -62,5 +64,8 @@ bool same_bits(const float* a, const float* b, int64_t count);
 int64_t n_for(GgmlType type, int i);
 // Every dtype and shape: the scalar kernel's bits from the SIMD kernel of `isa`, on 2 threads.
 void check_scalar_bits(cpu::MatmulIsa isa);
+// The repacked kernels (Q4_K, Q6_K with the AVX-512 kernels) against the scalar kernel: row
+// counts around the 8-row groups and 16-row tiles, decode and prefill, 1 to 3 threads.
+void check_repacked_bits();
 
 }  // namespace llmctl::test

@@ -8,6 +8,7 @@
 #include "backend/cpu/rmsnorm_fast.h"
 #include "backend/cpu/silu_mul_fast.h"
 #include "backend/cpu/softcap_fast.h"
+#include "core/fingerprint.h"
 
 namespace llmctl::cpu {
 
@@ -28,11 +29,43 @@ CpuFastBackend::CpuFastBackend(int n_threads, MatmulPrecision precision)
       scores_(static_cast<size_t>(n_threads)),
       kv_rows_(static_cast<size_t>(n_threads)) {}
 
+WeightView CpuFastBackend::bind_weight_impl(const WeightView& host) {
+  // a matrix of whole super-blocks (matmul refuses the rest before it looks here)
+  if (precision_ == MatmulPrecision::Fast && host.n_rows > 1 && repack_active(host.type) &&
+      host.n_cols > 0 && host.n_cols % 256 == 0) {
+    const size_t bytes =
+        weight_row_bytes(host.type, host.n_cols) * static_cast<size_t>(host.n_rows);
+    const uint64_t fp = weight_fingerprint(host.data, bytes);
+    const auto it = repacks_.find(host.data);
+    const bool same = it != repacks_.end() && it->second.type == host.type &&
+                      it->second.n_rows == host.n_rows && it->second.n_cols == host.n_cols &&
+                      it->second.fingerprint == fp;
+    if (!same) repacks_[host.data] = Repack{host.type, host.n_rows, host.n_cols, fp, {}};
+  }
+  return host;
+}
+
+const uint8_t* CpuFastBackend::repacked_for(const WeightView& w) {
+  if (precision_ != MatmulPrecision::Fast) return nullptr;
+  const auto it = repacks_.find(w.data);
+  if (it == repacks_.end()) return nullptr;
+  Repack& r = it->second;
+  if (r.type != w.type || r.n_rows != w.n_rows || r.n_cols != w.n_cols) return nullptr;
+  if (r.copy.empty()) r.copy = repack_weight(w, pool_, true);
+  return r.copy.data();
+}
+
+size_t CpuFastBackend::repacked_bytes() const {
+  size_t n = 0;
+  for (const auto& [data, r] : repacks_) n += r.copy.bytes();
+  return n;
+}
+
 void CpuFastBackend::matmul_impl(const WeightView& w, const Buffer& x, int64_t n_tokens,
                                  Buffer& out) {
   const auto bytes = static_cast<int64_t>(weight_row_bytes(w.type, w.n_cols)) * w.n_rows;
   ThreadPool& pool = bytes * n_tokens >= kMinParallelWeightBytes ? pool_ : serial_;
-  matmul_fast(w, x.data(), n_tokens, out.data(), pool, scratch_, precision_);
+  matmul_fast(w, x.data(), n_tokens, out.data(), pool, scratch_, precision_, repacked_for(w));
 }
 
 // Tasks are (token, KV group) pairs for the fast kernel, (token, head) pairs for the reference. The

@@ -13,13 +13,24 @@
 // The fast path differs from the reference by rounding (documented in matmul_fast.h); tests
 // compare the two. MatmulPrecision::Float keeps the activations f32 in every matmul (the
 // reference's precision at close to the fast path's speed; rope-probe runs on it).
+//
+// Repacked weights (weight_repack.h): a bound matrix whose type the chosen kernels read
+// repacked (repack_active(): Q4_K and Q6_K with the AVX-512 kernels, unless
+// LLMCTL_MATMUL_REPACK=off; Fast precision only) is copied once into the repacked layout at its
+// first matmul, and its original pages are released (repack_weight's release). The bound view
+// itself keeps pointing at the original, so get_rows (a tied embedding table is both) and
+// everything else that reads the GGUF layout are unchanged; only matmul reads the copy. A
+// matrix never multiplied (an untied token_embd) is never copied.
 
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/matmul_fast.h"
 #include "backend/cpu/thread_pool.h"
+#include "backend/cpu/weight_repack.h"
 
 namespace llmctl::cpu {
 
@@ -29,8 +40,11 @@ class CpuFastBackend final : public CpuBackend {
   explicit CpuFastBackend(int n_threads, MatmulPrecision precision = MatmulPrecision::Fast);
   const char* name() const override { return "cpu"; }
   int n_threads() const override { return pool_.size(); }
+  // Bytes of the repacked copies made so far.
+  size_t repacked_bytes() const;
 
  protected:
+  WeightView bind_weight_impl(const WeightView& host) override;
   void matmul_impl(const WeightView& w, const Buffer& x, int64_t n_tokens, Buffer& out) override;
   void attention_impl(const Buffer& q, const PagedKv& kv, int64_t n_tokens, const AttentionShape& s,
                       Buffer& out) override;
@@ -59,6 +73,18 @@ class CpuFastBackend final : public CpuBackend {
   ThreadPool pool_;
   ThreadPool serial_{1};  // ops too small to be worth waking the other threads
   MatmulScratch scratch_;
+  // Bound matrices to repack, keyed by the view's data pointer: the shape and a fingerprint
+  // (core/fingerprint.h) say it is still the weight that was bound; copy is made at the first
+  // matmul.
+  struct Repack {
+    GgmlType type;
+    int64_t n_rows, n_cols;
+    uint64_t fingerprint;
+    RepackedWeight copy;
+  };
+  std::map<const void*, Repack> repacks_;
+  // The repacked copy matmul reads for w (made now if it is due), or nullptr: the original.
+  const uint8_t* repacked_for(const WeightView& w);
   // Per thread: attention scores and one converted K/V head.
   std::vector<std::vector<float>> scores_, kv_rows_;
 };

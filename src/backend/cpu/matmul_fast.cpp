@@ -11,6 +11,7 @@
 
 #include "backend/cpu/matmul_kernels.h"
 #include "backend/cpu/quantize_activations.h"
+#include "backend/cpu/weight_repack.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
 
@@ -137,8 +138,19 @@ MatmulKernel avx512_kernel_for(GgmlType type, MatmulPrecision precision) {
   }
 }
 
+// The kernel over repacked weights (weight_repack.h), or none.
+MatmulKernel repacked_kernel_for(GgmlType type, MatmulIsa isa, MatmulPrecision precision) {
+  if (precision != MatmulPrecision::Fast || !repack_supported(type, isa)) return MatmulKernel{};
+  return type == GgmlType::Q4_K ? matmul_kernel_q4_k_repacked() : matmul_kernel_q6_k_repacked();
+}
+
 // isa resolved (never Auto).
-MatmulKernel kernel_for_isa(GgmlType type, MatmulIsa isa, MatmulPrecision precision) {
+MatmulKernel kernel_for_isa(GgmlType type, MatmulIsa isa, MatmulPrecision precision,
+                            bool repacked = false) {
+  if (repacked) {
+    MatmulKernel k = repacked_kernel_for(type, isa, precision);
+    if (k.tile != nullptr) return k;
+  }
   if (isa == MatmulIsa::Avx512) {
     MatmulKernel k = avx512_kernel_for(type, precision);
     if (k.tile != nullptr) return k;
@@ -311,8 +323,10 @@ const char* matmul_isa_name(MatmulIsa isa) {
   }
 }
 
-const char* matmul_fast_kernel_name(GgmlType type, MatmulIsa isa, MatmulPrecision precision) {
-  return kernel_for_isa(type, isa == MatmulIsa::Auto ? matmul_fast_auto_isa() : isa, precision)
+const char* matmul_fast_kernel_name(GgmlType type, MatmulIsa isa, MatmulPrecision precision,
+                                    bool repacked) {
+  return kernel_for_isa(type, isa == MatmulIsa::Auto ? matmul_fast_auto_isa() : isa, precision,
+                        repacked)
       .name;
 }
 
@@ -322,7 +336,7 @@ const char* matmul_fast_kernel_name(GgmlType type, MatmulPrecision precision) {
 
 void matmul_fast_isa(MatmulIsa isa, const WeightView& w, const float* x, int64_t n_tokens,
                      float* out, ThreadPool& pool, MatmulScratch& scratch,
-                     MatmulPrecision precision) {
+                     MatmulPrecision precision, const uint8_t* repacked) {
   check_args(w, x, n_tokens, out);
   if (isa == MatmulIsa::Auto) isa = matmul_fast_auto_isa();
   if (isa == MatmulIsa::Avx2 && !matmul_fast_has_avx2())
@@ -333,12 +347,16 @@ void matmul_fast_isa(MatmulIsa isa, const WeightView& w, const float* x, int64_t
   // The activations' conversions give the same bits on every instruction set (their headers'
   // rules); AVX2's serve the AVX-512 kernels too.
   const bool avx2 = isa != MatmulIsa::Scalar;
-  const MatmulKernel k = kernel_for_isa(w.type, isa, precision);
+  const MatmulKernel k = kernel_for_isa(w.type, isa, precision, repacked != nullptr);
+  if (repacked != nullptr && !k.repacked)
+    throw Error(fmt::format("matmul '{}': the {} kernels of {} have no repacked layout", w.name,
+                            matmul_isa_name(isa), ggml_type_name(w.type)));
   const int64_t n = w.n_cols;
 
   TileArgs base{};
-  base.w = static_cast<const uint8_t*>(w.data);
-  base.w_stride = weight_row_bytes(w.type, n);
+  base.w = k.repacked ? repacked : static_cast<const uint8_t*>(w.data);
+  base.w_stride =
+      k.repacked ? repacked_group_bytes(w.type, n) / kRepackRows : weight_row_bytes(w.type, n);
   base.n = n;
   base.x = x;
   base.out = out;
@@ -394,8 +412,9 @@ void matmul_fast_isa(MatmulIsa isa, const WeightView& w, const float* x, int64_t
 }
 
 void matmul_fast(const WeightView& w, const float* x, int64_t n_tokens, float* out,
-                 ThreadPool& pool, MatmulScratch& scratch, MatmulPrecision precision) {
-  matmul_fast_isa(MatmulIsa::Auto, w, x, n_tokens, out, pool, scratch, precision);
+                 ThreadPool& pool, MatmulScratch& scratch, MatmulPrecision precision,
+                 const uint8_t* repacked) {
+  matmul_fast_isa(MatmulIsa::Auto, w, x, n_tokens, out, pool, scratch, precision, repacked);
 }
 
 }  // namespace llmctl::cpu

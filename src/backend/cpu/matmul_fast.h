@@ -77,24 +77,31 @@ enum class MatmulIsa { Auto, Scalar, Avx2, Avx512 };
 // x row-major (n_tokens, w.n_cols), out row-major (n_tokens, w.n_rows); n_tokens >= 1.
 // Throws Error for an unsupported dtype, a row length that is not a whole number of blocks,
 // or n_tokens < 1. out must not alias x.
+// repacked: w's rows as repack_weight() wrote them (weight_repack.h), read instead of w.data
+// (which is not touched); only where repack_supported(w.type, isa) and precision is Fast
+// (else an Error). The same bits as without.
 void matmul_fast(const WeightView& w, const float* x, int64_t n_tokens, float* out,
                  ThreadPool& pool, MatmulScratch& scratch,
-                 MatmulPrecision precision = MatmulPrecision::Fast);
+                 MatmulPrecision precision = MatmulPrecision::Fast,
+                 const uint8_t* repacked = nullptr);
 
 // The same with the instruction set chosen by the caller (tests, benchmarks). Throws Error
 // when Avx2 (Avx512) is asked for on a CPU without what matmul_fast_has_avx2() (_avx512())
 // requires.
 void matmul_fast_isa(MatmulIsa isa, const WeightView& w, const float* x, int64_t n_tokens,
                      float* out, ThreadPool& pool, MatmulScratch& scratch,
-                     MatmulPrecision precision = MatmulPrecision::Fast);
+                     MatmulPrecision precision = MatmulPrecision::Fast,
+                     const uint8_t* repacked = nullptr);
 
 // The kernel matmul_fast runs for `type` on this CPU, e.g. "q4_0 avx512-vnni", "q4_0 avx2" or
 // "f16 scalar"; "unsupported" for a dtype it cannot multiply. With isa: the kernel
-// matmul_fast_isa(isa, ...) runs (Auto: as matmul_fast).
+// matmul_fast_isa(isa, ...) runs (Auto: as matmul_fast). repacked: the kernel over repacked
+// weights where the isa has one (e.g. "q4_k avx512-vnni repacked-x8"), else as without.
 const char* matmul_fast_kernel_name(GgmlType type,
                                     MatmulPrecision precision = MatmulPrecision::Fast);
 const char* matmul_fast_kernel_name(GgmlType type, MatmulIsa isa,
-                                    MatmulPrecision precision = MatmulPrecision::Fast);
+                                    MatmulPrecision precision = MatmulPrecision::Fast,
+                                    bool repacked = false);
 
 // Whether this CPU runs the AVX2 kernels (AVX2, FMA and F16C).
 bool matmul_fast_has_avx2();

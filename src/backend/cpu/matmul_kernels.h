@@ -54,7 +54,7 @@ constexpr int kMaxTile = 4;
 
 struct TileArgs {
   const uint8_t* w;  // first row of the tile
-  size_t w_stride;   // bytes from one row to the next
+  size_t w_stride;   // bytes from one row to the next (repacked: MatmulKernel::repacked)
   int64_t n;         // row length in elements
   // Activations of the tile's first token; the next token is one stride further.
   const float* x;       // f32 (float kernels), stride n
@@ -94,6 +94,9 @@ struct MatmulKernel {
   bool row_blocks = false;
   PackFn pack = nullptr;             // prefill only; nullptr: tiles read the weights in place
   size_t panel_bytes_per_block = 0;  // per 32-element block of a row tile
+  // Reads the weight repacked (weight_repack.h), not the GGUF rows: TileArgs::w is then the
+  // repacked copy and w_stride an eighth of one 8-row group's bytes.
+  bool repacked = false;
 };
 
 // Per-dtype kernels (matmul_f32.cpp, matmul_f16.cpp, matmul_q8_0.cpp, matmul_q4_0.cpp,
@@ -132,6 +135,10 @@ MatmulKernel matmul_kernel_q5_0_avx512();
 MatmulKernel matmul_kernel_q5_1_avx512();
 MatmulKernel matmul_kernel_iq4_nl_avx512();
 MatmulKernel matmul_kernel_iq4_xs_avx512();
+// AVX-512 kernels over repacked weights (weight_repack.h, matmul_repacked_tile.h): VNNI decode
+// from the pre-transposed records, 16-row prefill tiles as above.
+MatmulKernel matmul_kernel_q4_k_repacked();
+MatmulKernel matmul_kernel_q6_k_repacked();
 // Any other type dequantize_row() decodes (Q2_K, Q3_K): each row of the
 // tile is dequantized to f32 (quant/dequant.h) and multiplied by the F32 kernel, so the result
 // is bit-identical to the F32 kernel on the dequantized weight, with its batch and thread

@@ -162,23 +162,32 @@ LLMCTL_AVX512_END
 
 // The AVX-512 MatmulKernel over a Unit: 16-row VNNI prefill tiles, the AVX2 decode tile; none
 // (tile == nullptr) off x86.
-template <template <class> class UnitOf, class Trait>
-MatmulKernel make_paired_kernel_avx512(const char* name) {
-  MatmulKernel k;
 #if defined(LLMCTL_HAVE_X86)
-  using Tile = PairedTileAvx512<UnitOf<Trait>>;
+// The MatmulKernel of a PairedTileAvx512 whose prefill panels `pack` writes.
+template <class Tile>
+MatmulKernel paired_tile_kernel(const char* name, PackFn pack) {
+  MatmulKernel k;
   k.name = name;
   k.quantized = true;
   k.rows_decode = kQuantTileRows;
   k.rows_prefill = Tile::kRows;
   k.tokens_prefill = 8;  // 8 accumulators + 8 integer sums + weights fit the 32 zmm registers
   k.tile = &dispatch_quant_tile<Tile>;
-  k.pack = &Tile::pack;
+  k.pack = pack;
   k.panel_bytes_per_block = Tile::kRecordBytes / static_cast<size_t>(Tile::kBlocksPerUnit);
+  return k;
+}
+#endif
+
+template <template <class> class UnitOf, class Trait>
+MatmulKernel make_paired_kernel_avx512(const char* name) {
+#if defined(LLMCTL_HAVE_X86)
+  using Tile = PairedTileAvx512<UnitOf<Trait>>;
+  return paired_tile_kernel<Tile>(name, &Tile::pack);
 #else
   (void)name;
+  return MatmulKernel{};
 #endif
-  return k;
 }
 
 }  // namespace llmctl::cpu

@@ -2,8 +2,11 @@
 // highs qh, 16 int8 scales, fp16 d; w = (d*sc_s) * (q - 32) per 16-element sub-block s) against
 // int8 activations: the K-quant tile (matmul_kquant_tile.h), as ggml's vec_dot_q6_K_q8_K but
 // with our per-32 activation scales: the two sub-blocks of an activation block fold into one
-// exact integer sum, then one fma per block.
+// exact integer sum, then one fma per block. Also the AVX-512 kernel over the repacked records
+// (weight_repack.h, matmul_repacked_tile.h).
 #include "backend/cpu/matmul_paired_tile_avx512.h"
+#include "backend/cpu/matmul_repacked_tile.h"
+#include "backend/cpu/weight_repack.h"
 
 namespace llmctl::cpu {
 
@@ -162,6 +165,87 @@ struct KQ6_K {
 #endif
 };
 
+#if defined(LLMCTL_HAVE_X86)
+LLMCTL_AVX512_BEGIN
+// The repacked Q6_K record (weight_repack.h: ql vectors at 0, qh vectors at 1024, int8 scales at
+// 1536, d at 1664). Block j = 4 h + k of the super-block takes its low nibbles from ql vector
+// row 2 h + k % 2 (k >= 2: the high nibbles) and bits 2 k, 2 k + 1 of qh vector row h.
+struct RQ6_K {
+  using KQ = KQ6_K;
+  static constexpr size_t kRecordBytes = kQ6kRecordBytes;
+
+  // Step s of block 4 h + k for k = 0..3: w[k], q in 0..63 (KQ6_K::pack's values).
+  LLMCTL_AVX512 static void weights(const uint8_t* rec, int h, int s, __m256i w[4]) {
+    const __m256i nib = _mm256_set1_epi8(0x0f), top = _mm256_set1_epi8(0x30);
+    const __m256i l0 = kq_load(rec + 32 * (8 * (2 * h) + s));
+    const __m256i l1 = kq_load(rec + 32 * (8 * (2 * h + 1) + s));
+    const __m256i hb = kq_load(rec + 1024 + 32 * (8 * h + s));
+    w[0] =
+        _mm256_or_si256(_mm256_and_si256(l0, nib), _mm256_and_si256(_mm256_slli_epi16(hb, 4), top));
+    w[1] =
+        _mm256_or_si256(_mm256_and_si256(l1, nib), _mm256_and_si256(_mm256_slli_epi16(hb, 2), top));
+    w[2] =
+        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), nib), _mm256_and_si256(hb, top));
+    w[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), nib),
+                           _mm256_and_si256(_mm256_srli_epi16(hb, 2), top));
+  }
+
+  LLMCTL_AVX512 static void unpack(const uint8_t* rec, uint8_t* p) {
+    const __m256i low16 = _mm256_set1_epi32(0xffff);
+    for (int j = 0; j < 8; ++j) {  // KQ6_K::pack's sa, sb and off from the int8 scales
+      const __m256i sa = rp_i8_lanes(rec + 1536 + 8 * (2 * j));
+      const __m256i sb = rp_i8_lanes(rec + 1536 + 8 * (2 * j + 1));
+      kq_store(p + KQ::kSaOffset + 32 * j,
+               _mm256_or_si256(_mm256_and_si256(sa, low16), _mm256_slli_epi32(sa, 16)));
+      kq_store(p + KQ::kSbOffset + 32 * j,
+               _mm256_or_si256(_mm256_and_si256(sb, low16), _mm256_slli_epi32(sb, 16)));
+      const __m256i na = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(sa, 5));
+      const __m256i nb = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(sb, 5));
+      kq_store(p + KQ::kOffOffset + 32 * j,
+               _mm256_blend_epi16(na, _mm256_slli_epi32(nb, 16), 0xaa));
+    }
+    _mm256_storeu_ps(reinterpret_cast<float*>(p + KQ::kDOffset), rp_fp16_lanes(rec + 1664));
+    for (int h = 0; h < 2; ++h)
+      for (int s = 0; s < 8; ++s) {
+        __m256i w[4];
+        weights(rec, h, s, w);
+        for (int k = 0; k < 4; ++k) kq_store(p + 256 * (4 * h + k) + 32 * s, w[k]);
+      }
+  }
+
+  // isum = sc_2j * (sum_{l<16} q x - 32 xa) + sc_2j+1 * (sum_{l>=16} q x - 32 xb), xa and xb the
+  // halves' activation sums: the same integer as KQ6_K::superblock's.
+  LLMCTL_AVX512 static void decode(const uint8_t* rec, const TileArgs& a, int64_t sb, __m256& acc) {
+    alignas(32) int32_t xh[8];
+    KQ::half_sums(a.qs + kKQuantSuperBlock * sb, xh);
+    const __m256 d = rp_fp16_lanes(rec + 1664);
+    for (int h = 0; h < 2; ++h) {
+      __m256i part[4][2];
+      for (int k = 0; k < 4; ++k) part[k][0] = part[k][1] = _mm256_setzero_si256();
+      for (int s = 0; s < 8; ++s) {
+        __m256i w[4];
+        weights(rec, h, s, w);
+        for (int k = 0; k < 4; ++k)
+          part[k][s / 4] = rp_dot4(part[k][s / 4], w[k], a.qs + 32 * (8 * sb + 4 * h + k) + 4 * s);
+      }
+      for (int k = 0; k < 4; ++k) {
+        const int j = 4 * h + k;
+        const int64_t b = 8 * sb + j;
+        const int32_t xa = static_cast<int16_t>(xh[j] & 0xffff), xb = xh[j] >> 16;
+        const __m256i isum = _mm256_add_epi32(
+            _mm256_mullo_epi32(rp_i8_lanes(rec + 1536 + 8 * (2 * j)),
+                               _mm256_sub_epi32(part[k][0], _mm256_set1_epi32(32 * xa))),
+            _mm256_mullo_epi32(rp_i8_lanes(rec + 1536 + 8 * (2 * j + 1)),
+                               _mm256_sub_epi32(part[k][1], _mm256_set1_epi32(32 * xb))));
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, _mm256_set1_ps(a.qd[b])),
+                              acc);
+      }
+    }
+  }
+};
+LLMCTL_AVX512_END
+#endif
+
 }  // namespace
 
 MatmulKernel matmul_kernel_q6_k(bool avx2) {
@@ -170,6 +254,14 @@ MatmulKernel matmul_kernel_q6_k(bool avx2) {
 
 MatmulKernel matmul_kernel_q6_k_avx512() {
   return make_paired_kernel_avx512<KQuantUnit, KQ6_K>("q6_k avx512-vnni (decode avx2)");
+}
+
+MatmulKernel matmul_kernel_q6_k_repacked() {
+#if defined(LLMCTL_HAVE_X86)
+  return make_repacked_kernel_avx512<RQ6_K>("q6_k avx512-vnni repacked-x8");
+#else
+  return MatmulKernel{};
+#endif
 }
 
 }  // namespace llmctl::cpu

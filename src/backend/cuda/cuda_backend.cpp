@@ -13,6 +13,7 @@
 #include "backend/cuda/get_rows.h"
 #include "backend/cuda/memory.h"
 #include "core/error.h"
+#include "core/fingerprint.h"
 #include "kernels/kernels.h"
 
 namespace llmctl::cuda {
@@ -22,25 +23,6 @@ namespace {
 size_t to_size(int64_t n) { return static_cast<size_t>(n); }
 
 const float* f32(const WeightView& w) { return static_cast<const float*>(w.data); }
-
-// FNV-1a over up to 4 KiB at each end of a weight. The upload cache is keyed by host address
-// and shape; the fingerprint keeps a different weight that later lands at a reused address
-// (another file mapped there) from being served the old upload.
-uint64_t fingerprint(const void* data, size_t bytes) {
-  constexpr size_t kEdge = 4096;
-  const auto* p = static_cast<const uint8_t*>(data);
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&h](const uint8_t* q, size_t n) {
-    for (size_t i = 0; i < n; ++i) h = (h ^ q[i]) * 1099511628211ull;
-  };
-  if (bytes <= 2 * kEdge) {
-    mix(p, bytes);
-  } else {
-    mix(p, kEdge);
-    mix(p + bytes - kEdge, kEdge);
-  }
-  return h;
-}
 
 using MatvecLauncher = void (*)(const void*, int64_t, int64_t, const float*, int64_t, float*,
                                 cudaStream_t);
@@ -189,7 +171,7 @@ void CudaBackend::sync_impl() { sync_and_check(); }
 WeightView CudaBackend::bind_weight_impl(const WeightView& host) {
   const size_t bytes = weight_row_bytes(host.type, host.n_cols) * to_size(host.n_rows);
   const auto key = std::make_tuple(host.data, static_cast<int>(host.type), host.n_cols, host.n_rows,
-                                   fingerprint(host.data, bytes));
+                                   weight_fingerprint(host.data, bytes));
   WeightView bound = host;
   if (const auto it = weights_.find(key); it != weights_.end()) {
     bound.data = it->second;  // tied embeddings and repeated binds share one upload

@@ -1,0 +1,127 @@
+#pragma once
+// Internal to the matmul fast path: the AVX-512 tiles over repacked K-quant weights
+// (weight_repack.h: 8-row groups of pre-transposed super-block records), for a CPU with
+// matmul_fast_has_avx512(). Same arithmetic contract as the in-place kernels
+// (matmul_kquant_tile.h), so the same bits as the scalar kernel.
+//
+//   decode (one token)  8 rows: each record is read with plain 32-byte loads, nibbles and high
+//                       bits split with shifts and masks, 256-bit vpdpbusd steps (AVX-512 VL
+//                       VNNI: exact int32 sums, no int16 partial sums), the scales widened from
+//                       bytes; no gathering or transposing of rows (RK::decode).
+//   prefill             16 rows (matmul_paired_tile_avx512.h's tile and record): the two 8-row
+//                       groups' records unpacked (RK::unpack: the in-place kernel's 8-row panel
+//                       record, the same bytes KQ::pack writes from the GGUF rows) and
+//                       interleaved once per token chunk.
+//
+// Addressing: the kernel sees TileArgs::w_stride = an eighth of a group's bytes, so the tile of
+// row r (always a multiple of 8: rows_per_task() is a multiple of 8 and 16) starts at
+// w + r * w_stride, its group's first record.
+//
+// A repacked trait RK gives:
+//   KQ                         the in-place trait (kPanelBytes, superblock<T>, superblock512<T>)
+//   kRecordBytes               one 8-row record
+//   unpack(rec, panel)         the 8-row panel record of KQ from a repacked record
+//   decode(rec, a, sb, acc)    acc (8 rows, token 0) over super-block sb, from its record
+
+#include "backend/cpu/matmul_paired_tile_avx512.h"
+
+namespace llmctl::cpu {
+
+#if defined(LLMCTL_HAVE_X86)
+LLMCTL_AVX512_BEGIN
+
+// The 8 bytes at p, zero-extended (signed: sign-extended) to 8 int32 lanes.
+LLMCTL_AVX512 inline __m256i rp_u8_lanes(const uint8_t* p) {
+  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+}
+LLMCTL_AVX512 inline __m256i rp_i8_lanes(const uint8_t* p) {
+  return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+}
+// The 8 fp16 at p as floats.
+LLMCTL_AVX512 inline __m256 rp_fp16_lanes(const uint8_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+// One vpdpbusd step: sum += 4 unsigned weight bytes x 4 activation bytes, per row lane.
+LLMCTL_AVX512 inline __m256i rp_dot4(__m256i sum, __m256i w_u8, const int8_t* x) {
+  return _mm256_dpbusd_epi32(sum, w_u8, kq_bcast4(x));
+}
+
+template <class RK>
+struct RepackedTile {
+  using KQ = typename RK::KQ;
+
+  // Decode: the tile's group, record after record (T > 1 without a panel does not occur in
+  // run_rows; it unpacks each record for KQ's AVX2 superblock, the same bits).
+  template <int T>
+  LLMCTL_AVX512 static void decode(const TileArgs& a, int n_rows) {
+    const int64_t nsb = a.n / kKQuantSuperBlock;
+    __m256 acc[static_cast<size_t>(T)];
+    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+    for (int64_t s = 0; s < nsb; ++s) {
+      const uint8_t* rec = a.w + static_cast<size_t>(s) * RK::kRecordBytes;
+      if constexpr (T == 1) {
+        // the stream two records ahead (the next group's first records at a row's end)
+        const char* ahead = reinterpret_cast<const char*>(rec + 2 * RK::kRecordBytes);
+        for (size_t o = 0; o < RK::kRecordBytes; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T0);
+        RK::decode(rec, a, s, acc[0]);
+      } else {
+        alignas(32) uint8_t panel[KQ::kPanelBytes];
+        RK::unpack(rec, panel);
+        KQ::template superblock<T>(panel, a, s, acc);
+      }
+    }
+    for (int t = 0; t < T; ++t) store_lane_tile(a, n_rows, t, acc[t]);
+  }
+
+  // Prefill: the 16-row panel of PairedTileAvx512 (rows 0..7: this group, 8..15: the next, or
+  // this one again when the tile has 8 rows or fewer).
+  LLMCTL_AVX512 static void pack16(const TileArgs& a, int n_rows, uint8_t* panel) {
+    const uint8_t* group[2] = {a.w, n_rows > 8 ? a.w + 8 * a.w_stride : a.w};
+    alignas(64) uint8_t half[2][KQ::kPanelBytes];
+    for (int64_t s = 0; s < a.n / kKQuantSuperBlock; ++s) {
+      for (int h = 0; h < 2; ++h)
+        RK::unpack(group[h] + static_cast<size_t>(s) * RK::kRecordBytes, half[h]);
+      uint8_t* out = panel + static_cast<size_t>(s) * 2 * KQ::kPanelBytes;
+      for (size_t p = 0; p < KQ::kPanelBytes; p += 32) {
+        const __m256i lo = _mm256_load_si256(reinterpret_cast<const __m256i*>(half[0] + p));
+        const __m256i hi = _mm256_load_si256(reinterpret_cast<const __m256i*>(half[1] + p));
+        _mm512_storeu_si512(out + 2 * p, _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
+      }
+    }
+  }
+};
+
+// PairedTileAvx512's Unit over the repacked records: its 16-row compute, RepackedTile's decode.
+template <class RK>
+struct RepackedUnit {
+  static constexpr size_t kRecordBytes = RK::KQ::kPanelBytes;
+  static constexpr int64_t kElements = kKQuantSuperBlock;
+  template <int T>
+  LLMCTL_AVX512 static void compute(const uint8_t* p, const TileArgs& a, int64_t sb, __m512* acc) {
+    RK::KQ::template superblock512<T>(p, a, sb, acc);
+  }
+  template <int T>
+  LLMCTL_AVX512 static void decode(const TileArgs& a, int n_rows) {
+    RepackedTile<RK>::template decode<T>(a, n_rows);
+  }
+};
+
+LLMCTL_AVX512_END
+#endif  // LLMCTL_HAVE_X86
+
+// The MatmulKernel over repacked RK weights (MatmulKernel::repacked); none (tile == nullptr)
+// off x86.
+template <class RK>
+MatmulKernel make_repacked_kernel_avx512(const char* name) {
+#if defined(LLMCTL_HAVE_X86)
+  MatmulKernel k =
+      paired_tile_kernel<PairedTileAvx512<RepackedUnit<RK>>>(name, &RepackedTile<RK>::pack16);
+  k.repacked = true;
+  return k;
+#else
+  (void)name;
+  return MatmulKernel{};
+#endif
+}
+
+}  // namespace llmctl::cpu

@@ -1,0 +1,168 @@
+// Weights repacked for the CPU matmul kernels (weight_repack.h): the layouts written from the
+// GGUF rows with plain byte copies (once per weight, at its first matmul), and the release of
+// the original pages.
+#include "backend/cpu/weight_repack.h"
+
+#include <fmt/format.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "core/error.h"
+#include "quant/dequant.h"
+
+namespace llmctl::cpu {
+
+namespace {
+
+constexpr int64_t kSuperBlock = 256;
+
+// MADV_PAGEOUT over [begin, begin + bytes), whole pages: a file mapping's pages leave the
+// resident set (read again from the file if touched); anonymous memory keeps its contents (it
+// may be swapped out). Best effort: a kernel without MADV_PAGEOUT leaves them.
+void release_pages(uintptr_t begin, size_t bytes) {
+#if defined(MADV_PAGEOUT)
+  madvise(reinterpret_cast<void*>(begin), bytes, MADV_PAGEOUT);
+#else
+  (void)begin;
+  (void)bytes;
+#endif
+}
+
+size_t record_bytes(GgmlType type) {
+  return type == GgmlType::Q4_K ? kQ4kRecordBytes : kQ6kRecordBytes;
+}
+
+// 4 bytes of each of the 8 rows (at byte `off` of each super-block sb[r]) into one 32-byte
+// vector: row r's at 4 r.
+void put_lanes(uint8_t* vec, const uint8_t* const sb[8], int off) {
+  for (int r = 0; r < 8; ++r) std::memcpy(vec + 4 * r, sb[r] + off, 4);
+}
+
+// Q4_K: 144-byte super-blocks (fp16 d, fp16 dmin, 12 bytes of packed 6-bit scales and mins, 128
+// bytes of nibbles).
+void record_q4_k(const uint8_t* const sb[8], uint8_t* rec) {
+  for (int c = 0; c < 4; ++c)
+    for (int s = 0; s < 8; ++s) put_lanes(rec + 32 * (8 * c + s), sb, 16 + 32 * c + 4 * s);
+  for (int r = 0; r < 8; ++r) {
+    std::memcpy(rec + 1024 + 2 * r, sb[r], 2);
+    std::memcpy(rec + 1040 + 2 * r, sb[r] + 2, 2);
+    for (int j = 0; j < 8; ++j) {
+      int sc = 0, m = 0;
+      k_scale_min(sb[r] + 4, j, &sc, &m);
+      rec[1056 + 8 * j + r] = static_cast<uint8_t>(sc);
+      rec[1120 + 8 * j + r] = static_cast<uint8_t>(m);
+    }
+  }
+}
+
+// Q6_K: 210-byte super-blocks (128 bytes ql, 64 bytes qh, 16 int8 scales, fp16 d).
+void record_q6_k(const uint8_t* const sb[8], uint8_t* rec) {
+  for (int q = 0; q < 4; ++q)
+    for (int s = 0; s < 8; ++s) put_lanes(rec + 32 * (8 * q + s), sb, 32 * q + 4 * s);
+  for (int h = 0; h < 2; ++h)
+    for (int s = 0; s < 8; ++s) put_lanes(rec + 1024 + 32 * (8 * h + s), sb, 128 + 32 * h + 4 * s);
+  for (int r = 0; r < 8; ++r) {
+    for (int i = 0; i < 16; ++i) rec[1536 + 8 * i + r] = sb[r][192 + i];
+    std::memcpy(rec + 1664 + 2 * r, sb[r] + 208, 2);
+  }
+  std::memset(rec + 1680, 0, 16);
+}
+
+}  // namespace
+
+bool repack_supported(GgmlType type, MatmulIsa isa) {
+  return isa == MatmulIsa::Avx512 && (type == GgmlType::Q4_K || type == GgmlType::Q6_K);
+}
+
+bool repack_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("LLMCTL_MATMUL_REPACK");
+    const std::string s = v != nullptr ? v : "";
+    if (s.empty() || s == "on") return true;
+    if (s == "off") return false;
+    throw Error(fmt::format("LLMCTL_MATMUL_REPACK: expected on or off, got '{}'", s));
+  }();
+  return on;
+}
+
+bool repack_active(GgmlType type) {
+  return repack_enabled() && repack_supported(type, matmul_fast_auto_isa());
+}
+
+size_t repacked_group_bytes(GgmlType type, int64_t n_cols) {
+  return static_cast<size_t>(n_cols / kSuperBlock) * record_bytes(type);
+}
+
+void RepackedWeight::Unmap::operator()(uint8_t* p) const {
+  if (p != nullptr) munmap(p, bytes);
+}
+
+RepackedWeight repack_weight(const WeightView& w, ThreadPool& pool, bool release) {
+  if (w.type != GgmlType::Q4_K && w.type != GgmlType::Q6_K)
+    throw Error(
+        fmt::format("repack '{}': expected Q4_K or Q6_K, got {}", w.name, ggml_type_name(w.type)));
+  if (w.n_cols < kSuperBlock || w.n_cols % kSuperBlock != 0 || w.n_rows < 1 || w.data == nullptr)
+    throw Error(
+        fmt::format("repack '{}': expected rows of a positive multiple of 256, got [{}, {}]",
+                    w.name, w.n_rows, w.n_cols));
+  const int64_t n_groups = (w.n_rows + kRepackRows - 1) / kRepackRows;
+  const int64_t n_sb = w.n_cols / kSuperBlock;
+  const size_t group = repacked_group_bytes(w.type, w.n_cols);
+  const size_t rec = record_bytes(w.type), row_bytes = weight_row_bytes(w.type, w.n_cols);
+  const size_t sb_bytes = ggml_traits(w.type).type_size;
+  RepackedWeight out;
+  out.bytes_ = group * static_cast<size_t>(n_groups);
+  void* p = mmap(nullptr, out.bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    throw Error(fmt::format("repack '{}': cannot allocate {} bytes", w.name, out.bytes_));
+  out.data_ = std::unique_ptr<uint8_t, RepackedWeight::Unmap>(static_cast<uint8_t*>(p),
+                                                              RepackedWeight::Unmap{out.bytes_});
+#if defined(MADV_HUGEPAGE)
+  // huge pages where the kernel has them to give (transparent_hugepage=madvise): decode
+  // streams the copy, and fewer TLB misses on its way
+  madvise(p, out.bytes_, MADV_HUGEPAGE);
+#endif
+  const auto* src = static_cast<const uint8_t*>(w.data);
+  uint8_t* dst = out.data_.get();
+  // Slices of groups, so that released pages of the original leave as the copy grows (the
+  // resident set never holds both in full: a tied 128256-row embedding is 215 MB of Q6_K).
+  constexpr int64_t kSliceGroups = 256;
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  uintptr_t released = (reinterpret_cast<uintptr_t>(src) + page - 1) / page * page;
+  for (int64_t s0 = 0; s0 < n_groups; s0 += kSliceGroups) {
+    const int64_t s1 = std::min(n_groups, s0 + kSliceGroups);
+    pool.parallel_for(s1 - s0, [&](int64_t g0, int64_t g1, int) {
+      for (int64_t g = s0 + g0; g < s0 + g1; ++g) {
+        const uint8_t* rows[8];
+        for (int64_t r = 0; r < 8; ++r)  // past the last row: the last row again
+          rows[r] = src + static_cast<size_t>(std::min(w.n_rows - 1, 8 * g + r)) * row_bytes;
+        for (int64_t s = 0; s < n_sb; ++s) {
+          const uint8_t* sb[8];
+          for (int r = 0; r < 8; ++r) sb[r] = rows[r] + static_cast<size_t>(s) * sb_bytes;
+          uint8_t* record = dst + static_cast<size_t>(g) * group + static_cast<size_t>(s) * rec;
+          if (w.type == GgmlType::Q4_K)
+            record_q4_k(sb, record);
+          else
+            record_q6_k(sb, record);
+        }
+      }
+    });
+    if (release) {  // the whole pages of the rows read so far, not yet released
+      const auto end = reinterpret_cast<uintptr_t>(
+          src + static_cast<size_t>(std::min(w.n_rows, 8 * s1)) * row_bytes);
+      const uintptr_t last = end / page * page;
+      if (last > released) {
+        release_pages(released, last - released);
+        released = last;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace llmctl::cpu

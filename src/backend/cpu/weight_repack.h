@@ -1,0 +1,88 @@
+#pragma once
+// Weights repacked once for the CPU matmul kernels (matmul_fast.h), as ggml-cpu's repack does:
+// the rows of a Q4_K or Q6_K matrix interleaved 8 at a time and pre-transposed into the SIMD
+// lanes the tile kernels multiply, so that decode reads each record with plain loads instead
+// of gathering and transposing 8 rows' super-blocks on every call (it did: 57 % of a 1B
+// Q4_K_M decode step in the Q4_K tile, most of it that unpacking). Same bytes per row within
+// 1 % (Q4_K: 148 for 144, Q6_K: 212 for 210), rows padded to a multiple of 8 by repeating the
+// last one (the padded lanes are computed and never stored).
+//
+// Layout: an 8-row group (rows 8g .. 8g + 7) is its super-blocks' records in order; group g
+// starts at g * n_sb * kRecordBytes (n_sb = n_cols / 256). Row r of a record is lane r: every
+// 32-byte vector holds 4 bytes per row, row 0 first.
+//
+//   Q4_K record (8 rows, one super-block), kQ4kRecordBytes = 1184:
+//     0     qs[4][8]  32-byte vectors; vector (c, s) at 32 (8 c + s): row r's qs bytes
+//                     32 c + 4 s .. 32 c + 4 s + 3 (low nibbles: weights 4 s .. 4 s + 3 of
+//                     sub-block 2 c; high nibbles: of sub-block 2 c + 1)
+//     1024  d[8]      fp16 per row
+//     1040  dmin[8]   fp16 per row
+//     1056  sc[8][8]  6-bit scale of sub-block j, row r at 1056 + 8 j + r (one byte)
+//     1120  m[8][8]   6-bit min likewise at 1120 + 8 j + r
+//   Q6_K record (8 rows, one super-block), kQ6kRecordBytes = 1696:
+//     0     ql[4][8]  vector (q, s) at 32 (8 q + s): row r's ql bytes 32 q + 4 s .. + 3
+//     1024  qh[2][8]  vector (h, s) at 1024 + 32 (8 h + s): row r's qh bytes 32 h + 4 s .. + 3
+//     1536  sc[16][8] int8 scale i of row r at 1536 + 8 i + r
+//     1664  d[8]      fp16 per row
+//     1680  16 zero bytes (records stay 32-byte aligned)
+// Nothing is decoded to float: the kernels compute d * sc as the in-place kernels do, so the
+// results keep the scalar kernels' bits (matmul_kquant_tile.h's contract).
+//
+// Only the AVX-512 kernels read these layouts (matmul_kernel_q4_k_repacked(),
+// matmul_kernel_q6_k_repacked(); matmul_repacked_tile.h). The AVX2 and scalar kernels read the
+// GGUF layout in place.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "backend/backend.h"
+#include "backend/cpu/matmul_fast.h"
+#include "backend/cpu/thread_pool.h"
+
+namespace llmctl::cpu {
+
+constexpr size_t kQ4kRecordBytes = 1184;
+constexpr size_t kQ6kRecordBytes = 1696;
+constexpr int kRepackRows = 8;
+
+// Whether the kernels of `isa` (resolved, never Auto) read repacked `type` weights: Q4_K and
+// Q6_K on Avx512.
+bool repack_supported(GgmlType type, MatmulIsa isa);
+// LLMCTL_MATMUL_REPACK: "on" (the default, also unset or empty) or "off" (read once; anything
+// else is an Error): whether the fast CPU backend repacks the weights it can.
+bool repack_enabled();
+// Whether the fast CPU backend multiplies `type` weights repacked in this process:
+// repack_enabled() and repack_supported(type, matmul_fast_auto_isa()).
+bool repack_active(GgmlType type);
+// Bytes of one 8-row group of a repacked `type` weight with rows of n_cols elements.
+size_t repacked_group_bytes(GgmlType type, int64_t n_cols);
+
+// A repacked copy of a weight in anonymous memory (64-byte aligned).
+class RepackedWeight {
+ public:
+  RepackedWeight() = default;
+  const uint8_t* data() const { return data_.get(); }
+  size_t bytes() const { return bytes_; }
+  bool empty() const { return bytes_ == 0; }
+
+ private:
+  friend RepackedWeight repack_weight(const WeightView& w, ThreadPool& pool, bool release);
+  struct Unmap {
+    size_t bytes;
+    void operator()(uint8_t* p) const;
+  };
+  std::unique_ptr<uint8_t, Unmap> data_{nullptr, Unmap{0}};
+  size_t bytes_ = 0;
+};
+
+// w (a Q4_K or Q6_K matrix) in the layout above, written by the pool's threads. Throws Error
+// for another type or a row length that is not a multiple of 256.
+// release: the whole pages of w.data are handed back as they are read, slice by slice
+// (MADV_PAGEOUT: a file mapping's pages leave the resident set and are read again from the
+// file if touched, as get_rows of a tied embedding does; anonymous memory keeps its contents),
+// so the original and the copy are never resident together. Best effort: a kernel without
+// MADV_PAGEOUT keeps them.
+RepackedWeight repack_weight(const WeightView& w, ThreadPool& pool, bool release = false);
+
+}  // namespace llmctl::cpu
