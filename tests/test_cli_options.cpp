@@ -104,10 +104,13 @@ TEST_CASE("llama.cpp's spellings: -s, -np, -sys, -ctk/-ctv, -f for eval, -c", "[
   CHECK(summary_value(random.err, "seed") != "-1");
   CHECK(with({"-sys", "Be brief."}).code == 0);
   CHECK(with({"-ctk", "f32", "-ctv", "f32"}).err.find(", f32, blocks of") != std::string::npos);
-  const auto differ = with({"-ctk", "f16", "-ctv", "f32"});
+  // K and V of their own types (llama.cpp's -ctk/-ctv); --kv-type sets both, so a -ctk that
+  // names another type contradicts it.
+  CHECK(with({"-ctk", "f16", "-ctv", "f32"}).err.find(", K f16 + V f32, blocks of") != std::string::npos);
+  const auto differ = with({"--kv-type", "f16", "-ctk", "f32"});
   CHECK(differ.code == 2);
-  CHECK(differ.err.find("llmctl: error: -ctk f16 and -ctv f32 differ: llmctl keeps K and V in one type") == 0);
-  CHECK(with({"--kv-type", "f16", "-ctk", "f32"}).code == 2);
+  CHECK(differ.err.find("llmctl: error: --kv-type f16 and -ctk f32 differ: --kv-type sets both K "
+                        "and V (give -ctk and -ctv alone for different types)") == 0);
 
   const auto batch = run_llmctl({"run", "-m", m, "--batch", "-", "-np", "2", "-n", "2"},
                                 "{\"prompt\": \"a\"}\n{\"prompt\": \"b\"}\n");

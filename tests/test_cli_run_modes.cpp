@@ -74,9 +74,16 @@ TEST_CASE("run: the same seed gives the same bytes for any thread count", "[cli]
     CHECK(summary_value(r.err, "logits_hash") == hash1);
   }
   CHECK(!out1.empty());
-  const auto bad = run_llmctl({"run", "-m", model, "-p", "x", "--kv-type", "q8_0"});
+  const auto bad = run_llmctl({"run", "-m", model, "-p", "x", "--kv-type", "q5_1"});
   CHECK(bad.code == 2);
-  CHECK(bad.err.find("--kv-type wants one of f16, f32, got 'q8_0'") != std::string::npos);
+  CHECK(bad.err.find("--kv-type wants one of f32, f16, q8_0, q4_0, got 'q5_1'") != std::string::npos);
+  CHECK(run_llmctl({"run", "-m", model, "-p", "x", "-ctv", "q5_1"}).err.find(
+            "--cache-type-v wants one of f32, f16, q8_0, q4_0, got 'q5_1'") != std::string::npos);
+  // stories260K's heads of 8 values cannot hold a block of 32.
+  const auto q8 = run_llmctl({"run", "-m", model, "-p", "x", "--kv-type", "q8_0"});
+  CHECK(q8.code == 1);
+  CHECK(q8.err.find("llmctl: error: KV cache type q8_0: the model's head_dim is 8, not a multiple "
+                    "of 32") != std::string::npos);
 }
 
 TEST_CASE("run --batch: one record per line, errors in place, same ids as single runs",

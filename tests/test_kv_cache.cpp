@@ -128,5 +128,6 @@ TEST_CASE("kv cache: bad sizes and misuse are errors", "[cpu]") {
   append(c, a, t);
   CHECK_THROWS_WITH(c.attach_prefix(a, t), Catch::Contains("not empty"));
   CHECK(kv_type_from_name("f16") == KvType::F16);
-  CHECK(!kv_type_from_name("q8_0"));
+  CHECK(kv_type_from_name("q8_0") == KvType::Q8_0);
+  CHECK(!kv_type_from_name("q5_1"));
 }

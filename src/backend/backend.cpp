@@ -99,11 +99,41 @@ const char* buffer_type_name(BufferType t) {
       return "f16";
     case BufferType::I32:
       return "i32";
+    case BufferType::Q8_0:
+      return "q8_0";
+    case BufferType::Q4_0:
+      return "q4_0";
   }
   return "?";
 }
 
-size_t buffer_type_size(BufferType t) { return t == BufferType::F16 ? 2 : 4; }
+size_t buffer_type_size(BufferType t) {
+  LLMCTL_ASSERT(!buffer_type_is_block(t));
+  return t == BufferType::F16 ? 2 : 4;
+}
+
+int64_t buffer_block_elems(BufferType t) {
+  return t == BufferType::Q8_0 || t == BufferType::Q4_0 ? 32 : 1;
+}
+
+size_t buffer_block_bytes(BufferType t) {
+  switch (t) {
+    case BufferType::Q8_0:
+      return 34;
+    case BufferType::Q4_0:
+      return 18;
+    case BufferType::F16:
+      return 2;
+    default:
+      return 4;
+  }
+}
+
+size_t buffer_bytes(BufferType t, int64_t n) {
+  const int64_t be = buffer_block_elems(t);
+  LLMCTL_ASSERT(n >= 0 && n % be == 0);
+  return static_cast<size_t>(n / be) * buffer_block_bytes(t);
+}
 
 void Buffer::type_mismatch(BufferType want) const {
   throw Error(fmt::format("backend buffer: {} elements used as {}", buffer_type_name(type_),
@@ -115,6 +145,9 @@ void Buffer::type_mismatch(BufferType want) const {
 // ---------------------------------------------------------------------------
 Buffer Backend::alloc(int64_t n, BufferType type) {
   if (n <= 0) throw Error(fmt::format("backend alloc: {} elements, expected at least 1", n));
+  if (n % buffer_block_elems(type) != 0)
+    throw Error(fmt::format("backend alloc: {} {} values, expected whole blocks of {}", n,
+                            buffer_type_name(type), buffer_block_elems(type)));
   return alloc_impl(n, type);
 }
 
@@ -221,6 +254,28 @@ void Backend::rope(Buffer& x, const Buffer& positions, int64_t n_tokens, int64_t
   rope_impl(x, positions, n_tokens, n_heads, p);
 }
 
+namespace {
+// K and V pools: each F32, F16, Q8_0 or Q4_0 (their own types), of equal size, whole blocks of
+// block_size rows of kv_dim; a block type needs `unit` (kv_store: the row, attention: a head)
+// to be whole 32-value blocks.
+void check_kv_pools(const char* op, const Buffer& kp, const Buffer& vp, int64_t kv_dim,
+                    int64_t block_size, int64_t unit) {
+  if (kp.type() == BufferType::I32 || vp.type() == BufferType::I32 || kp.size() != vp.size() ||
+      block_size < 1 || kp.size() % (kv_dim * block_size) != 0)
+    throw Error(
+        fmt::format("backend {}: pools {} ({} elements) and {} ({}), expected pools of equal "
+                    "size (f32, f16, q8_0 or q4_0) of whole blocks of {} rows of {}",
+                    op, buffer_type_name(kp.type()), kp.size(), buffer_type_name(vp.type()),
+                    vp.size(), block_size, kv_dim));
+  for (const Buffer* p : {&kp, &vp})
+    if (unit % buffer_block_elems(p->type()) != 0)
+      throw Error(fmt::format("backend {}: a {} pool holds blocks of {} values; {} of {} is not "
+                              "a whole number of them (kv_dim {})",
+                              op, buffer_type_name(p->type()), buffer_block_elems(p->type()),
+                              unit == kv_dim ? "a row" : "a head", unit, kv_dim));
+}
+}  // namespace
+
 void Backend::kv_store(const Buffer& k, const Buffer& v, const Buffer& slots, int64_t n_tokens,
                        int64_t kv_dim, Buffer& k_pool, Buffer& v_pool) {
   check_n_tokens("kv_store", n_tokens);
@@ -228,13 +283,7 @@ void Backend::kv_store(const Buffer& k, const Buffer& v, const Buffer& slots, in
   check_f32("kv_store", "k", k, n_tokens * kv_dim);
   check_f32("kv_store", "v", v, n_tokens * kv_dim);
   check_i32("kv_store", "slots", slots, n_tokens);
-  if (k_pool.type() == BufferType::I32 || k_pool.type() != v_pool.type() ||
-      k_pool.size() != v_pool.size() || k_pool.size() % kv_dim != 0)
-    throw Error(
-        fmt::format("backend kv_store: pools {} ({} elements) and {} ({}), expected "
-                    "equal f32 or f16 pools of whole rows of {}",
-                    buffer_type_name(k_pool.type()), k_pool.size(), buffer_type_name(v_pool.type()),
-                    v_pool.size(), kv_dim));
+  check_kv_pools("kv_store", k_pool, v_pool, kv_dim, 1, kv_dim);
   kv_store_impl(k, v, slots, n_tokens, kv_dim, k_pool, v_pool);
 }
 
@@ -253,14 +302,7 @@ void check_attention(const Buffer& q, const PagedKv& kv, int64_t n_tokens, const
       kv.token_seq == nullptr || kv.positions == nullptr)
     throw Error("backend attention: the paged KV description is incomplete");
   const int64_t kv_dim = s.n_kv_heads * s.head_dim;
-  const Buffer& kp = *kv.k_pool;
-  const Buffer& vp = *kv.v_pool;
-  if (kp.type() == BufferType::I32 || kp.type() != vp.type() || kp.size() != vp.size() ||
-      kv.block_size < 1 || kp.size() % (kv_dim * kv.block_size) != 0)
-    throw Error(
-        fmt::format("backend attention: pools of {} and {} elements, expected equal "
-                    "f32 or f16 pools of whole blocks of {} rows of {}",
-                    kp.size(), vp.size(), kv.block_size, kv_dim));
+  check_kv_pools("attention", *kv.k_pool, *kv.v_pool, kv_dim, kv.block_size, s.head_dim);
   if (kv.max_blocks < 1)
     throw Error(fmt::format("backend attention: max_blocks {} must be positive", kv.max_blocks));
   check_i32("attention", "block_table", *kv.block_table, kv.max_blocks);

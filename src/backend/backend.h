@@ -32,11 +32,21 @@
 namespace llmctl {
 
 // ---------------------------------------------------------------------------
-// Buffer: an array in the backend's memory (f32 activations, f16/f32 KV pages, i32 indices)
+// Buffer: an array in the backend's memory (f32 activations, KV pages, i32 indices)
 // ---------------------------------------------------------------------------
-enum class BufferType : uint8_t { F32, F16, I32 };
+// Q8_0 and Q4_0 hold KV pages only, in ggml's block layouts (quant/dequant.h): 32 values per
+// block, block_q8_0 34 bytes (fp16 d, int8 qs[32]), block_q4_0 18 bytes (fp16 d, 16 bytes of
+// nibbles). A block buffer's size() still counts values, a multiple of 32.
+enum class BufferType : uint8_t { F32, F16, I32, Q8_0, Q4_0 };
 const char* buffer_type_name(BufferType t);
+// Bytes per element of an element type (F32, F16, I32); asserts on a block type.
 size_t buffer_type_size(BufferType t);
+// Values per block: 32 for Q8_0 and Q4_0, else 1; and the bytes of one block.
+int64_t buffer_block_elems(BufferType t);
+size_t buffer_block_bytes(BufferType t);
+inline bool buffer_type_is_block(BufferType t) { return buffer_block_elems(t) > 1; }
+// Bytes of n values (n a multiple of buffer_block_elems(t)).
+size_t buffer_bytes(BufferType t, int64_t n);
 
 class Buffer {
  public:
@@ -169,7 +179,10 @@ inline int64_t attention_first_position(int64_t pos, int32_t window) {
 }
 
 // The paged KV cache as attention reads it (model/kv_cache.h owns the bookkeeping).
-//   k_pool, v_pool  (n_blocks * block_size, kv_dim)  F32 or F16 rows ("slots")
+//   k_pool, v_pool  (n_blocks * block_size, kv_dim)  F32, F16, Q8_0 or Q4_0 rows ("slots"),
+//                   each of its own type (llama.cpp's -ctk/-ctv), of the same size; a block
+//                   type's row is kv_dim / 32 blocks, so head g's values are blocks
+//                   g * head_dim / 32 .. of its row (head_dim a multiple of 32)
 //   block_table     I32 (n_seq_rows, max_blocks): the pool blocks of each sequence in the
 //                   batch, in position order (position j lives in slot
 //                   block_table[row][j / block_size] * block_size + j % block_size)
@@ -285,7 +298,9 @@ class Backend {
   void rope(Buffer& x, const Buffer& positions, int64_t n_tokens, int64_t n_heads,
             const RopeParams& p);
   // k_pool[slots[t]] = k[t], v_pool[slots[t]] = v[t] for t < n_tokens   (rows of kv_dim;
-  // converted to the pools' type, F32 or F16).   k, v F32 (n_tokens, kv_dim); slots I32
+  // converted to each pool's type: F32, F16 rounded to nearest even, Q8_0 / Q4_0 by ggml's
+  // reference round-to-nearest quantizer, quant/quantize.h, per 32 values; kv_dim a multiple
+  // of 32 for those).   k, v F32 (n_tokens, kv_dim); slots I32
   void kv_store(const Buffer& k, const Buffer& v, const Buffer& slots, int64_t n_tokens,
                 int64_t kv_dim, Buffer& k_pool, Buffer& v_pool);
   // Causal attention of each query token over its sequence's cached positions (PagedKv):

@@ -53,6 +53,7 @@ namespace {
 struct BenchOptions : EngineOptions {
   int64_t n_prompt = 512;
   int64_t n_gen = 128;
+  int64_t n_depth = 0;  // -d: positions filled before each test (llama-bench's -d)
   int reps = 3;
   int64_t probe_mib = 1024;
   bool json = false;
@@ -86,14 +87,23 @@ std::vector<int32_t> token_ids(int64_t n, int32_t n_vocab) {
   return v;
 }
 
-// Seconds for one ppN (n_gen == 0) or tgN run on a fresh sequence. Each wanted row asks for
-// its top-1 candidate, as greedy `run` does: a model that samples on the device (CUDA) then
-// downloads one (id, logit) pair per token instead of the whole row; the CPU reads the row.
-double time_one(Forward& fwd, const std::vector<int32_t>& ids, bool decode_steps) {
+// Seconds for one ppN (n_gen == 0) or tgN run on a fresh sequence, after `depth` context
+// positions filled untimed (prefill chunks of -b). Each wanted row asks for its top-1
+// candidate, as greedy `run` does: a model that samples on the device (CUDA) then downloads
+// one (id, logit) pair per token instead of the whole row; the CPU reads the row.
+double time_one(Forward& fwd, const std::vector<int32_t>& ids, bool decode_steps,
+                const std::vector<int32_t>& depth = {}) {
   stop_point();  // Ctrl-C between runs (core/stop_point.h)
   const auto n = static_cast<int64_t>(ids.size());
-  const int32_t seq = fwd.add_sequence(n + 1);
-  if (fwd.reserve(seq, n) != Reserve::Ok) throw Error("bench: the KV pool is too small");
+  const auto d = static_cast<int64_t>(depth.size());
+  const int32_t seq = fwd.add_sequence(d + n + 1);
+  if (fwd.reserve(seq, d + n) != Reserve::Ok) throw Error("bench: the KV pool is too small");
+  if (d > 0) {
+    std::vector<BatchToken> fill;
+    for (int64_t i = 0; i < d; ++i)
+      fill.push_back(BatchToken{seq, depth[static_cast<size_t>(i)], i + 1 == d, 1});
+    fwd.decode(fill);
+  }
   const Clock::time_point t0 = Clock::now();
   if (decode_steps) {
     for (const int32_t t : ids) {
@@ -151,10 +161,10 @@ void bench_model(const BenchOptions& opt, const std::string& path, int threads, 
   const std::unique_ptr<Backend> backend = make_backend(backend_choice(opt, threads));
   ForwardOptions fo;
   fo.max_batch_tokens =
-      std::max<int64_t>(1, std::min(opt.batch_size, std::max(opt.n_prompt, int64_t{1})));
-  fo.kv.type = *kv_type_from_name(opt.kv_type);
-  fo.kv.n_blocks =
-      (std::max(opt.n_prompt, opt.n_gen) + 1 + fo.kv.block_size - 1) / fo.kv.block_size;
+      std::max<int64_t>(1, std::min(opt.batch_size, std::max({opt.n_prompt, opt.n_depth, int64_t{1}})));
+  apply_kv_types(opt, fo.kv);
+  fo.kv.n_blocks = (opt.n_depth + std::max(opt.n_prompt, opt.n_gen) + 1 + fo.kv.block_size - 1) /
+                   fo.kv.block_size;
   fo.kv.max_sequences = 1;
   Forward fwd(c, m.weights, *backend, fo);
   const auto n_vocab = static_cast<int32_t>(c.n_vocab);
@@ -181,18 +191,21 @@ void bench_model(const BenchOptions& opt, const std::string& path, int threads, 
   const auto measure = [&](const char* name, int64_t n, bool decode_steps) {
     std::vector<double> rates;
     const std::vector<int32_t> ids = token_ids(n, n_vocab);
+    const std::vector<int32_t> depth = token_ids(opt.n_depth, n_vocab);
     for (int r = 0; r < opt.reps; ++r)
-      rates.push_back(static_cast<double>(n) / time_one(fwd, ids, decode_steps));
+      rates.push_back(static_cast<double>(n) / time_one(fwd, ids, decode_steps, depth));
     Row row = base;
-    row.test = fmt::format("{}{}", name, n);
+    row.test = opt.n_depth > 0 ? fmt::format("{}{} @ d{}", name, n, opt.n_depth)
+                               : fmt::format("{}{}", name, n);
     std::tie(row.tok_s, row.sd) = mean_sd(rates);
     return row;
   };
   if (opt.n_prompt > 0) {
     Row row = measure("pp", opt.n_prompt, false);
-    const double p = static_cast<double>(opt.n_prompt);
+    const double p = static_cast<double>(opt.n_prompt), dp = static_cast<double>(opt.n_depth);
+    // query i (0-based) of the test attends to depth + i + 1 keys
     const double attn =
-        4.0 * static_cast<double>(c.n_layers * c.n_heads * c.head_dim) * p * (p + 1) / 2;
+        4.0 * static_cast<double>(c.n_layers * c.n_heads * c.head_dim) * (p * dp + p * (p + 1) / 2);
     const double flops = 2.0 * static_cast<double>(ws.matmul_params) * p + attn +
                          2.0 * static_cast<double>(ws.output_params);
     row.gflop_s = flops / (p / row.tok_s) / 1e9;
@@ -200,9 +213,12 @@ void bench_model(const BenchOptions& opt, const std::string& path, int threads, 
   }
   if (opt.n_gen > 0) {
     Row row = measure("tg", opt.n_gen, true);
-    const double kv_elem = opt.kv_type == "f16" ? 2.0 : 4.0;
-    const double kv_bytes = 2.0 * static_cast<double>(c.n_layers * c.kv_dim()) * kv_elem *
-                            static_cast<double>(opt.n_gen + 1) / 2.0;
+    // K and V rows of every layer, over the mean number of positions a step reads
+    const double kv_row = static_cast<double>(kv_row_bytes(fo.kv.type, c.kv_dim()) +
+                                              kv_row_bytes(kv_v_type(fo.kv), c.kv_dim()));
+    const double kv_bytes =
+        static_cast<double>(c.n_layers) * kv_row *
+        (static_cast<double>(opt.n_depth) + static_cast<double>(opt.n_gen + 1) / 2.0);
     row.step_bytes = static_cast<double>(ws.bytes_per_token) + kv_bytes;
     row.gb_s = row.step_bytes * row.tok_s / 1e9;
     row.bw_pct = probe_gb_s > 0 ? 100.0 * row.gb_s / probe_gb_s : 0.0;
@@ -358,10 +374,11 @@ void add_bench_command(CLI::App& app, Action& action) {
       "  llmctl bench -m model-q4_0.gguf,model-q8_0.gguf -t 1,2\n"
       "  llmctl bench -m model.gguf -p 512 -n 128 -r 5 --json\n"
       "ppN: N prompt tokens in one forward pass; tgN: N tokens decoded one at a time from an\n"
-      "empty context. t/s is mean ± sd over -r repetitions after a warm-up. GB/s = bytes one\n"
-      "decode step reads (weights + K/V) x t/s; '% of probe' divides by the bandwidth probe\n"
-      "(CPU: memory read; GPU: device copy bandwidth; --probe-mib 0 skips it). Benchmark on\n"
-      "an idle machine; compare ratios from one run.\n"
+      "empty context (with -d D: after D positions, 'pp512 @ d4096'). t/s is mean ± sd over -r\n"
+      "repetitions after a warm-up. GB/s = bytes one decode step reads (weights + K/V) x t/s;\n"
+      "'% of probe' divides by the bandwidth probe (CPU: memory read; GPU: device copy\n"
+      "bandwidth; --probe-mib 0 skips it). Benchmark on an idle machine; compare ratios from one\n"
+      "run.\n"
       "Exit codes: 0 ok, 1 error, 2 usage error, 130 stopped by Ctrl-C.");
   add_engine_options(sub, opt,
                      {kModelList | kThreadList | kDevice | kKvType | kBatchSize | kBatchInvariant |
@@ -373,6 +390,11 @@ void add_bench_command(CLI::App& app, Action& action) {
   sub->add_option("-n,--n-gen", opt.n_gen, "Tokens of the decode test (0: skip)")
       ->capture_default_str()
       ->check(in_range(int64_t{0}, int64_t{65536}));
+  sub->add_option("-d,--n-depth", opt.n_depth,
+                  "Context positions filled (untimed) before each test, as llama-bench's -d: "
+                  "pp512 @ d4096 is 512 prompt tokens after 4096")
+      ->capture_default_str()
+      ->check(in_range(int64_t{0}, int64_t{1} << 20));
   sub->add_option("-r,--repetitions", opt.reps, "Repetitions")
       ->capture_default_str()
       ->check(in_range(1, 1000));

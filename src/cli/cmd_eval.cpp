@@ -1,5 +1,6 @@
 // llmctl eval -m MODEL [-f FILE | --builtin-text NAME] [-c N] [--scoring llmctl|llama-cpp]
-//             [--base BASE [--top-k K]] [--save-imatrix FILE] [--json] [--device D] [-t N]
+//             [--base BASE [--top-k K]] [--kv-type T | -ctk T -ctv T] [--save-imatrix FILE]
+//             [--json] [--device D] [-t N]
 //
 // Perplexity of MODEL over a text, cut into windows of -c positions (diag/eval.h has the
 // scoring rules: ours, or llama-perplexity's with --scoring llama-cpp); with --base, the KL
@@ -8,7 +9,8 @@
 // model), top-1 agreement and the mean change of the base top token's probability; with
 // --save-imatrix, the importance matrix of MODEL's matmul inputs over the text.
 // The forward pass is the one `run` uses (Forward on the backend make_backend gives), with an
-// f32 KV cache. Result on stdout (text or --json); progress and one summary line on stderr:
+// f32 KV cache; with --kv-type (or -ctk/-ctv) the model's cache has that type and the base's is
+// f16, so `eval -m M --base M --kv-type q8_0` prices the KV type alone (same weights). Result on stdout (text or --json); progress and one summary line on stderr:
 //   llmctl-eval: ppl=F tokens=N windows=N scoring=NAME [kl_mean=F kl_median=F kl_p99=F top1=F dp=F] seconds=F
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -156,6 +158,16 @@ int run_eval(const EvalOptions& opt) {
   subj.n_vocab = cfg.n_vocab;
   subj.scoring = opt.scoring;
 
+  // KV types: f32 for both, or with --kv-type/-ctk/-ctv the given ones for the model and f16
+  // for the base (the reference the KV type is priced against).
+  const bool kv_given = opt.kv_type_given || opt.cache_type_k || opt.cache_type_v;
+  KvCacheOptions model_kv;
+  model_kv.type = KvType::F32;
+  if (kv_given) apply_kv_types(opt, model_kv);
+  const KvType base_kv = kv_given ? KvType::F16 : KvType::F32;
+  subj.kv_type = kv_types_label(model_kv);
+  subj.base_kv_type = kv_type_name(base_kv);
+
   // The base pass first; only its top-K summary outlives it.
   BaseTopK base_top;
   EvalResult base_result;
@@ -165,7 +177,7 @@ int run_eval(const EvalOptions& opt) {
     if (opt.top_k < 1 || opt.top_k > cfg.n_vocab)
       throw Error(fmt::format("--top-k {} is outside [1, n_vocab = {}]", opt.top_k, cfg.n_vocab));
     const std::unique_ptr<Backend> backend = backend_for(opt);
-    Forward fwd(base.m.config, base.m.weights, *backend, ctx);
+    Forward fwd(base.m.config, base.m.weights, *backend, ctx, base_kv);
     base_result =
         collect_base(fwd, ids, bos, windows, opt.top_k, base_top, progress_printer("base"));
     subj.base = opt.base;
@@ -174,7 +186,7 @@ int run_eval(const EvalOptions& opt) {
   ImportanceMatrix imatrix;
   ImatrixCollector collector(imatrix);
   const std::unique_ptr<Backend> backend = backend_for(opt);
-  Forward fwd(cfg, model.m.weights, *backend, ctx);
+  Forward fwd(cfg, model.m.weights, *backend, ctx, model_kv.type, model_kv.v_type);
   if (!opt.save_imatrix.empty()) fwd.set_observer(&collector);
   const EvalResult r =
       evaluate(fwd, ids, bos, windows, opt.base.empty() ? nullptr : &base_top,
@@ -217,7 +229,9 @@ only the second half of each chunk scored (positions ctx/2 .. ctx-2 predicting t
 token); at least 2 x ctx tokens are needed. Its default ctx is 512 too. It scores fewer,
 better-predicted tokens, so its perplexity is lower than ours: the two are not comparable.
 The output names the scoring. The KV cache is f32 (run's default is f16), so differences
-between models come from their weights.
+between models come from their weights. With --kv-type T (or -ctk/-ctv) the model's cache
+is T and the base's f16: `eval -m M --base M --kv-type q8_0` measures what the KV type
+costs, the same weights on both sides.
 
 KL(base||model) per scored token uses the base's top-K tokens plus one bucket for the rest:
 sum_top p log(p/q) + P_tail log(P_tail/Q_tail). By the log-sum inequality this is a LOWER
@@ -236,7 +250,7 @@ void add_eval_command(CLI::App& app, Action& action) {
   sub->add_option("--pre-tokenizer", opt->pre_tokenizer, kPreTokenizerHelp)
       ->type_name("NAME");
   add_engine_options(sub, *opt,
-                     {kModel | kThreads | kDevice | kCtxSize, "-c,--ctx-size,--ctx",
+                     {kModel | kThreads | kDevice | kCtxSize | kKvType, "-c,--ctx-size,--ctx",
                       "Positions per window (default: min(512, the model's training context))"});
   sub->add_option("-f,--file,--text", opt->text,
                   "Text file to evaluate; - is stdin (default: the built-in text)")

@@ -71,22 +71,22 @@ void add_engine_options(CLI::App* sub, EngineOptions& o, const EngineOptionSpec&
     sub->add_option(spec.ctx_names, o.ctx_size, spec.ctx_help)
         ->check(in_range(int64_t{1}, int64_t{1} << 31));
   if (w & kKvType) {
-    const std::vector<std::string> types = {"f16", "f32"};
+    const std::vector<std::string> types = kv_type_names();
     sub->add_option_function<std::string>(
            "--kv-type",
            [&o](const std::string& v) {
              o.kv_type = v;
              o.kv_type_given = true;
            },
-           "KV cache storage")
+           "KV cache storage, K and V: f32, f16, or ggml's q8_0 / q4_0 blocks (head_dim a "
+           "multiple of 32; CPU only)")
         ->default_str(o.kv_type)
         ->check(one_of(types));
     sub->add_option("--cache-type-k", o.cache_type_k,
-                    "llama.cpp's -ctk: the K cache type; llmctl keeps K and V in one type, so it "
-                    "must agree with -ctv and --kv-type")
+                    "llama.cpp's -ctk: the K cache type (V keeps --kv-type's, f16 by default)")
         ->check(one_of(types));
     sub->add_option("--cache-type-v", o.cache_type_v,
-                    "llama.cpp's -ctv: the V cache type (as -ctk)")
+                    "llama.cpp's -ctv: the V cache type (K keeps --kv-type's)")
         ->check(one_of(types));
   }
   if (w & kBatchInvariant)
@@ -112,22 +112,23 @@ void add_engine_options(CLI::App* sub, EngineOptions& o, const EngineOptionSpec&
 }
 
 void check_engine_options(EngineOptions& o) {
-  // One KV type holds K and V: the spellings given must name the same one.
-  std::vector<std::pair<std::string, std::string>> given;  // (option, type)
-  if (o.cache_type_k) given.emplace_back("-ctk", *o.cache_type_k);
-  if (o.cache_type_v) given.emplace_back("-ctv", *o.cache_type_v);
-  if (given.empty()) return;
-  for (const auto& [name, type] : given)
-    if (type != given.front().second)
+  // --kv-type sets K and V; -ctk and -ctv one each. --kv-type with a -ctk/-ctv naming another
+  // type is a contradiction, not an override.
+  using Given = std::pair<const char*, const std::optional<std::string>*>;
+  for (const auto& [name, type] : {Given{"-ctk", &o.cache_type_k}, Given{"-ctv", &o.cache_type_v}})
+    if (*type && o.kv_type_given && **type != o.kv_type)
       throw CLI::ValidationError(
-          "-ctk", fmt::format("-ctk {} and -ctv {} differ: llmctl keeps K and V in one type (give "
-                              "the same type, or --kv-type)",
-                              *o.cache_type_k, *o.cache_type_v));
-  if (o.kv_type_given && o.kv_type != given.front().second)
-    throw CLI::ValidationError(
-        "--kv-type", fmt::format("--kv-type {} and {} {} differ: llmctl keeps K and V in one type",
-                                 o.kv_type, given.front().first, given.front().second));
-  o.kv_type = given.front().second;
+          "--kv-type", fmt::format("--kv-type {} and {} {} differ: --kv-type sets both K and V "
+                                   "(give -ctk and -ctv alone for different types)",
+                                   o.kv_type, name, **type));
+  o.kv_type_v = o.cache_type_v.value_or(o.kv_type);
+  o.kv_type = o.cache_type_k.value_or(o.kv_type);
+}
+
+void apply_kv_types(const EngineOptions& o, KvCacheOptions& kv) {
+  kv.type = *kv_type_from_name(o.kv_type);
+  kv.v_type = *kv_type_from_name(o.kv_type_v.empty() ? o.kv_type : o.kv_type_v);
+  if (*kv.v_type == kv.type) kv.v_type.reset();
 }
 
 BackendChoice backend_choice(const EngineOptions& o, int threads) {

@@ -8,8 +8,9 @@
 //                          use (bench: a comma-separated list)
 //   --device {auto,cpu,cuda[:N]}   auto (default): a visible GPU, else the CPU
 //   -c,--ctx-size N        context positions, 1..2^31 (default: the subcommand says)
-//   --kv-type {f16,f32}    KV cache storage; llama.cpp's -ctk/--cache-type-k and
-//                          -ctv/--cache-type-v are accepted when they agree (one type holds K and V)
+//   --kv-type {f32,f16,q8_0,q4_0}   KV cache storage of K and V; llama.cpp's -ctk/--cache-type-k
+//                          and -ctv/--cache-type-v set K's and V's alone (the other keeps
+//                          --kv-type's); --kv-type with a -ctk/-ctv of another type is an error
 //   --batch-invariant {on,off}, --cuda-graphs {on,off}   CUDA switches (no effect on the CPU)
 //   -b,--batch-size N      tokens per forward pass, 1..65536
 //   --cpu-reference        the scalar reference CPU kernels
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "backend/selection.h"
+#include "model/kv_cache.h"
 
 namespace llmctl::cli {
 
@@ -33,7 +35,8 @@ struct EngineOptions {
   std::vector<int> thread_list;     // bench: -t 1,2,4 (empty: every core)
   std::string device = "auto";
   std::optional<int64_t> ctx_size;
-  std::string kv_type = "f16";
+  std::string kv_type = "f16";  // after check_engine_options(): K's type
+  std::string kv_type_v;        // after check_engine_options(): V's type
   bool kv_type_given = false;                             // --kv-type on the command line
   std::optional<std::string> cache_type_k, cache_type_v;  // -ctk, -ctv (llama.cpp)
   bool batch_invariant = true;
@@ -69,9 +72,11 @@ inline constexpr const char* kEngineGroup = "Engine";
 // Declares the chosen options on `sub`, writing into `o` (which must outlive parsing).
 void add_engine_options(CLI::App* sub, EngineOptions& o, const EngineOptionSpec& spec);
 
-// The checks CLI11 cannot make, after parsing: -ctk/-ctv/--kv-type agree (the one KV type is
-// then in kv_type). Throws CLI::ValidationError (exit 2).
+// The checks CLI11 cannot make, after parsing: -ctk/-ctv do not contradict --kv-type; K's type
+// is then in kv_type, V's in kv_type_v. Throws CLI::ValidationError (exit 2).
 void check_engine_options(EngineOptions& o);
+// KvCacheOptions::type and v_type from the checked options.
+void apply_kv_types(const EngineOptions& o, KvCacheOptions& kv);
 
 // The backend the options ask for (`threads` for bench's list).
 BackendChoice backend_choice(const EngineOptions& o, int threads);

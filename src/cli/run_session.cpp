@@ -117,7 +117,7 @@ RunSession open_run_session(const RunOptions& opt, int64_t n_sequences) {
   ForwardOptions fo;
   fo.max_batch_tokens = std::max<int64_t>(1, std::min(opt.batch_size, s.n_ctx * n_sequences));
   fo.kv.block_size = opt.block_size;
-  fo.kv.type = *kv_type_from_name(opt.kv_type);
+  apply_kv_types(opt, fo.kv);
   const int64_t blocks_per_seq = (s.n_ctx + opt.block_size - 1) / opt.block_size;
   fo.kv.n_blocks = blocks_per_seq * n_sequences;
   fo.kv.max_sequences = n_sequences;  // windowed layers' pools: that many windows (kv_cache.h)
@@ -142,7 +142,7 @@ RunSession open_run_session(const RunOptions& opt, int64_t n_sequences) {
              opt.model, config.arch, config.n_layers, config.n_embd, config.n_vocab,
              s.backend->name(), s.backend->n_threads(), s.backend->n_threads() == 1 ? "" : "s",
              format_bytes(weight_bytes), format_bytes(cache.bytes()), n_sequences, s.n_ctx, windows,
-             opt.kv_type, opt.block_size, format_bytes(s.fwd->scratch_bytes()));
+             kv_types_label(fo.kv), opt.block_size, format_bytes(s.fwd->scratch_bytes()));
   if (s.n_ctx > config.n_ctx_train)
     fmt::print(stderr, "llmctl: note: -c {} exceeds the model's training context {}\n", s.n_ctx,
                config.n_ctx_train);

@@ -7,7 +7,7 @@ namespace llmctl {
 
 std::string eval_text_report(const EvalSubject& s, const EvalResult& r) {
   std::string out;
-  out += fmt::format("model       {}\n", s.model);
+  out += fmt::format("model       {} (KV cache {})\n", s.model, s.kv_type);
   out += fmt::format("text        {}: {} tokens, {} window{} of up to {} positions{}\n", s.text,
                      s.n_tokens, r.n_windows, r.n_windows == 1 ? "" : "s", s.ctx,
                      s.bos ? " (BOS first)" : " (no BOS)");
@@ -16,8 +16,8 @@ std::string eval_text_report(const EvalSubject& s, const EvalResult& r) {
   out += fmt::format("perplexity  {:.4f}  (mean NLL {:.5f} nats over {} scored tokens)\n", r.ppl,
                      r.mean_nll, r.n_scored);
   if (r.has_base) {
-    out += fmt::format("base        {}: perplexity {:.4f} (mean NLL {:.5f})\n", s.base, r.base_ppl,
-                       r.base_mean_nll);
+    out += fmt::format("base        {} (KV cache {}): perplexity {:.4f} (mean NLL {:.5f})\n",
+                       s.base, s.base_kv_type, r.base_ppl, r.base_mean_nll);
     const bool exact = r.top_k >= s.n_vocab;
     out += fmt::format("KL(base||model) nats, top-{} + tail{}:\n", r.top_k,
                        exact ? " (exact: K = n_vocab)" : " (a lower bound of the full KL)");
@@ -33,6 +33,7 @@ std::string eval_text_report(const EvalSubject& s, const EvalResult& r) {
 nlohmann::json eval_json(const EvalSubject& s, const EvalResult& r) {
   nlohmann::json j;
   j["model"] = s.model;
+  j["kv_type"] = s.kv_type;
   j["text"] = s.text;
   j["n_tokens"] = s.n_tokens;
   j["ctx"] = s.ctx;
@@ -44,6 +45,7 @@ nlohmann::json eval_json(const EvalSubject& s, const EvalResult& r) {
   j["ppl"] = r.ppl;
   if (r.has_base) {
     j["base"] = s.base;
+    j["base_kv_type"] = s.base_kv_type;
     j["base_ppl"] = r.base_ppl;
     j["base_mean_nll"] = r.base_mean_nll;
     j["top_k"] = r.top_k;

@@ -32,10 +32,11 @@ ModelWeights bind_to_backend(const ModelWeights& host, const ModelConfig& c, Bac
   return w;
 }
 
-KvCacheOptions single_sequence_cache(int64_t n_ctx) {
+KvCacheOptions single_sequence_cache(int64_t n_ctx, KvType type, std::optional<KvType> v_type) {
   if (n_ctx < 1) throw Error(fmt::format("forward: context size {} must be >= 1", n_ctx));
   KvCacheOptions kv;
-  kv.type = KvType::F32;
+  kv.type = type;
+  kv.v_type = v_type;
   kv.n_blocks = (n_ctx + kv.block_size - 1) / kv.block_size;
   kv.max_sequences = 1;
   return kv;
@@ -44,6 +45,7 @@ KvCacheOptions single_sequence_cache(int64_t n_ctx) {
 // The cache's options as this Forward runs it: its batch size bounds the positions of a
 // sequence one forward pass maps.
 KvCacheOptions resolved_cache(const ModelConfig& c, KvCacheOptions kv, int64_t max_batch) {
+  check_kv_types_head_dim(kv, c.head_dim);  // Q8_0 / Q4_0: whole blocks per head
   if (kv.n_blocks == 0 && kv.block_size >= 1)
     kv.n_blocks = (c.n_ctx_train + kv.block_size - 1) / kv.block_size;
   kv.max_chunk = std::max<int64_t>(1, max_batch);  // allocate() refuses a bad batch size
@@ -70,13 +72,13 @@ Forward::Forward(const ModelConfig& config, const ModelWeights& weights, Backend
 }
 
 Forward::Forward(const ModelConfig& config, const ModelWeights& weights, Backend& backend,
-                 int64_t n_ctx)
+                 int64_t n_ctx, KvType kv_type, std::optional<KvType> v_type)
     : config_(config),
       backend_(backend),
       weights_(bind_to_backend(weights, config, backend, n_ctx)),
       max_batch_(std::min<int64_t>(512, n_ctx)),
       cache_(backend, layer_windows(config), config.kv_dim(),
-             resolved_cache(config, single_sequence_cache(n_ctx), max_batch_)) {
+             resolved_cache(config, single_sequence_cache(n_ctx, kv_type, v_type), max_batch_)) {
   allocate(ForwardOptions{}.max_device_top_k);
   cache_.add_sequence(n_ctx);  // sequence 0, for step()
 }

@@ -64,9 +64,11 @@ class Forward final : public SequenceModel {
   // outlive this object.
   Forward(const ModelConfig& config, const ModelWeights& weights, Backend& backend,
           const ForwardOptions& opt);
-  // Single-sequence convenience: an f32 cache of n_ctx positions (n_ctx >= 1; it may exceed
-  // the training context), sequence 0 opened; use step().
-  Forward(const ModelConfig& config, const ModelWeights& weights, Backend& backend, int64_t n_ctx);
+  // Single-sequence convenience: a cache of n_ctx positions (n_ctx >= 1; it may exceed the
+  // training context), f32 unless kv_type (K, and V unless v_type) says otherwise, sequence 0
+  // opened; use step().
+  Forward(const ModelConfig& config, const ModelWeights& weights, Backend& backend, int64_t n_ctx,
+          KvType kv_type = KvType::F32, std::optional<KvType> v_type = std::nullopt);
 
   // -- SequenceModel --------------------------------------------------------------------
   int32_t n_vocab() const override { return static_cast<int32_t>(config_.n_vocab); }

@@ -28,12 +28,74 @@ uint64_t host_kv_memory_limit() {
   return 0;
 }
 
-const char* kv_type_name(KvType t) { return t == KvType::F16 ? "f16" : "f32"; }
+namespace {
+constexpr KvType kKvTypes[] = {KvType::F32, KvType::F16, KvType::Q8_0, KvType::Q4_0};
+}  // namespace
+
+const char* kv_type_name(KvType t) {
+  switch (t) {
+    case KvType::F32:
+      return "f32";
+    case KvType::F16:
+      return "f16";
+    case KvType::Q8_0:
+      return "q8_0";
+    case KvType::Q4_0:
+      return "q4_0";
+  }
+  return "?";
+}
 
 std::optional<KvType> kv_type_from_name(std::string_view name) {
-  if (name == "f16") return KvType::F16;
-  if (name == "f32") return KvType::F32;
+  for (const KvType t : kKvTypes)
+    if (name == kv_type_name(t)) return t;
   return std::nullopt;
+}
+
+std::vector<std::string> kv_type_names() {
+  std::vector<std::string> names;
+  for (const KvType t : kKvTypes) names.emplace_back(kv_type_name(t));
+  return names;
+}
+
+BufferType kv_buffer_type(KvType t) {
+  switch (t) {
+    case KvType::F32:
+      return BufferType::F32;
+    case KvType::F16:
+      return BufferType::F16;
+    case KvType::Q8_0:
+      return BufferType::Q8_0;
+    case KvType::Q4_0:
+      return BufferType::Q4_0;
+  }
+  return BufferType::F32;
+}
+
+uint64_t kv_row_bytes(KvType t, int64_t kv_dim) {
+  const BufferType bt = kv_buffer_type(t);
+  const int64_t be = buffer_block_elems(bt);
+  return static_cast<uint64_t>(std::max<int64_t>(kv_dim, 0) / be) * buffer_block_bytes(bt);
+}
+
+std::string kv_types_label(const KvCacheOptions& o) {
+  if (o.type == kv_v_type(o)) return kv_type_name(o.type);
+  return fmt::format("K {} + V {}", kv_type_name(o.type), kv_type_name(kv_v_type(o)));
+}
+
+void check_kv_types_head_dim(const KvCacheOptions& o, int64_t head_dim) {
+  const bool same = o.type == kv_v_type(o);
+  check_kv_type_head_dim(o.type, head_dim, same ? "KV cache type" : "K cache type");
+  if (!same) check_kv_type_head_dim(kv_v_type(o), head_dim, "V cache type");
+}
+
+void check_kv_type_head_dim(KvType t, int64_t head_dim, const char* which) {
+  const int64_t be = buffer_block_elems(kv_buffer_type(t));
+  if (head_dim % be != 0)
+    throw Error(fmt::format("{} {}: the model's head_dim is {}, not a multiple of {} (a {} block "
+                            "holds {} values of one head)",
+                            which, kv_type_name(t), head_dim, be, kv_type_name(t), be),
+                "use --kv-type f16 (or f32) for this model");
 }
 
 namespace {
@@ -82,6 +144,10 @@ PagedKvCache::PagedKvCache(Backend& backend, const std::vector<int32_t>& windows
                             opt.max_chunk, opt.max_sequences));
   const auto n_layers = static_cast<int64_t>(layer_windows.size());
   LLMCTL_ASSERT(n_layers >= 1 && kv_dim >= 1);
+  for (const KvType t : {opt.type, kv_v_type(opt)})
+    if (kv_dim % buffer_block_elems(kv_buffer_type(t)) != 0)
+      throw Error(fmt::format("KV cache: {} rows of {} values are not whole blocks of {}",
+                              kv_type_name(t), kv_dim, buffer_block_elems(kv_buffer_type(t))));
   for (const int32_t w : layer_windows) LLMCTL_ASSERT(w >= 0);
   for (const int32_t w : group_windows(layer_windows)) {
     Group g;
@@ -113,26 +179,28 @@ PagedKvCache::PagedKvCache(Backend& backend, const std::vector<int32_t>& windows
                           groups_[g].window > 0 ? fmt::format(" window-{}", groups_[g].window) : "",
                           groups_[g].n_blocks * opt.block_size);
   }
+  const std::string types = kv_types_label(opt);
   const std::string what =
       groups_.size() == 1
           ? fmt::format("KV cache of {} ({} layers x K and V x {} positions x {} dims x {})",
-                        format_bytes(need), n_layers, opt.n_blocks * opt.block_size, kv_dim,
-                        kv_type_name(opt.type))
+                        format_bytes(need), n_layers, opt.n_blocks * opt.block_size, kv_dim, types)
           : fmt::format("KV cache of {} ({}, K and V x {} dims x {})", format_bytes(need), layers,
-                        kv_dim, kv_type_name(opt.type));
-  const char* hint = opt.type == KvType::F32
-                         ? "lower -c/--ctx-size (or --parallel), or use --kv-type f16"
+                        kv_dim, types);
+  const char* hint = opt.type == KvType::F32 || kv_v_type(opt) == KvType::F32
+                         ? "lower -c/--ctx-size (or --parallel), or use --kv-type f16 (or q8_0)"
+                     : opt.type == KvType::F16 || kv_v_type(opt) == KvType::F16
+                         ? "lower -c/--ctx-size (or --parallel), or use --kv-type q8_0 (or q4_0)"
                          : "lower -c/--ctx-size (or --parallel)";
   if (opt.max_bytes != 0 && need > opt.max_bytes)
     throw Error(fmt::format("{} does not fit in the {} available", what, format_bytes(opt.max_bytes)),
                 hint);
-  const BufferType bt = opt.type == KvType::F16 ? BufferType::F16 : BufferType::F32;
+  const BufferType kt = kv_buffer_type(opt.type), vt = kv_buffer_type(kv_v_type(opt));
   try {
     for (size_t l = 0; l < layer_windows.size(); ++l) {
       Group& g = groups_[static_cast<size_t>(layer_group_[l])];
       const int64_t n = g.n_blocks * opt.block_size * kv_dim;
-      g.k.push_back(backend.alloc(n, bt));
-      g.v.push_back(backend.alloc(n, bt));
+      g.k.push_back(backend.alloc(n, kt));
+      g.v.push_back(backend.alloc(n, vt));
     }
   } catch (const std::bad_alloc&) {
     throw Error(fmt::format("cannot allocate the {}", what), hint);
@@ -162,9 +230,9 @@ uint64_t PagedKvCache::required_bytes(const std::vector<int32_t>& windows, int64
   for (const int32_t w : group_windows(layer_windows)) {
     const auto layers =
         static_cast<uint64_t>(std::count(layer_windows.begin(), layer_windows.end(), w));
+    const uint64_t row = kv_row_bytes(opt.type, kv_dim) + kv_row_bytes(kv_v_type(opt), kv_dim);
     const uint64_t g =
-        saturating_product({2, layers, nonneg(group_blocks(w, opt)), nonneg(opt.block_size),
-                            nonneg(kv_dim), opt.type == KvType::F16 ? 2u : 4u});
+        saturating_product({layers, nonneg(group_blocks(w, opt)), nonneg(opt.block_size), row});
     total = g > UINT64_MAX - total ? UINT64_MAX : total + g;
   }
   return total;
@@ -174,8 +242,7 @@ uint64_t PagedKvCache::bytes() const {
   uint64_t total = 0;
   for (const Group& g : groups_)
     for (size_t l = 0; l < g.k.size(); ++l)
-      total +=
-          static_cast<uint64_t>(g.k[l].size() + g.v[l].size()) * buffer_type_size(g.k[l].type());
+      total += buffer_bytes(g.k[l].type(), g.k[l].size()) + buffer_bytes(g.v[l].type(), g.v[l].size());
   return total;
 }
 

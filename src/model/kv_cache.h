@@ -1,8 +1,9 @@
 #pragma once
 // PagedKvCache: the keys and values of every sequence, in pools of fixed-size blocks.
 //
-//   keys(layer), values(layer): pools (n_blocks * block_size, kv_dim), F16 or F32, one row
-//   ("slot") per position. A sequence owns a block table: its position j lives in slot
+//   keys(layer), values(layer): pools (n_blocks * block_size, kv_dim), one row ("slot") per
+//   position, of KvCacheOptions::type (K) and v_type() (V): f32, f16, or ggml's Q8_0 / Q4_0
+//   blocks of 32 values along each head (backend.h BufferType; head_dim a multiple of 32). A sequence owns a block table: its position j lives in slot
 //   block_table[j / block_size] * block_size + j % block_size.
 //
 // Layer groups (sliding-window attention). Layers that attend to every earlier position (window
@@ -45,6 +46,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -54,14 +56,25 @@
 
 namespace llmctl {
 
-enum class KvType { F32, F16 };
-const char* kv_type_name(KvType t);  // "f32", "f16"
+enum class KvType { F32, F16, Q8_0, Q4_0 };
+const char* kv_type_name(KvType t);  // "f32", "f16", "q8_0", "q4_0"
 std::optional<KvType> kv_type_from_name(std::string_view name);
+// Every name kv_type_from_name() accepts, in the order above.
+std::vector<std::string> kv_type_names();
+BufferType kv_buffer_type(KvType t);
+// Bytes of one row of kv_dim values (kv_dim a multiple of 32 for Q8_0 and Q4_0): kv_dim x 4 or
+// 2, or kv_dim / 32 blocks of 34 (Q8_0) or 18 (Q4_0) bytes.
+uint64_t kv_row_bytes(KvType t, int64_t kv_dim);
+// Throws Error naming the model's head_dim when `t` needs whole 32-value blocks per head and
+// head_dim is not a multiple of 32 (`which`: "KV cache type", "K cache type" ...).
+void check_kv_type_head_dim(KvType t, int64_t head_dim, const char* which);
 
 struct KvCacheOptions {
   int64_t block_size = 16;  // positions per block
   int64_t n_blocks = 0;     // blocks in the full group's pool (every position of every sequence)
-  KvType type = KvType::F16;
+  KvType type = KvType::F16;  // K's type, and V's unless v_type says otherwise
+  // V's type when it differs from K's (llama.cpp's -ctv); unset: `type`.
+  std::optional<KvType> v_type;
   // Refuse, before allocating anything, pools larger than this many bytes (0: no limit).
   // The caller sets what the backend can hold (host MemAvailable, free device memory), so
   // that a -c too large for the machine is an error naming the amount instead of an
@@ -77,6 +90,12 @@ struct KvCacheOptions {
   // before layer groups; tests compare the two).
   bool window_groups = true;
 };
+
+inline KvType kv_v_type(const KvCacheOptions& o) { return o.v_type.value_or(o.type); }
+// "q8_0", or "K q8_0 + V f16" when the types differ (messages, summary lines).
+std::string kv_types_label(const KvCacheOptions& o);
+// check_kv_type_head_dim() for K's and V's types.
+void check_kv_types_head_dim(const KvCacheOptions& o, int64_t head_dim);
 
 // A KvCacheOptions::max_bytes for a cache in host memory (CPU backends): MemAvailable from
 // /proc/meminfo, or 0 (no limit) where it cannot be read.
@@ -99,8 +118,8 @@ class PagedKvCache {
   PagedKvCache(Backend& backend, int64_t n_layers, int64_t kv_dim, const KvCacheOptions& opt)
       : PagedKvCache(backend, std::vector<int32_t>(static_cast<size_t>(n_layers), 0), kv_dim, opt) {
   }
-  // What the constructor would allocate: over the groups, 2 (K, V) x layers x
-  // group_blocks() x block_size x kv_dim x (2 or 4 bytes). Saturates at UINT64_MAX.
+  // What the constructor would allocate: over the groups, layers x group_blocks() x
+  // block_size x (kv_row_bytes(K type) + kv_row_bytes(V type)). Saturates at UINT64_MAX.
   static uint64_t required_bytes(const std::vector<int32_t>& layer_windows, int64_t kv_dim,
                                  const KvCacheOptions& opt);
   static uint64_t required_bytes(int64_t n_layers, int64_t kv_dim, const KvCacheOptions& opt) {
@@ -111,7 +130,8 @@ class PagedKvCache {
   static int64_t group_blocks(int32_t window, const KvCacheOptions& opt);
 
   int64_t block_size() const { return opt_.block_size; }
-  KvType type() const { return opt_.type; }
+  KvType type() const { return opt_.type; }  // K's
+  KvType v_type() const { return kv_v_type(opt_); }
   int64_t kv_dim() const { return kv_dim_; }
   // Bytes of every pool over every layer.
   uint64_t bytes() const;

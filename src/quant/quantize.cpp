@@ -251,6 +251,14 @@ void quantize_row(GgmlType type, const float* src, void* dst, int64_t n) {
   encode(type, tr, src, nullptr, static_cast<uint8_t*>(dst), static_cast<size_t>(n));
 }
 
+void quantize_kv_row(GgmlType type, const float* src, void* dst, int64_t n) {
+  LLMCTL_ASSERT((type == GgmlType::Q8_0 || type == GgmlType::Q4_0) && n >= 0 && n % 32 == 0);
+  auto* out = static_cast<uint8_t*>(dst);
+  const size_t bb = ggml_traits(type).type_size;
+  for (int64_t i = 0; i < n; i += 32)
+    quant_detail::quantize_block_rtn(type, src + i, out + static_cast<size_t>(i / 32) * bb);
+}
+
 void quantize_rows(GgmlType type, const float* src, void* dst, int64_t n_rows, int64_t row_len,
                    const float* col_weights) {
   const GgmlTypeTraits tr = checked_traits(type, row_len);

@@ -100,6 +100,12 @@ size_t quantized_size(GgmlType type, int64_t n);
 // size, or a NaN / Inf in src (naming its index).
 void quantize_row(GgmlType type, const float* src, void* dst, int64_t n);
 
+// The KV cache's encoder (kv_store): src[0..n) as Q8_0 or Q4_0 (n a multiple of 32) by the
+// round-to-nearest rules above, quantize_row's bytes, but with no check of the values and no
+// error: a NaN quantizes to q = 0 and an Inf gives d = inf (its block decodes to NaN), as the
+// rules above define them.
+void quantize_kv_row(GgmlType type, const float* src, void* dst, int64_t n);
+
 // Encodes n_rows rows of row_len elements (row_len a whole number of blocks). col_weights
 // (row_len,) weighs column j of every row in the block search (importance matrix: mean x_j^2
 // of the activations that multiply column j; every weight finite and >= 0); nullptr gives

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
+#include "backend/cpu/attention_kv_load.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/softcap_fast.h"
 #include "backend/cpu/softmax_fast.h"
@@ -17,18 +19,10 @@ namespace llmctl::cpu {
 
 namespace {
 
-// 8 lanes of a K or V head row from an f32 or f16 pool.
-__attribute__((target("avx2,fma,f16c"))) inline __m256 load8(const void* row, bool f16, int64_t i) {
-  if (f16)
-    return _mm256_cvtph_ps(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(row) + i)));
-  return _mm256_loadu_ps(static_cast<const float*>(row) + i);
-}
-
-inline float load1(const void* row, bool f16, int64_t i) {
-  return f16 ? fp16_to_f32(static_cast<const uint16_t*>(row)[i])
-             : static_cast<const float*>(row)[i];
-}
+using kv_load::load1;
+using kv_load::load8;
+using kv_load::load8x2;
+using kv_load::load16;
 
 // Lanes summed in one fixed order.
 __attribute__((target("avx2,fma,f16c"))) inline float hsum(__m256 v) {
@@ -41,11 +35,11 @@ __attribute__((target("avx2,fma,f16c"))) inline float hsum(__m256 v) {
 
 #define LLMCTL_ATTN_AVX2 __attribute__((target("avx2,fma,f16c")))
 
-// Byte offsets, from the pool's base, of KV head g's rows at positions first .. first + n_kv - 1
-// (off[i] is position first + i): walked block by block once per (token, group), so the loops
-// below do no division per key.
+// Byte offsets, from the base of a pool of `type`, of KV head g's rows at positions first ..
+// first + n_kv - 1 (off[i] is position first + i): walked block by block once per (token,
+// group), so the loops below do no division per key.
 void kv_row_offsets(const PagedKv& kv, const int32_t* blocks, int64_t first, int64_t n_kv,
-                    int64_t kv_dim, int64_t g, int64_t d, size_t es, std::vector<size_t>& off) {
+                    int64_t kv_dim, int64_t g, int64_t d, BufferType type, std::vector<size_t>& off) {
   const int64_t n_blocks = kv.k_pool->size() / (kv_dim * kv.block_size);
   off.resize(static_cast<size_t>(n_kv));
   const int64_t end = first + n_kv;
@@ -55,8 +49,8 @@ void kv_row_offsets(const PagedKv& kv, const int32_t* blocks, int64_t first, int
     const int64_t in_block = j % kv.block_size;
     const int64_t n = std::min<int64_t>(kv.block_size - in_block, end - j);
     for (int64_t i = 0; i < n; ++i)
-      off[static_cast<size_t>(j - first + i)] =
-          static_cast<size_t>((int64_t{b} * kv.block_size + in_block + i) * kv_dim + g * d) * es;
+      off[static_cast<size_t>(j - first + i)] = kv_load::pool_offset(
+          type, (int64_t{b} * kv.block_size + in_block + i) * kv_dim + g * d);
     j += n;
   }
 }
@@ -66,13 +60,13 @@ void kv_row_offsets(const PagedKv& kv, const int32_t* blocks, int64_t first, int
 // product is one 8-lane FMA chain over the dimensions in order, then hsum and the scalar tail:
 // the same arithmetic whatever HN and whichever key it is paired with.
 // Keys j0 .. n_kv - 1 (the AVX-512 loop hands over its last keys).
-template <size_t HN>
+template <BufferType T, size_t HN>
 LLMCTL_ATTN_AVX2 void group_scores(const float* q, const uint8_t* kbase, const size_t* off,
-                                   int64_t d, bool f16, int64_t j0, int64_t n_kv, float scale,
+                                   int64_t d, int64_t j0, int64_t n_kv, float scale,
                                    float* scores) {
   const int64_t d8 = d / 8 * 8;
   const auto dot_tail = [&](const float* qh, const void* k, float dot) {
-    for (int64_t i = d8; i < d; ++i) dot = std::fma(qh[i], load1(k, f16, i), dot);
+    for (int64_t i = d8; i < d; ++i) dot = std::fma(qh[i], load1<T>(k, i), dot);
     return dot;
   };
   int64_t j = j0;
@@ -82,7 +76,7 @@ LLMCTL_ATTN_AVX2 void group_scores(const float* q, const uint8_t* kbase, const s
     for (size_t e = 0; e < 2; ++e)
       for (size_t h = 0; h < HN; ++h) acc[e][h] = _mm256_setzero_ps();
     for (int64_t i = 0; i < d8; i += 8) {
-      const __m256 k0 = load8(k[0], f16, i), k1 = load8(k[1], f16, i);
+      const __m256 k0 = load8<T>(k[0], i), k1 = load8<T>(k[1], i);
       for (size_t h = 0; h < HN; ++h) {
         const __m256 qv = _mm256_loadu_ps(q + static_cast<int64_t>(h) * d + i);
         acc[0][h] = _mm256_fmadd_ps(qv, k0, acc[0][h]);
@@ -99,7 +93,7 @@ LLMCTL_ATTN_AVX2 void group_scores(const float* q, const uint8_t* kbase, const s
     __m256 acc[HN];
     for (size_t h = 0; h < HN; ++h) acc[h] = _mm256_setzero_ps();
     for (int64_t i = 0; i < d8; i += 8) {
-      const __m256 kv = load8(k, f16, i);
+      const __m256 kv = load8<T>(k, i);
       for (size_t h = 0; h < HN; ++h)
         acc[h] = _mm256_fmadd_ps(_mm256_loadu_ps(q + static_cast<int64_t>(h) * d + i), kv, acc[h]);
     }
@@ -112,16 +106,16 @@ LLMCTL_ATTN_AVX2 void group_scores(const float* q, const uint8_t* kbase, const s
 // Dimensions c .. c + 8 W - 1 of the HN heads' outputs: W x HN accumulators in registers over
 // all keys, each V slice loaded once for the group. Per output element one fma chain over the
 // keys in order, starting from zero, whatever HN and W.
-template <size_t HN, size_t W>
+template <BufferType T, size_t HN, size_t W>
 LLMCTL_ATTN_AVX2 void values_slice(const float* a, const uint8_t* vbase, const size_t* off,
-                                   int64_t d, bool f16, int64_t n_kv, int64_t c, float* o) {
+                                   int64_t d, int64_t n_kv, int64_t c, float* o) {
   __m256 acc[HN][W];
   for (size_t h = 0; h < HN; ++h)
     for (size_t u = 0; u < W; ++u) acc[h][u] = _mm256_setzero_ps();
   for (int64_t j = 0; j < n_kv; ++j) {
     const void* v = vbase + off[j];
     __m256 vv[W];
-    for (size_t u = 0; u < W; ++u) vv[u] = load8(v, f16, c + 8 * static_cast<int64_t>(u));
+    for (size_t u = 0; u < W; ++u) vv[u] = load8<T>(v, c + 8 * static_cast<int64_t>(u));
     for (size_t h = 0; h < HN; ++h) {
       const __m256 a8 = _mm256_set1_ps(a[static_cast<int64_t>(h) * n_kv + j]);
       for (size_t u = 0; u < W; ++u) acc[h][u] = _mm256_fmadd_ps(a8, vv[u], acc[h][u]);
@@ -137,19 +131,19 @@ LLMCTL_ATTN_AVX2 void values_slice(const float* a, const uint8_t* vbase, const s
 // (compile-time widths, so the accumulators stay in registers: 2 x 8 for 3 or 4 heads, 4 x 8
 // for 1 or 2), then the last < 8 dimensions one scalar chain each. From dimension c0 (a
 // multiple of 8: the AVX-512 loop hands over the dimensions it leaves).
-template <size_t HN>
+template <BufferType T, size_t HN>
 LLMCTL_ATTN_AVX2 void group_values(const float* a, const uint8_t* vbase, const size_t* off,
-                                   int64_t d, bool f16, int64_t n_kv, float* o, int64_t c0 = 0) {
+                                   int64_t d, int64_t n_kv, float* o, int64_t c0 = 0) {
   constexpr size_t kW = HN > 2 ? 2 : 4;
   const int64_t d8 = d / 8 * 8, step = 8 * static_cast<int64_t>(kW);
   int64_t c = c0;
-  for (; c + step <= d8; c += step) values_slice<HN, kW>(a, vbase, off, d, f16, n_kv, c, o);
-  for (; c < d8; c += 8) values_slice<HN, 1>(a, vbase, off, d, f16, n_kv, c, o);
+  for (; c + step <= d8; c += step) values_slice<T, HN, kW>(a, vbase, off, d, n_kv, c, o);
+  for (; c < d8; c += 8) values_slice<T, HN, 1>(a, vbase, off, d, n_kv, c, o);
   for (size_t h = 0; h < HN; ++h) {
     for (int64_t i = d8; i < d; ++i) {
       float out = 0.0f;
       for (int64_t j = 0; j < n_kv; ++j)
-        out = std::fma(a[static_cast<int64_t>(h) * n_kv + j], load1(vbase + off[j], f16, i), out);
+        out = std::fma(a[static_cast<int64_t>(h) * n_kv + j], load1<T>(vbase + off[j], i), out);
       o[static_cast<int64_t>(h) * d + i] = out;
     }
   }
@@ -167,30 +161,11 @@ LLMCTL_ATTN_AVX2 void group_values(const float* a, const uint8_t* vbase, const s
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
-// Dimensions i .. i + 7 of two K rows: row a in the low half, row b in the high half.
-LLMCTL_ATTN_AVX512 inline __m512 load8x2(const void* a, const void* b, bool f16, int64_t i) {
-  if (f16) {
-    const __m128i ha = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(a) + i));
-    const __m128i hb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(b) + i));
-    return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(ha), hb, 1));
-  }
-  return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(static_cast<const float*>(a) + i)),
-                            _mm256_loadu_ps(static_cast<const float*>(b) + i), 1);
-}
-
-// 16 lanes of a V row (dimensions i .. i + 15).
-LLMCTL_ATTN_AVX512 inline __m512 load16(const void* row, bool f16, int64_t i) {
-  if (f16)
-    return _mm512_cvtph_ps(_mm256_loadu_si256(
-        reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(row) + i)));
-  return _mm512_loadu_ps(static_cast<const float*>(row) + i);
-}
-
 // group_scores over keys 4 at a time (two zmm of two keys each); the last < 4 keys go to
 // group_scores itself.
-template <size_t HN>
+template <BufferType T, size_t HN>
 LLMCTL_ATTN_AVX512 void group_scores_avx512(const float* q, const uint8_t* kbase, const size_t* off,
-                                            int64_t d, bool f16, int64_t n_kv, float scale,
+                                            int64_t d, int64_t n_kv, float scale,
                                             float* scores) {
   const int64_t d8 = d / 8 * 8;
   int64_t j = 0;
@@ -200,7 +175,7 @@ LLMCTL_ATTN_AVX512 void group_scores_avx512(const float* q, const uint8_t* kbase
     for (size_t e = 0; e < 2; ++e)
       for (size_t h = 0; h < HN; ++h) acc[e][h] = _mm512_setzero_ps();
     for (int64_t i = 0; i < d8; i += 8) {
-      const __m512 k01 = load8x2(k[0], k[1], f16, i), k23 = load8x2(k[2], k[3], f16, i);
+      const __m512 k01 = load8x2<T>(k[0], k[1], i), k23 = load8x2<T>(k[2], k[3], i);
       for (size_t h = 0; h < HN; ++h) {
         const __m512 qv = _mm512_broadcast_f32x8(_mm256_loadu_ps(q + static_cast<int64_t>(h) * d + i));
         acc[0][h] = _mm512_fmadd_ps(qv, k01, acc[0][h]);
@@ -213,25 +188,25 @@ LLMCTL_ATTN_AVX512 void group_scores_avx512(const float* q, const uint8_t* kbase
         const __m512 pair = acc[e / 2][h];
         const __m256 lanes = e % 2 == 0 ? _mm512_castps512_ps256(pair) : _mm512_extractf32x8_ps(pair, 1);
         float dot = hsum(lanes);
-        for (int64_t i = d8; i < d; ++i) dot = std::fma(qh[i], load1(k[e], f16, i), dot);
+        for (int64_t i = d8; i < d; ++i) dot = std::fma(qh[i], load1<T>(k[e], i), dot);
         scores[static_cast<int64_t>(h) * n_kv + j + static_cast<int64_t>(e)] = dot * scale;
       }
     }
   }
-  group_scores<HN>(q, kbase, off, d, f16, j, n_kv, scale, scores);  // the last < 4 keys
+  group_scores<T, HN>(q, kbase, off, d, j, n_kv, scale, scores);  // the last < 4 keys
 }
 
 // values_slice over 16 W dimensions (c .. c + 16 W - 1).
-template <size_t HN, size_t W>
+template <BufferType T, size_t HN, size_t W>
 LLMCTL_ATTN_AVX512 void values_slice_avx512(const float* a, const uint8_t* vbase, const size_t* off,
-                                            int64_t d, bool f16, int64_t n_kv, int64_t c, float* o) {
+                                            int64_t d, int64_t n_kv, int64_t c, float* o) {
   __m512 acc[HN][W];
   for (size_t h = 0; h < HN; ++h)
     for (size_t u = 0; u < W; ++u) acc[h][u] = _mm512_setzero_ps();
   for (int64_t j = 0; j < n_kv; ++j) {
     const void* v = vbase + off[j];
     __m512 vv[W];
-    for (size_t u = 0; u < W; ++u) vv[u] = load16(v, f16, c + 16 * static_cast<int64_t>(u));
+    for (size_t u = 0; u < W; ++u) vv[u] = load16<T>(v, c + 16 * static_cast<int64_t>(u));
     for (size_t h = 0; h < HN; ++h) {
       const __m512 a16 = _mm512_set1_ps(a[static_cast<int64_t>(h) * n_kv + j]);
       for (size_t u = 0; u < W; ++u) acc[h][u] = _mm512_fmadd_ps(a16, vv[u], acc[h][u]);
@@ -245,14 +220,14 @@ LLMCTL_ATTN_AVX512 void values_slice_avx512(const float* a, const uint8_t* vbase
 
 // group_values in slices of 4 x 16 dimensions, then 16, then group_values itself for what is
 // left (an 8-lane slice, the scalar tail).
-template <size_t HN>
+template <BufferType T, size_t HN>
 LLMCTL_ATTN_AVX512 void group_values_avx512(const float* a, const uint8_t* vbase, const size_t* off,
-                                            int64_t d, bool f16, int64_t n_kv, float* o) {
+                                            int64_t d, int64_t n_kv, float* o) {
   const int64_t d16 = d / 16 * 16;
   int64_t c = 0;
-  for (; c + 64 <= d16; c += 64) values_slice_avx512<HN, 4>(a, vbase, off, d, f16, n_kv, c, o);
-  for (; c < d16; c += 16) values_slice_avx512<HN, 1>(a, vbase, off, d, f16, n_kv, c, o);
-  if (c < d) group_values<HN>(a, vbase, off, d, f16, n_kv, o, c);
+  for (; c + 64 <= d16; c += 64) values_slice_avx512<T, HN, 4>(a, vbase, off, d, n_kv, c, o);
+  for (; c < d16; c += 16) values_slice_avx512<T, HN, 1>(a, vbase, off, d, n_kv, c, o);
+  if (c < d) group_values<T, HN>(a, vbase, off, d, n_kv, o, c);
 }
 
 // The keys one query token reads: positions first .. first + n_kv - 1 (its window), scores
@@ -263,33 +238,63 @@ struct KeyRange {
   bool avx512;  // the AVX-512 loops where the CPU has them (the same bits either way)
 };
 
-// Up to 4 heads of one query token and their keys, for the score and value loops.
+// Up to 4 heads of one query token and their keys, for the score and value loops: K rows at
+// kbase + koff[j] in a pool of type kt, V rows at vbase + voff[j] in a pool of type vt.
 struct HeadChunk {
   const float* q;
   const uint8_t *kbase, *vbase;
-  const size_t* off;
+  const size_t *koff, *voff;
+  BufferType kt, vt;
   int64_t d;
-  bool f16;
   int64_t n_kv;
   float scale;
   float* scores;
   float* out;
 };
 
+template <BufferType T, size_t HN>
+LLMCTL_ATTN_AVX2 void chunk_scores_of(const HeadChunk& c, bool avx512) {
+  if (avx512)
+    group_scores_avx512<T, HN>(c.q, c.kbase, c.koff, c.d, c.n_kv, c.scale, c.scores);
+  else
+    group_scores<T, HN>(c.q, c.kbase, c.koff, c.d, 0, c.n_kv, c.scale, c.scores);
+}
+
+template <BufferType T, size_t HN>
+LLMCTL_ATTN_AVX2 void chunk_values_of(const HeadChunk& c, bool avx512) {
+  if (avx512)
+    group_values_avx512<T, HN>(c.scores, c.vbase, c.voff, c.d, c.n_kv, c.out);
+  else
+    group_values<T, HN>(c.scores, c.vbase, c.voff, c.d, c.n_kv, c.out);
+}
+
+// f(type constant) for a pool type: the loops are compiled once per type.
+template <typename F>
+LLMCTL_ATTN_AVX2 void with_pool_type(BufferType t, F&& f) {
+  switch (t) {
+    case BufferType::F16:
+      f(std::integral_constant<BufferType, BufferType::F16>{});
+      break;
+    case BufferType::Q8_0:
+      f(std::integral_constant<BufferType, BufferType::Q8_0>{});
+      break;
+    case BufferType::Q4_0:
+      f(std::integral_constant<BufferType, BufferType::Q4_0>{});
+      break;
+    default:
+      f(std::integral_constant<BufferType, BufferType::F32>{});
+      break;
+  }
+}
+
 template <size_t HN>
 LLMCTL_ATTN_AVX2 void chunk_scores(const HeadChunk& c, bool avx512) {
-  if (avx512)
-    group_scores_avx512<HN>(c.q, c.kbase, c.off, c.d, c.f16, c.n_kv, c.scale, c.scores);
-  else
-    group_scores<HN>(c.q, c.kbase, c.off, c.d, c.f16, 0, c.n_kv, c.scale, c.scores);
+  with_pool_type(c.kt, [&](auto t) { chunk_scores_of<decltype(t)::value, HN>(c, avx512); });
 }
 
 template <size_t HN>
 LLMCTL_ATTN_AVX2 void chunk_values(const HeadChunk& c, bool avx512) {
-  if (avx512)
-    group_values_avx512<HN>(c.scores, c.vbase, c.off, c.d, c.f16, c.n_kv, c.out);
-  else
-    group_values<HN>(c.scores, c.vbase, c.off, c.d, c.f16, c.n_kv, c.out);
+  with_pool_type(c.vt, [&](auto t) { chunk_values_of<decltype(t)::value, HN>(c, avx512); });
 }
 
 // Heads h0 .. h0 + nh - 1 of one query token, all in KV group g: q and out rows of consecutive
@@ -297,12 +302,15 @@ LLMCTL_ATTN_AVX2 void chunk_values(const HeadChunk& c, bool avx512) {
 LLMCTL_ATTN_AVX2 void attend(const float* q, const PagedKv& kv, const int32_t* blocks,
                              const KeyRange& keys, int64_t kv_dim, int64_t g, int64_t d, int64_t nh,
                              float* out, std::vector<float>& scores, float* stats) {
-  const bool f16 = kv.k_pool->type() == BufferType::F16;
+  const BufferType kt = kv.k_pool->type(), vt = kv.v_pool->type();
   const int64_t n_kv = keys.n_kv;
   const float scale = keys.scale;
-  thread_local std::vector<size_t> offsets;  // per thread, reused: no allocation per call
-  kv_row_offsets(kv, blocks, keys.first, n_kv, kv_dim, g, d, f16 ? size_t{2} : size_t{4}, offsets);
-  const size_t* off = offsets.data();
+  // per thread, reused: no allocation per call; V's only when its type differs from K's
+  thread_local std::vector<size_t> k_offsets, v_offsets;
+  kv_row_offsets(kv, blocks, keys.first, n_kv, kv_dim, g, d, kt, k_offsets);
+  if (vt != kt) kv_row_offsets(kv, blocks, keys.first, n_kv, kv_dim, g, d, vt, v_offsets);
+  const size_t* koff = k_offsets.data();
+  const size_t* voff = vt != kt ? v_offsets.data() : koff;
   const auto* kbase = static_cast<const uint8_t*>(kv.k_pool->raw());
   const auto* vbase = static_cast<const uint8_t*>(kv.v_pool->raw());
   scores.resize(static_cast<size_t>(nh * n_kv));
@@ -310,7 +318,7 @@ LLMCTL_ATTN_AVX2 void attend(const float* q, const PagedKv& kv, const int32_t* b
   // accumulators fit the 16 registers (AVX2; AVX-512: 4 keys, 64 dims)
   for (int64_t h0 = 0; h0 < nh; h0 += 4) {
     const int64_t hn = std::min<int64_t>(4, nh - h0);
-    const HeadChunk c{q + h0 * d, kbase, vbase, off, d, f16, n_kv, scale,
+    const HeadChunk c{q + h0 * d, kbase, vbase, koff, voff, kt, vt, d, n_kv, scale,
                       scores.data() + h0 * n_kv, out + h0 * d};
     const bool wide = attention_fast_has_avx512() && keys.avx512;
     switch (hn) {

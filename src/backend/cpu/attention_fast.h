@@ -2,7 +2,9 @@
 // Attention of one (query token, head), or of all heads of one KV group, over its sequence's
 // pages, vectorized: the fast CPU backend's kernel (the reference is CpuBackend::attend_head).
 // A group reads each K and V row once for its heads (GQA). K and V rows are read where
-// they lie in the pool, f16 converted 8 lanes at a time by F16C, with no per-row copy.
+// they lie in the pool, with no per-row copy: f16 converted 8 lanes at a time by F16C, Q8_0 and
+// Q4_0 blocks decoded 8 or 16 lanes at a time into the values the reference's dequantization
+// gives (attention_kv_load.h). The K and V pools may be of different types (-ctk / -ctv).
 //
 //   s[j] = q . K[j, g] * scale, j = j0 .. pos;  a = softmax(s);  out = sum_j a[j] V[j, g]
 //

@@ -17,6 +17,7 @@
 #include "core/rope_math.h"
 #include "core/softmax.h"
 #include "quant/dequant.h"
+#include "quant/quantize.h"
 
 namespace llmctl::cpu {
 
@@ -43,7 +44,7 @@ float load_f32(const void* data, int64_t i) {
 // context) come straight from the kernel as anonymous mappings: their pages are zero and
 // cost no resident memory until first written, so RSS follows the positions actually used.
 Buffer CpuBackend::alloc_impl(int64_t n, BufferType type) {
-  const size_t bytes = to_size(n) * buffer_type_size(type);
+  const size_t bytes = buffer_bytes(type, n);
   constexpr size_t kMapThreshold = size_t{1} << 20;
   if (bytes >= kMapThreshold) {
     void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -157,37 +158,68 @@ void CpuBackend::rope_rows(Buffer& x, const Buffer& positions, int64_t t0, int64
   }
 }
 
+namespace {
+// Row `slot` of a pool of rows of kv_dim values = src[0 .. kv_dim), in the pool's type: f32
+// copied, f16 rounded to nearest even, Q8_0 / Q4_0 by the reference quantizer (quantize.h's
+// round-to-nearest rules, byte-identical to ggml's quantize_row_q8_0_ref / q4_0_ref for
+// finite values; a NaN or Inf quantizes to whatever those rules give, without an error).
+void store_kv_row(Buffer& pool, int64_t slot, const float* src, int64_t kv_dim) {
+  switch (pool.type()) {
+    case BufferType::F32:
+      std::memcpy(pool.data() + slot * kv_dim, src, to_size(kv_dim) * sizeof(float));
+      break;
+    case BufferType::F16: {
+      uint16_t* d = pool.f16() + slot * kv_dim;
+      for (int64_t i = 0; i < kv_dim; ++i) d[i] = f32_to_fp16(src[i]);
+      break;
+    }
+    case BufferType::Q8_0:
+    case BufferType::Q4_0: {
+      const GgmlType gt = pool.type() == BufferType::Q8_0 ? GgmlType::Q8_0 : GgmlType::Q4_0;
+      quantize_kv_row(gt, src,
+                      static_cast<uint8_t*>(pool.raw()) + buffer_bytes(pool.type(), slot * kv_dim),
+                      kv_dim);
+      break;
+    }
+    case BufferType::I32:
+      LLMCTL_ASSERT(false && "store_kv_row: an i32 pool");
+  }
+}
+}  // namespace
+
 void CpuBackend::kv_store_impl(const Buffer& k, const Buffer& v, const Buffer& slots,
                                int64_t n_tokens, int64_t kv_dim, Buffer& k_pool, Buffer& v_pool) {
   const int64_t n_slots = k_pool.size() / kv_dim;
   for (int64_t t = 0; t < n_tokens; ++t) {
     const int32_t slot = slots.i32()[t];
     LLMCTL_ASSERT(slot >= 0 && slot < n_slots);
-    const float* ks = k.data() + t * kv_dim;
-    const float* vs = v.data() + t * kv_dim;
-    if (k_pool.type() == BufferType::F32) {
-      std::memcpy(k_pool.data() + slot * kv_dim, ks, to_size(kv_dim) * sizeof(float));
-      std::memcpy(v_pool.data() + slot * kv_dim, vs, to_size(kv_dim) * sizeof(float));
-    } else {
-      uint16_t* kd = k_pool.f16() + slot * kv_dim;
-      uint16_t* vd = v_pool.f16() + slot * kv_dim;
-      for (int64_t i = 0; i < kv_dim; ++i) {
-        kd[i] = f32_to_fp16(ks[i]);
-        vd[i] = f32_to_fp16(vs[i]);
-      }
-    }
+    store_kv_row(k_pool, slot, k.data() + t * kv_dim, kv_dim);
+    store_kv_row(v_pool, slot, v.data() + t * kv_dim, kv_dim);
   }
 }
 
 namespace {
-// Head g of the K or V row in `slot`, as f32 (converted into `tmp` from an f16 pool).
+// Head g of the K or V row in `slot`, as f32: in place from an f32 pool, else converted into
+// `tmp` (f16 widened, Q8_0 / Q4_0 blocks dequantized by quant/dequant.h).
 const float* kv_head(const Buffer& pool, int64_t slot, int64_t kv_dim, int64_t g, int64_t head_dim,
                      std::vector<float>& tmp) {
   const int64_t off = slot * kv_dim + g * head_dim;
   if (pool.type() == BufferType::F32) return pool.data() + off;
   tmp.resize(to_size(head_dim));
-  const uint16_t* src = pool.f16() + off;
-  for (int64_t i = 0; i < head_dim; ++i) tmp[to_size(i)] = fp16_to_f32(src[i]);
+  if (pool.type() == BufferType::F16) {
+    const uint16_t* src = pool.f16() + off;
+    for (int64_t i = 0; i < head_dim; ++i) tmp[to_size(i)] = fp16_to_f32(src[i]);
+    return tmp.data();
+  }
+  const uint8_t* src = static_cast<const uint8_t*>(pool.raw()) + buffer_bytes(pool.type(), off);
+  const size_t bb = buffer_block_bytes(pool.type());
+  for (int64_t i = 0; i < head_dim; i += 32) {
+    const uint8_t* block = src + to_size(i / 32) * bb;
+    if (pool.type() == BufferType::Q8_0)
+      dequantize_block_q8_0(block, tmp.data() + i);
+    else
+      dequantize_block_q4_0(block, tmp.data() + i);
+  }
   return tmp.data();
 }
 }  // namespace

@@ -126,7 +126,14 @@ bool CudaBackend::supports_weight_type(GgmlType type) const { return get_rows_su
 // Memory
 // ---------------------------------------------------------------------------
 Buffer CudaBackend::alloc_impl(int64_t n, BufferType type) {
-  const size_t bytes = to_size(n) * buffer_type_size(type);
+  // No CUDA kernel reads or writes a block-quantized KV pool yet: refused here, where the
+  // cache allocates its pools, before anything runs.
+  if (buffer_type_is_block(type))
+    throw Error(fmt::format("the cuda backend has no {} KV cache (its attention kernels read "
+                            "f32 or f16 pools only)",
+                            buffer_type_name(type)),
+                "use --kv-type f16 (or f32) on the GPU, or --device cpu for a quantized KV cache");
+  const size_t bytes = buffer_bytes(type, n);
   void* p = checked_device_alloc(
       bytes, fmt::format("a buffer of {} {} elements", n, buffer_type_name(type)));
   const cudaError_t err = cudaMemsetAsync(p, 0, bytes, stream_);
@@ -245,8 +252,20 @@ void CudaBackend::rope_impl(Buffer& x, const Buffer& positions, int64_t n_tokens
   LLMCTL_CUDA_CHECK_LAUNCH();
 }
 
+namespace {
+// The kernels take one pool type for K and V (f32 or f16; alloc_impl refuses block types).
+void check_same_pool_types(const char* op, const Buffer& k_pool, const Buffer& v_pool) {
+  if (k_pool.type() != v_pool.type())
+    throw Error(fmt::format("cuda {}: a {} K pool with a {} V pool: the CUDA kernels read K and "
+                            "V of one type",
+                            op, buffer_type_name(k_pool.type()), buffer_type_name(v_pool.type())),
+                "give -ctk and -ctv the same type on the GPU, or use --device cpu");
+}
+}  // namespace
+
 void CudaBackend::kv_store_impl(const Buffer& k, const Buffer& v, const Buffer& slots,
                                 int64_t n_tokens, int64_t kv_dim, Buffer& k_pool, Buffer& v_pool) {
+  check_same_pool_types("kv_store", k_pool, v_pool);
   const int64_t n_slots = k_pool.size() / kv_dim;
   if (k_pool.type() == BufferType::F32)
     launch_kv_store_f32_f32(k.data(), v.data(), slots.i32(), n_tokens, kv_dim, n_slots,
@@ -261,6 +280,7 @@ namespace {
 
 // The kernel's view of a checked PagedKv (backend.cpp check_attention).
 PagedAttentionArgs attention_args(const PagedKv& kv, int64_t n_tokens, const AttentionShape& s) {
+  check_same_pool_types("attention", *kv.k_pool, *kv.v_pool);
   if (s.head_dim > kAttentionMaxHeadDim)
     throw Error(fmt::format("cuda attention: head_dim {} is larger than the kernel's {}",
                             s.head_dim, kAttentionMaxHeadDim),
