@@ -17,6 +17,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_fast_backend.h"
+#include "cli/kvplan_model.h"
 #include "core/error.h"
 #include "io/gguf.h"
 #include "model/arch.h"
@@ -153,7 +154,7 @@ TEST_CASE("quantized KV cache: kvplan prices what the cache allocates (SmolLM2, 
     INFO(path);
     const GgufFile f = GgufFile::open(path);
     const ModelConfig c = config_from_gguf(f);
-    check_plan_matches_cache(c, plan::model_from_gguf(f, arch_window_pattern));
+    check_plan_matches_cache(c, cli::kvplan_model_from_gguf(f));
   }
 }
 
