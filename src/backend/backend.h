@@ -347,6 +347,44 @@ class Backend {
   // out (n_rows, row_len) row i = x row rows[i]    (picks the rows that need logits)
   void copy_rows(const Buffer& x, int64_t row_len, const Buffer& rows, int64_t n_rows, Buffer& out);
 
+  // -- mixture of experts (the routed FFN of model/forward.cpp) -----------------------------
+  // A token's FFN output is the weighted sum of k of n_expert expert FFNs, chosen per token by
+  // a router. The engine sorts the batch's n_tokens * k (token, rank) slots by expert on the
+  // host (slot s = t * k + r is token t's rank-r expert), so that each expert's weights are read
+  // once per step, however many tokens chose it:
+  //   moe_route    router logits -> each token's k experts and their weights
+  //   moe_gather   the input rows of one expert's slots, then matmuls with that expert's views
+  //   moe_scatter  that expert's output rows back to their slots
+  //   moe_combine  each token's k slot rows, weighted, added in rank order
+  // Each output row depends only on its own token's rows, so batch invariance holds.
+  //
+  // Router: logits (n_tokens, n_expert) F32 -> ids I32 (n_tokens, k), weights F32 (n_tokens, k):
+  //   p = softmax of the row (core/softmax.h softmax_inplace: max subtracted, sum in double);
+  //   ids[t, 0 .. k) the experts of the k largest p, descending, equal p the lower expert first
+  //   (a NaN logit ranks below every number); weights[t, r] = p[ids[t, r]], divided by
+  //   max(sum_r p[ids[t, r]], 6.103515625e-5) when `normalize` (llama.cpp's build_moe_ffn
+  //   norm_w: Mixtral, Qwen3-MoE; not Qwen2-MoE). 1 <= k <= n_expert. Backends may differ in
+  //   the last bits of exp (CUDA's expf), so ids can differ only between near-equal experts.
+  void moe_route(const Buffer& logits, int64_t n_tokens, int64_t n_expert, int64_t k,
+                 bool normalize, Buffer& ids, Buffer& weights);
+  // out (m, n_cols) row i = x row (slots[offset + i] / k): the tokens of one expert's slots.
+  //   x (>= max slot / k + 1 rows, n_cols) F32; slots I32 (>= offset + m)
+  void moe_gather(const Buffer& x, int64_t n_cols, const Buffer& slots, int64_t offset, int64_t m,
+                  int64_t k, Buffer& out);
+  // y_slots row slots[offset + i] = y row i, i < m:  y (m, n_cols), y_slots (>= max slot + 1
+  // rows, n_cols) F32. Slots outside y_slots' rows are an error (reported by the next sync on
+  // a device).
+  void moe_scatter(const Buffer& y, int64_t n_cols, const Buffer& slots, int64_t offset, int64_t m,
+                   Buffer& y_slots);
+  // out (n_tokens, n_cols) row t = sum_{r < k} weights[t, r] * y_slots[t * k + r]: each product
+  // rounded to f32, added in rank order from the r = 0 product (no fused multiply-add), so
+  // every backend gives the same bits. y_slots (n_tokens * k, n_cols), weights (n_tokens, k) F32.
+  void moe_combine(const Buffer& y_slots, const Buffer& weights, int64_t n_tokens, int64_t k,
+                   int64_t n_cols, Buffer& out);
+  // x (n_tokens, n_cols) row t *= sigmoid(gate[t]), sigmoid(g) = 1 / (1 + exp(-g)), in place
+  // (Qwen2-MoE's shared expert, gated by ffn_gate_inp_shexp . x).   gate F32 (>= n_tokens)
+  void sigmoid_scale_rows(Buffer& x, const Buffer& gate, int64_t n_tokens, int64_t n_cols);
+
   // -- analysis ops on host memory (svd-embed) ------------------------------------
   // The matrix lives in host memory (a dequantized embedding, too large to keep twice on a
   // device in float64): the op moves it to the device itself, a block at a time, and returns
@@ -376,6 +414,9 @@ class Backend {
   // Whether buffers are in device memory, so that reading logits on the host costs a download
   // (the engine then samples from top_k's candidates instead; model/forward.h).
   virtual bool device_memory() const { return false; }
+  // Whether the mixture-of-experts ops run here (the routed FFN; Forward refuses a model with
+  // experts on a backend without them, naming the backend).
+  virtual bool supports_moe() const { return true; }
   // Recording: a device backend may record the ops of one forward step and replay them as one
   // unit (CUDA graphs), which saves the launch cost of each op. begin_recording() returns true
   // when it recorded from now on: the ops up to end_recording() are then recorded, not run, and
@@ -422,6 +463,16 @@ class Backend {
   virtual void add_impl(Buffer& x, const Buffer& y, int64_t n) = 0;
   virtual void copy_rows_impl(const Buffer& x, int64_t row_len, const Buffer& rows, int64_t n_rows,
                               Buffer& out) = 0;
+  virtual void moe_route_impl(const Buffer& logits, int64_t n_tokens, int64_t n_expert, int64_t k,
+                              bool normalize, Buffer& ids, Buffer& weights) = 0;
+  virtual void moe_gather_impl(const Buffer& x, int64_t n_cols, const Buffer& slots,
+                               int64_t offset, int64_t m, int64_t k, Buffer& out) = 0;
+  virtual void moe_scatter_impl(const Buffer& y, int64_t n_cols, const Buffer& slots,
+                                int64_t offset, int64_t m, Buffer& y_slots) = 0;
+  virtual void moe_combine_impl(const Buffer& y_slots, const Buffer& weights, int64_t n_tokens,
+                                int64_t k, int64_t n_cols, Buffer& out) = 0;
+  virtual void sigmoid_scale_rows_impl(Buffer& x, const Buffer& gate, int64_t n_tokens,
+                                       int64_t n_cols) = 0;
   virtual GramEigen gram_eigen_impl(const float* a, int64_t m, int64_t n, bool want_vectors) = 0;
   // Default: gram_eigen_impl (float64 products).
   virtual GramEigen gram_eigen_checked_impl(const float* a, int64_t m, int64_t n, double tolerance,

@@ -8,9 +8,10 @@
 // Everything handed to an observer is in host memory and valid only during the call. Calls
 // come in order: for each chunk of a decode() batch, on_residual(-1) for the embeddings, then
 // per layer on_matmul_input() for the layer's matmuls in forward order (attn_q, attn_k,
-// attn_v, attn_output, ffn_gate, ffn_up, ffn_down), on_attention_stats(layer) and
-// on_residual(layer) after the layer's residual adds; finally on_matmul_input() for the output
-// projection of the rows whose logits were asked for.
+// attn_v, attn_output, ffn_gate, ffn_up, ffn_down), on_attention_stats(layer),
+// on_moe_routing(layer) (models with experts, after the router) and on_residual(layer) after
+// the layer's residual adds; finally on_matmul_input() for the output projection of the rows
+// whose logits were asked for.
 
 #include <cstdint>
 
@@ -35,6 +36,7 @@ class ForwardObserver {
   virtual bool wants_attention_stats() const { return false; }
   virtual bool wants_residual() const { return false; }
   virtual bool wants_matmul_inputs() const { return false; }
+  virtual bool wants_moe_routing() const { return false; }
 
   // Layer `layer`'s attention statistics: stats (n_tokens, n_heads, kAttnStatFields), see
   // AttnStat in backend.h.
@@ -47,6 +49,12 @@ class ForwardObserver {
   // name). For the output projection, the rows are the logits rows, and batch is the chunk.
   virtual void on_matmul_input(const WeightView& /*w*/, const ObservedBatch& /*batch*/,
                                const float* /*x*/, int64_t /*n_rows*/) {}
+  // Layer `layer`'s router (models with experts): logits (n_tokens, n_expert) as the router
+  // matmul gave them (before the softmax), and what moe_route made of them: each token's k
+  // experts ids (n_tokens, k) in rank order and their weights (n_tokens, k).
+  virtual void on_moe_routing(int64_t /*layer*/, const ObservedBatch& /*batch*/,
+                              const float* /*logits*/, int64_t /*n_expert*/,
+                              const int32_t* /*ids*/, const float* /*weights*/, int64_t /*k*/) {}
 };
 
 }  // namespace llmctl

@@ -60,6 +60,17 @@ class CpuBackend : public Backend {
   void add_impl(Buffer& x, const Buffer& y, int64_t n) override;
   void copy_rows_impl(const Buffer& x, int64_t row_len, const Buffer& rows, int64_t n_rows,
                       Buffer& out) override;
+  // The mixture-of-experts ops (moe_cpu.cpp): plain loops, also the fast backend's.
+  void moe_route_impl(const Buffer& logits, int64_t n_tokens, int64_t n_expert, int64_t k,
+                      bool normalize, Buffer& ids, Buffer& weights) override;
+  void moe_gather_impl(const Buffer& x, int64_t n_cols, const Buffer& slots, int64_t offset,
+                       int64_t m, int64_t k, Buffer& out) override;
+  void moe_scatter_impl(const Buffer& y, int64_t n_cols, const Buffer& slots, int64_t offset,
+                        int64_t m, Buffer& y_slots) override;
+  void moe_combine_impl(const Buffer& y_slots, const Buffer& weights, int64_t n_tokens, int64_t k,
+                        int64_t n_cols, Buffer& out) override;
+  void sigmoid_scale_rows_impl(Buffer& x, const Buffer& gate, int64_t n_tokens,
+                               int64_t n_cols) override;
   // BLAS/LAPACK on n_threads() threads (gram_eigen_cpu.h): float64 products, resp. float32
   // products checked and redone in float64 when their error is too large.
   GramEigen gram_eigen_impl(const float* a, int64_t m, int64_t n, bool want_vectors) override;
