@@ -144,8 +144,22 @@ TEST_CASE("kvplan: --parallel (-np) for concurrent sequences, vLLM's option name
   CHECK(b.code == 0);
   CHECK(b.out == a.out);
   CHECK(b.err.find("llmctl: note: kvplan --batch is deprecated; it is now --parallel 8") == 0);
-  const auto ctk = run_llmctl({"kvplan", "-m", "llama-3.1-8b", "-ctk", "q8_0", "-ctv", "q4_0"});
-  CHECK(ctk.code == 2);
+  CHECK(nlohmann::json::parse(a.out).at("parallel") == 8);
+  // -ctk / -ctv: K and V in their own types, by run's rule (--kv-type sets both).
+  const auto ctk = run_llmctl({"kvplan", "-m", "llama-3.1-8b", "-ctk", "q8_0", "-ctv", "q4_0", "--json"});
+  REQUIRE(ctk.code == 0);
+  const auto j = nlohmann::json::parse(ctk.out);
+  CHECK(j.at("kv_type") == "K q8_0, V q4_0");
+  CHECK(j.at("kv_type_k") == "q8_0");
+  CHECK(j.at("kv_type_v") == "q4_0");
+  // 32 layers x 1024 K values in q8_0 (34 B per 32) and 1024 V values in q4_0 (18 B per 32)
+  CHECK(j.at("kv_bytes_per_token") == 32 * (32 * 34 + 32 * 18));
+  const auto v_only = run_llmctl({"kvplan", "-m", "llama-3.1-8b", "-ctv", "q4_0", "--json"});
+  REQUIRE(v_only.code == 0);
+  CHECK(nlohmann::json::parse(v_only.out).at("kv_bytes_per_token") == 32 * (1024 * 2 + 32 * 18));
+  const auto clash = run_llmctl({"kvplan", "-m", "llama-3.1-8b", "--kv-type", "f16", "-ctk", "q8_0"});
+  CHECK(clash.code == 2);
+  CHECK(clash.err.find("--kv-type f16 and -ctk q8_0 differ") != std::string::npos);
 }
 
 TEST_CASE("help shows no parser residue in any subcommand", "[cli]") {

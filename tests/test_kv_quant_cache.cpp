@@ -39,8 +39,9 @@ namespace {
 constexpr KvType kTypes[] = {KvType::F32, KvType::F16, KvType::Q8_0, KvType::Q4_0};
 
 // The cache `llmctl run -c ctx --parallel batch` sets up (run_session.cpp), default -b 512.
-KvCacheOptions run_cache(int64_t ctx, int64_t batch, KvType t) {
+KvCacheOptions run_cache(int64_t ctx, int64_t batch, KvType t, KvType tv) {
   KvCacheOptions o;
+  if (tv != t) o.v_type = tv;
   o.n_blocks = (ctx + o.block_size - 1) / o.block_size * batch;
   o.max_sequences = batch;
   o.max_chunk = std::min<int64_t>(512, ctx * batch);
@@ -48,11 +49,13 @@ KvCacheOptions run_cache(int64_t ctx, int64_t batch, KvType t) {
   return o;
 }
 
-plan::PlanInputs plan_for(const plan::ModelConfig& m, int64_t ctx, int64_t batch, KvType t) {
+plan::PlanInputs plan_for(const plan::ModelConfig& m, int64_t ctx, int64_t batch, KvType t,
+                          KvType tv) {
   plan::PlanInputs in;
   in.model = m;
   in.gpu = plan::find_gpu("h100-sxm");
   in.kv = plan::parse_kv_format(kv_type_name(t));
+  if (tv != t) in.kv_v = plan::parse_kv_format(kv_type_name(tv));
   in.weight = plan::parse_weight_format("f16");
   in.ctx = ctx;
   in.batch = batch;
@@ -68,27 +71,32 @@ struct Model {
       : file(GgufFile::open(path)), config(config_from_gguf(file)), weights(bind_weights(file, config)) {}
 };
 
-// kvplan per token and per plan against what the cache allocates, for every KV type.
+// kvplan per token and per plan against what the cache allocates, for every pair of K and V
+// types (llama.cpp's -ctk / -ctv).
 void check_plan_matches_cache(const ModelConfig& c, const plan::ModelConfig& m) {
   cpu::CpuBackend be;
-  for (const KvType t : kTypes) {
-    INFO(kv_type_name(t));
-    // One block of one position on every layer (no window groups): exactly one token's bytes.
-    KvCacheOptions one;
-    one.block_size = 1;
-    one.n_blocks = 1;
-    one.type = t;
-    one.window_groups = false;
-    const PagedKvCache cache(be, c.n_layers, c.kv_dim(), one);
-    CHECK(plan::kv_formula(m, plan::parse_kv_format(kv_type_name(t)), 1).bytes_per_token ==
-          cache.bytes());
-    for (const int64_t ctx : {100, 4096})
-      for (const int64_t batch : {1, 3}) {
-        INFO("ctx " << ctx << " batch " << batch);
-        CHECK(plan::plan_memory(plan_for(m, ctx, batch, t), false).kv_bytes_needed ==
-              PagedKvCache::required_bytes(layer_windows(c), c.kv_dim(), run_cache(ctx, batch, t)));
-      }
-  }
+  for (const KvType t : kTypes)
+    for (const KvType tv : kTypes) {
+      INFO("K " << kv_type_name(t) << ", V " << kv_type_name(tv));
+      // One block of one position on every layer (no window groups): exactly one token's bytes.
+      KvCacheOptions one;
+      one.block_size = 1;
+      one.n_blocks = 1;
+      one.type = t;
+      if (tv != t) one.v_type = tv;
+      one.window_groups = false;
+      const PagedKvCache cache(be, c.n_layers, c.kv_dim(), one);
+      CHECK(plan::kv_formula(m, plan::parse_kv_format(kv_type_name(t)),
+                             plan::parse_kv_format(kv_type_name(tv)), 1)
+                .bytes_per_token == cache.bytes());
+      for (const int64_t ctx : {100, 4096})
+        for (const int64_t batch : {1, 3}) {
+          INFO("ctx " << ctx << " batch " << batch);
+          CHECK(plan::plan_memory(plan_for(m, ctx, batch, t, tv), false).kv_bytes_needed ==
+                PagedKvCache::required_bytes(layer_windows(c), c.kv_dim(),
+                                             run_cache(ctx, batch, t, tv)));
+        }
+    }
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "cli/app.h"
 #include "cli/cli_style.h"
+#include "cli/engine_options.h"  // resolve_kv_types
 #include "cli/kvplan_model.h"
 #include "cli/kvplan_report.h"
 #include "core/error.h"
@@ -30,20 +31,10 @@ struct KvplanOptions {
   std::optional<int64_t> tp, gpus;
   int64_t max_batched_tokens = 8192, max_num_seqs = 1024;
   double gpu_util = 0.9;
+  bool kv_type_given = false;  // --kv-type on the command line (then -ctk/-ctv must agree)
   bool json = false, explain = false, no_sweep = false, measure = false, list_models = false, list_gpus = false;
 };
 
-// --kv-type (vLLM's --kv-cache-dtype: "auto" is the model's 16-bit type), or llama.cpp's
-// -ctk/-ctv when they agree: one type holds K and V here too.
-std::string kv_type_of(const KvplanOptions& o) {
-  if (o.cache_type_k && o.cache_type_v && *o.cache_type_k != *o.cache_type_v)
-    throw CLI::ValidationError(
-        "-ctk", fmt::format("-ctk {} and -ctv {} differ: kvplan plans one KV type for K and V",
-                            *o.cache_type_k, *o.cache_type_v));
-  if (o.cache_type_k) return *o.cache_type_k;
-  if (o.cache_type_v) return *o.cache_type_v;
-  return o.kv_type == "auto" ? "f16" : o.kv_type;
-}
 
 uint64_t gib_to_bytes(double g) { return static_cast<uint64_t>(std::llround(g * plan::kGiB)); }
 
@@ -72,7 +63,12 @@ plan::PlanInputs build_inputs(const KvplanOptions& o) {
     throw CLI::ValidationError("--tp", why);
   const std::string wt = !o.weight_type.empty() ? o.weight_type : (in.model.file_weight_bytes > 0 ? "gguf" : "bf16");
   in.weight = plan::parse_weight_format(wt, o.group_size);
-  in.kv = plan::parse_kv_format(kv_type_of(o));
+  // --kv-type (vLLM's --kv-cache-dtype: "auto" is the model's 16-bit type) holds K and V;
+  // llama.cpp's -ctk / -ctv one each, by run's rule.
+  const KvTypeNames kv = resolve_kv_types(o.kv_type == "auto" ? "f16" : o.kv_type, o.kv_type_given,
+                                          o.cache_type_k, o.cache_type_v);
+  in.kv = plan::parse_kv_format(kv.k);
+  if (kv.v != kv.k) in.kv_v = plan::parse_kv_format(kv.v);
   in.engine = plan::parse_engine(o.engine);
   in.ctx = o.ctx > 0 ? o.ctx : (in.model.max_ctx > 0 ? std::min<int64_t>(in.model.max_ctx, 8192) : 4096);
   // -c (<= 2^31) and --parallel (<= 2^20) are capped at parsing: byte counts stay far from
@@ -167,11 +163,12 @@ void add_kvplan_command(CLI::App& app, Action& action) {
   std::vector<std::string> kv_or_auto = kv_types;
   kv_or_auto.push_back("auto");
   sub->add_option("--kv-type,--kv-cache-dtype", opt.kv_type,
-                  "KV cache type (default f16; auto, as vLLM: the model's 16-bit type)")
-      ->check(one_of(kv_or_auto));
-  sub->add_option("--cache-type-k", opt.cache_type_k, "llama.cpp's -ctk: K cache type (one type holds K and V: as -ctv)")
+                  "KV cache type of K and V (default f16; auto, as vLLM: the model's 16-bit type)")
+      ->check(one_of(kv_or_auto))
+      ->each([](const std::string&) { opt.kv_type_given = true; });
+  sub->add_option("--cache-type-k", opt.cache_type_k, "llama.cpp's -ctk: K cache type (V keeps --kv-type's)")
       ->check(one_of(kv_types));
-  sub->add_option("--cache-type-v", opt.cache_type_v, "llama.cpp's -ctv: V cache type")->check(one_of(kv_types));
+  sub->add_option("--cache-type-v", opt.cache_type_v, "llama.cpp's -ctv: V cache type (K keeps --kv-type's)")->check(one_of(kv_types));
   sub->add_option("-c,--ctx,--ctx-size,--max-model-len", opt.ctx,
                   "Context per sequence in tokens, up to 2^31 (default min(model max, 8192))")
       ->check(in_range(int64_t{1}, int64_t{1} << 31));

@@ -111,18 +111,23 @@ void add_engine_options(CLI::App* sub, EngineOptions& o, const EngineOptionSpec&
     if (!all[i]->check_name("--model")) all[i]->group(kEngineGroup);
 }
 
-void check_engine_options(EngineOptions& o) {
-  // --kv-type sets K and V; -ctk and -ctv one each. --kv-type with a -ctk/-ctv naming another
-  // type is a contradiction, not an override.
+KvTypeNames resolve_kv_types(const std::string& kv_type, bool kv_type_given,
+                             const std::optional<std::string>& cache_type_k,
+                             const std::optional<std::string>& cache_type_v) {
   using Given = std::pair<const char*, const std::optional<std::string>*>;
-  for (const auto& [name, type] : {Given{"-ctk", &o.cache_type_k}, Given{"-ctv", &o.cache_type_v}})
-    if (*type && o.kv_type_given && **type != o.kv_type)
+  for (const auto& [name, type] : {Given{"-ctk", &cache_type_k}, Given{"-ctv", &cache_type_v}})
+    if (*type && kv_type_given && **type != kv_type)
       throw CLI::ValidationError(
           "--kv-type", fmt::format("--kv-type {} and {} {} differ: --kv-type sets both K and V "
                                    "(give -ctk and -ctv alone for different types)",
-                                   o.kv_type, name, **type));
-  o.kv_type_v = o.cache_type_v.value_or(o.kv_type);
-  o.kv_type = o.cache_type_k.value_or(o.kv_type);
+                                   kv_type, name, **type));
+  return {cache_type_k.value_or(kv_type), cache_type_v.value_or(kv_type)};
+}
+
+void check_engine_options(EngineOptions& o) {
+  KvTypeNames t = resolve_kv_types(o.kv_type, o.kv_type_given, o.cache_type_k, o.cache_type_v);
+  o.kv_type = std::move(t.k);
+  o.kv_type_v = std::move(t.v);
 }
 
 void apply_kv_types(const EngineOptions& o, KvCacheOptions& kv) {

@@ -75,6 +75,16 @@ void add_engine_options(CLI::App* sub, EngineOptions& o, const EngineOptionSpec&
 // The checks CLI11 cannot make, after parsing: -ctk/-ctv do not contradict --kv-type; K's type
 // is then in kv_type, V's in kv_type_v. Throws CLI::ValidationError (exit 2).
 void check_engine_options(EngineOptions& o);
+// K's and V's cache type names from --kv-type (`kv_type`, given on the command line or a
+// default) and llama.cpp's -ctk / -ctv: --kv-type sets both, -ctk and -ctv one each, and a
+// -ctk / -ctv naming another type than a given --kv-type is a contradiction, not an override
+// (CLI::ValidationError). run, bench, eval (check_engine_options) and kvplan share this rule.
+struct KvTypeNames {
+  std::string k, v;
+};
+KvTypeNames resolve_kv_types(const std::string& kv_type, bool kv_type_given,
+                             const std::optional<std::string>& cache_type_k,
+                             const std::optional<std::string>& cache_type_v);
 // KvCacheOptions::type and v_type from the checked options.
 void apply_kv_types(const EngineOptions& o, KvCacheOptions& kv);
 

@@ -81,7 +81,7 @@ void print_kvplan_text(const plan::PlanInputs& in, const plan::MemoryPlan& p, co
   fmt::print("gpu     {} x {}  ({:.2f} GiB usable, {:g} GB/s, {:g} TFLOPS), TP {}, {} replica(s)\n", in.n_gpus,
              in.gpu.label, gib(p.usable_bytes), in.gpu.bandwidth_gbs, in.gpu.tflops_16, in.tp, p.replicas);
   fmt::print("setup   engine {}, weights {}, KV {}, ctx {}, parallel {}, block {}, gpu-util {:g}\n\n",
-             plan::engine_name(in.engine), in.weight.name, in.kv.name, in.ctx, in.batch, p.block_size, in.gpu_util);
+             plan::engine_name(in.engine), in.weight.name, plan::kv_types_label(in), in.ctx, in.batch, p.block_size, in.gpu_util);
 
   fmt::print("memory per GPU                       GiB\n");
   fmt::print("  usable (cudaMemGetInfo)       {:>9.2f}\n", gib(p.usable_bytes));
@@ -101,6 +101,10 @@ void print_kvplan_text(const plan::PlanInputs& in, const plan::MemoryPlan& p, co
   if (p.kv.mla)
     fmt::print("                 = {} layers x (kv_lora_rank {} + rope {}) x {:g} B (MLA latent, not split by TP)\n",
                p.kv.n_layers, m.kv_lora_rank, m.qk_rope_dim, in.kv.bytes_per_elem());
+  else if (plan::v_format(in).name != in.kv.name)
+    fmt::print("                 = {} layers x {} KV heads x (K {} x {:g} B ({}) + V {} x {:g} B ({}))\n",
+               p.kv.n_layers, p.kv.kv_heads, p.kv.k_dim, in.kv.bytes_per_elem(), in.kv.name, p.kv.v_dim,
+               plan::v_format(in).bytes_per_elem(), plan::v_format(in).name);
   else
     fmt::print("                 = {} layers x {} KV heads x (K {} + V {}) x {:g} B ({})\n", p.kv.n_layers,
                p.kv.kv_heads, p.kv.k_dim, p.kv.v_dim, in.kv.bytes_per_elem(), in.kv.name);
@@ -123,7 +127,7 @@ void print_kvplan_text(const plan::PlanInputs& in, const plan::MemoryPlan& p, co
 
   const std::vector<SweepCell> cells = run_sweep(in);
   const std::vector<int64_t> ctxs = sweep_contexts(in);
-  fmt::print("\nsweep: memory per GPU in GiB (! = does not fit) / decode tok/s total\n  {:>6}", "batch");
+  fmt::print("\nsweep: memory per GPU in GiB (! = does not fit) / decode tok/s total\n  {:>6}", "parallel");
   for (const int64_t c : ctxs) fmt::print(" {:>14}", fmt::format("ctx {}", c));
   fmt::print("\n");
   int64_t last_b = -1;
@@ -148,9 +152,12 @@ nlohmann::ordered_json kvplan_json(const plan::PlanInputs& in, const plan::Memor
   j["n_gpus"] = in.n_gpus;
   j["tp"] = in.tp;
   j["ctx"] = in.ctx;
-  j["batch"] = in.batch;
+  j["parallel"] = in.batch;
+  j["batch"] = in.batch;  // the old name of "parallel", kept for scripts that read it
   j["weight_type"] = in.weight.name;
-  j["kv_type"] = in.kv.name;
+  j["kv_type"] = plan::kv_types_label(in);
+  j["kv_type_k"] = in.kv.name;
+  j["kv_type_v"] = plan::v_format(in).name;
   j["block_size"] = p.block_size;
   j["params"] = p.params.total();
   j["active_params"] = p.params.active_matmul;
@@ -183,7 +190,8 @@ nlohmann::ordered_json kvplan_json(const plan::PlanInputs& in, const plan::Memor
   if (sweep) {
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     for (const SweepCell& c : run_sweep(in))
-      rows.push_back({{"ctx", c.ctx}, {"batch", c.batch}, {"needed_bytes", c.p.needed_bytes}, {"fits", c.p.fits},
+      rows.push_back({{"ctx", c.ctx}, {"parallel", c.batch}, {"batch", c.batch},  // batch: old name
+                      {"needed_bytes", c.p.needed_bytes}, {"fits", c.p.fits},
                       {"decode_tok_s", c.r.decode_tok_s}, {"prefill_s", c.r.prefill_s}});
     j["sweep"] = rows;
   }

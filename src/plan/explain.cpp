@@ -50,6 +50,11 @@ std::vector<std::string> explain_plan(const PlanInputs& in, const MemoryPlan& p,
                               "whole latent, so it is not divided by TP",
                               m.n_heads, m.n_layers, m.n_heads, m.v_dim(), in.kv.bytes_per_elem(), num(naive),
                               naive / d(f.bytes_per_token)));
+  } else if (v_format(in).name != in.kv.name) {  // -ctk / -ctv: K and V each in its own type
+    const KvFormat& v = v_format(in);
+    out.push_back(fmt::format("  {} layers x {} KV heads x (K {} x {:g} B ({}) + V {} x {:g} B ({})) = {} B",
+                              f.n_layers, f.kv_heads, f.k_dim, in.kv.bytes_per_elem(), in.kv.name, f.v_dim,
+                              v.bytes_per_elem(), v.name, num(d(f.bytes_per_token))));
   } else if (f.k_dim == f.v_dim) {
     out.push_back(fmt::format("  2 (K and V) x {} layers x {} KV heads x {} head_dim x {} = {} B ({:.0f} KiB)",
                               f.n_layers, f.kv_heads, f.k_dim, eb, num(d(f.bytes_per_token)), d(f.bytes_per_token) / 1024));
@@ -65,8 +70,11 @@ std::vector<std::string> explain_plan(const PlanInputs& in, const MemoryPlan& p,
                               gib_gb(wrong * static_cast<double>(in.ctx * in.batch)), num(static_cast<double>(in.ctx)),
                               sequence_count(in.batch), static_cast<double>(m.n_heads / m.n_kv_heads)));
   }
-  out.push_back(fmt::format("  {} is {} bits = {:g} bytes per element; bits are not bytes", in.kv.name,
-                            in.kv.bytes_per_elem() * 8, in.kv.bytes_per_elem()));
+  for (const KvFormat* t : {&in.kv, &v_format(in)}) {
+    if (t != &in.kv && t->name == in.kv.name) break;  // one type: said once
+    out.push_back(fmt::format("  {} is {} bits = {:g} bytes per element; bits are not bytes", t->name,
+                              t->bytes_per_elem() * 8, t->bytes_per_elem()));
+  }
   if (in.tp > 1)
     out.push_back(fmt::format("  per GPU under TP {}: {} = {} B per token{}", in.tp,
                               f.mla ? "the whole latent" : fmt::format("{} KV heads", f.kv_heads_per_gpu),

@@ -37,7 +37,12 @@ std::string check_tensor_parallel(const ModelConfig& m, int64_t tp) {
   return "";
 }
 
-KvFormula kv_formula(const ModelConfig& m, const KvFormat& kv, int64_t tp) {
+std::string kv_types_label(const PlanInputs& in) {
+  const KvFormat& v = v_format(in);
+  return v.name == in.kv.name ? in.kv.name : fmt::format("K {}, V {}", in.kv.name, v.name);
+}
+
+KvFormula kv_formula(const ModelConfig& m, const KvFormat& k_type, const KvFormat& v_type, int64_t tp) {
   KvFormula f;
   f.mla = m.is_mla();
   f.n_layers = m.n_layers;
@@ -49,7 +54,7 @@ KvFormula kv_formula(const ModelConfig& m, const KvFormat& kv, int64_t tp) {
     f.k_dim = m.kv_lora_rank;
     f.v_dim = m.qk_rope_dim;
     f.elems_per_token_layer = m.kv_lora_rank + m.qk_rope_dim;
-    layer_bytes = layer_bytes_pg = kv.bytes(f.elems_per_token_layer);
+    layer_bytes = layer_bytes_pg = k_type.bytes(f.elems_per_token_layer);
     f.replicated = tp > 1;
   } else {
     f.kv_heads = m.n_kv_heads;
@@ -58,8 +63,9 @@ KvFormula kv_formula(const ModelConfig& m, const KvFormat& kv, int64_t tp) {
     f.k_dim = m.head_dim;
     f.v_dim = m.v_dim();
     f.elems_per_token_layer = m.n_kv_heads * (f.k_dim + f.v_dim);
-    layer_bytes = kv.bytes(m.n_kv_heads * f.k_dim) + kv.bytes(m.n_kv_heads * f.v_dim);
-    layer_bytes_pg = kv.bytes(f.kv_heads_per_gpu * f.k_dim) + kv.bytes(f.kv_heads_per_gpu * f.v_dim);
+    layer_bytes = k_type.bytes(m.n_kv_heads * f.k_dim) + v_type.bytes(m.n_kv_heads * f.v_dim);
+    layer_bytes_pg =
+        k_type.bytes(f.kv_heads_per_gpu * f.k_dim) + v_type.bytes(f.kv_heads_per_gpu * f.v_dim);
   }
   f.bytes_per_token = layer_bytes * static_cast<uint64_t>(m.n_layers);
   f.bytes_per_token_per_gpu = layer_bytes_pg * static_cast<uint64_t>(m.n_layers);
@@ -194,7 +200,7 @@ MemoryPlan plan_memory(const PlanInputs& in, bool with_levers) {
   LLMCTL_ASSERT(in.tp >= 1 && in.n_gpus >= in.tp && in.ctx >= 1 && in.batch >= 1 && in.block_size >= 1);
   MemoryPlan p;
   p.params = count_params(in.model);
-  p.kv = kv_formula(in.model, in.kv, in.tp);
+  p.kv = kv_formula(in.model, in.kv, v_format(in), in.tp);
   p.replicas = in.n_gpus / in.tp;
   p.batch_per_replica = ceil_div(in.batch, p.replicas);
   const bool lcpp = in.engine == Engine::Llamacpp;
@@ -251,9 +257,10 @@ MemoryPlan plan_memory(const PlanInputs& in, bool with_levers) {
     const double saves = static_cast<double>(p.needed_bytes) - static_cast<double>(q.needed_bytes);
     if (saves > 0) p.levers.push_back({what, saves, q.fits});
   };
-  if (in.kv.bytes_per_elem() > 1) {
+  if (in.kv.bytes_per_elem() > 1 && v_format(in).bytes_per_elem() > 1) {
     PlanInputs alt = in;
     alt.kv = parse_kv_format("fp8");
+    alt.kv_v.reset();
     try_lever("--kv-type fp8 (halves the KV cache of 16-bit KV)", alt);
   }
   if (!in.weight.from_file && in.weight.bytes_per_param > 1.1 && !in.kv_budget) {

@@ -42,7 +42,8 @@ struct PlanInputs {
   int64_t n_gpus = 1;
   int64_t tp = 1;  // tensor-parallel size; n_gpus / tp data-parallel replicas
   WeightFormat weight;
-  KvFormat kv;
+  KvFormat kv;                   // K's type, and V's unless kv_v is set
+  std::optional<KvFormat> kv_v;  // V's type when it differs (llama.cpp's -ctk q8_0 -ctv f16)
   int64_t ctx = 4096;
   int64_t batch = 1;  // concurrent sequences, over all replicas
   int64_t block_size = 16;
@@ -73,7 +74,15 @@ struct KvFormula {
   uint64_t bytes_per_token_per_gpu = 0;  // all layers, what one GPU stores
   std::vector<uint64_t> layer_bytes_per_gpu;  // per layer, per token
 };
-KvFormula kv_formula(const ModelConfig& m, const KvFormat& kv, int64_t tp);
+// K in k_type, V in v_type (MLA: the one latent vector in k_type).
+KvFormula kv_formula(const ModelConfig& m, const KvFormat& k_type, const KvFormat& v_type, int64_t tp);
+inline KvFormula kv_formula(const ModelConfig& m, const KvFormat& kv, int64_t tp) {
+  return kv_formula(m, kv, kv, tp);
+}
+// V's type (kv_v, else kv).
+inline const KvFormat& v_format(const PlanInputs& in) { return in.kv_v ? *in.kv_v : in.kv; }
+// "q8_0", or "K q8_0, V f16" when the types differ (reports).
+std::string kv_types_label(const PlanInputs& in);
 
 struct Lever {
   std::string what;         // "--kv-type fp8"
