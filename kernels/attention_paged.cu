@@ -20,6 +20,7 @@
 #include "kernels/attention_tile_math.cuh"
 #include "kernels/common.cuh"
 #include "kernels/kernels.h"
+#include "kernels/kv_pool.cuh"
 
 namespace llmctl::cuda {
 
@@ -30,14 +31,12 @@ constexpr int kWarps = 4;
 // the two must agree for its outputs to stay bit-identical to this kernel's.
 static_assert(kWarps == kPrefillResidues, "attention_prefill.cu keeps kWarps softmax states");
 
-__device__ __forceinline__ float load_kv(const float* p) { return *p; }
-__device__ __forceinline__ float load_kv(const uint16_t* p) { return fp16_to_float(*p); }
 __device__ __forceinline__ float quiet_nan() { return __int_as_float(0x7fc00000); }
 
-template <class T, bool kStats>
+// RK, RV: the K and V pools' readers (kv_pool.cuh).
+template <class RK, class RV, bool kStats>
 static __global__ void attention_paged_kernel(
-    const float* __restrict__ q, const T* __restrict__ k_pool, const T* __restrict__ v_pool,
-    int64_t n_slots, int64_t block_size, const int32_t* __restrict__ block_table,
+    const float* __restrict__ q, const RK rk, const RV rv, int64_t n_slots, int64_t block_size, const int32_t* __restrict__ block_table,
     int64_t n_seq_rows, int64_t max_blocks, const int32_t* __restrict__ token_seq,
     const int32_t* __restrict__ positions, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
     float scale, float softcap, int32_t window, float* __restrict__ out, float* __restrict__ stats,
@@ -60,7 +59,6 @@ static __global__ void attention_paged_kernel(
     return;
   }
   const int32_t* blocks = block_table + static_cast<int64_t>(row) * max_blocks;
-  const int64_t kv_dim = n_kv_heads * head_dim;
   const int64_t g = h / (n_heads / n_kv_heads);
   constexpr int kPerLane = kAttentionMaxHeadDim / kWarpSize;
   const float* qh = q + (t * n_heads + h) * head_dim;
@@ -84,13 +82,13 @@ static __global__ void attention_paged_kernel(
       bad = true;
       continue;
     }
-    const T* kj = k_pool + slot * kv_dim + g * head_dim;
-    const T* vj = v_pool + slot * kv_dim + g * head_dim;
+    const typename RK::Head kj = rk.head(slot, g);
+    const typename RV::Head vj = rv.head(slot, g);
     float dot = 0.0f;
 #pragma unroll
     for (int k = 0; k < kPerLane; ++k) {
       const int64_t i = lane + k * kWarpSize;
-      if (i < head_dim) dot = fmaf(qr[k], load_kv(kj + i), dot);
+      if (i < head_dim) dot = fmaf(qr[k], rk.at(kj, i), dot);
     }
     // attention_score's arithmetic, with the score before the cap kept for the statistics.
     const float raw = warp_reduce_sum(dot) * scale;
@@ -101,7 +99,7 @@ static __global__ void attention_paged_kernel(
 #pragma unroll
     for (int k = 0; k < kPerLane; ++k) {
       const int64_t i = lane + k * kWarpSize;
-      if (i < head_dim) acc[k] = fmaf(p, load_kv(vj + i), acc[k] * c);
+      if (i < head_dim) acc[k] = fmaf(p, rv.at(vj, i), acc[k] * c);
     }
   }
   if (bad && lane == 0) atomicCAS(error_flag, 0, kDeviceErrorAttentionIndex);
@@ -129,15 +127,20 @@ static __global__ void attention_paged_kernel(
   }
 }
 
-template <class T, bool kStats>
-void launch(const float* q, const T* k_pool, const T* v_pool, const PagedAttentionArgs& a,
-            float* out, float* stats, int* error_flag, cudaStream_t stream) {
+template <bool kStats, class RK, class RV>
+void launch(const float* q, const RK& rk, const RV& rv, const PagedAttentionArgs& a, float* out,
+            float* stats, int* error_flag, cudaStream_t stream) {
   if (a.n_tokens <= 0 || a.n_heads <= 0) return;
   const dim3 grid(static_cast<unsigned>(a.n_heads), static_cast<unsigned>(a.n_tokens));
-  attention_paged_kernel<T, kStats><<<grid, kWarps * kWarpSize, 0, stream>>>(
-      q, k_pool, v_pool, a.n_slots, a.block_size, a.block_table, a.n_seq_rows, a.max_blocks,
-      a.token_seq, a.positions, a.n_heads, a.n_kv_heads, a.head_dim, a.scale, a.softcap, a.window,
-      out, stats, error_flag);
+  attention_paged_kernel<RK, RV, kStats><<<grid, kWarps * kWarpSize, 0, stream>>>(
+      q, rk, rv, a.n_slots, a.block_size, a.block_table, a.n_seq_rows, a.max_blocks, a.token_seq,
+      a.positions, a.n_heads, a.n_kv_heads, a.head_dim, a.scale, a.softcap, a.window, out, stats,
+      error_flag);
+}
+
+template <class Pool>
+auto reader(Pool pool, const PagedAttentionArgs& a) {
+  return kv_reader(pool, a.n_kv_heads * a.head_dim, a.head_dim);
 }
 
 }  // namespace
@@ -145,26 +148,44 @@ void launch(const float* q, const T* k_pool, const T* v_pool, const PagedAttenti
 void launch_attention_paged_f32(const float* q, const float* k_pool, const float* v_pool,
                                 const PagedAttentionArgs& args, float* out, int* error_flag,
                                 cudaStream_t stream) {
-  launch<float, false>(q, k_pool, v_pool, args, out, nullptr, error_flag, stream);
+  launch<false>(q, reader(k_pool, args), reader(v_pool, args), args, out, nullptr, error_flag,
+                stream);
 }
 
 void launch_attention_paged_f16(const float* q, const uint16_t* k_pool, const uint16_t* v_pool,
                                 const PagedAttentionArgs& args, float* out, int* error_flag,
                                 cudaStream_t stream) {
-  launch<uint16_t, false>(q, k_pool, v_pool, args, out, nullptr, error_flag, stream);
+  launch<false>(q, reader(k_pool, args), reader(v_pool, args), args, out, nullptr, error_flag,
+                stream);
+}
+
+void launch_attention_paged_any(const float* q, KvPoolView k_pool, KvPoolView v_pool,
+                                const PagedAttentionArgs& args, float* out, int* error_flag,
+                                cudaStream_t stream) {
+  launch<false>(q, reader(k_pool, args), reader(v_pool, args), args, out, nullptr, error_flag,
+                stream);
 }
 
 void launch_attention_paged_stats_f32(const float* q, const float* k_pool, const float* v_pool,
                                       const PagedAttentionArgs& args, float* out, float* stats,
                                       int* error_flag, cudaStream_t stream) {
-  launch<float, true>(q, k_pool, v_pool, args, out, stats, error_flag, stream);
+  launch<true>(q, reader(k_pool, args), reader(v_pool, args), args, out, stats, error_flag,
+               stream);
 }
 
 void launch_attention_paged_stats_f16(const float* q, const uint16_t* k_pool,
                                       const uint16_t* v_pool, const PagedAttentionArgs& args,
                                       float* out, float* stats, int* error_flag,
                                       cudaStream_t stream) {
-  launch<uint16_t, true>(q, k_pool, v_pool, args, out, stats, error_flag, stream);
+  launch<true>(q, reader(k_pool, args), reader(v_pool, args), args, out, stats, error_flag,
+               stream);
+}
+
+void launch_attention_paged_stats_any(const float* q, KvPoolView k_pool, KvPoolView v_pool,
+                                      const PagedAttentionArgs& args, float* out, float* stats,
+                                      int* error_flag, cudaStream_t stream) {
+  launch<true>(q, reader(k_pool, args), reader(v_pool, args), args, out, stats, error_flag,
+               stream);
 }
 
 }  // namespace llmctl::cuda

@@ -33,6 +33,7 @@
 #include "kernels/attention_tile_math.cuh"
 #include "kernels/common.cuh"
 #include "kernels/kernels.h"
+#include "kernels/kv_pool.cuh"
 
 namespace llmctl::cuda {
 
@@ -41,20 +42,25 @@ namespace {
 constexpr int kMaxThreads = kPrefillMaxWarps * kWarpSize;
 constexpr int kPerLane = kAttentionMaxHeadDim / kWarpSize;  // head elements per lane
 
-__device__ __forceinline__ float to_f32(float x) { return x; }
-__device__ __forceinline__ float to_f32(uint16_t bits) { return fp16_to_float(bits); }
+// Staged rows in shared memory, read like a pool (kv_pool.cuh's reader interface).
+struct StagedRead {
+  using Head = const float*;
+  __device__ __forceinline__ float at(Head h, int64_t i) const { return h[i]; }
+};
 
 // One position into state (m, l, acc) of a warp's query q (lane: elements lane + 32 k), K/V
-// rows kj, vj (staged f32 or the pool's T): attention_paged.cu's statements in its order.
-template <class P>
-__device__ __forceinline__ void attend(const P* kj, const P* vj, const float (&qr)[kPerLane],
+// heads kj, vj read through rk, rv (staged f32 rows, or the pools'):
+// attention_paged.cu's statements in its order.
+template <class RK, class RV>
+__device__ __forceinline__ void attend(const RK& rk, typename RK::Head kj, const RV& rv,
+                                       typename RV::Head vj, const float (&qr)[kPerLane],
                                        float scale, float softcap, int lane, int head_dim, float& m,
                                        float& l, float (&acc)[kPerLane]) {
   float dot = 0.0f;
 #pragma unroll
   for (int k = 0; k < kPerLane; ++k) {
     const int i = lane + k * kWarpSize;
-    if (i < head_dim) dot = fmaf(qr[k], to_f32(kj[i]), dot);
+    if (i < head_dim) dot = fmaf(qr[k], rk.at(kj, i), dot);
   }
   const float s = attention_score(warp_reduce_sum(dot), scale, softcap);
   ScoreStats unused = ScoreStats::empty();  // online_softmax_step<false> never touches it
@@ -63,14 +69,14 @@ __device__ __forceinline__ void attend(const P* kj, const P* vj, const float (&q
 #pragma unroll
   for (int k = 0; k < kPerLane; ++k) {
     const int i = lane + k * kWarpSize;
-    if (i < head_dim) acc[k] = fmaf(p, to_f32(vj[i]), acc[k] * c);
+    if (i < head_dim) acc[k] = fmaf(p, rv.at(vj, i), acc[k] * c);
   }
 }
 
-template <class T>
+template <class RK, class RV>
 static __global__ void __launch_bounds__(kMaxThreads)
-    attention_prefill_kernel(const float* __restrict__ q, const T* __restrict__ k_pool,
-                             const T* __restrict__ v_pool, const PagedAttentionArgs a,
+    attention_prefill_kernel(const float* __restrict__ q, const RK rk, const RV rv,
+                             const PagedAttentionArgs a,
                              const PrefillPlan plan, float* __restrict__ out, int* error_flag) {
   __shared__ float s_k[kPrefillTileFloats], s_v[kPrefillTileFloats];
   __shared__ int64_t s_slot[kPrefillMaxKvRows];
@@ -82,7 +88,6 @@ static __global__ void __launch_bounds__(kMaxThreads)
   const PrefillPair pair =
       prefill_pair(plan, blockIdx.x, blockIdx.y, warp, a.n_tokens, a.n_heads, a.n_kv_heads);
   const int head_dim = static_cast<int>(a.head_dim);
-  const int64_t kv_dim = a.n_kv_heads * a.head_dim;
 
   // This warp's token; a bad one gets its NaN head now and computes nothing.
   int32_t row = -1, pos = -1;
@@ -150,9 +155,8 @@ static __global__ void __launch_bounds__(kMaxThreads)
       for (int e = threadIdx.x; e < n_elems; e += blockDim.x) {
         const int64_t slot = s_slot[e / head_dim];
         if (slot < 0) continue;
-        const int64_t at = slot * kv_dim + pair.kv_head * a.head_dim + e % head_dim;
-        s_k[e] = to_f32(k_pool[at]);
-        s_v[e] = to_f32(v_pool[at]);
+        s_k[e] = rk.at(rk.head(slot, pair.kv_head), e % head_dim);
+        s_v[e] = rv.at(rv.head(slot, pair.kv_head), e % head_dim);
       }
       __syncthreads();
       if (!pair.active || !ok) continue;
@@ -168,8 +172,8 @@ static __global__ void __launch_bounds__(kMaxThreads)
             bad = true;
             continue;
           }
-          attend(s_k + at * head_dim, s_v + at * head_dim, qr, a.scale, a.softcap, lane, head_dim,
-                 m[w], l[w], acc[w]);
+          attend(StagedRead{}, s_k + at * head_dim, StagedRead{}, s_v + at * head_dim, qr,
+                 a.scale, a.softcap, lane, head_dim, m[w], l[w], acc[w]);
         }
       }
     }
@@ -188,9 +192,8 @@ static __global__ void __launch_bounds__(kMaxThreads)
           bad = true;
           continue;
         }
-        const int64_t at = slot * kv_dim + pair.kv_head * a.head_dim;
-        attend(k_pool + at, v_pool + at, qr, a.scale, a.softcap, lane, head_dim, m[w], l[w],
-               acc[w]);
+        attend(rk, rk.head(slot, pair.kv_head), rv, rv.head(slot, pair.kv_head), qr, a.scale,
+               a.softcap, lane, head_dim, m[w], l[w], acc[w]);
       }
     }
   }
@@ -211,16 +214,26 @@ static __global__ void __launch_bounds__(kMaxThreads)
   }
 }
 
-template <class T>
-void launch(const float* q, const T* k_pool, const T* v_pool, const PagedAttentionArgs& a,
-            float* out, int* error_flag, cudaStream_t stream) {
+template <class RK, class RV>
+void launch(const float* q, const RK& rk, const RV& rv, const PagedAttentionArgs& a, float* out,
+            int* error_flag, cudaStream_t stream) {
   if (a.n_tokens <= 0 || a.n_heads <= 0) return;
   const PrefillPlan plan = plan_prefill(a.n_heads, a.n_kv_heads, a.head_dim);
   const int64_t tiles = (a.n_tokens + plan.tokens_per_block - 1) / plan.tokens_per_block;
   const dim3 grid(static_cast<unsigned>(tiles),
                   static_cast<unsigned>(a.n_kv_heads * plan.head_chunks));
-  attention_prefill_kernel<T><<<grid, static_cast<unsigned>(plan.warps * kWarpSize), 0, stream>>>(
-      q, k_pool, v_pool, a, plan, out, error_flag);
+  attention_prefill_kernel<RK, RV>
+      <<<grid, static_cast<unsigned>(plan.warps * kWarpSize), 0, stream>>>(q, rk, rv, a, plan, out,
+                                                                           error_flag);
+}
+
+// K and V pools of one kind (typed pointers or KvPoolView) through their readers.
+template <class Pool>
+void launch_pools(const float* q, Pool k_pool, Pool v_pool, const PagedAttentionArgs& a, float* out,
+                  int* error_flag, cudaStream_t stream) {
+  const int64_t kv_dim = a.n_kv_heads * a.head_dim;
+  launch(q, kv_reader(k_pool, kv_dim, a.head_dim), kv_reader(v_pool, kv_dim, a.head_dim), a, out,
+         error_flag, stream);
 }
 
 }  // namespace
@@ -228,13 +241,19 @@ void launch(const float* q, const T* k_pool, const T* v_pool, const PagedAttenti
 void launch_attention_prefill_f32(const float* q, const float* k_pool, const float* v_pool,
                                   const PagedAttentionArgs& args, float* out, int* error_flag,
                                   cudaStream_t stream) {
-  launch<float>(q, k_pool, v_pool, args, out, error_flag, stream);
+  launch_pools(q, k_pool, v_pool, args, out, error_flag, stream);
 }
 
 void launch_attention_prefill_f16(const float* q, const uint16_t* k_pool, const uint16_t* v_pool,
                                   const PagedAttentionArgs& args, float* out, int* error_flag,
                                   cudaStream_t stream) {
-  launch<uint16_t>(q, k_pool, v_pool, args, out, error_flag, stream);
+  launch_pools(q, k_pool, v_pool, args, out, error_flag, stream);
+}
+
+void launch_attention_prefill_any(const float* q, KvPoolView k_pool, KvPoolView v_pool,
+                                  const PagedAttentionArgs& args, float* out, int* error_flag,
+                                  cudaStream_t stream) {
+  launch_pools(q, k_pool, v_pool, args, out, error_flag, stream);
 }
 
 }  // namespace llmctl::cuda

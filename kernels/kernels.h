@@ -110,6 +110,24 @@ void launch_kv_store_f32_f16(const float* k, const float* v, const int32_t* slot
                              int64_t kv_dim, int64_t n_slots, uint16_t* k_pool, uint16_t* v_pool,
                              int* error_flag, cudaStream_t stream);
 
+// A K or V pool of any type (backend.h BufferType F32, F16, Q8_0, Q4_0: llama.cpp's -ctk/-ctv,
+// K and V each its own): Q8_0 / Q4_0 rows are kv_dim / 32 ggml blocks (kv_pool.cuh), and a
+// head_dim of a multiple of 32 puts every head on whole blocks.
+enum class KvPoolType : int { F32 = 0, F16 = 1, Q8_0 = 2, Q4_0 = 3 };
+struct KvPoolView {
+  const void* data = nullptr;
+  KvPoolType type = KvPoolType::F32;
+};
+struct KvPoolOut {
+  void* data = nullptr;
+  KvPoolType type = KvPoolType::F32;
+};
+// launch_kv_store_* into pools of any types: f32 copied, f16 rounded to nearest even, Q8_0 /
+// Q4_0 by ggml's reference quantizer per 32 values (quantize_kv_row's bytes; kv_dim % 32 == 0).
+void launch_kv_store_any(const float* k, const float* v, const int32_t* slots, int64_t n_tokens,
+                         int64_t kv_dim, int64_t n_slots, KvPoolOut k_pool, KvPoolOut v_pool,
+                         int* error_flag, cudaStream_t stream);
+
 // Largest head_dim the attention kernel holds in registers (8 elements per lane).
 constexpr int64_t kAttentionMaxHeadDim = 256;
 
@@ -137,6 +155,11 @@ void launch_attention_paged_f32(const float* q, const float* k_pool, const float
 void launch_attention_paged_f16(const float* q, const uint16_t* k_pool, const uint16_t* v_pool,
                                 const PagedAttentionArgs& args, float* out, int* error_flag,
                                 cudaStream_t stream);
+// The same over pools of any types (quantized, or K and V of different types): each element
+// dequantized as dequant.h does, then the same arithmetic.
+void launch_attention_paged_any(const float* q, KvPoolView k_pool, KvPoolView v_pool,
+                                const PagedAttentionArgs& args, float* out, int* error_flag,
+                                cudaStream_t stream);
 
 // launch_attention_paged_* for prefill (kernels/attention_prefill.cu): the same contract and
 // the same `out`, bit for bit, with K/V staged in shared memory per tile of the batch's tokens
@@ -147,6 +170,9 @@ void launch_attention_prefill_f32(const float* q, const float* k_pool, const flo
                                   const PagedAttentionArgs& args, float* out, int* error_flag,
                                   cudaStream_t stream);
 void launch_attention_prefill_f16(const float* q, const uint16_t* k_pool, const uint16_t* v_pool,
+                                  const PagedAttentionArgs& args, float* out, int* error_flag,
+                                  cudaStream_t stream);
+void launch_attention_prefill_any(const float* q, KvPoolView k_pool, KvPoolView v_pool,
                                   const PagedAttentionArgs& args, float* out, int* error_flag,
                                   cudaStream_t stream);
 
@@ -181,6 +207,9 @@ void launch_attention_paged_stats_f16(const float* q, const uint16_t* k_pool,
                                       const uint16_t* v_pool, const PagedAttentionArgs& args,
                                       float* out, float* stats, int* error_flag,
                                       cudaStream_t stream);
+void launch_attention_paged_stats_any(const float* q, KvPoolView k_pool, KvPoolView v_pool,
+                                      const PagedAttentionArgs& args, float* out, float* stats,
+                                      int* error_flag, cudaStream_t stream);
 
 // ---------------------------------------------------------------------------
 // top_k (kernels/top_k.cu): sampling on the device

@@ -79,7 +79,7 @@ void add_engine_options(CLI::App* sub, EngineOptions& o, const EngineOptionSpec&
              o.kv_type_given = true;
            },
            "KV cache storage, K and V: f32, f16, or ggml's q8_0 / q4_0 blocks (head_dim a "
-           "multiple of 32; CPU only)")
+           "multiple of 32)")
         ->default_str(o.kv_type)
         ->check(one_of(types));
     sub->add_option("--cache-type-k", o.cache_type_k,

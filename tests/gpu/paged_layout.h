@@ -56,12 +56,13 @@ inline Layout make_layout(int64_t block_size, int64_t kv_dim) {
   return l;
 }
 
-inline PagedSetup fill(Backend& b, const Layout& l, BufferType pool_type,
+// K and V pools of their own types (llama.cpp's -ctk / -ctv).
+inline PagedSetup fill(Backend& b, const Layout& l, BufferType k_type, BufferType v_type,
                        const std::vector<float>& k, const std::vector<float>& v) {
   PagedSetup s;
   const int64_t n_rows = static_cast<int64_t>(l.slots.size());
-  s.k_pool = b.alloc(l.n_blocks * l.block_size * l.kv_dim, pool_type);
-  s.v_pool = b.alloc(l.n_blocks * l.block_size * l.kv_dim, pool_type);
+  s.k_pool = b.alloc(l.n_blocks * l.block_size * l.kv_dim, k_type);
+  s.v_pool = b.alloc(l.n_blocks * l.block_size * l.kv_dim, v_type);
   Buffer bk = make_f32(b, k), bv = make_f32(b, v), slots = make_i32(b, l.slots);
   b.kv_store(bk, bv, slots, n_rows, l.kv_dim, s.k_pool, s.v_pool);
   s.block_table = make_i32(b, l.table);
@@ -71,6 +72,11 @@ inline PagedSetup fill(Backend& b, const Layout& l, BufferType pool_type,
   s.max_blocks = l.max_blocks;
   b.sync();
   return s;
+}
+
+inline PagedSetup fill(Backend& b, const Layout& l, BufferType pool_type,
+                       const std::vector<float>& k, const std::vector<float>& v) {
+  return fill(b, l, pool_type, pool_type, k, v);
 }
 
 }  // namespace llmctl::test

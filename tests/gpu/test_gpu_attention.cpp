@@ -1,9 +1,11 @@
-// Paged KV cache on the CUDA backend against the CPU reference: kv_store into f32 and f16 pools
+// Paged KV cache on the CUDA backend against the CPU reference: kv_store into f32, f16, Q8_0
+// and Q4_0 pools (K and V of their own types)
 // and attention of several sequences over shuffled pool blocks (GQA, head sizes off the warp
 // size, block sizes that are not powers of two); then batch invariance, bitwise, on the GPU: a
 // token computed alone equals the same token computed in a batch (matmul, rmsnorm, attention).
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <utility>
 #include <vector>
 
 #include "backend_pair.h"
@@ -56,6 +58,43 @@ TEST_CASE("cuda kv_store and paged attention equal the CPU (several sequences)",
       }
     }
   }
+}
+
+TEST_CASE("cuda quantized KV pools: kv_store and attention equal the CPU (-ctk / -ctv)", "[gpu]") {
+  cpu::CpuBackend cpu;
+  cuda::CudaBackend gpu(0);
+  using Pair = std::pair<BufferType, BufferType>;
+  const Pair pairs[] = {{BufferType::Q8_0, BufferType::Q8_0}, {BufferType::Q4_0, BufferType::Q4_0},
+                        {BufferType::Q8_0, BufferType::F16},  {BufferType::F16, BufferType::Q4_0},
+                        {BufferType::F32, BufferType::F16}};
+  const AttentionShape shapes[] = {{4, 4, 64}, {8, 2, 32}, {2, 1, 256}};  // head_dim % 32 == 0
+  for (const AttentionShape& sh : shapes)
+    for (const Pair& types : pairs) {
+      CAPTURE(sh.n_heads, sh.n_kv_heads, sh.head_dim, buffer_type_name(types.first),
+              buffer_type_name(types.second));
+      const int64_t kv_dim = sh.n_kv_heads * sh.head_dim;
+      const Layout l = make_layout(16, kv_dim);
+      const auto n_rows = l.slots.size();
+      const auto k = random_floats(n_rows * static_cast<size_t>(kv_dim), 1, -2, 2);
+      const auto v = random_floats(n_rows * static_cast<size_t>(kv_dim), 2);
+      const PagedSetup cs = fill(cpu, l, types.first, types.second, k, v);
+      const PagedSetup gs = fill(gpu, l, types.first, types.second, k, v);
+      const auto n_tok = static_cast<int64_t>(l.tok_seq.size());
+      const int64_t q_len = n_tok * sh.n_heads * sh.head_dim;
+      const auto q = random_floats(static_cast<size_t>(q_len), 3, -2, 2);
+      Buffer cq = make_f32(cpu, q), gq = make_f32(gpu, q);
+      Buffer co = cpu.alloc(q_len), go = gpu.alloc(q_len);
+      cpu.attention(cq, cs.kv(), n_tok, sh, co);
+      // Every token, then one token alone (the paged kernel; the batch may take the prefill one).
+      gpu.attention(gq, gs.kv(), n_tok, sh, go);
+      // Both sides hold the same blocks (one quantizer rule, kernels/kv_pool.cuh; a different
+      // nibble moves an output by about d, ~1e-2) and dequantize them to the same values.
+      CHECK(max_abs_diff(fetch(gpu, go, q_len), fetch(cpu, co, q_len)) <= 1e-4);
+      Buffer go1 = gpu.alloc(q_len);
+      gpu.attention(gq, gs.kv(), 1, sh, go1);
+      const int64_t head = sh.n_heads * sh.head_dim;
+      CHECK(max_abs_diff(fetch(gpu, go1, head), fetch(cpu, co, head)) <= 1e-4);
+    }
 }
 
 TEST_CASE("cuda ops are batch-invariant: a token alone equals it in a batch, bitwise", "[gpu]") {

@@ -126,13 +126,6 @@ bool CudaBackend::supports_weight_type(GgmlType type) const { return get_rows_su
 // Memory
 // ---------------------------------------------------------------------------
 Buffer CudaBackend::alloc_impl(int64_t n, BufferType type) {
-  // No CUDA kernel reads or writes a block-quantized KV pool yet: refused here, where the
-  // cache allocates its pools, before anything runs.
-  if (buffer_type_is_block(type))
-    throw Error(fmt::format("the cuda backend has no {} KV cache (its attention kernels read "
-                            "f32 or f16 pools only)",
-                            buffer_type_name(type)),
-                "use --kv-type f16 (or f32) on the GPU, or --device cpu for a quantized KV cache");
   const size_t bytes = buffer_bytes(type, n);
   void* p = checked_device_alloc(
       bytes, fmt::format("a buffer of {} {} elements", n, buffer_type_name(type)));
@@ -253,26 +246,49 @@ void CudaBackend::rope_impl(Buffer& x, const Buffer& positions, int64_t n_tokens
 }
 
 namespace {
-// The kernels take one pool type for K and V (f32 or f16; alloc_impl refuses block types).
-void check_same_pool_types(const char* op, const Buffer& k_pool, const Buffer& v_pool) {
-  if (k_pool.type() != v_pool.type())
-    throw Error(fmt::format("cuda {}: a {} K pool with a {} V pool: the CUDA kernels read K and "
-                            "V of one type",
-                            op, buffer_type_name(k_pool.type()), buffer_type_name(v_pool.type())),
-                "give -ctk and -ctv the same type on the GPU, or use --device cpu");
+
+// How the kernels name a pool's type (kernels.h KvPoolType; backend.cpp admits these four).
+KvPoolType kv_pool_type(const Buffer& pool) {
+  switch (pool.type()) {
+    case BufferType::F32: return KvPoolType::F32;
+    case BufferType::F16: return KvPoolType::F16;
+    case BufferType::Q8_0: return KvPoolType::Q8_0;
+    case BufferType::Q4_0: return KvPoolType::Q4_0;
+    case BufferType::I32: break;
+  }
+  throw Error(fmt::format("cuda: a KV pool of type {}", buffer_type_name(pool.type())));
 }
+KvPoolView kv_view(const Buffer& pool) { return {pool.raw(), kv_pool_type(pool)}; }
+
+// Which kernels read a K and V pool pair: the typed ones when both are f32 or both f16 (the
+// common case, as before quantized pools), else the ones that choose per pool at run time.
+enum class PoolPair { F32, F16, Any };
+PoolPair pool_pair(const Buffer& k_pool, const Buffer& v_pool) {
+  if (k_pool.type() == v_pool.type() && k_pool.type() == BufferType::F32) return PoolPair::F32;
+  if (k_pool.type() == v_pool.type() && k_pool.type() == BufferType::F16) return PoolPair::F16;
+  return PoolPair::Any;
+}
+
 }  // namespace
 
 void CudaBackend::kv_store_impl(const Buffer& k, const Buffer& v, const Buffer& slots,
                                 int64_t n_tokens, int64_t kv_dim, Buffer& k_pool, Buffer& v_pool) {
-  check_same_pool_types("kv_store", k_pool, v_pool);
   const int64_t n_slots = k_pool.size() / kv_dim;
-  if (k_pool.type() == BufferType::F32)
-    launch_kv_store_f32_f32(k.data(), v.data(), slots.i32(), n_tokens, kv_dim, n_slots,
-                            k_pool.data(), v_pool.data(), error_flag_, stream_);
-  else
-    launch_kv_store_f32_f16(k.data(), v.data(), slots.i32(), n_tokens, kv_dim, n_slots,
-                            k_pool.f16(), v_pool.f16(), error_flag_, stream_);
+  switch (pool_pair(k_pool, v_pool)) {
+    case PoolPair::F32:
+      launch_kv_store_f32_f32(k.data(), v.data(), slots.i32(), n_tokens, kv_dim, n_slots,
+                              k_pool.data(), v_pool.data(), error_flag_, stream_);
+      break;
+    case PoolPair::F16:
+      launch_kv_store_f32_f16(k.data(), v.data(), slots.i32(), n_tokens, kv_dim, n_slots,
+                              k_pool.f16(), v_pool.f16(), error_flag_, stream_);
+      break;
+    case PoolPair::Any:
+      launch_kv_store_any(k.data(), v.data(), slots.i32(), n_tokens, kv_dim, n_slots,
+                          KvPoolOut{k_pool.raw(), kv_pool_type(k_pool)},
+                          KvPoolOut{v_pool.raw(), kv_pool_type(v_pool)}, error_flag_, stream_);
+      break;
+  }
   LLMCTL_CUDA_CHECK_LAUNCH();
 }
 
@@ -280,7 +296,6 @@ namespace {
 
 // The kernel's view of a checked PagedKv (backend.cpp check_attention).
 PagedAttentionArgs attention_args(const PagedKv& kv, int64_t n_tokens, const AttentionShape& s) {
-  check_same_pool_types("attention", *kv.k_pool, *kv.v_pool);
   if (s.head_dim > kAttentionMaxHeadDim)
     throw Error(fmt::format("cuda attention: head_dim {} is larger than the kernel's {}",
                             s.head_dim, kAttentionMaxHeadDim),
@@ -335,24 +350,40 @@ void CudaBackend::attention_impl(const Buffer& q, const PagedKv& kv, int64_t n_t
   constexpr int64_t kPrefillMinTokens = 16;
   const PagedAttentionArgs a = attention_args(kv, n_tokens, s);
   const bool prefill = n_tokens >= kPrefillMinTokens && n_tokens > a.n_seq_rows;
-  if (kv.k_pool->type() == BufferType::F32)
-    (prefill ? launch_attention_prefill_f32 : launch_attention_paged_f32)(
-        q.data(), kv.k_pool->data(), kv.v_pool->data(), a, out.data(), error_flag_, stream_);
-  else
-    (prefill ? launch_attention_prefill_f16 : launch_attention_paged_f16)(
-        q.data(), kv.k_pool->f16(), kv.v_pool->f16(), a, out.data(), error_flag_, stream_);
+  switch (pool_pair(*kv.k_pool, *kv.v_pool)) {
+    case PoolPair::F32:
+      (prefill ? launch_attention_prefill_f32 : launch_attention_paged_f32)(
+          q.data(), kv.k_pool->data(), kv.v_pool->data(), a, out.data(), error_flag_, stream_);
+      break;
+    case PoolPair::F16:
+      (prefill ? launch_attention_prefill_f16 : launch_attention_paged_f16)(
+          q.data(), kv.k_pool->f16(), kv.v_pool->f16(), a, out.data(), error_flag_, stream_);
+      break;
+    case PoolPair::Any:
+      (prefill ? launch_attention_prefill_any : launch_attention_paged_any)(
+          q.data(), kv_view(*kv.k_pool), kv_view(*kv.v_pool), a, out.data(), error_flag_, stream_);
+      break;
+  }
   LLMCTL_CUDA_CHECK_LAUNCH();
 }
 
 void CudaBackend::attention_with_stats_impl(const Buffer& q, const PagedKv& kv, int64_t n_tokens,
                                             const AttentionShape& s, Buffer& out, Buffer& stats) {
   const PagedAttentionArgs a = attention_args(kv, n_tokens, s);
-  if (kv.k_pool->type() == BufferType::F32)
-    launch_attention_paged_stats_f32(q.data(), kv.k_pool->data(), kv.v_pool->data(), a, out.data(),
-                                     stats.data(), error_flag_, stream_);
-  else
-    launch_attention_paged_stats_f16(q.data(), kv.k_pool->f16(), kv.v_pool->f16(), a, out.data(),
-                                     stats.data(), error_flag_, stream_);
+  switch (pool_pair(*kv.k_pool, *kv.v_pool)) {
+    case PoolPair::F32:
+      launch_attention_paged_stats_f32(q.data(), kv.k_pool->data(), kv.v_pool->data(), a,
+                                       out.data(), stats.data(), error_flag_, stream_);
+      break;
+    case PoolPair::F16:
+      launch_attention_paged_stats_f16(q.data(), kv.k_pool->f16(), kv.v_pool->f16(), a,
+                                       out.data(), stats.data(), error_flag_, stream_);
+      break;
+    case PoolPair::Any:
+      launch_attention_paged_stats_any(q.data(), kv_view(*kv.k_pool), kv_view(*kv.v_pool), a,
+                                       out.data(), stats.data(), error_flag_, stream_);
+      break;
+  }
   LLMCTL_CUDA_CHECK_LAUNCH();
 }
 
