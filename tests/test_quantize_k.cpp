@@ -1,4 +1,4 @@
-// Q4_K, Q5_K, Q6_K encoders (quant/quantize_k.cpp) and the importance-weighted search
+// K-quant and IQ4 encoders (quant/quantize_k.cpp, quantize_iq4.cpp) and the importance-weighted search
 // (quant/quantize_search.cpp). The k-quant bytes must be llama.cpp's: the golden test compares
 // them byte for byte with ggml's own quantizer (tests/fixtures/kquant_golden.bin, written by
 // tools/gen_kquant_golden.py through ctypes from the reference engine's libggml-base.so), with
@@ -66,6 +66,8 @@ std::vector<float> normal_row(std::mt19937& rng, size_t n, float scale, float of
 }
 
 constexpr GgmlType kKQuants[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+constexpr GgmlType kAllKTypes[] = {GgmlType::Q2_K, GgmlType::Q3_K,   GgmlType::Q4_K,  GgmlType::Q5_K,
+                                   GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS};
 
 }  // namespace
 
@@ -76,8 +78,28 @@ TEST_CASE("k-quant sizes and names", "[cpu]") {
   CHECK(quantized_size(GgmlType::Q5_0, 64) == 44);
   CHECK(quantized_size(GgmlType::Q5_1, 64) == 48);
   CHECK_THROWS_WITH(quantized_size(GgmlType::Q4_K, 64), Catch::Contains("blocks of 256"));
-  for (GgmlType t : kKQuants) CHECK(can_quantize(t));
-  CHECK_FALSE(can_quantize(GgmlType::Q3_K));
+  CHECK(quantized_size(GgmlType::Q2_K, 256) == 84);
+  CHECK(quantized_size(GgmlType::Q3_K, 256) == 110);
+  CHECK(quantized_size(GgmlType::IQ4_NL, 64) == 36);
+  CHECK(quantized_size(GgmlType::IQ4_XS, 256) == 136);
+  for (GgmlType t : kAllKTypes) CHECK(can_quantize(t));
+  CHECK_FALSE(can_quantize(GgmlType::IQ2_XXS));
+}
+
+// The low-bit types' edge cases (their bytes are checked by the golden test): all zero decodes
+// to exact zeros, with and without weights; NaN and Inf are refused before anything is written.
+TEST_CASE("Q2_K Q3_K IQ4_NL IQ4_XS: all zero and non-finite input", "[cpu]") {
+  for (GgmlType t : kAllKTypes) {
+    INFO(ggml_type_name(t));
+    std::vector<float> x(512, 0.0f), w(256, 1.0f);
+    for (float v : decode(t, encode(t, x, 512), 512)) REQUIRE(v == 0.0f);
+    for (float v : decode(t, encode(t, x, 256, w.data()), 512)) REQUIRE(v == 0.0f);
+    x[300] = std::numeric_limits<float>::infinity();
+    std::vector<uint8_t> out(quantized_size(t, 512), 0xCD);
+    CHECK_THROWS_WITH(quantize_tensor(t, "blk.0.ffn_up.weight", x.data(), out.data(), 2, 256),
+                      Catch::Contains("row 1") && Catch::Contains("column 44"));
+    CHECK(std::all_of(out.begin(), out.end(), [](uint8_t b) { return b == 0xCD; }));
+  }
 }
 
 // A k-quant sub-block of 32 (Q4_K, Q5_K) or 16 (Q6_K) elements spans its own range with
@@ -163,7 +185,8 @@ TEST_CASE("quantize_rows without weights gives quantize_row's bytes", "[cpu]") {
   std::mt19937 rng(9);
   const auto x = normal_row(rng, 1024, 0.05f);
   for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
-                     GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+                     GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
+                     GgmlType::IQ4_NL, GgmlType::IQ4_XS}) {
     std::vector<uint8_t> a(quantized_size(t, 1024));
     quantize_row(t, x.data(), a.data(), 1024);
     CHECK(encode(t, x, 512) == a);
@@ -290,7 +313,6 @@ TEST_CASE("k-quant blocks are byte-identical to llama.cpp's quantizer", "[cpu][g
   int checked = 0;
   for (const GoldenResult& g : results) {
     const auto type = static_cast<GgmlType>(g.type);
-    if (!can_quantize(type)) continue;  // the fixture also holds types written later
     const GoldenMatrix& m = matrices.at(g.matrix);
     INFO(ggml_type_name(type) << ", matrix " << g.matrix << " (" << m.rows << " x " << m.cols
                               << "), " << (g.with_imatrix ? "with" : "without")
@@ -316,7 +338,7 @@ TEST_CASE("k-quant blocks are byte-identical to llama.cpp's quantizer", "[cpu][g
     }
     ++checked;
   }
-  CHECK(checked == 18);  // Q4_K, Q5_K, Q6_K x 3 matrices x (with, without importance matrix)
+  CHECK(checked == 42);  // 7 types x 3 matrices x (with, without importance matrix)
 }
 
 namespace {
@@ -396,7 +418,6 @@ TEST_CASE("k-quant rows hash to llama.cpp's on a generated matrix", "[cpu][golde
     const std::string name = key.substr(0, key.find('+'));
     const auto type = ggml_type_from_name(name);
     REQUIRE(type.has_value());
-    if (!can_quantize(*type)) continue;
     INFO(key);
     std::vector<uint8_t> out(quantized_size(*type, rows * cols));
     quantize_rows(*type, x.data(), out.data(), rows, cols, weighted ? w.data() : nullptr);
@@ -415,5 +436,5 @@ TEST_CASE("k-quant rows hash to llama.cpp's on a generated matrix", "[cpu][golde
     CHECK(differing == 0);
     ++checked;
   }
-  CHECK(checked == 6);
+  CHECK(checked == 14);
 }

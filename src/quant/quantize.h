@@ -45,9 +45,10 @@
 // today's ggml reference (subnormals kept); ggml of early 2024, and CPUs converting with
 // AVX512-BF16 instructions, flush float subnormals to zero instead.
 
-// K-quants (Q4_K, Q5_K, Q6_K): byte-identical to llama.cpp's quantizer for the same type and
-// importance matrix, i.e. to ggml_quantize_chunk() (without an importance matrix
-// quantize_row_<type>_ref, with one quantize_row_<type>_impl). Our code (quantize_k.cpp, the level fits in
+// K-quants (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) and IQ4_NL / IQ4_XS: byte-identical to llama.cpp's
+// quantizer for the same type and importance matrix, i.e. to ggml_quantize_chunk() (without
+// an importance matrix quantize_row_<type>_ref, with one quantize_row_<type>_impl; IQ4 has
+// one search for both). Our code (quantize_k.cpp, quantize_iq4.cpp, the level fits in
 // quantize_k_fit.cpp) follows ggml-quants.c's algorithms operation for operation; checked
 // byte for byte against ggml itself in tests/test_quantize_k.cpp (tools/gen_kquant_golden.py).
 // What "the same" takes:
@@ -78,11 +79,21 @@
 //               make_qp_quants, weighted by each sub-block's total weight.
 //   Q6_K        per 16 elements, the symmetric fit of make_qx_quants to -32..31 (weights x^2,
 //               or the importance matrix as it is); int8 scales against d = max / -128.
+//   Q3_K        without weights: make_q3_quants per 16 elements (-4..3), scales to 6 bits
+//               against d = max / -32; with weights: make_qx_quants per sub-block (weights as
+//               Q4_K's) and again for the 16 scales.
+//   Q2_K        without weights: make_qkx2_quants per 16 elements (0..3, weights |x|, absolute
+//               error), 4-bit scales and mins against max / 15; with weights: make_qkx3_quants
+//               (sigma2 = mean x^2, not twice it) and make_qp_quants for scales and mins.
+//   IQ4_NL/XS   per 32 elements, the best scale for ggml's 16-value table (15 trial steps),
+//               weights imatrix * sqrt(sigma2 + x^2) or x^2; IQ4_XS's 8 block scales to 6 bits
+//               against d = -max / 32.
 //   Levels are then recomputed from the stored fp16 d (and dmin) times the stored sub-block
-//   scale. An all-zero super-block writes zeros.
+//   scale. An all-zero super-block writes zeros (IQ4: d = 0 and nibbles at the table's
+//   value nearest 0).
 //
 // Importance weights (quantize_rows with col_weights, from `--imatrix`; types where
-// uses_importance() is true): for the K-quants llama.cpp's weighted algorithm above,
+// uses_importance() is true): for the K-quants and IQ4 llama.cpp's weighted algorithm above,
 // with its bytes. For Q4_0, Q4_1, Q5_0, Q5_1 our own search (quantize_search.cpp; its bytes
 // are not llama.cpp's) minimizes sum_j w_j (x_j - x'_j)^2:
 //   Q4_0, Q5_0  candidates: the RTN block; d = max / c for c in {-half + 0.1 k} and
@@ -105,11 +116,12 @@
 
 namespace llmctl {
 
-// Whether quantize_row() writes `type` (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K,
-// Q5_K, Q6_K).
+// Whether quantize_row() writes `type` (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K,
+// Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS: every type the engine runs).
 bool can_quantize(GgmlType type);
 
-// Whether quantize_rows() uses column weights for `type` (Q4_0, Q4_1, Q5_0, Q5_1, k-quants).
+// Whether quantize_rows() uses column weights for `type` (Q4_0, Q4_1, Q5_0, Q5_1, k-quants,
+// IQ4_NL, IQ4_XS).
 bool uses_importance(GgmlType type);
 
 // Bytes that n elements of `type` occupy (n a whole number of blocks; throws otherwise).
