@@ -301,7 +301,7 @@ TEST_CASE("quantize names the tensor and row of a NaN and leaves no file", "[cli
   CHECK_FALSE(llmctl::test::temp_file_beside(dir + "/o.gguf"));
 }
 
-TEST_CASE("quantize --type Q4_K_M: the mix rules of llama.cpp, unwritable mixes plan but refuse", "[cli]") {
+TEST_CASE("quantize --type Q4_K_M: the mix rules of llama.cpp; Q2_K and Q3_K are written", "[cli]") {
   const std::string in_path = require_test_file("models/stories260K.gguf");
   const std::string dir = test::temp_dir();
   // output.weight gets the Q6_K rule (rows of 64 are no whole super-block: Q8_0); the other
@@ -326,16 +326,17 @@ TEST_CASE("quantize --type Q4_K_M: the mix rules of llama.cpp, unwritable mixes 
   REQUIRE(r.code == 0);
   for (const auto& t : nlohmann::json::parse(r.out)["tensors"])
     if (t["name"] == "output.weight") CHECK(t["chosen"] == "Q5_0");
-  // Q2_K is planned, never written: exit 1 naming the missing type, no output left behind.
-  // (stories260K's rows of 64 fall back to Q4_0, which is written: a file of 256-long rows.)
+  // Q2_K is written (llama.cpp's encoder, quant/quantize_k.cpp): a file of 256-long rows.
+  // (stories260K's rows of 64 fall back to Q4_0.)
   GgufBuilder b;
   b.set("general.architecture", llmctl::gguf_value::string("llama"));
   b.add_tensor("blk.0.attn_q.weight", GgmlType::F32, {256, 4}, std::vector<uint8_t>(256 * 4 * 4));
   b.write(dir + "/wide.gguf");
   r = run_llmctl({"quantize", dir + "/wide.gguf", dir + "/q2.gguf", "--type", "Q2_K"});
-  CHECK(r.code == 1);
-  CHECK(has(r.err, "needs Q2_K (1 tensors), which llmctl does not write yet"));
-  CHECK_FALSE(std::filesystem::exists(dir + "/q2.gguf"));
+  INFO(r.err);
+  CHECK(r.code == 0);
+  REQUIRE(std::filesystem::exists(dir + "/q2.gguf"));
+  CHECK(GgufFile::open(dir + "/q2.gguf").tensors().at(0).type == GgmlType::Q2_K);
   r = run_llmctl({"quantize", dir + "/wide.gguf", dir + "/q2.gguf", "--type", "Q2_K", "--dry-run",
                   "--json"});
   CHECK(r.code == 0);

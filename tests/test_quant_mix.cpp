@@ -87,7 +87,7 @@ TEST_CASE("quant mix: the rules change types (the fixture is not all base types)
   CHECK(q4 > 8);
 }
 
-TEST_CASE("quant mix: names, aliases and the unwritable types of a plan", "[cpu]") {
+TEST_CASE("quant mix: names, aliases, and every type of a plan is written", "[cpu]") {
   REQUIRE(find_quant_mix("q4_k_m") != nullptr);
   CHECK(std::string(find_quant_mix("Q4_K")->name) == "Q4_K_M");
   CHECK(std::string(find_quant_mix("q5_k")->name) == "Q5_K_M");
@@ -103,9 +103,13 @@ TEST_CASE("quant mix: names, aliases and the unwritable types of a plan", "[cpu]
   o.mix = find_quant_mix("Q3_K_M");
   o.type = o.mix->base;
   o.model = model_of(m);
-  const auto missing = unwritable_types(plan_quantization(tensors_of(m), o));
-  REQUIRE(!missing.empty());
-  CHECK(missing.front().first == GgmlType::Q3_K);
+  // Every type a mix picks is written (Q2_K, Q3_K, IQ4_NL, IQ4_XS included).
+  for (const char* name : {"Q3_K_M", "Q2_K", "IQ4_XS", "IQ4_NL", "Q3_K_L"}) {
+    INFO(name);
+    o.mix = find_quant_mix(name);
+    o.type = o.mix->base;
+    CHECK(unwritable_types(plan_quantization(tensors_of(m), o)).empty());
+  }
 
   o.mix = find_quant_mix("Q4_K_M");
   o.type = o.mix->base;

@@ -116,8 +116,12 @@ TEST_CASE("quant plan: type names, file types and bad options", "[cpu]") {
   CHECK(parse_quant_type("q4_k", "--type") == GgmlType::Q4_K);
   CHECK(parse_quant_type("q5_K", "--type") == GgmlType::Q5_K);
   CHECK(parse_quant_type("q6_k", "--type") == GgmlType::Q6_K);
-  CHECK_THROWS_WITH(parse_quant_type("q3_k", "--type"), Catch::Contains("not supported yet"));
-  CHECK_THROWS_WITH(parse_quant_type("iq4_nl", "--type"), Catch::Contains("q6_k"));
+  CHECK(parse_quant_type("q2_k", "--type") == GgmlType::Q2_K);
+  CHECK(parse_quant_type("Q3_K", "--type") == GgmlType::Q3_K);
+  CHECK(parse_quant_type("iq4_nl", "--type") == GgmlType::IQ4_NL);
+  CHECK(parse_quant_type("iq4_xs", "--type") == GgmlType::IQ4_XS);
+  CHECK_THROWS_WITH(parse_quant_type("iq2_xxs", "--type"), Catch::Contains("not supported yet"));
+  CHECK_THROWS_WITH(parse_quant_type("iq3_s", "--type"), Catch::Contains("q6_k"));
   CHECK_THROWS_WITH(parse_quant_type("q3", "--type"), Catch::Contains("unknown type 'q3'"));
   // llama.h's enum llama_ftype.
   CHECK(llama_file_type(GgmlType::F32) == 0);
@@ -131,6 +135,10 @@ TEST_CASE("quant plan: type names, file types and bad options", "[cpu]") {
   CHECK(llama_file_type(GgmlType::Q4_K) == 14);  // LLAMA_FTYPE_MOSTLY_Q4_K_S
   CHECK(llama_file_type(GgmlType::Q5_K) == 16);  // LLAMA_FTYPE_MOSTLY_Q5_K_S
   CHECK(llama_file_type(GgmlType::Q6_K) == 18);
+  CHECK(llama_file_type(GgmlType::Q2_K) == 10);
+  CHECK(llama_file_type(GgmlType::Q3_K) == 11);  // LLAMA_FTYPE_MOSTLY_Q3_K_S
+  CHECK(llama_file_type(GgmlType::IQ4_NL) == 25);
+  CHECK(llama_file_type(GgmlType::IQ4_XS) == 30);
   CHECK_THROWS_WITH(parse_tensor_type_override("attn_v"), Catch::Contains("REGEX=TYPE"));
   CHECK_THROWS_WITH(parse_tensor_type_override("=q8_0"), Catch::Contains("REGEX=TYPE"));
   CHECK_THROWS_WITH(parse_tensor_type_override("attn_v="), Catch::Contains("REGEX=TYPE"));

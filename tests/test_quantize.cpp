@@ -364,8 +364,8 @@ TEST_CASE("quantize rejects partial blocks and unsupported types", "[cpu]") {
                       Catch::Contains("48 elements is not a whole number"));
   }
   CHECK_THROWS_AS(quantize_row(GgmlType::Q4_0, x.data(), out.data(), -32), Error);
-  CHECK_THROWS_WITH(quantize_row(GgmlType::Q3_K, x.data(), out.data(), 256),
-                    Catch::Contains("Q3_K is not supported"));
+  CHECK_THROWS_WITH(quantize_row(GgmlType::IQ2_XXS, x.data(), out.data(), 256),
+                    Catch::Contains("IQ2_XXS is not supported"));
   CHECK_THROWS_WITH(quantize_row(GgmlType::Q4_K, x.data(), out.data(), 64),
                     Catch::Contains("64 elements is not a whole number of Q4_K blocks of 256"));
   CHECK_THROWS_AS(quantize_tensor(GgmlType::Q8_0, "t", x.data(), out.data(), -1, 32), Error);
@@ -374,6 +374,7 @@ TEST_CASE("quantize rejects partial blocks and unsupported types", "[cpu]") {
   CHECK(quantized_size(GgmlType::BF16, 3) == 6);
   CHECK(can_quantize(GgmlType::F32));
   CHECK(can_quantize(GgmlType::Q5_0));
-  CHECK_FALSE(can_quantize(GgmlType::IQ4_NL));
+  CHECK(can_quantize(GgmlType::IQ4_NL));
+  CHECK_FALSE(can_quantize(GgmlType::IQ2_XXS));
   quantize_row(GgmlType::Q8_0, nullptr, nullptr, 0);  // empty row: nothing to do
 }

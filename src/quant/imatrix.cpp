@@ -125,8 +125,8 @@ std::vector<float> ImportanceMatrix::column_weights(const std::string& name, int
                             e.sum_sq.size(), n_cols),
                 "was the importance matrix made from another model?");
   std::vector<float> w(e.sum_sq.size());
-  const double inv = 1.0 / static_cast<double>(e.n_rows);
-  for (size_t j = 0; j < w.size(); ++j) w[j] = static_cast<float>(e.sum_sq[j] * inv);
+  const auto count = static_cast<float>(e.n_rows);
+  for (size_t j = 0; j < w.size(); ++j) w[j] = static_cast<float>(e.sum_sq[j]) / count;
   return w;
 }
 

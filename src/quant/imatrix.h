@@ -32,6 +32,8 @@ struct ImportanceMatrix {
   // weight was seen before with another n_cols.
   void add(const std::string& name, const float* x, int64_t n_rows, int64_t n_cols);
   // Mean x_j^2 per column for weight `name`, or an empty vector when it was never observed.
+  // Computed as llama-quantize does from a file's in_sum2 and counts, in float:
+  // float(sum_j) / float(n_rows), so the same file gives the quantizers the same weights.
   // Throws Error when it was observed with a row length other than n_cols.
   std::vector<float> column_weights(const std::string& name, int64_t n_cols) const;
 };

@@ -15,7 +15,8 @@ namespace llmctl {
 
 namespace {
 
-constexpr const char* kAccepted = "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k";
+constexpr const char* kAccepted =
+    "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs";
 
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -53,7 +54,7 @@ GgmlType parse_quant_type(const std::string& name, const std::string& what) {
   if (t)
     throw Error(
         fmt::format("{}: type '{}' is not supported yet (llmctl writes {})", what, name, kAccepted),
-        "the other ggml types (q2_k, q3_k, iq*, ...) are not written by llmctl");
+        "the other ggml types (iq1_*, iq2_*, iq3_*, ...) are not written by llmctl");
   throw Error(fmt::format("{}: unknown type '{}' (expected one of {})", what, name, kAccepted));
 }
 
@@ -73,6 +74,14 @@ uint32_t llama_file_type(GgmlType type) {
       return 8;
     case GgmlType::Q5_1:
       return 9;
+    case GgmlType::Q2_K:
+      return 10;
+    case GgmlType::Q3_K:
+      return 11;  // MOSTLY_Q3_K_S: every matrix Q3_K
+    case GgmlType::IQ4_NL:
+      return 25;
+    case GgmlType::IQ4_XS:
+      return 30;
     case GgmlType::Q4_K:
       return 14;  // MOSTLY_Q4_K_S: every matrix Q4_K (the _M mix is not what --type q4_k does)
     case GgmlType::Q5_K:

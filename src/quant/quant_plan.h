@@ -37,14 +37,16 @@
 
 namespace llmctl {
 
-// Parses a --type style name (case-insensitive): f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k
-// q5_k q6_k. Types ggml has but llmctl cannot write (q2_k, q3_k, iq* ...) and unknown names
+// Parses a --type style name (case-insensitive): f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k
+// q3_k q4_k q5_k q6_k iq4_nl iq4_xs. Types ggml has but llmctl cannot write (iq1_*, iq2_*,
+// iq3_* ...) and unknown names
 // throw Error with the list of accepted names; `what` names the option in the message.
 GgmlType parse_quant_type(const std::string& name, const std::string& what);
 
 // ggml's llama_ftype number for general.file_type (llama.h): ALL_F32 = 0, MOSTLY_F16 = 1,
 // MOSTLY_Q4_0 = 2, MOSTLY_Q4_1 = 3, MOSTLY_Q8_0 = 7, MOSTLY_Q5_0 = 8, MOSTLY_Q5_1 = 9,
-// MOSTLY_Q4_K_S = 14, MOSTLY_Q5_K_S = 16, MOSTLY_Q6_K = 18, MOSTLY_BF16 = 32.
+// MOSTLY_Q2_K = 10, MOSTLY_Q3_K_S = 11, MOSTLY_Q4_K_S = 14, MOSTLY_Q5_K_S = 16, MOSTLY_Q6_K = 18,
+// MOSTLY_IQ4_NL = 25, MOSTLY_IQ4_XS = 30, MOSTLY_BF16 = 32.
 uint32_t llama_file_type(GgmlType type);
 
 // Types tried, in order, when `wanted` does not fit a row length (wanted itself first).
@@ -97,8 +99,9 @@ struct QuantPlan {
 };
 
 // Decides the output type of every tensor. Throws Error for an invalid regex (already checked
-// by parse_tensor_type_override). A mix may choose types llmctl cannot write (Q2_K, Q3_K,
-// IQ4_NL, IQ4_XS): the plan holds them (a dry run shows it) and unwritable_types() names them.
+// by parse_tensor_type_override). Should a mix choose a type llmctl cannot write (none of the
+// offered mixes does today), the plan holds it (a dry run shows it) and unwritable_types()
+// names it.
 QuantPlan plan_quantization(const std::vector<GgufTensorInfo>& tensors, const QuantOptions& opt);
 
 // The chosen types of the plan that quantize_row cannot write, with how many tensors want each.

@@ -159,7 +159,7 @@ namespace {
 using quant_detail::store_u16_le;
 
 constexpr const char* kQuantizableNames =
-    "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K";
+    "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS";
 
 // Index of the first NaN or Inf in src[0..n), or -1.
 int64_t first_non_finite(const float* src, int64_t n) {
@@ -181,8 +181,11 @@ GgmlTypeTraits checked_traits(GgmlType type, int64_t n) {
 }
 
 bool is_k_quant(GgmlType type) {
-  return type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K;
+  return type == GgmlType::Q2_K || type == GgmlType::Q3_K || type == GgmlType::Q4_K ||
+         type == GgmlType::Q5_K || type == GgmlType::Q6_K;
 }
+
+bool is_iq4(GgmlType type) { return type == GgmlType::IQ4_NL || type == GgmlType::IQ4_XS; }
 
 // Encodes after all checks have passed. `w` (count,) weighs each element (nullptr: RTN for
 // the 32-element types, the unweighted search for the k-quants).
@@ -206,6 +209,8 @@ void encode(GgmlType type, const GgmlTypeTraits& tr, const float* src, const flo
         uint8_t* out = p + b * tr.type_size;
         if (is_k_quant(type))
           quant_detail::quantize_block_k(type, x, wb, out);
+        else if (is_iq4(type))
+          quant_detail::quantize_block_iq4(type, x, wb, out);
         else if (wb != nullptr && type != GgmlType::Q8_0)
           quant_detail::quantize_block_weighted(type, x, wb, out);
         else
@@ -219,17 +224,8 @@ void encode(GgmlType type, const GgmlTypeTraits& tr, const float* src, const flo
 }  // namespace
 
 bool can_quantize(GgmlType type) {
-  // Every engine type but those the engine only reads: they have no encoder here
-  // (kQuantizableNames lists the rest).
-  switch (type) {
-    case GgmlType::Q2_K:
-    case GgmlType::Q3_K:
-    case GgmlType::IQ4_NL:
-    case GgmlType::IQ4_XS:
-      return false;
-    default:
-      return is_engine_type(type);
-  }
+  // Every engine type has an encoder.
+  return is_engine_type(type);
 }
 
 bool uses_importance(GgmlType type) {

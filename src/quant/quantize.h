@@ -45,23 +45,57 @@
 // today's ggml reference (subnormals kept); ggml of early 2024, and CPUs converting with
 // AVX512-BF16 instructions, flush float subnormals to zero instead.
 
-// K-quants (Q4_K, Q5_K, Q6_K) have no reference bytes: llama.cpp's quantizer is a search
-// (make_qkx2_quants / make_qx_quants) and so is ours (quantize_k.cpp, written from the block
-// definitions; its bytes differ from llama.cpp's, its files load anywhere):
-//   Q4_K, Q5_K  per 32-element sub-block, fit x ~ s * q - m (q in 0..15 or 0..31, s >= 0,
-//               m >= 0) by trying 21 step sizes (nmax + 0.1 k) / (max - min(min, 0)),
-//               k = -10..10, rounding q to nearest (ties to even) for each and refitting s, m by
-//               least squares for those q; keep the smallest squared error. Then
-//               d = max s / 63, dmin = max m / 63 (fp16), sc = round(s / d), mq = round(m /
-//               dmin) (6 bits), and q is recomputed from the stored d*sc, dmin*mq.
-//   Q6_K        per 16-element sub-block, fit x ~ s * (q - 32) with the largest-magnitude
-//               element mapped to -(32 + 0.1 k), k = -10..10, least-squares refit; then
-//               d = (the s of largest magnitude) / -128, sc = min(127, round(s / d)) (int8),
-//               and q recomputed from d*sc.
-//   An all-zero (sub-)block gives scale 0 and decodes to exact zeros.
+// K-quants (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) and IQ4_NL / IQ4_XS: byte-identical to llama.cpp's
+// quantizer for the same type and importance matrix, i.e. to ggml_quantize_chunk() (without
+// an importance matrix quantize_row_<type>_ref, with one quantize_row_<type>_impl; IQ4 has
+// one search for both). Our code (quantize_k.cpp, quantize_iq4.cpp, the level fits in
+// quantize_k_fit.cpp) follows ggml-quants.c's algorithms operation for operation; checked
+// byte for byte against ggml itself in tests/test_quantize_k.cpp (tools/gen_kquant_golden.py).
+// What "the same" takes:
+//   - ggml's nearest_int: round to nearest, ties to even, by adding 1.5 * 2^23 (quantize_k_fit.h);
+//     integer levels are converted to uint8 / int8 exactly where ggml's C converts them
+//     (e.g. Q4_K's 6-bit scale is (uint8) nearest_int(63 / max_scale * scale), then min 63).
+//   - every float expression in ggml's order: sums accumulate in element order, products
+//     associate left to right as the C source writes them (w*l*x is (w * l) * x), ints
+//     convert to float where C's usual conversions do. One reassociation changes a rounding,
+//     and the golden test then fails in a few blocks.
+//   - the fit's search state: ggml's make_qkx2/qkx3_quants step each trial from the best
+//     offset found so far, and a sub-block whose stored scale is zero keeps the fit's levels.
+//   - no fused multiply-add: the quantizer llama.cpp ships (libggml-base.so of
+//     llama-cpp-python 0.3.36; `objdump -d` finds no FMA instruction in it: ggml's native
+//     flags go to ggml-cpu, not ggml-base) rounds once per operation, and our encoders are
+//     compiled with -ffp-contract=off (CMakeLists.txt) to compute the same. A llama.cpp build
+//     whose ggml-quants.c is compiled with FMA contraction (GNU C plus -march=native on an FMA
+//     machine) may round differently and write other bytes in some blocks (not measured); we
+//     match the contraction-free build, which is also what the C source means in ISO C.
+// The algorithms, per 256-element super-block (ggml's names in parentheses):
+//   Q4_K, Q5_K  without weights (quantize_row_q{4,5}_K_ref): per 32-element sub-block, the
+//               affine fit of make_qkx2_quants with weights sqrt(mean x^2) + |x| and 21 (Q4_K:
+//               nmax + -1 + 0.1 k, k = 0..20) or 16 (Q5_K: -0.5 + 0.1 k, k = 0..15) trial
+//               steps; scales and mins to 6 bits against d = max scale / 63, dmin = max min
+//               / 63. With weights (_impl): weights imatrix * sqrt(sigma2 + x^2), sigma2 =
+//               2 * mean x^2 over the super-block, make_qkx3_quants with 37 steps (-0.9 +
+//               0.05 k), then the 8 scales and the 8 mins fitted to 63 levels by
+//               make_qp_quants, weighted by each sub-block's total weight.
+//   Q6_K        per 16 elements, the symmetric fit of make_qx_quants to -32..31 (weights x^2,
+//               or the importance matrix as it is); int8 scales against d = max / -128.
+//   Q3_K        without weights: make_q3_quants per 16 elements (-4..3), scales to 6 bits
+//               against d = max / -32; with weights: make_qx_quants per sub-block (weights as
+//               Q4_K's) and again for the 16 scales.
+//   Q2_K        without weights: make_qkx2_quants per 16 elements (0..3, weights |x|, absolute
+//               error), 4-bit scales and mins against max / 15; with weights: make_qkx3_quants
+//               (sigma2 = mean x^2, not twice it) and make_qp_quants for scales and mins.
+//   IQ4_NL/XS   per 32 elements, the best scale for ggml's 16-value table (15 trial steps),
+//               weights imatrix * sqrt(sigma2 + x^2) or x^2; IQ4_XS's 8 block scales to 6 bits
+//               against d = -max / 32.
+//   Levels are then recomputed from the stored fp16 d (and dmin) times the stored sub-block
+//   scale. An all-zero super-block writes zeros (IQ4: d = 0 and nibbles at the table's
+//   value nearest 0).
 //
 // Importance weights (quantize_rows with col_weights, from `--imatrix`; types where
-// uses_importance() is true): the per-block search minimizes sum_j w_j (x_j - x'_j)^2 instead.
+// uses_importance() is true): for the K-quants and IQ4 llama.cpp's weighted algorithm above,
+// with its bytes. For Q4_0, Q4_1, Q5_0, Q5_1 our own search (quantize_search.cpp; its bytes
+// are not llama.cpp's) minimizes sum_j w_j (x_j - x'_j)^2:
 //   Q4_0, Q5_0  candidates: the RTN block; d = max / c for c in {-half + 0.1 k} and
 //               {half - 1 + 0.1 k}, k = -10..10 (half = 8 or 16), q rounded to nearest and
 //               clamped; and for each of those the weighted least-squares d for its q, with q
@@ -69,11 +103,8 @@
 //               the smallest weighted error wins; ties keep the earlier one, RTN first.
 //   Q4_1, Q5_1  the same with x ~ d q + m: d = (max - min) / (qmax + 0.1 k) from m = min, and
 //               the weighted least-squares (d, m) for each candidate's q.
-//   k-quants    the sub-block fits above with weights; the whole super-block from the
-//               weighted search is kept only when its weighted error is below the unweighted
-//               encoding's.
-// So a weighted block never has a larger weighted error than the block written without
-// weights. Q8_0, F16, BF16 and F32 ignore the weights.
+// So a weighted Q4_0 .. Q5_1 block never has a larger weighted error than the block written
+// without weights. Q8_0, F16, BF16 and F32 ignore the weights.
 //
 // Errors: every function throws llmctl::Error for a type it cannot write, a row length that
 // is not a whole number of blocks, or a NaN / Inf input value.
@@ -85,11 +116,12 @@
 
 namespace llmctl {
 
-// Whether quantize_row() writes `type` (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K,
-// Q5_K, Q6_K).
+// Whether quantize_row() writes `type` (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K,
+// Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS: every type the engine runs).
 bool can_quantize(GgmlType type);
 
-// Whether quantize_rows() uses column weights for `type` (Q4_0, Q4_1, Q5_0, Q5_1, k-quants).
+// Whether quantize_rows() uses column weights for `type` (Q4_0, Q4_1, Q5_0, Q5_1, k-quants,
+// IQ4_NL, IQ4_XS).
 bool uses_importance(GgmlType type);
 
 // Bytes that n elements of `type` occupy (n a whole number of blocks; throws otherwise).

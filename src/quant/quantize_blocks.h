@@ -3,8 +3,9 @@
 //   quantize.cpp         round-to-nearest (RTN) encoders of the 32-element types, byte-identical
 //                        to ggml's quantize_row_*_ref (rules in quantize.h)
 //   quantize_search.cpp  the importance-weighted scale search for Q4_0, Q4_1, Q5_0, Q5_1
-//   quantize_k.cpp       the k-quant encoders (Q4_K, Q5_K, Q6_K): a scale/min search per
-//                        sub-block, then 6- or 8-bit quantized sub-block scales
+//   quantize_k.cpp       the k-quant encoders (Q2_K .. Q6_K), llama.cpp's algorithms: a level
+//                        fit per sub-block (quantize_k_fit.cpp), then quantized sub-block scales
+//   quantize_iq4.cpp     IQ4_NL and IQ4_XS, llama.cpp's non-linear 4-bit search
 // Every encoder expects finite input (the callers check first).
 
 #include <cstdint>
@@ -28,10 +29,14 @@ void pack_block_quants(GgmlType type, const int* q, uint8_t* out);
 // so it is never worse than RTN in that measure (ties keep RTN). w[j] >= 0.
 void quantize_block_weighted(GgmlType type, const float* x, const float* w, uint8_t* out);
 
-// K-quant encoders (quantize_k.cpp) of one 256-element super-block. w == nullptr: every
-// element weighs the same; otherwise the result of the weighted search or of the unweighted
-// one, whichever has the smaller weighted error (ties: unweighted).
+// K-quant encoders (quantize_k.cpp) of one 256-element super-block (Q2_K .. Q6_K): llama.cpp's
+// reference quantizer when w == nullptr, its importance-weighted one otherwise (w: the
+// importance matrix's 256 column weights of this super-block).
 void quantize_block_k(GgmlType type, const float* x, const float* w, uint8_t* out);
+
+// IQ4_NL (32 elements) and IQ4_XS (256) encoders (quantize_iq4.cpp), llama.cpp's search; w as
+// for quantize_block_k (nullptr: weights x^2).
+void quantize_block_iq4(GgmlType type, const float* x, const float* w, uint8_t* out);
 
 // sum_j w[j] (x[j] - x'[j])^2 (w == nullptr: weight 1) of `block` (type, n elements)
 // decoded with quant/dequant.h, in double.
