@@ -198,18 +198,6 @@ const std::vector<float>& Forward::step(int32_t token) {
   return decode({BatchToken{0, token, true}});
 }
 
-void Forward::set_rope_positions(int32_t seq, RopePositions m) {
-  constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
-  if (m.offset < 0 || m.offset + cache_.max_len(seq) > kMax)
-    throw Error(fmt::format("forward: RoPE offset {} for a sequence of up to {} positions is "
-                            "outside [0, {}]",
-                            m.offset, cache_.max_len(seq), kMax - cache_.max_len(seq)));
-  if (m.offset == 0 && !m.all_zero)
-    rope_positions_.erase(seq);
-  else
-    rope_positions_[seq] = m;
-}
-
 void Forward::matmul(const WeightView& w, const Buffer& x, int64_t n, Buffer& out) {
   if (observer_ != nullptr && observer_->wants_matmul_inputs())
     observer_->on_matmul_input(w, observed_, observe(x, n * w.n_cols), n);
@@ -341,17 +329,18 @@ int64_t Forward::prepare_chunk(const BatchToken* batch, int64_t n) {
   const auto n_rows = static_cast<int64_t>(host_logit_rows_.size());
   if (n_rows > 0) b.upload(logit_rows_, host_logit_rows_.data(), std::min(n_rows, kLogitsRows));
 
-  // RoPE positions: the cache positions, unless a sequence maps them (set_rope_positions).
+  // RoPE positions: the cache positions, unless the observer maps them (rope-probe).
   rope_pos_in_use_ = &pos_;
-  if (!rope_positions_.empty()) {
+  if (observer_ != nullptr && observer_->maps_rope_positions()) {
+    constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
     host_rope_pos_.resize(static_cast<size_t>(n));
     for (int64_t t = 0; t < n; ++t) {
-      const auto it = rope_positions_.find(batch[t].seq);
       const int32_t p = host_pos_[static_cast<size_t>(t)];
-      host_rope_pos_[static_cast<size_t>(t)] =
-          it == rope_positions_.end() ? p
-          : it->second.all_zero       ? 0
-                                      : static_cast<int32_t>(it->second.offset + p);
+      const int64_t mapped = observer_->rope_position(batch[t].seq, p);
+      if (mapped < 0 || mapped > kMax)
+        throw Error(fmt::format("forward: RoPE position {} of sequence {} is outside [0, {}]",
+                                mapped, batch[t].seq, kMax));
+      host_rope_pos_[static_cast<size_t>(t)] = static_cast<int32_t>(mapped);
     }
     if (rope_pos_.size() == 0) rope_pos_ = b.alloc(max_batch_, BufferType::I32);
     b.upload(rope_pos_, host_rope_pos_.data(), n);

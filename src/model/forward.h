@@ -22,7 +22,6 @@
 // long prefill never materializes (n, n_vocab).
 
 #include <cstdint>
-#include <unordered_map>
 #include <vector>
 
 #include "backend/backend.h"
@@ -48,14 +47,6 @@ struct ForwardOptions {
   // are in device memory (Backend::device_memory()), else 0 (the host reads logits directly,
   // so the CPU path is unchanged); 0: off. Tests set it on the CPU backend to check the path.
   int32_t max_device_top_k = -1;
-};
-
-// The positions RoPE rotates a sequence's tokens by, for experiments on positional encoding
-// (rope-probe): the token at cache position p is rotated for position offset + p, or for 0
-// when all_zero. Attention still covers cache positions 0 .. p; only the rotation changes.
-struct RopePositions {
-  int64_t offset = 0;
-  bool all_zero = false;
 };
 
 class Forward final : public SequenceModel {
@@ -93,12 +84,9 @@ class Forward final : public SequenceModel {
   // Starts sequence 0 again (its blocks are released; full ones stay cached).
   void reset();
 
-  // Diagnostics (forward_observer.h); nullptr (the default) observes nothing. The observer
-  // must outlive its use.
+  // Diagnostics and RoPE position experiments (forward_observer.h); nullptr (the default)
+  // observes nothing. The observer must outlive its use.
   void set_observer(ForwardObserver* observer) { observer_ = observer; }
-  // RoPE positions of sequence `seq` from now on (the default is offset 0). Throws Error when
-  // offset + position would not fit in 32 bits.
-  void set_rope_positions(int32_t seq, RopePositions m);
 
   PagedKvCache& cache() { return cache_; }
   const ModelConfig& config() const { return config_; }
@@ -171,14 +159,13 @@ class Forward final : public SequenceModel {
   std::vector<int32_t> seqs_, toks_;
   const Buffer* rope_pos_in_use_ = nullptr;
 
-  // Diagnostics and RoPE experiments (set_observer, set_rope_positions).
+  // Diagnostics and RoPE experiments (set_observer).
   ForwardObserver* observer_ = nullptr;
   ObservedBatch observed_;
   std::vector<int32_t> host_seq_ids_;
   std::vector<float> obs_host_;
   Buffer attn_stats_;  // (max_batch_, n_heads, kAttnStatFields), allocated on first use
-  std::unordered_map<int32_t, RopePositions> rope_positions_;
-  Buffer rope_pos_;  // RoPE positions when some sequence maps them; else pos_ is used
+  Buffer rope_pos_;    // RoPE positions when the observer maps them; else pos_ is used
   std::vector<int32_t> host_rope_pos_;
 };
 
