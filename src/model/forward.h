@@ -26,18 +26,13 @@
 
 #include "backend/backend.h"
 #include "model/config.h"
+#include "model/forward_logits.h"
 #include "model/forward_observer.h"
 #include "model/kv_cache.h"
 #include "model/sequence_model.h"
 #include "model/weights.h"
 
 namespace llmctl {
-
-// Rows of the output projection computed per pass (bounds the logits buffer).
-constexpr int64_t kLogitsRows = 32;
-// The largest BatchToken::top_k answered on the device (sampling needs small k: greedy is 1,
-// top-k sampling 40 by default).
-constexpr int32_t kMaxDeviceTopK = 256;
 
 struct ForwardOptions {
   int64_t max_batch_tokens = 512;  // activation buffers hold this many tokens
@@ -72,9 +67,11 @@ class Forward final : public SequenceModel {
   Reserve reserve(int32_t seq, int64_t n) override { return cache_.reserve(seq, n); }
   // Throws Error for a token outside [0, n_vocab) or a position without a reserved slot.
   const std::vector<float>& decode(const std::vector<BatchToken>& batch) override;
-  int32_t max_device_top_k() const override { return max_top_k_; }
-  const DecodedTopK& decoded_top_k() const override { return top_k_; }
-  const std::vector<float>& top_k_row_logits(size_t r) override;
+  int32_t max_device_top_k() const override { return results_.max_top_k(); }
+  const DecodedTopK& decoded_top_k() const override { return results_.top_k(); }
+  const std::vector<float>& top_k_row_logits(size_t r) override {
+    return results_.top_k_row_logits(logits_, r);
+  }
 
   // -- single sequence (the n_ctx constructor's sequence 0) --------------------------------
   // Runs `token` at position n_past() and returns its logits (n_vocab floats, valid until
@@ -96,8 +93,8 @@ class Forward final : public SequenceModel {
 
  private:
   void allocate(int32_t max_device_top_k);
-  // One chunk of at most max_batch_ tokens; appends wanted logits rows to logits_host_ (whole
-  // rows) and top_k_ (candidates). `last`: no chunk follows in this decode().
+  // One chunk of at most max_batch_ tokens; appends what its wanted rows asked for to
+  // results_. `last`: no chunk follows in this decode().
   void run_chunk(const BatchToken* batch, int64_t n, bool last);
   // Host side of a chunk: checks, positions, slots, block table, and their uploads. Returns
   // the block table's width.
@@ -110,12 +107,8 @@ class Forward final : public SequenceModel {
   // Output pass over wanted rows r0 .. r0 + m (rows uploaded to logit_rows_ before):
   //   logits_ (m, n_vocab) = rmsnorm(x[rows]) * output_norm  output^T, divided by
   //   logit_scale and soft-capped by final_softcap when the config has them, then, when one
-  //   of them asks for candidates, top_k and find_nan_inf of those m rows.
+  //   of them asks for candidates, top_k and find_nan_inf of those m rows (results_.select).
   void output_pass(int64_t r0, int64_t m);
-  // Downloads what the wanted rows r0 .. r0 + m asked for; `last`: logits_ stays on the
-  // device until the next decode() (top_k_row_logits() reads it there).
-  void collect_output(int64_t r0, int64_t m, bool last);
-  bool wants_top_k(int64_t r) const { return host_logit_k_[static_cast<size_t>(r)] > 0; }
   // backend.matmul(), showing the input to the observer first when it asks for it.
   void matmul(const WeightView& w, const Buffer& x, int64_t n, Buffer& out);
   // Downloads `buf`'s first n floats into obs_host_ (for the observer).
@@ -139,21 +132,8 @@ class Forward final : public SequenceModel {
   std::vector<Buffer> slots_, block_tables_;
   std::vector<int32_t> host_ids_, host_pos_, host_rows_, host_logit_rows_;
   std::vector<std::vector<int32_t>> host_slots_, host_tables_;
-  std::vector<float> logits_host_;
-
-  // Candidates on the device (max_device_top_k): the top_k asked for per wanted row of the
-  // current chunk, its k (the largest asked for in this decode()), the results, and where each
-  // candidate row's whole logits are: row j of logits_ (>= 0) or -1 - offset into
-  // top_k_whole_ (rows of an earlier output pass, downloaded then).
-  int32_t max_top_k_ = 0;
-  int32_t decode_k_ = 0;
-  std::vector<int32_t> host_logit_k_;
-  Buffer top_k_ids_, top_k_values_, nan_inf_;  // (kLogitsRows, kMaxDeviceTopK), (kLogitsRows, 2)
-  DecodedTopK top_k_;
-  std::vector<int64_t> top_k_where_;
-  std::vector<float> top_k_whole_, top_k_row_, chunk_host_;
-  std::vector<int32_t> chunk_ids_, chunk_nan_inf_;
-  std::vector<float> chunk_values_;
+  // What decode() returns: whole logits rows and device top-k candidates (forward_logits.h).
+  ForwardLogits results_{backend_, config_.n_vocab};
   // The chunk being run (prepare_chunk): its sequences in block-table row order, the RoPE
   // positions it uses, scratch for the cache commit.
   std::vector<int32_t> seqs_, toks_;
