@@ -20,12 +20,20 @@
 //   logits = rmsnorm(x[rows wanted]) * output_norm  output^T    (m, n_vocab)
 // Only rows whose logits are wanted go through the output projection, a few at a time, so a
 // long prefill never materializes (n, n_vocab).
+//
+// The units: this file and forward.cpp hold the math above (compute_chunk, output_pass) and
+// run a decode() chunk by chunk; forward_batch.h turns a chunk and the KV cache into the
+// indices the math reads (ids, positions, slots, block tables, logit rows, RoPE positions);
+// forward_logits.h collects what the wanted rows asked for (whole logits, or device top-k
+// candidates); forward_observer.h is the hook diagnostics see the pass through, and through
+// which rope-probe maps RoPE positions.
 
 #include <cstdint>
 #include <vector>
 
 #include "backend/backend.h"
 #include "model/config.h"
+#include "model/forward_batch.h"
 #include "model/forward_logits.h"
 #include "model/forward_observer.h"
 #include "model/kv_cache.h"
@@ -96,9 +104,6 @@ class Forward final : public SequenceModel {
   // One chunk of at most max_batch_ tokens; appends what its wanted rows asked for to
   // results_. `last`: no chunk follows in this decode().
   void run_chunk(const BatchToken* batch, int64_t n, bool last);
-  // Host side of a chunk: checks, positions, slots, block table, and their uploads. Returns
-  // the block table's width.
-  int64_t prepare_chunk(const BatchToken* batch, int64_t n);
   // The device work of a chunk: embeddings and layers, and the output pass when all its
   // wanted rows fit one (`with_output`). No upload or download: a backend may record it.
   void compute_chunk(int64_t n, int64_t max_blocks, bool with_output);
@@ -126,27 +131,25 @@ class Forward final : public SequenceModel {
   Buffer x_, h_, q_, k_, v_, att_, proj_, gate_, up_, ffn_;
   // Output projection, kLogitsRows rows at a time.
   Buffer x_out_, h_out_, logits_;
-  // Indices: token ids, positions, block-table rows, rows that want logits; per KV layer group
-  // (kv_cache.h) the slots and block tables.
-  Buffer ids_, pos_, seq_rows_, logit_rows_;
-  std::vector<Buffer> slots_, block_tables_;
-  std::vector<int32_t> host_ids_, host_pos_, host_rows_, host_logit_rows_;
-  std::vector<std::vector<int32_t>> host_slots_, host_tables_;
+  // The chunk being run: its indices (forward_batch.h), which compute_chunk and output_pass
+  // read under the names below, and the RoPE positions it uses (set by run_chunk).
+  ForwardBatch batch_{backend_, cache_, config_.n_vocab};
+  const Buffer& ids_ = batch_.ids();
+  const Buffer& pos_ = batch_.positions();
+  const Buffer& seq_rows_ = batch_.seq_rows();
+  const Buffer& logit_rows_ = batch_.logit_rows();
+  const std::vector<Buffer>& slots_ = batch_.slots();  // per KV layer group (kv_cache.h)
+  const std::vector<Buffer>& block_tables_ = batch_.block_tables();
+  const std::vector<int32_t>& host_logit_rows_ = batch_.host_logit_rows();
+  const ObservedBatch& observed_ = batch_.observed();
+  const Buffer* rope_pos_in_use_ = nullptr;
   // What decode() returns: whole logits rows and device top-k candidates (forward_logits.h).
   ForwardLogits results_{backend_, config_.n_vocab};
-  // The chunk being run (prepare_chunk): its sequences in block-table row order, the RoPE
-  // positions it uses, scratch for the cache commit.
-  std::vector<int32_t> seqs_, toks_;
-  const Buffer* rope_pos_in_use_ = nullptr;
 
   // Diagnostics and RoPE experiments (set_observer).
   ForwardObserver* observer_ = nullptr;
-  ObservedBatch observed_;
-  std::vector<int32_t> host_seq_ids_;
   std::vector<float> obs_host_;
   Buffer attn_stats_;  // (max_batch_, n_heads, kAttnStatFields), allocated on first use
-  Buffer rope_pos_;    // RoPE positions when the observer maps them; else pos_ is used
-  std::vector<int32_t> host_rope_pos_;
 };
 
 }  // namespace llmctl
