@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -122,4 +123,31 @@ TEST_CASE("stories260K logits match the float64 numpy reference", "[cpu][golden]
   }
   INFO("max |logit - float64 reference| = " << max_diff);
   CHECK(max_diff < 1e-4);
+}
+
+namespace {
+
+// Rotates every token for position offset + p (forward_observer.h maps_rope_positions).
+struct RopeOffset final : ForwardObserver {
+  int64_t offset = 0;
+  bool maps_rope_positions() const override { return true; }
+  int64_t rope_position(int32_t /*seq*/, int64_t pos) const override { return offset + pos; }
+};
+
+}  // namespace
+
+TEST_CASE("Forward refuses RoPE positions an observer maps outside 32 bits", "[cpu]") {
+  const GgufFile f = GgufFile::open(require_test_file("models/stories260K.gguf"));
+  const ModelConfig c = config_from_gguf(f);
+  const ModelWeights w = bind_weights(f, c);
+  cpu::CpuBackend backend;
+  Forward fwd(c, w, backend, 4);
+  RopeOffset obs;
+  fwd.set_observer(&obs);
+  obs.offset = std::numeric_limits<int32_t>::max();  // position 0 fits, position 1 does not
+  CHECK(fwd.step(1).size() == static_cast<size_t>(c.n_vocab));
+  CHECK_THROWS_WITH(fwd.step(1), Catch::Contains("RoPE position 2147483648 of sequence 0"));
+  obs.offset = -1;
+  fwd.reset();
+  CHECK_THROWS_WITH(fwd.step(1), Catch::Contains("RoPE position -1 of sequence 0"));
 }

@@ -4,9 +4,10 @@
 // serves `run` (so they test the engine's kernels too):
 //
 //   shift     the same prompt with RoPE positions starting at 0 and at offsets o (a RoPE
-//             shift, Forward::set_rope_positions; no extra tokens are run). RoPE scores depend
-//             on position differences only, so the logits must match up to rounding:
-//             KL(P_0 || P_o) per position (mean, max) and max |logit_0 - logit_o|. Beside it,
+//             shift through the observer hook, RopePositionMap; no extra tokens are run).
+//             RoPE scores depend on position differences only, so the logits must match up
+//             to rounding: KL(P_0 || P_o) per position (mean, max) and max |logit_0 -
+//             logit_o|. Beside it,
 //             an analytic table of how float32 angle arithmetic (what many implementations
 //             do) drifts from float64 angles (what llmctl does) as the position grows.
 //   ablation  positions all zero against normal (mean KL over the prompt), and the prompt's

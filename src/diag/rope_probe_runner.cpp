@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/error.h"
 #include "core/stop_point.h"
@@ -47,18 +48,24 @@ void RopeRunner::run(const std::vector<int32_t>& ids, RopePositions pos, bool al
   const auto n = static_cast<int64_t>(ids.size());
   if (n < 1 || n > max_len_)
     throw Error(fmt::format("rope-probe: a sequence of {} tokens, expected 1 .. {}", n, max_len_));
+  constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
+  if (pos.offset < 0 || pos.offset + n > kMax)
+    throw Error(fmt::format("rope-probe: RoPE offset {} for {} positions is outside [0, {}]",
+                            pos.offset, n, kMax - n));
   const int32_t seq = fwd_.add_sequence(n);
+  RopePositionMap map(seq, pos);  // declared first: it outlives `release`, which unsets it
   // Released on every path: the cache holds one sequence at a time.
   struct Release {
     Forward& f;
     int32_t s;
     ~Release() {
-      f.set_rope_positions(s, RopePositions{});
+      f.set_observer(nullptr);
       f.remove_sequence(s);
     }
   } release{fwd_, seq};
   if (fwd_.reserve(seq, n) != Reserve::Ok) throw Error("rope-probe: the KV pool is too small");
-  fwd_.set_rope_positions(seq, pos);
+  // Unshifted positions need no map: that run is the plain forward pass.
+  if (pos.offset != 0 || pos.all_zero) fwd_.set_observer(&map);
   for (int64_t i0 = 0; i0 < n; i0 += kChunk) {
     stop_point();  // Ctrl-C between forward calls
     const int64_t i1 = std::min(n, i0 + kChunk);

@@ -14,6 +14,30 @@
 
 namespace llmctl {
 
+// The positions RoPE rotates a sequence's tokens by, for experiments on positional encoding:
+// the token at cache position p is rotated for position offset + p, or for 0 when all_zero.
+// Attention still covers cache positions 0 .. p; only the rotation changes.
+struct RopePositions {
+  int64_t offset = 0;
+  bool all_zero = false;
+};
+
+// RopePositions for one sequence, as the observer hook that maps Forward's RoPE positions
+// (forward_observer.h); it observes nothing else.
+class RopePositionMap final : public ForwardObserver {
+ public:
+  RopePositionMap(int32_t seq, RopePositions pos) : seq_(seq), pos_(pos) {}
+  bool maps_rope_positions() const override { return true; }
+  int64_t rope_position(int32_t seq, int64_t pos) const override {
+    if (seq != seq_) return pos;
+    return pos_.all_zero ? 0 : pos_.offset + pos;
+  }
+
+ private:
+  int32_t seq_;
+  RopePositions pos_;
+};
+
 class RopeRunner {
  public:
   // Sequences of up to max_len tokens under `config` (a copy; variants change its RoPE fields).

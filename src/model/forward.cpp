@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <limits>
 
 #include "core/error.h"
 
@@ -130,20 +129,8 @@ void Forward::allocate(int32_t max_device_top_k) {
   x_out_ = b.alloc(kLogitsRows * c.n_embd);
   h_out_ = b.alloc(kLogitsRows * c.n_embd);
   logits_ = b.alloc(kLogitsRows * c.n_vocab);
-  ids_ = b.alloc(n, BufferType::I32);
-  pos_ = b.alloc(n, BufferType::I32);
-  seq_rows_ = b.alloc(n, BufferType::I32);
-  logit_rows_ = b.alloc(n, BufferType::I32);
-  // slots_ and block_tables_: per layer group, allocated and grown by prepare_chunk.
-  if (max_device_top_k < -1 || max_device_top_k > kMaxDeviceTopK)
-    throw Error(fmt::format("forward: max_device_top_k {} is outside [-1, {}]", max_device_top_k,
-                            kMaxDeviceTopK));
-  max_top_k_ = max_device_top_k >= 0 ? max_device_top_k : b.device_memory() ? kMaxDeviceTopK : 0;
-  if (max_top_k_ > 0) {
-    top_k_ids_ = b.alloc(kLogitsRows * max_top_k_, BufferType::I32);
-    top_k_values_ = b.alloc(kLogitsRows * max_top_k_);
-    nan_inf_ = b.alloc(kLogitsRows * 2, BufferType::I32);
-  }
+  batch_.allocate(n);                   // ids, positions, rows, slots (forward_batch.h)
+  results_.allocate(max_device_top_k);  // top-k candidates (forward_logits.h)
   const int64_t floats = n * (4 * c.n_embd + 2 * c.q_dim() + 2 * c.kv_dim() + 2 * c.n_ff) +
                          kLogitsRows * (2 * c.n_embd + c.n_vocab);
   const auto n_groups = static_cast<uint64_t>(cache_.n_groups());
@@ -152,43 +139,11 @@ void Forward::allocate(int32_t max_device_top_k) {
 }
 
 const std::vector<float>& Forward::decode(const std::vector<BatchToken>& batch) {
-  logits_host_.clear();
-  top_k_ = DecodedTopK{};
-  top_k_where_.clear();
-  top_k_whole_.clear();
-  // One k for the whole call (the largest asked for): rows that asked for fewer read a prefix.
-  decode_k_ = 0;
-  if (max_top_k_ > 0)
-    for (const BatchToken& bt : batch) {
-      if (!bt.logits || bt.top_k <= 0) continue;
-      if (bt.top_k > max_top_k_)
-        throw Error(fmt::format("forward: top_k {} asked for, the device computes at most {}",
-                                bt.top_k, max_top_k_));
-      decode_k_ = std::max(decode_k_, bt.top_k);
-    }
-  decode_k_ = std::min<int32_t>(decode_k_, static_cast<int32_t>(config_.n_vocab));
-  top_k_.k = decode_k_;
+  results_.begin(batch);
   const auto n = static_cast<int64_t>(batch.size());
   for (int64_t i = 0; i < n; i += max_batch_)
     run_chunk(batch.data() + i, std::min(max_batch_, n - i), i + max_batch_ >= n);
-  return logits_host_;
-}
-
-const std::vector<float>& Forward::top_k_row_logits(size_t r) {
-  if (r >= top_k_where_.size())
-    throw Error(fmt::format("forward: top-k row {} of the last decode, which had {}", r,
-                            top_k_where_.size()));
-  const auto n_vocab = static_cast<size_t>(config_.n_vocab);
-  const int64_t where = top_k_where_[r];
-  top_k_row_.resize(n_vocab);
-  if (where >= 0) {
-    backend_.download(logits_, top_k_row_.data(), config_.n_vocab, where * config_.n_vocab);
-  } else {
-    const auto off = static_cast<size_t>(-1 - where) * n_vocab;
-    std::copy_n(top_k_whole_.begin() + static_cast<std::ptrdiff_t>(off), n_vocab,
-                top_k_row_.begin());
-  }
-  return top_k_row_;
+  return results_.whole_rows();
 }
 
 const std::vector<float>& Forward::step(int32_t token) {
@@ -196,18 +151,6 @@ const std::vector<float>& Forward::step(int32_t token) {
     throw Error(fmt::format("forward: context full ({} positions)", cache_.max_len(0)),
                 "use a larger context size");
   return decode({BatchToken{0, token, true}});
-}
-
-void Forward::set_rope_positions(int32_t seq, RopePositions m) {
-  constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
-  if (m.offset < 0 || m.offset + cache_.max_len(seq) > kMax)
-    throw Error(fmt::format("forward: RoPE offset {} for a sequence of up to {} positions is "
-                            "outside [0, {}]",
-                            m.offset, cache_.max_len(seq), kMax - cache_.max_len(seq)));
-  if (m.offset == 0 && !m.all_zero)
-    rope_positions_.erase(seq);
-  else
-    rope_positions_[seq] = m;
 }
 
 void Forward::matmul(const WeightView& w, const Buffer& x, int64_t n, Buffer& out) {
@@ -231,12 +174,16 @@ void Forward::reset() {
 // A chunk: host preparation and uploads, the device work (recorded as one unit when it is a
 // decode step and the backend records, see Backend::begin_recording), then the downloads.
 void Forward::run_chunk(const BatchToken* batch, int64_t n, bool last) {
-  const int64_t max_blocks = prepare_chunk(batch, n);
+  results_.begin_chunk(batch, n);
+  const int64_t max_blocks = batch_.prepare(batch, n, kLogitsRows, observer_);
+  rope_pos_in_use_ = &batch_.rope_positions();
+  if (observer_ != nullptr && observer_->wants_attention_stats() && attn_stats_.size() == 0)
+    attn_stats_ = backend_.alloc(max_batch_ * config_.n_heads * kAttnStatFields);
   const auto n_rows = static_cast<int64_t>(host_logit_rows_.size());
   const bool one_pass = n_rows > 0 && n_rows <= kLogitsRows;
   // A decode step: one token of each sequence (the shape that repeats every step, so a
   // backend's recording can be updated in place), and nothing that downloads mid-step.
-  const bool decode_step = static_cast<int64_t>(seqs_.size()) == n && observer_ == nullptr;
+  const bool decode_step = batch_.n_sequences() == n && observer_ == nullptr;
   bool done = false;
   if (decode_step && backend_.begin_recording(n)) {
     try {
@@ -250,123 +197,16 @@ void Forward::run_chunk(const BatchToken* batch, int64_t n, bool last) {
   }
   if (!done) compute_chunk(n, max_blocks, one_pass);
 
-  for (size_t r = 0; r < seqs_.size(); ++r) {
-    toks_.clear();
-    for (int64_t t = 0; t < n; ++t)
-      if (host_rows_[static_cast<size_t>(t)] == static_cast<int32_t>(r))
-        toks_.push_back(batch[t].token);
-    cache_.commit(seqs_[r], toks_.data(), static_cast<int64_t>(toks_.size()));
-  }
+  batch_.commit(batch, n);
   // Wanted rows, kLogitsRows at a time (the first pass ran above when it was the only one).
   for (int64_t r0 = 0; r0 < n_rows; r0 += kLogitsRows) {
     const int64_t m = std::min(kLogitsRows, n_rows - r0);
     if (!one_pass) {
-      if (r0 > 0) backend_.upload(logit_rows_, host_logit_rows_.data() + r0, m);
+      if (r0 > 0) batch_.upload_logit_rows(r0, m);
       output_pass(r0, m);
     }
-    collect_output(r0, m, last && r0 + m == n_rows);
+    results_.collect(logits_, r0, m, last && r0 + m == n_rows);
   }
-}
-
-int64_t Forward::prepare_chunk(const BatchToken* batch, int64_t n) {
-  const ModelConfig& c = config_;
-  Backend& b = backend_;
-  host_ids_.resize(static_cast<size_t>(n));
-  host_pos_.resize(static_cast<size_t>(n));
-  host_rows_.resize(static_cast<size_t>(n));
-  host_logit_rows_.clear();
-  host_logit_k_.clear();
-  seqs_.clear();                   // distinct sequences, in order of first appearance
-  std::vector<int64_t> seq_count;  // tokens of each in this chunk so far
-  int64_t max_blocks = 1;
-  for (int64_t t = 0; t < n; ++t) {
-    const BatchToken& bt = batch[t];
-    if (bt.token < 0 || bt.token >= c.n_vocab)
-      throw Error(fmt::format("forward: token id {} is outside the vocabulary [0, {})", bt.token,
-                              c.n_vocab));
-    const auto it = std::find(seqs_.begin(), seqs_.end(), bt.seq);
-    const auto row = static_cast<size_t>(it - seqs_.begin());
-    if (it == seqs_.end()) {
-      seqs_.push_back(bt.seq);
-      seq_count.push_back(0);
-      max_blocks =
-          std::max<int64_t>(max_blocks, static_cast<int64_t>(cache_.block_table(bt.seq).size()));
-    }
-    const int64_t pos = cache_.length(bt.seq) + seq_count[row]++;
-    if (pos >= cache_.capacity(bt.seq))
-      throw Error(fmt::format("forward: position {} of sequence {} was not reserved (context {})",
-                              pos, bt.seq, cache_.max_len(bt.seq)),
-                  "use a larger context size");
-    host_ids_[static_cast<size_t>(t)] = bt.token;
-    host_pos_[static_cast<size_t>(t)] = static_cast<int32_t>(pos);
-    host_rows_[static_cast<size_t>(t)] = static_cast<int32_t>(row);
-    if (bt.logits) {
-      host_logit_rows_.push_back(static_cast<int32_t>(t));
-      host_logit_k_.push_back(decode_k_ > 0 && bt.top_k > 0 ? bt.top_k : 0);
-    }
-  }
-  // Windowed layer groups take their blocks for these positions now (kv_cache.h); then each
-  // group's slots and block tables (a windowed table's released entries are kNoBlock, -1).
-  const auto n_seqs = static_cast<int64_t>(seqs_.size());
-  for (int64_t r = 0; r < n_seqs; ++r)
-    cache_.map_positions(seqs_[static_cast<size_t>(r)], seq_count[static_cast<size_t>(r)]);
-  const int n_groups = cache_.n_groups();
-  host_slots_.resize(static_cast<size_t>(n_groups));
-  host_tables_.resize(static_cast<size_t>(n_groups));
-  slots_.resize(static_cast<size_t>(n_groups));
-  block_tables_.resize(static_cast<size_t>(n_groups));
-  for (int g = 0; g < n_groups; ++g) {
-    const auto gu = static_cast<size_t>(g);
-    if (cache_.group_layers(g) == 0) continue;  // a full group without layers
-    std::vector<int32_t>& slots = host_slots_[gu];
-    slots.resize(static_cast<size_t>(n));
-    for (int64_t t = 0; t < n; ++t)
-      slots[static_cast<size_t>(t)] =
-          cache_.slot(batch[t].seq, host_pos_[static_cast<size_t>(t)], g);
-    std::vector<int32_t>& table = host_tables_[gu];
-    table.assign(static_cast<size_t>(n_seqs * max_blocks), g == 0 ? 0 : PagedKvCache::kNoBlock);
-    for (int64_t r = 0; r < n_seqs; ++r) {
-      const std::vector<int32_t>& blocks = cache_.block_table(seqs_[static_cast<size_t>(r)], g);
-      std::copy(blocks.begin(), blocks.end(), table.begin() + r * max_blocks);
-    }
-    if (slots_[gu].size() == 0) slots_[gu] = b.alloc(max_batch_, BufferType::I32);
-    if (block_tables_[gu].size() < n_seqs * max_blocks)
-      block_tables_[gu] = b.alloc(n_seqs * max_blocks, BufferType::I32);
-    b.upload(slots_[gu], slots.data(), n);
-    b.upload(block_tables_[gu], table.data(), n_seqs * max_blocks);
-  }
-  b.upload(ids_, host_ids_.data(), n);
-  b.upload(pos_, host_pos_.data(), n);
-  b.upload(seq_rows_, host_rows_.data(), n);
-  const auto n_rows = static_cast<int64_t>(host_logit_rows_.size());
-  if (n_rows > 0) b.upload(logit_rows_, host_logit_rows_.data(), std::min(n_rows, kLogitsRows));
-
-  // RoPE positions: the cache positions, unless a sequence maps them (set_rope_positions).
-  rope_pos_in_use_ = &pos_;
-  if (!rope_positions_.empty()) {
-    host_rope_pos_.resize(static_cast<size_t>(n));
-    for (int64_t t = 0; t < n; ++t) {
-      const auto it = rope_positions_.find(batch[t].seq);
-      const int32_t p = host_pos_[static_cast<size_t>(t)];
-      host_rope_pos_[static_cast<size_t>(t)] =
-          it == rope_positions_.end() ? p
-          : it->second.all_zero       ? 0
-                                      : static_cast<int32_t>(it->second.offset + p);
-    }
-    if (rope_pos_.size() == 0) rope_pos_ = b.alloc(max_batch_, BufferType::I32);
-    b.upload(rope_pos_, host_rope_pos_.data(), n);
-    rope_pos_in_use_ = &rope_pos_;
-  }
-
-  // What the observer sees of this chunk.
-  if (observer_ != nullptr) {
-    host_seq_ids_.resize(static_cast<size_t>(n));
-    for (int64_t t = 0; t < n; ++t) host_seq_ids_[static_cast<size_t>(t)] = batch[t].seq;
-    observed_ = ObservedBatch{n, host_seq_ids_.data(), host_pos_.data(), host_ids_.data()};
-    if (observer_->wants_attention_stats() && attn_stats_.size() == 0)
-      attn_stats_ = b.alloc(max_batch_ * c.n_heads * kAttnStatFields);
-  }
-  return max_blocks;
 }
 
 void Forward::compute_chunk(int64_t n, int64_t max_blocks, bool with_output) {
@@ -464,63 +304,7 @@ void Forward::output_pass(int64_t r0, int64_t m) {
   if (c.logit_scale != 1.0)
     b.scale(logits_, m * c.n_vocab, static_cast<float>(1.0 / c.logit_scale));
   if (c.final_softcap > 0.0) b.softcap(logits_, m * c.n_vocab, static_cast<float>(c.final_softcap));
-  bool any = false;
-  for (int64_t r = r0; r < r0 + m; ++r) any = any || wants_top_k(r);
-  if (!any) return;
-  b.top_k(logits_, m, c.n_vocab, decode_k_, top_k_ids_, top_k_values_);  // (m, k) each
-  b.find_nan_inf(logits_, m, c.n_vocab, nan_inf_);                       // (m, 2)
-}
-
-// Whole rows go to logits_host_; candidate rows to top_k_, with where their whole logits stay.
-void Forward::collect_output(int64_t r0, int64_t m, bool last) {
-  Backend& b = backend_;
-  const auto n_vocab = static_cast<size_t>(config_.n_vocab);
-  bool any_whole = false, any_top = false;
-  for (int64_t r = r0; r < r0 + m; ++r) {
-    any_whole = any_whole || !wants_top_k(r);
-    any_top = any_top || wants_top_k(r);
-  }
-  if (!any_top) {  // whole rows only (always on a host backend): straight into the result
-    const size_t old = logits_host_.size();
-    logits_host_.resize(old + static_cast<size_t>(m) * n_vocab);
-    b.download(logits_, logits_host_.data() + old, m * config_.n_vocab);
-    return;
-  }
-  // Candidate rows of an earlier pass lose logits_ to the next one: keep them on the host.
-  const bool whole_pass = any_whole || !last;
-  if (whole_pass) {
-    chunk_host_.resize(static_cast<size_t>(m) * n_vocab);
-    b.download(logits_, chunk_host_.data(), m * config_.n_vocab);
-  }
-  const auto k = static_cast<size_t>(decode_k_);
-  chunk_ids_.resize(static_cast<size_t>(m) * k);
-  chunk_values_.resize(static_cast<size_t>(m) * k);
-  chunk_nan_inf_.resize(static_cast<size_t>(m) * 2);
-  // top_k's rows are m rows of k (its buffers are laid out for the k it was called with).
-  b.download(top_k_ids_, chunk_ids_.data(), m * decode_k_);
-  b.download(top_k_values_, chunk_values_.data(), m * decode_k_);
-  b.download(nan_inf_, chunk_nan_inf_.data(), m * 2);
-  for (int64_t j = 0; j < m; ++j) {
-    const auto ju = static_cast<size_t>(j);
-    if (!wants_top_k(r0 + j)) {
-      const auto row = chunk_host_.begin() + static_cast<std::ptrdiff_t>(ju * n_vocab);
-      logits_host_.insert(logits_host_.end(), row, row + static_cast<std::ptrdiff_t>(n_vocab));
-      continue;
-    }
-    const auto ids = chunk_ids_.begin() + static_cast<std::ptrdiff_t>(ju * k);
-    const auto values = chunk_values_.begin() + static_cast<std::ptrdiff_t>(ju * k);
-    top_k_.ids.insert(top_k_.ids.end(), ids, ids + static_cast<std::ptrdiff_t>(k));
-    top_k_.values.insert(top_k_.values.end(), values, values + static_cast<std::ptrdiff_t>(k));
-    top_k_.nan_inf.push_back(chunk_nan_inf_[2 * ju]);
-    top_k_.nan_inf.push_back(chunk_nan_inf_[2 * ju + 1]);
-    if (whole_pass) {
-      const auto row = chunk_host_.begin() + static_cast<std::ptrdiff_t>(ju * n_vocab);
-      top_k_where_.push_back(-1 - static_cast<int64_t>(top_k_whole_.size() / n_vocab));
-      top_k_whole_.insert(top_k_whole_.end(), row, row + static_cast<std::ptrdiff_t>(n_vocab));
-    } else {
-      top_k_where_.push_back(j);
-    }
-  }
+  results_.select(logits_, r0, m);  // top-k candidates, when a row asks for them
 }
 
 }  // namespace llmctl

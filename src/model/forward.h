@@ -20,25 +20,27 @@
 //   logits = rmsnorm(x[rows wanted]) * output_norm  output^T    (m, n_vocab)
 // Only rows whose logits are wanted go through the output projection, a few at a time, so a
 // long prefill never materializes (n, n_vocab).
+//
+// The units: this file and forward.cpp hold the math above (compute_chunk, output_pass) and
+// run a decode() chunk by chunk; forward_batch.h turns a chunk and the KV cache into the
+// indices the math reads (ids, positions, slots, block tables, logit rows, RoPE positions);
+// forward_logits.h collects what the wanted rows asked for (whole logits, or device top-k
+// candidates); forward_observer.h is the hook diagnostics see the pass through, and through
+// which rope-probe maps RoPE positions.
 
 #include <cstdint>
-#include <unordered_map>
 #include <vector>
 
 #include "backend/backend.h"
 #include "model/config.h"
+#include "model/forward_batch.h"
+#include "model/forward_logits.h"
 #include "model/forward_observer.h"
 #include "model/kv_cache.h"
 #include "model/sequence_model.h"
 #include "model/weights.h"
 
 namespace llmctl {
-
-// Rows of the output projection computed per pass (bounds the logits buffer).
-constexpr int64_t kLogitsRows = 32;
-// The largest BatchToken::top_k answered on the device (sampling needs small k: greedy is 1,
-// top-k sampling 40 by default).
-constexpr int32_t kMaxDeviceTopK = 256;
 
 struct ForwardOptions {
   int64_t max_batch_tokens = 512;  // activation buffers hold this many tokens
@@ -48,14 +50,6 @@ struct ForwardOptions {
   // are in device memory (Backend::device_memory()), else 0 (the host reads logits directly,
   // so the CPU path is unchanged); 0: off. Tests set it on the CPU backend to check the path.
   int32_t max_device_top_k = -1;
-};
-
-// The positions RoPE rotates a sequence's tokens by, for experiments on positional encoding
-// (rope-probe): the token at cache position p is rotated for position offset + p, or for 0
-// when all_zero. Attention still covers cache positions 0 .. p; only the rotation changes.
-struct RopePositions {
-  int64_t offset = 0;
-  bool all_zero = false;
 };
 
 class Forward final : public SequenceModel {
@@ -81,9 +75,11 @@ class Forward final : public SequenceModel {
   Reserve reserve(int32_t seq, int64_t n) override { return cache_.reserve(seq, n); }
   // Throws Error for a token outside [0, n_vocab) or a position without a reserved slot.
   const std::vector<float>& decode(const std::vector<BatchToken>& batch) override;
-  int32_t max_device_top_k() const override { return max_top_k_; }
-  const DecodedTopK& decoded_top_k() const override { return top_k_; }
-  const std::vector<float>& top_k_row_logits(size_t r) override;
+  int32_t max_device_top_k() const override { return results_.max_top_k(); }
+  const DecodedTopK& decoded_top_k() const override { return results_.top_k(); }
+  const std::vector<float>& top_k_row_logits(size_t r) override {
+    return results_.top_k_row_logits(logits_, r);
+  }
 
   // -- single sequence (the n_ctx constructor's sequence 0) --------------------------------
   // Runs `token` at position n_past() and returns its logits (n_vocab floats, valid until
@@ -93,12 +89,9 @@ class Forward final : public SequenceModel {
   // Starts sequence 0 again (its blocks are released; full ones stay cached).
   void reset();
 
-  // Diagnostics (forward_observer.h); nullptr (the default) observes nothing. The observer
-  // must outlive its use.
+  // Diagnostics and RoPE position experiments (forward_observer.h); nullptr (the default)
+  // observes nothing. The observer must outlive its use.
   void set_observer(ForwardObserver* observer) { observer_ = observer; }
-  // RoPE positions of sequence `seq` from now on (the default is offset 0). Throws Error when
-  // offset + position would not fit in 32 bits.
-  void set_rope_positions(int32_t seq, RopePositions m);
 
   PagedKvCache& cache() { return cache_; }
   const ModelConfig& config() const { return config_; }
@@ -108,12 +101,9 @@ class Forward final : public SequenceModel {
 
  private:
   void allocate(int32_t max_device_top_k);
-  // One chunk of at most max_batch_ tokens; appends wanted logits rows to logits_host_ (whole
-  // rows) and top_k_ (candidates). `last`: no chunk follows in this decode().
+  // One chunk of at most max_batch_ tokens; appends what its wanted rows asked for to
+  // results_. `last`: no chunk follows in this decode().
   void run_chunk(const BatchToken* batch, int64_t n, bool last);
-  // Host side of a chunk: checks, positions, slots, block table, and their uploads. Returns
-  // the block table's width.
-  int64_t prepare_chunk(const BatchToken* batch, int64_t n);
   // The device work of a chunk: embeddings and layers, and the output pass when all its
   // wanted rows fit one (`with_output`). No upload or download: a backend may record it.
   void compute_chunk(int64_t n, int64_t max_blocks, bool with_output);
@@ -122,12 +112,8 @@ class Forward final : public SequenceModel {
   // Output pass over wanted rows r0 .. r0 + m (rows uploaded to logit_rows_ before):
   //   logits_ (m, n_vocab) = rmsnorm(x[rows]) * output_norm  output^T, divided by
   //   logit_scale and soft-capped by final_softcap when the config has them, then, when one
-  //   of them asks for candidates, top_k and find_nan_inf of those m rows.
+  //   of them asks for candidates, top_k and find_nan_inf of those m rows (results_.select).
   void output_pass(int64_t r0, int64_t m);
-  // Downloads what the wanted rows r0 .. r0 + m asked for; `last`: logits_ stays on the
-  // device until the next decode() (top_k_row_logits() reads it there).
-  void collect_output(int64_t r0, int64_t m, bool last);
-  bool wants_top_k(int64_t r) const { return host_logit_k_[static_cast<size_t>(r)] > 0; }
   // backend.matmul(), showing the input to the observer first when it asks for it.
   void matmul(const WeightView& w, const Buffer& x, int64_t n, Buffer& out);
   // Downloads `buf`'s first n floats into obs_host_ (for the observer).
@@ -145,41 +131,25 @@ class Forward final : public SequenceModel {
   Buffer x_, h_, q_, k_, v_, att_, proj_, gate_, up_, ffn_;
   // Output projection, kLogitsRows rows at a time.
   Buffer x_out_, h_out_, logits_;
-  // Indices: token ids, positions, block-table rows, rows that want logits; per KV layer group
-  // (kv_cache.h) the slots and block tables.
-  Buffer ids_, pos_, seq_rows_, logit_rows_;
-  std::vector<Buffer> slots_, block_tables_;
-  std::vector<int32_t> host_ids_, host_pos_, host_rows_, host_logit_rows_;
-  std::vector<std::vector<int32_t>> host_slots_, host_tables_;
-  std::vector<float> logits_host_;
-
-  // Candidates on the device (max_device_top_k): the top_k asked for per wanted row of the
-  // current chunk, its k (the largest asked for in this decode()), the results, and where each
-  // candidate row's whole logits are: row j of logits_ (>= 0) or -1 - offset into
-  // top_k_whole_ (rows of an earlier output pass, downloaded then).
-  int32_t max_top_k_ = 0;
-  int32_t decode_k_ = 0;
-  std::vector<int32_t> host_logit_k_;
-  Buffer top_k_ids_, top_k_values_, nan_inf_;  // (kLogitsRows, kMaxDeviceTopK), (kLogitsRows, 2)
-  DecodedTopK top_k_;
-  std::vector<int64_t> top_k_where_;
-  std::vector<float> top_k_whole_, top_k_row_, chunk_host_;
-  std::vector<int32_t> chunk_ids_, chunk_nan_inf_;
-  std::vector<float> chunk_values_;
-  // The chunk being run (prepare_chunk): its sequences in block-table row order, the RoPE
-  // positions it uses, scratch for the cache commit.
-  std::vector<int32_t> seqs_, toks_;
+  // The chunk being run: its indices (forward_batch.h), which compute_chunk and output_pass
+  // read under the names below, and the RoPE positions it uses (set by run_chunk).
+  ForwardBatch batch_{backend_, cache_, config_.n_vocab};
+  const Buffer& ids_ = batch_.ids();
+  const Buffer& pos_ = batch_.positions();
+  const Buffer& seq_rows_ = batch_.seq_rows();
+  const Buffer& logit_rows_ = batch_.logit_rows();
+  const std::vector<Buffer>& slots_ = batch_.slots();  // per KV layer group (kv_cache.h)
+  const std::vector<Buffer>& block_tables_ = batch_.block_tables();
+  const std::vector<int32_t>& host_logit_rows_ = batch_.host_logit_rows();
+  const ObservedBatch& observed_ = batch_.observed();
   const Buffer* rope_pos_in_use_ = nullptr;
+  // What decode() returns: whole logits rows and device top-k candidates (forward_logits.h).
+  ForwardLogits results_{backend_, config_.n_vocab};
 
-  // Diagnostics and RoPE experiments (set_observer, set_rope_positions).
+  // Diagnostics and RoPE experiments (set_observer).
   ForwardObserver* observer_ = nullptr;
-  ObservedBatch observed_;
-  std::vector<int32_t> host_seq_ids_;
   std::vector<float> obs_host_;
   Buffer attn_stats_;  // (max_batch_, n_heads, kAttnStatFields), allocated on first use
-  std::unordered_map<int32_t, RopePositions> rope_positions_;
-  Buffer rope_pos_;  // RoPE positions when some sequence maps them; else pos_ is used
-  std::vector<int32_t> host_rope_pos_;
 };
 
 }  // namespace llmctl

@@ -12,6 +12,9 @@
 // on_moe_routing(layer) (models with experts, after the router) and on_residual(layer) after
 // the layer's residual adds; finally on_matmul_input() for the output projection of the rows
 // whose logits were asked for.
+//
+// An observer may also change one thing about a pass: the positions RoPE rotates by
+// (maps_rope_positions, for rope-probe's experiments on positional encoding).
 
 #include <cstdint>
 
@@ -37,6 +40,12 @@ class ForwardObserver {
   virtual bool wants_residual() const { return false; }
   virtual bool wants_matmul_inputs() const { return false; }
   virtual bool wants_moe_routing() const { return false; }
+  // Whether RoPE rotates the chunk's tokens by rope_position() instead of their cache
+  // positions; asked once per chunk. Attention still covers cache positions 0 .. pos; only the
+  // rotation changes. Forward throws Error for a mapped position outside [0, 2^31).
+  virtual bool maps_rope_positions() const { return false; }
+  // The RoPE position of sequence `seq`'s token at cache position `pos`.
+  virtual int64_t rope_position(int32_t /*seq*/, int64_t pos) const { return pos; }
 
   // Layer `layer`'s attention statistics: stats (n_tokens, n_heads, kAttnStatFields), see
   // AttnStat in backend.h.
