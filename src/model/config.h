@@ -69,6 +69,14 @@ struct ModelConfig {
   double final_softcap = 0.0;   // logits = cap * tanh(logits / cap); 0: none
   WindowPattern window;         // which layers attend through a sliding window
   int64_t sliding_window = 0;   // its length in positions (0: none)
+  // Mixture of experts (arch.h MoeRow; 0 experts: a dense FFN). Every layer routes each token
+  // to n_experts_used of n_experts FFNs of n_ff_expert (llama.cpp's build_moe_ffn).
+  int64_t n_experts = 0;         // {arch}.expert_count
+  int64_t n_experts_used = 0;    // {arch}.expert_used_count, in [1, n_experts]
+  int64_t n_ff_expert = 0;       // the row's rule (MoeRow::expert_ff_key)
+  int64_t n_ff_shared = 0;       // the shared expert's FFN size (moe_gated_shared_expert)
+  bool moe_renormalize = false;  // the k weights divided by their sum
+  bool moe_gated_shared_expert = false;
 
   int64_t q_dim() const { return n_heads * head_dim; }      // rows of wq
   int64_t kv_dim() const { return n_kv_heads * head_dim; }  // rows of wk, wv

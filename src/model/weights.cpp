@@ -57,7 +57,9 @@ WeightView bind_tensor(const GgufFile& f, const std::string& name, TensorKind ki
   v.name = name;
   v.type = t->type;
   v.n_cols = expected[0];
-  v.n_rows = expected.size() > 1 ? expected[1] : 1;
+  // A 3-D tensor [cols, rows, n] (one matrix per expert) is n * rows whole rows in a row.
+  v.n_rows = 1;
+  for (size_t d = 1; d < expected.size(); ++d) v.n_rows *= expected[d];
   v.data = t->data;
   return v;
 }

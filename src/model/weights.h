@@ -36,6 +36,22 @@ struct LayerWeights {
   WeightView w_gate_up;       // (n_embd, 2 n_ff)  fused_gate_up instead of w_gate, w_up
   WeightView w_down;          // (n_ff, n_embd)
   WeightView ffn_post_norm;   // (n_embd,)  F32, norms Post or Both
+  // Mixture of experts (n_experts > 0, arch.h MoeRow), in place of w_gate, w_up, w_down; the
+  // 3-D tensors are views of n_experts * rows rows (expert e: rows [e rows, (e + 1) rows)).
+  WeightView ffn_gate_inp;        // (n_embd, n_experts)                 the router
+  WeightView ffn_gate_exps;       // (n_embd, n_ff_expert, n_experts)
+  WeightView ffn_up_exps;         // (n_embd, n_ff_expert, n_experts)
+  WeightView ffn_down_exps;       // (n_ff_expert, n_embd, n_experts)
+  WeightView ffn_gate_inp_shexp;  // (n_embd,)  F32   the shared expert's gate, a 1-row matrix
+  WeightView ffn_gate_shexp;      // (n_embd, n_ff_shared)   gated_shared_expert
+  WeightView ffn_up_shexp;        // (n_embd, n_ff_shared)
+  WeightView ffn_down_shexp;      // (n_ff_shared, n_embd)
+  // Each expert's three matrices as row views of the 3-D tensors (split_fused_layer fills
+  // them, the forward pass reads them; empty in bind_weights' result).
+  struct Expert {
+    WeightView gate, up, down;
+  };
+  std::vector<Expert> experts;
 };
 
 struct ModelWeights {
