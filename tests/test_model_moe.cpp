@@ -257,6 +257,16 @@ TEST_CASE("moe: what the reader takes from the files", "[cpu]") {
         static_cast<const uint8_t*>(l.ffn_down_exps.data) + 2 * 32 * 64 * 4);
   CHECK(s.experts[2].down.n_cols == 64);
 
+  // A decode step reads the chosen half of each layer's 3 x 32 KiB of expert matrices.
+  ModelWeights all = x.weights;
+  all.expert_share = 1.0;
+  CHECK(x.weights.expert_share == 0.5);
+  CHECK(weight_stats(all).bytes_per_token - weight_stats(x.weights).bytes_per_token ==
+        2 * 3 * 32 * 64 * 4 * 4 / 2);
+  CHECK(weight_stats(all).matmul_params - weight_stats(x.weights).matmul_params ==
+        2 * 3 * 32 * 64 * 4 / 2);
+  CHECK(weight_stats(all).params == weight_stats(x.weights).params);
+
   const ModelConfig q2 = load_model(gguf_of("qwen2moe")).config;
   CHECK(q2.n_ff_expert == 32);  // expert_feed_forward_length (not n_ff 80 / 2)
   CHECK(q2.n_ff_shared == 48);  // expert_shared_feed_forward_length (not n_ff 80)

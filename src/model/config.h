@@ -145,8 +145,10 @@ void apply_shape(const ModelShape& s, ModelConfig& c);
 // Reads and validates the config: read_gguf_shape's numbers and checks, then the
 // architecture's row. Throws FileError naming the file and the key for an
 // unsupported architecture (listing the supported ones), a missing or out-of-range value,
-// inconsistent head counts, or a row asking for math the forward pass does not implement
-// (unimplemented_math in arch.h).
+// inconsistent head counts, expert counts the row does not allow (arch.h MoeRow: experts on a
+// dense row, none on a MoE row, expert_used_count outside [1, expert_count], dense leading
+// layers), or a row asking for math the forward pass does not implement (unimplemented_math
+// in arch.h).
 // `table`: the architecture rows to accept (the tests pass their own).
 ModelConfig config_from_gguf(const GgufFile& file, const ArchTable& table = {});
 

@@ -16,11 +16,13 @@ namespace {
 ModelWeights bind_to_backend(const ModelWeights& host, const ModelConfig& c, Backend& b,
                              int64_t n_ctx) {
   require_implemented(c);  // refuse a config asking for math compute_chunk lacks
+  MoeFfn::check_backend(b, c);
   ModelWeights w;
   w.token_embd = b.bind_weight(host.token_embd);
   w.output_norm = b.bind_weight(host.output_norm);
   w.output = host.output_tied ? w.token_embd : b.bind_weight(host.output);
   w.output_tied = host.output_tied;
+  w.expert_share = host.expert_share;
   for (const LayerWeights& fused : host.layers) {
     const LayerWeights hl = split_fused_layer(fused, c);  // wq/wk/wv, w_gate/w_up always
     LayerWeights l;

@@ -8,14 +8,17 @@
 
 namespace llmctl {
 
-void MoeFfn::allocate(Backend& b, const ModelConfig& c, int64_t max_batch) {
-  c_ = c;
-  if (c.n_experts < 1) return;
-  if (!b.supports_moe())
+void MoeFfn::check_backend(const Backend& b, const ModelConfig& c) {
+  if (c.n_experts > 0 && !b.supports_moe())
     throw Error(fmt::format("forward: the {} backend has no mixture-of-experts ops, which "
                             "architecture '{}' ({} experts) needs",
                             b.name(), c.arch, c.n_experts),
-                "run it on the CPU backend");
+                "run it on the CPU (--device cpu)");
+}
+
+void MoeFfn::allocate(Backend& b, const ModelConfig& c, int64_t max_batch) {
+  c_ = c;
+  if (c.n_experts < 1) return;
   const int64_t n = max_batch;
   const int64_t k = c.n_experts_used;
   logits_ = b.alloc(n * c.n_experts);

@@ -33,8 +33,11 @@ class MoeFfn {
   using Matmul = std::function<void(const WeightView& w, const Buffer& x, int64_t n, Buffer& out)>;
 
   MoeFfn() = default;
-  // Scratch for batches of up to max_batch tokens; throws Error when `b` lacks the MoE ops
-  // (Backend::supports_moe()). Returns nothing; bytes() says what it holds.
+  // Throws Error when `c` has experts and `b` lacks the MoE ops (Backend::supports_moe()):
+  // the forward pass asks before it binds any weight.
+  static void check_backend(const Backend& b, const ModelConfig& c);
+  // Scratch for batches of up to max_batch tokens (nothing without experts); bytes() is its
+  // size.
   void allocate(Backend& b, const ModelConfig& c, int64_t max_batch);
   uint64_t bytes() const { return bytes_; }
 

@@ -69,6 +69,9 @@ struct ModelWeights {
   // rope_scaling long_factor and short_factor. Absent without LongRoPE.
   WeightView rope_factors_long, rope_factors_short;
   std::vector<LayerWeights> layers;  // n_layers
+  // The share of each routed expert tensor (ffn_*_exps) one token reads: n_experts_used /
+  // n_experts (bind_weights sets it; 1 without experts). weight_stats' per-token figures.
+  double expert_share = 1.0;
 };
 
 // Binds every tensor the config calls for. Matrices may be F32, F16, BF16, Q8_0, Q4_0 or Q4_1
@@ -86,9 +89,11 @@ const WeightView& rope_divisors_for(const ModelWeights& w, const ModelConfig& c,
 struct WeightStats {
   uint64_t bytes = 0;                  // every weight the forward pass uses (a tied output once)
   uint64_t bytes_per_token = 0;        // read by one decode step: all but the embedding table, of
-                                       // which one row (the whole table when it is also the output)
+                                       // which one row (the whole table when it is also the output),
+                                       // and of the routed experts the expert_share a token uses
   uint64_t params = 0;                 // elements of every weight
-  uint64_t matmul_params = 0;          // elements of the layer matrices (2 flops each per token)
+  uint64_t matmul_params = 0;          // elements of the layer matrices a token multiplies (2 flops
+                                       // each; routed experts: their expert_share)
   uint64_t output_params = 0;          // elements of the output projection
   GgmlType main_type = GgmlType::F32;  // the type holding most bytes of the layer matrices
 };
