@@ -7,6 +7,7 @@
 //   ~/.cache/llmctl/ref-venv/bin/python tools/gen_moe_fixtures.py --out tests/fixtures
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -20,6 +21,7 @@
 #include "model/forward.h"
 #include "model/model_loader.h"
 #include "support/fixtures.h"
+#include "support/hf_dirs.h"
 #include "support/logit_rows.h"
 #include "support/test_data.h"
 
@@ -153,6 +155,20 @@ class NoMoeBackend final : public cpu::CpuBackend {
   bool supports_moe() const override { return false; }
 };
 
+// Counts the matmuls of each weight (by its data: each expert view has its own) and their rows.
+class CountingBackend final : public cpu::CpuBackend {
+ public:
+  std::map<const void*, int> calls;
+  std::map<const void*, int64_t> rows;
+
+ protected:
+  void matmul_impl(const WeightView& w, const Buffer& x, int64_t n_tokens, Buffer& out) override {
+    ++calls[w.data];
+    rows[w.data] += n_tokens;
+    cpu::CpuBackend::matmul_impl(w, x, n_tokens, out);
+  }
+};
+
 // Counts the routing the observer is shown.
 class RoutingCounter final : public ForwardObserver {
  public:
@@ -226,6 +242,28 @@ TEST_CASE("moe: a token's logits have the same bits alone or batched, at 1 or 2 
       CHECK(both[1] == alone_b);
     }
     CHECK(run_batched(m, one, {a, b}) == run_batched(m, two, {a, b}));
+  }
+}
+
+TEST_CASE("moe: each chosen expert runs once per chunk, on all of its tokens", "[cpu]") {
+  for (const std::string family : kFamilies) {
+    INFO(family);
+    const LoadedModel m = load_model(gguf_of(family));
+    CountingBackend be;
+    const std::vector<Logits> out = run_batched(m, be, {golden(family).tokens});  // one chunk
+    REQUIRE(out[0].size() == 24);
+    for (const LayerWeights& host : m.weights.layers) {
+      const LayerWeights l = split_fused_layer(host, m.config);
+      int64_t routed_rows = 0;
+      for (const LayerWeights::Expert& e : l.experts) {
+        CHECK(be.calls[e.gate.data] <= 1);
+        CHECK(be.calls[e.up.data] == be.calls[e.gate.data]);
+        CHECK(be.calls[e.down.data] == be.calls[e.gate.data]);
+        routed_rows += be.rows[e.gate.data];
+      }
+      CHECK(routed_rows == 24 * m.config.n_experts_used);  // every (token, rank) slot once
+      CHECK(be.calls[host.ffn_gate_inp.data] == 1);
+    }
   }
 }
 
@@ -313,6 +351,16 @@ TEST_CASE("moe: files the reader refuses, and the fallbacks of missing sizes", "
   CHECK_THAT(load_error(edited_copy("qwen3moe", "as-qwen3", as_qwen3)),
              Contains("qwen3.expert_count = 8: architecture 'qwen3' has no mixture-of-experts "
                       "form"));
+}
+
+TEST_CASE("moe: a Hugging Face directory with experts is refused", "[cpu]") {
+  const std::string dir =
+      llmctl::test::edited_hf_copy("family_qwen3", "experts", [](nlohmann::json& c) {
+        c["num_experts"] = 8;
+        c["num_experts_per_tok"] = 2;
+      });
+  CHECK_THAT(llmctl::test::load_model_error(dir),
+             Contains("8 experts: llmctl reads mixture-of-experts models from GGUF only"));
 }
 
 TEST_CASE("moe: a backend without the expert ops is refused by name", "[cpu]") {
