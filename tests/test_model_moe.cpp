@@ -341,6 +341,26 @@ TEST_CASE("moe: files the reader refuses, and the fallbacks of missing sizes", "
   CHECK_THAT(load_error(edited_copy("qwen2moe", "no-shared-ff",
                                     erase("qwen2moe.expert_shared_feed_forward_length"))),
              Contains("tensor 'blk.0.ffn_gate_shexp.weight': expected [32, 80], got [32, 48]"));
+  // ... and where they agree, the same model (llama.cpp 0.3.36 loads both the same way; checked
+  // by hand with tools/gen_moe_fixtures.py's writer): experts of feed_forward_length 64 / 4,
+  // a shared expert of feed_forward_length 48.
+  const auto same_logits = [](const std::string& family, const std::string& path) {
+    const Golden g = golden(family);
+    cpu::CpuBackend be;
+    return max_abs_diff(run_steps(load_model(path), be, g.tokens, 0).logits, g.logits);
+  };
+  const std::string q3 = edited_copy("qwen3moe", "ff-fallback", [&](GgufBuilder& b) {
+    erase("qwen3moe.expert_feed_forward_length")(b);
+    b.set("qwen3moe.feed_forward_length", gv::u32(64));
+  });
+  CHECK(load_model(q3).config.n_ff_expert == 16);
+  CHECK(same_logits("qwen3moe", q3) < 1e-3);
+  const std::string q2 = edited_copy("qwen2moe", "shared-fallback", [&](GgufBuilder& b) {
+    erase("qwen2moe.expert_shared_feed_forward_length")(b);
+    b.set("qwen2moe.feed_forward_length", gv::u32(48));
+  });
+  CHECK(load_model(q2).config.n_ff_shared == 48);
+  CHECK(same_logits("qwen2moe", q2) < 1e-3);
   // A dense row with experts.
   const auto as_qwen3 = [](GgufBuilder& b) {
     b = rekeyed(b, [](const std::string& k) {
