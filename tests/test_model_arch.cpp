@@ -117,11 +117,46 @@ std::vector<ExpectedTensor> phi3_layer() {
   };
 }
 
+// Mixture of experts (llama.cpp's qwen2moe and qwen3moe tensor lists): the dense FFN replaced
+// by the router and 3-D expert tensors [n_embd, n_ff_exp, n_expert] (down [n_ff_exp, n_embd,
+// n_expert]); qwen2moe adds the shared expert and its gate. No HF names (GGUF only).
+constexpr int64_t kExperts = 4, kExpertsUsed = 2, kFfExpert = 16, kFfShared = 24;
+
+std::vector<ExpectedTensor> routed(std::vector<ExpectedTensor> dense, bool shared) {
+  std::vector<ExpectedTensor> t;
+  for (const ExpectedTensor& e : dense)
+    if (e.gguf.rfind("ffn_", 0) != 0 || e.gguf == "ffn_norm.weight") t.push_back(e);
+  t.push_back({"ffn_gate_inp.weight", "", {kEmbd, kExperts}});
+  t.push_back({"ffn_gate_exps.weight", "", {kEmbd, kFfExpert, kExperts}});
+  t.push_back({"ffn_up_exps.weight", "", {kEmbd, kFfExpert, kExperts}});
+  t.push_back({"ffn_down_exps.weight", "", {kFfExpert, kEmbd, kExperts}});
+  if (shared) {
+    t.push_back({"ffn_gate_inp_shexp.weight", "", {kEmbd}});
+    t.push_back({"ffn_gate_shexp.weight", "", {kEmbd, kFfShared}});
+    t.push_back({"ffn_up_shexp.weight", "", {kEmbd, kFfShared}});
+    t.push_back({"ffn_down_shexp.weight", "", {kFfShared, kEmbd}});
+  }
+  return t;
+}
+
 // Every row of kArchRows must have its expectation here (granite's layers are llama's).
 std::map<std::string, std::vector<ExpectedTensor>> expected_layers() {
-  return {{"llama", kLlamaLayer},   {"qwen2", qwen2_layer()},   {"qwen3", qwen3_layer()},
-          {"olmo2", olmo2_layer()}, {"gemma2", gemma2_layer()}, {"gemma3", gemma3_layer()},
-          {"granite", kLlamaLayer}, {"phi3", phi3_layer()}};
+  return {{"llama", kLlamaLayer},
+          {"qwen2", qwen2_layer()},
+          {"qwen3", qwen3_layer()},
+          {"qwen2moe", routed(qwen2_layer(), true)},
+          {"qwen3moe", routed(qwen3_layer(), false)},
+          {"olmo2", olmo2_layer()},
+          {"gemma2", gemma2_layer()},
+          {"gemma3", gemma3_layer()},
+          {"granite", kLlamaLayer},
+          {"phi3", phi3_layer()}};
+}
+
+int64_t elements(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (const int64_t d : shape) n *= d;
+  return n;
 }
 
 std::vector<uint8_t> f32_bytes(const std::vector<float>& v) {
@@ -144,6 +179,13 @@ GgufBuilder tiny_model(const std::string& arch, const std::vector<ExpectedTensor
   b.set(a + "context_length", gv::u32(64));
   b.set(a + "attention.layer_norm_rms_epsilon", gv::f32(1e-5f));
   b.set(a + "logit_scale", gv::f32(1.0f));  // required by granite, read by no other row
+  const ArchRow* row = find_arch_by_gguf(arch);
+  if (row != nullptr && row->moe.experts == MoeExperts::Required) {
+    b.set(a + "expert_count", gv::u32(static_cast<uint32_t>(kExperts)));
+    b.set(a + "expert_used_count", gv::u32(static_cast<uint32_t>(kExpertsUsed)));
+    b.set(a + "expert_feed_forward_length", gv::u32(static_cast<uint32_t>(kFfExpert)));
+    b.set(a + "expert_shared_feed_forward_length", gv::u32(static_cast<uint32_t>(kFfShared)));
+  }
   const auto add = [&](const std::string& name, std::vector<int64_t> shape) {
     int64_t n = 1;
     for (const int64_t d : shape) n *= d;
@@ -223,7 +265,7 @@ TEST_CASE("arch table: every row's tensor set binds on a generated tiny model an
         REQUIRE(bound.count(name) == 1);
         const WeightView& v = *bound.at(name);
         CHECK(v.n_cols == t.shape[0]);
-        CHECK(v.n_rows == (t.shape.size() > 1 ? t.shape[1] : 1));
+        CHECK(v.n_rows == elements(t.shape) / t.shape[0]);  // 3-D: n_expert matrices
       }
     }
     // The HF names the table gives for this row's present tensors are transformers' names.
@@ -236,8 +278,7 @@ TEST_CASE("arch table: every row's tensor set binds on a generated tiny model an
     // Each tensor counts once in the statistics: 2 layers of the expected elements, plus
     // token_embd (tied output) and output_norm.
     uint64_t layer_params = 0;
-    for (const ExpectedTensor& t : layer)
-      layer_params += static_cast<uint64_t>(t.shape[0] * (t.shape.size() > 1 ? t.shape[1] : 1));
+    for (const ExpectedTensor& t : layer) layer_params += static_cast<uint64_t>(elements(t.shape));
     CHECK(weight_stats(w).params ==
           static_cast<uint64_t>(kLayers) * layer_params + uint64_t{kEmbd * kVocab + kEmbd});
 

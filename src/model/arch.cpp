@@ -58,6 +58,8 @@ void apply_arch_row(const ArchRow& row, ModelConfig& c) {
   c.attn_softcap = row.attn_softcap;
   c.final_softcap = row.final_softcap;
   c.window = row.window;
+  c.moe_renormalize = row.moe.renormalize;
+  c.moe_gated_shared_expert = row.moe.gated_shared_expert;
   if (row.embd_per_head_scale_layers > 0 && c.n_layers == row.embd_per_head_scale_layers)
     c.attn_scale = 1.0 / std::sqrt(static_cast<double>(c.n_embd / c.n_heads));
   // A row with file_scales takes its four scales from the file: the readers set them after
@@ -160,13 +162,31 @@ const std::vector<LayerTensor> kLayerTensors = {
     {&L::ffn_norm, "ffn_norm.weight", "post_attention_layernorm.weight",
      "pre_feedforward_layernorm.weight", N, Dim::NEmbd, Dim::One, When::PreNorm, false},
     {&L::w_gate, "ffn_gate.weight", "mlp.gate_proj.weight", nullptr, M, Dim::NEmbd, Dim::NFf,
-     When::SplitGateUp, false},
+     When::SplitGateUp, false, FfnPart::Dense},
     {&L::w_up, "ffn_up.weight", "mlp.up_proj.weight", nullptr, M, Dim::NEmbd, Dim::NFf,
-     When::SplitGateUp, false},
+     When::SplitGateUp, false, FfnPart::Dense},
     {&L::w_gate_up, "ffn_up.weight", "mlp.gate_up_proj.weight", nullptr, M, Dim::NEmbd,
-     Dim::GateUpDim, When::FusedGateUp, false},
+     Dim::GateUpDim, When::FusedGateUp, false, FfnPart::Dense},
     {&L::w_down, "ffn_down.weight", "mlp.down_proj.weight", nullptr, M, Dim::NFf, Dim::NEmbd,
-     When::Always, false},
+     When::Always, false, FfnPart::Dense},
+    // Mixture of experts: GGUF only (Hugging Face keeps one tensor per expert; the HF reader
+    // refuses experts), so no HF names.
+    {&L::ffn_gate_inp, "ffn_gate_inp.weight", "", nullptr, M, Dim::NEmbd, Dim::NExperts,
+     When::Always, false, FfnPart::Routed},
+    {&L::ffn_gate_exps, "ffn_gate_exps.weight", "", nullptr, M, Dim::NEmbd, Dim::NFfExpert,
+     When::Always, false, FfnPart::Routed, Dim::NExperts},
+    {&L::ffn_up_exps, "ffn_up_exps.weight", "", nullptr, M, Dim::NEmbd, Dim::NFfExpert,
+     When::Always, false, FfnPart::Routed, Dim::NExperts},
+    {&L::ffn_down_exps, "ffn_down_exps.weight", "", nullptr, M, Dim::NFfExpert, Dim::NEmbd,
+     When::Always, false, FfnPart::Routed, Dim::NExperts},
+    {&L::ffn_gate_inp_shexp, "ffn_gate_inp_shexp.weight", "", nullptr, V, Dim::NEmbd, Dim::One,
+     When::Always, false, FfnPart::Shared},
+    {&L::ffn_gate_shexp, "ffn_gate_shexp.weight", "", nullptr, M, Dim::NEmbd, Dim::NFfShared,
+     When::Always, false, FfnPart::Shared},
+    {&L::ffn_up_shexp, "ffn_up_shexp.weight", "", nullptr, M, Dim::NEmbd, Dim::NFfShared,
+     When::Always, false, FfnPart::Shared},
+    {&L::ffn_down_shexp, "ffn_down_shexp.weight", "", nullptr, M, Dim::NFfShared, Dim::NEmbd,
+     When::Always, false, FfnPart::Shared},
     {&L::ffn_post_norm, "post_ffw_norm.weight", "post_feedforward_layernorm.weight", nullptr, N,
      Dim::NEmbd, Dim::One, When::PostNorm, false},
 };
@@ -199,6 +219,16 @@ LayerWeights split_fused_layer(const LayerWeights& l, const ModelConfig& c) {
     s.w_up = row_slice(l.w_gate_up, c.n_ff, c.n_ff);
     s.w_gate_up = WeightView{};
   }
+  if (c.n_experts > 0) {
+    s.experts.resize(static_cast<size_t>(c.n_experts));
+    for (int64_t e = 0; e < c.n_experts; ++e) {
+      LayerWeights::Expert& x = s.experts[static_cast<size_t>(e)];
+      x.gate = row_slice(l.ffn_gate_exps, e * c.n_ff_expert, c.n_ff_expert);
+      x.up = row_slice(l.ffn_up_exps, e * c.n_ff_expert, c.n_ff_expert);
+      x.down = row_slice(l.ffn_down_exps, e * c.n_embd, c.n_embd);
+    }
+    s.ffn_gate_exps = s.ffn_up_exps = s.ffn_down_exps = WeightView{};
+  }
   return s;
 }
 
@@ -224,12 +254,38 @@ int64_t dim_size(Dim d, const ModelConfig& c) {
       return c.n_ff;
     case Dim::GateUpDim:
       return 2 * c.n_ff;
+    case Dim::NExperts:
+      return c.n_experts;
+    case Dim::NFfExpert:
+      return c.n_ff_expert;
+    case Dim::NFfShared:
+      return c.n_ff_shared;
   }
   LLMCTL_ASSERT(false);
   return 0;
 }
 
+namespace {
+
+bool ffn_part_present(FfnPart p, const ModelConfig& c) {
+  switch (p) {
+    case FfnPart::Any:
+      return true;
+    case FfnPart::Dense:
+      return c.n_experts == 0;
+    case FfnPart::Routed:
+      return c.n_experts > 0;
+    case FfnPart::Shared:
+      return c.n_experts > 0 && c.moe_gated_shared_expert;
+  }
+  LLMCTL_ASSERT(false);
+  return false;
+}
+
+}  // namespace
+
 bool layer_tensor_present(const LayerTensor& t, const ModelConfig& c) {
+  if (!ffn_part_present(t.ffn, c)) return false;
   switch (t.when) {
     case When::Always:
       return true;
@@ -265,6 +321,8 @@ std::string hf_tensor_name(const LayerTensor& t, int64_t layer, const ModelConfi
 
 std::vector<int64_t> layer_tensor_shape(const LayerTensor& t, const ModelConfig& c) {
   if (t.rows == Dim::One) return {dim_size(t.cols, c)};
+  if (t.experts != Dim::One)
+    return {dim_size(t.cols, c), dim_size(t.rows, c), dim_size(t.experts, c)};
   return {dim_size(t.cols, c), dim_size(t.rows, c)};
 }
 

@@ -66,6 +66,30 @@ enum class HfWindowKey : uint8_t {
                          // `layer_types`, when present, must list that pattern (Gemma 2)
 };
 
+// Mixture of experts (llama.cpp's build_moe_ffn, src/llama-graph.cpp): a router ffn_gate_inp
+// gives each token softmax probabilities over {arch}.expert_count experts; its
+// expert_used_count best run (SwiGLU FFNs, ffn_{gate,up,down}_exps) and their outputs are
+// added, weighted by those probabilities.
+enum class MoeExperts : uint8_t {
+  None,      // dense only: a file with expert_count > 0 is refused
+  Optional,  // dense, or every layer routed when expert_count > 0 (llama: Mixtral)
+  Required,  // every layer routed; expert_count and expert_used_count required (qwen*moe)
+};
+
+struct MoeRow {
+  MoeExperts experts = MoeExperts::None;
+  // The k chosen probabilities divided by their sum (llama.cpp's norm_w) before weighting.
+  bool renormalize = false;
+  // One more SwiGLU FFN every token runs (ffn_{gate,up,down}_shexp), its output scaled by
+  // sigmoid(ffn_gate_inp_shexp . x) and added (qwen2moe). Its size:
+  // {arch}.expert_shared_feed_forward_length, else feed_forward_length.
+  bool gated_shared_expert = false;
+  // Expert FFN size: {arch}.expert_feed_forward_length, else feed_forward_length /
+  // expert_used_count (true: qwen2moe, qwen3moe); false: feed_forward_length, the key unread
+  // (llama).
+  bool expert_ff_key = false;
+};
+
 struct ArchRow {
   const char* gguf_name;                  // general.architecture, and the "{arch}." key prefix
   std::array<const char*, 4> hf_classes;  // config.json architectures[0] (nullptr: unused)
@@ -95,6 +119,7 @@ struct ArchRow {
   bool hf_norm_offset = false;
   // config.json `query_pre_attn_scalar` Q sets the attention scale 1/sqrt(Q) (Gemma).
   bool hf_query_pre_attn_scalar = false;
+  MoeRow moe = {};
 };
 
 // The rows. Hugging Face rotates "halves" (NEOX pairing) in every family, so HF models run
@@ -118,7 +143,13 @@ inline constexpr ArchRow kArchRows[] = {
      /*fused_gate_up=*/false,
      /*hf_tied_default=*/false,
      /*hf_bias_keys=*/true,
-     HfWindowKey::UniformClampsContext},
+     HfWindowKey::UniformClampsContext,
+     /*embd_per_head_scale_layers=*/0,
+     /*hf_norm_offset=*/false,
+     /*hf_query_pre_attn_scalar=*/false,
+     // Mixtral (llama.cpp's llama.cpp model: expert size feed_forward_length, norm_w true)
+     MoeRow{MoeExperts::Optional, /*renormalize=*/true, /*gated_shared_expert=*/false,
+            /*expert_ff_key=*/false}},
     // qwen2: Qwen2, Qwen2.5, DeepSeek-R1-Distill-Qwen.
     {"qwen2",
      {"Qwen2ForCausalLM", nullptr, nullptr, nullptr},
@@ -159,6 +190,59 @@ inline constexpr ArchRow kArchRows[] = {
      /*hf_tied_default=*/false,
      /*hf_bias_keys=*/true,
      HfWindowKey::GatedRefused},
+    // qwen2moe: Qwen1.5-MoE, Qwen2-57B-A14B (llama.cpp's LLM_ARCH_QWEN2MOE, src/models/
+    // qwen2moe.cpp): qwen2 attention (q/k/v biases), every FFN routed, the k weights not
+    // renormalised (norm_w false), plus a shared expert gated by sigmoid(ffn_gate_inp_shexp . x).
+    // GGUF only.
+    {"qwen2moe",
+     {nullptr, nullptr, nullptr, nullptr},
+     RopeType::Neox,
+     /*hf_qk_permute=*/false,
+     /*qkv_bias=*/true,
+     QkNorm::None,
+     NormPlacement::Pre,
+     Activation::SwiGlu,
+     EmbedScale::None,
+     /*file_scales=*/false,
+     /*attn_softcap=*/0.0,
+     /*final_softcap=*/0.0,
+     WindowPattern{},
+     /*fused_qkv=*/false,
+     /*fused_gate_up=*/false,
+     /*hf_tied_default=*/false,
+     /*hf_bias_keys=*/false,
+     HfWindowKey::None,
+     /*embd_per_head_scale_layers=*/0,
+     /*hf_norm_offset=*/false,
+     /*hf_query_pre_attn_scalar=*/false,
+     MoeRow{MoeExperts::Required, /*renormalize=*/false, /*gated_shared_expert=*/true,
+            /*expert_ff_key=*/true}},
+    // qwen3moe: Qwen3-30B-A3B, Qwen3-235B-A22B (llama.cpp's LLM_ARCH_QWEN3MOE, src/models/
+    // qwen3moe.cpp): qwen3 attention (QK-norm per head, no biases), every FFN routed (top-8 of
+    // 128 in the real models), the k weights renormalised (norm_w true). GGUF only.
+    {"qwen3moe",
+     {nullptr, nullptr, nullptr, nullptr},
+     RopeType::Neox,
+     /*hf_qk_permute=*/false,
+     /*qkv_bias=*/false,
+     QkNorm::PerHead,
+     NormPlacement::Pre,
+     Activation::SwiGlu,
+     EmbedScale::None,
+     /*file_scales=*/false,
+     /*attn_softcap=*/0.0,
+     /*final_softcap=*/0.0,
+     WindowPattern{},
+     /*fused_qkv=*/false,
+     /*fused_gate_up=*/false,
+     /*hf_tied_default=*/false,
+     /*hf_bias_keys=*/false,
+     HfWindowKey::None,
+     /*embd_per_head_scale_layers=*/0,
+     /*hf_norm_offset=*/false,
+     /*hf_query_pre_attn_scalar=*/false,
+     MoeRow{MoeExperts::Required, /*renormalize=*/true, /*gated_shared_expert=*/false,
+            /*expert_ff_key=*/true}},
     // olmo2: OLMo 2 (llama.cpp's LLM_ARCH_OLMO2, src/models/olmo2.cpp): no norm before attention
     // or FFN, an RMSNorm of each block's output before the residual add, and an RMSNorm over
     // all of q and all of k (weights (q_dim,), (kv_dim,)) before RoPE. OLMo 2 files have no
@@ -339,7 +423,22 @@ double layer_rope_freq_scale(const ModelConfig& c, int64_t il);
 
 // A dimension of a tensor, in terms of the config.
 // QNorm / KNorm: head_dim for QK-norm per head, q_dim / kv_dim for QK-norm over the whole vector.
-enum class Dim : uint8_t { One, NEmbd, HeadDim, QDim, KvDim, QNorm, KNorm, QkvDim, NFf, GateUpDim };
+// NFfExpert: an expert's FFN size; NFfShared: the shared expert's; NExperts: expert_count.
+enum class Dim : uint8_t {
+  One,
+  NEmbd,
+  HeadDim,
+  QDim,
+  KvDim,
+  QNorm,
+  KNorm,
+  QkvDim,
+  NFf,
+  GateUpDim,
+  NExperts,
+  NFfExpert,
+  NFfShared,
+};
 int64_t dim_size(Dim d, const ModelConfig& c);
 
 // The switch that makes a tensor present.
@@ -353,6 +452,15 @@ enum class When : uint8_t {
   QkNorm,       // qk_norm PerHead or WholeVector
   SplitGateUp,  // !fused_gate_up
   FusedGateUp,  // fused_gate_up
+};
+
+// Which feed-forward network a tensor belongs to: a layer has the dense one, or (a model with
+// experts) the router and the routed experts, and the shared expert when the row has one.
+enum class FfnPart : uint8_t {
+  Any,     // not an FFN tensor, or in every layer
+  Dense,   // n_experts == 0
+  Routed,  // n_experts > 0
+  Shared,  // n_experts > 0 and gated_shared_expert
 };
 
 enum class TensorKind : uint8_t {
@@ -373,6 +481,11 @@ struct LayerTensor {
   // Its rows (a vector's elements) are per-head rotated dims of q or k: permuted within each
   // head when a row with hf_qk_permute is converted from HF (hf_to_gguf.h).
   bool rotary_rows;
+  FfnPart ffn = FfnPart::Any;  // present only where the layer has that FFN (and `when` holds)
+  // A third ggml dimension (NExperts): one [cols, rows] matrix per expert, stored one after
+  // another; the WeightView holds all of them as n_experts * rows rows (split_fused_layer
+  // gives each expert's rows as a view). One: a matrix or vector.
+  Dim experts = Dim::One;
 };
 
 // Tensors the forward pass may read, in binding order; each LayerWeights member once.
@@ -384,10 +497,11 @@ std::string gguf_tensor_name(const LayerTensor& t, int64_t layer);
 std::string hf_tensor_name(const LayerTensor& t, int64_t layer, const ModelConfig& c);
 // The layer as the forward pass reads it: a fused QKV matrix as wq, wk and wv, a fused gate/up
 // as w_gate and w_up, views of consecutive rows of the fused tensor (rows q, k, v; gate, up, as
-// llama.cpp's build_qkv and LLM_FFN_SWIGLU split them), the fused members absent. No copies:
-// a backend's bind_weight of each view uploads or repacks those rows alone.
+// llama.cpp's build_qkv and LLM_FFN_SWIGLU split them), the fused members absent; the 3-D
+// expert tensors as one view per expert (LayerWeights::experts), their members absent. No
+// copies: a backend's bind_weight of each view uploads or repacks those rows alone.
 LayerWeights split_fused_layer(const LayerWeights& l, const ModelConfig& c);
-// ggml-order shape {cols, rows}, or {cols} for a vector.
+// ggml-order shape {cols, rows}, {cols} for a vector, {cols, rows, n_experts} for experts.
 std::vector<int64_t> layer_tensor_shape(const LayerTensor& t, const ModelConfig& c);
 
 }  // namespace llmctl

@@ -125,6 +125,60 @@ void read_yarn(const GgufFile& f, const std::string& a, ModelConfig& c) {
   set_rope_yarn(c, y);
 }
 
+// The mixture of experts, as llama.cpp's loaders read it for the row (MoeRow): expert_count,
+// expert_used_count in [1, expert_count], the expert FFN size (expert_feed_forward_length, else
+// feed_forward_length / expert_used_count, for a row with expert_ff_key; feed_forward_length
+// for llama) and the shared expert's (expert_shared_feed_forward_length, else
+// feed_forward_length). A row without experts, or a file with dense leading layers (DeepSeek's
+// leading_dense_block_count), is refused; so is a MoE row's file without experts.
+void read_experts(const GgufFile& f, const std::string& a, const ModelShape& s, const MoeRow& row,
+                  ModelConfig& c) {
+  const auto need_n_ff = [&](const char* what) {
+    if (s.n_ff < 1)
+      throw FileError(f.path(), fmt::format("missing metadata key '{}feed_forward_length' (the {} "
+                                            "size without its own key)",
+                                            a, what));
+    return s.n_ff;
+  };
+  if (s.n_experts == 0) {
+    if (row.experts == MoeExperts::Required)
+      throw FileError(f.path(), fmt::format("missing metadata key '{}expert_count' (architecture "
+                                            "'{}' is a mixture of experts)",
+                                            a, c.arch));
+    (void)need_n_ff("dense FFN");
+    return;
+  }
+  if (row.experts == MoeExperts::None)
+    throw FileError(f.path(), fmt::format("{}expert_count = {}: architecture '{}' has no "
+                                          "mixture-of-experts form in llmctl",
+                                          a, s.n_experts, c.arch));
+  if (s.n_dense_layers > 0)
+    throw FileError(f.path(), fmt::format("{}leading_dense_block_count = {}: dense layers before "
+                                          "the expert layers are not supported",
+                                          a, s.n_dense_layers));
+  if (s.n_experts_used < 1 || s.n_experts_used > s.n_experts)
+    throw FileError(f.path(), fmt::format("{}expert_used_count = {} is outside [1, expert_count = "
+                                          "{}]",
+                                          a, s.n_experts_used, s.n_experts));
+  c.n_experts = s.n_experts;
+  c.n_experts_used = s.n_experts_used;
+  const std::string ff_key = a + "expert_feed_forward_length";
+  if (!row.expert_ff_key)
+    c.n_ff_expert = need_n_ff("expert FFN");
+  else if (f.find(ff_key))
+    c.n_ff_expert = require_int(f, ff_key, 1, kMaxDim);
+  else
+    c.n_ff_expert = need_n_ff("expert FFN") / c.n_experts_used;
+  if (c.n_ff_expert < 1)
+    throw FileError(f.path(), fmt::format("{}feed_forward_length = {} / expert_used_count = {} "
+                                          "leaves no expert FFN",
+                                          a, s.n_ff, c.n_experts_used));
+  if (row.gated_shared_expert) {
+    const std::string key = a + "expert_shared_feed_forward_length";
+    c.n_ff_shared = f.find(key) ? require_int(f, key, 1, kMaxDim) : need_n_ff("shared expert");
+  }
+}
+
 }  // namespace
 
 void set_rope_yarn(ModelConfig& c, const YarnParams& y) {
@@ -252,7 +306,6 @@ ModelConfig config_from_gguf(const GgufFile& f, const ArchTable& table) {
 
   const ModelShape s = read_gguf_shape(f);
   // What the shape allows and the engine does not compute (yet).
-  if (s.n_ff == 0) (void)require_int(f, a + "feed_forward_length", 1, kMaxDim);
   if (s.n_ctx_train == 0) (void)require_int(f, a + "context_length", 1, int64_t{1} << 30);
   if (s.v_head_dim != s.head_dim)
     throw FileError(f.path(), fmt::format("{}attention.value_length = {} differs from "
@@ -306,6 +359,7 @@ ModelConfig config_from_gguf(const GgufFile& f, const ArchTable& table) {
   if (!s.has_token_embd) throw FileError(f.path(), "missing tensor 'token_embd.weight'");
 
   apply_arch_row(*row, c);
+  read_experts(f, a, s, row->moe, c);
   read_window(f, a, s, c);
   read_caps_and_scales(f, a, *row, c);
   const std::string missing = unimplemented_message(c);

@@ -69,6 +69,14 @@ struct ModelConfig {
   double final_softcap = 0.0;   // logits = cap * tanh(logits / cap); 0: none
   WindowPattern window;         // which layers attend through a sliding window
   int64_t sliding_window = 0;   // its length in positions (0: none)
+  // Mixture of experts (arch.h MoeRow; 0 experts: a dense FFN). Every layer routes each token
+  // to n_experts_used of n_experts FFNs of n_ff_expert (llama.cpp's build_moe_ffn).
+  int64_t n_experts = 0;         // {arch}.expert_count
+  int64_t n_experts_used = 0;    // {arch}.expert_used_count, in [1, n_experts]
+  int64_t n_ff_expert = 0;       // the row's rule (MoeRow::expert_ff_key)
+  int64_t n_ff_shared = 0;       // the shared expert's FFN size (moe_gated_shared_expert)
+  bool moe_renormalize = false;  // the k weights divided by their sum
+  bool moe_gated_shared_expert = false;
 
   int64_t q_dim() const { return n_heads * head_dim; }      // rows of wq
   int64_t kv_dim() const { return n_kv_heads * head_dim; }  // rows of wk, wv
@@ -137,8 +145,10 @@ void apply_shape(const ModelShape& s, ModelConfig& c);
 // Reads and validates the config: read_gguf_shape's numbers and checks, then the
 // architecture's row. Throws FileError naming the file and the key for an
 // unsupported architecture (listing the supported ones), a missing or out-of-range value,
-// inconsistent head counts, or a row asking for math the forward pass does not implement
-// (unimplemented_math in arch.h).
+// inconsistent head counts, expert counts the row does not allow (arch.h MoeRow: experts on a
+// dense row, none on a MoE row, expert_used_count outside [1, expert_count], dense leading
+// layers), or a row asking for math the forward pass does not implement (unimplemented_math
+// in arch.h).
 // `table`: the architecture rows to accept (the tests pass their own).
 ModelConfig config_from_gguf(const GgufFile& file, const ArchTable& table = {});
 

@@ -15,16 +15,20 @@ namespace {
 ModelWeights bind_to_backend(const ModelWeights& host, const ModelConfig& c, Backend& b,
                              int64_t n_ctx) {
   require_implemented(c);  // refuse a config asking for math compute_chunk lacks
+  MoeFfn::check_backend(b, c);
   ModelWeights w;
   w.token_embd = b.bind_weight(host.token_embd);
   w.output_norm = b.bind_weight(host.output_norm);
   w.output = host.output_tied ? w.token_embd : b.bind_weight(host.output);
   w.output_tied = host.output_tied;
+  w.expert_share = host.expert_share;
   for (const LayerWeights& fused : host.layers) {
     const LayerWeights hl = split_fused_layer(fused, c);  // wq/wk/wv, w_gate/w_up always
     LayerWeights l;
     for (const LayerTensor& t : kLayerTensors)
       if ((hl.*t.member).present()) l.*t.member = b.bind_weight(hl.*t.member);
+    for (const LayerWeights::Expert& e : hl.experts)
+      l.experts.push_back({b.bind_weight(e.gate), b.bind_weight(e.up), b.bind_weight(e.down)});
     w.layers.push_back(std::move(l));
   }
   w.rope_freqs = b.bind_weight(rope_divisors_for(host, c, n_ctx));
@@ -124,18 +128,22 @@ void Forward::allocate(int32_t max_device_top_k) {
   att_ = b.alloc(n * c.q_dim());
   k_ = b.alloc(n * c.kv_dim());
   v_ = b.alloc(n * c.kv_dim());
-  gate_ = b.alloc(n * c.n_ff);
-  up_ = b.alloc(n * c.n_ff);
+  const int64_t n_ff_dense = c.n_experts > 0 ? 0 : c.n_ff;
+  if (n_ff_dense > 0) {
+    gate_ = b.alloc(n * n_ff_dense);
+    up_ = b.alloc(n * n_ff_dense);
+  }
+  moe_.allocate(b, c, n);
   x_out_ = b.alloc(kLogitsRows * c.n_embd);
   h_out_ = b.alloc(kLogitsRows * c.n_embd);
   logits_ = b.alloc(kLogitsRows * c.n_vocab);
   batch_.allocate(n);                   // ids, positions, rows, slots (forward_batch.h)
   results_.allocate(max_device_top_k);  // top-k candidates (forward_logits.h)
-  const int64_t floats = n * (4 * c.n_embd + 2 * c.q_dim() + 2 * c.kv_dim() + 2 * c.n_ff) +
+  const int64_t floats = n * (4 * c.n_embd + 2 * c.q_dim() + 2 * c.kv_dim() + 2 * n_ff_dense) +
                          kLogitsRows * (2 * c.n_embd + c.n_vocab);
   const auto n_groups = static_cast<uint64_t>(cache_.n_groups());
-  scratch_bytes_ =
-      static_cast<uint64_t>(floats) * sizeof(float) + (4 + n_groups) * static_cast<uint64_t>(n) * 4;
+  scratch_bytes_ = static_cast<uint64_t>(floats) * sizeof(float) +
+                   (4 + n_groups) * static_cast<uint64_t>(n) * 4 + moe_.bytes();
 }
 
 const std::vector<float>& Forward::decode(const std::vector<BatchToken>& batch) {
@@ -182,8 +190,10 @@ void Forward::run_chunk(const BatchToken* batch, int64_t n, bool last) {
   const auto n_rows = static_cast<int64_t>(host_logit_rows_.size());
   const bool one_pass = n_rows > 0 && n_rows <= kLogitsRows;
   // A decode step: one token of each sequence (the shape that repeats every step, so a
-  // backend's recording can be updated in place), and nothing that downloads mid-step.
-  const bool decode_step = batch_.n_sequences() == n && observer_ == nullptr;
+  // backend's recording can be updated in place), and nothing that downloads mid-step (an
+  // observer; the experts' routing, moe_ffn.h).
+  const bool decode_step =
+      batch_.n_sequences() == n && observer_ == nullptr && config_.n_experts == 0;
   bool done = false;
   if (decode_step && backend_.begin_recording(n)) {
     try {
@@ -269,16 +279,25 @@ void Forward::compute_chunk(int64_t n, int64_t max_blocks, bool with_output) {
     if (post_norm) b.rmsnorm(proj_, l.attn_post_norm, c.rms_eps, n, h_);
     add_residual(post_norm ? h_ : proj_, n);
 
-    // ---- feed-forward block (SwiGLU or GeGLU) ------------------------------------------
+    // ---- feed-forward block (SwiGLU or GeGLU; routed experts, moe_ffn.h) ----------------
     if (pre_norm) b.rmsnorm(x_, l.ffn_norm, c.rms_eps, n, h_);
     const Buffer& ffn_in = pre_norm ? h_ : x_;
-    matmul(l.w_gate, ffn_in, n, gate_);  // (n, n_ff)
-    matmul(l.w_up, ffn_in, n, up_);      // (n, n_ff)
-    if (c.activation == Activation::GeluTanhGlu)
-      b.gelu_mul(gate_, up_, n * c.n_ff, gate_);  // elementwise, in place is fine
-    else
-      b.silu_mul(gate_, up_, n * c.n_ff, gate_);
-    matmul(l.w_down, gate_, n, ffn_);  // (n, n_embd)
+    if (c.n_experts > 0) {
+      moe_.run(
+          b,
+          [this](const WeightView& w, const Buffer& x, int64_t m, Buffer& out) {
+            matmul(w, x, m, out);
+          },
+          l, ffn_in, n, ffn_, il, obs, observed_);
+    } else {
+      matmul(l.w_gate, ffn_in, n, gate_);  // (n, n_ff)
+      matmul(l.w_up, ffn_in, n, up_);      // (n, n_ff)
+      if (c.activation == Activation::GeluTanhGlu)
+        b.gelu_mul(gate_, up_, n * c.n_ff, gate_);  // elementwise, in place is fine
+      else
+        b.silu_mul(gate_, up_, n * c.n_ff, gate_);
+      matmul(l.w_down, gate_, n, ffn_);  // (n, n_embd)
+    }
     if (post_norm) b.rmsnorm(ffn_, l.ffn_post_norm, c.rms_eps, n, h_);
     add_residual(post_norm ? h_ : ffn_, n);
     if (want_residual) obs->on_residual(il, observed_, observe(x_, n * c.n_embd), c.n_embd);

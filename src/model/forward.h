@@ -16,6 +16,7 @@
 //     x += a   (norms Both: x += rmsnorm(a) * attn_post_norm)
 //     h = rmsnorm(x) * ffn_norm
 //     f = (act(h w_gate^T) * (h w_up^T)) w_down^T,  act silu or tanh-GELU
+//       (a model with experts: the routed FFN of moe_ffn.h instead)
 //     x += f   (norms Both: x += rmsnorm(f) * ffn_post_norm)
 //   logits = rmsnorm(x[rows wanted]) * output_norm  output^T    (m, n_vocab)
 // Only rows whose logits are wanted go through the output projection, a few at a time, so a
@@ -37,6 +38,7 @@
 #include "model/forward_logits.h"
 #include "model/forward_observer.h"
 #include "model/kv_cache.h"
+#include "model/moe_ffn.h"
 #include "model/sequence_model.h"
 #include "model/weights.h"
 
@@ -128,7 +130,8 @@ class Forward final : public SequenceModel {
   std::vector<AttentionShape> attn_;  // per layer (window)
   uint64_t scratch_bytes_ = 0;
   // Activations, (max_batch_, dim) each.
-  Buffer x_, h_, q_, k_, v_, att_, proj_, gate_, up_, ffn_;
+  Buffer x_, h_, q_, k_, v_, att_, proj_, gate_, up_, ffn_;  // gate_, up_: dense FFN only
+  MoeFfn moe_;  // the routed FFN and its scratch (n_experts > 0)
   // Output projection, kLogitsRows rows at a time.
   Buffer x_out_, h_out_, logits_;
   // The chunk being run: its indices (forward_batch.h), which compute_chunk and output_pass

@@ -432,6 +432,11 @@ HfConfig hf_config_from_json(const std::string& text, const std::string& path,
   if (s.n_ff == 0) (void)k.require_int("intermediate_size", 1, kMaxDim);
   if (s.n_ctx_train == 0) (void)k.require_int("max_position_embeddings", 1, int64_t{1} << 30);
   if (s.kv_lora_rank > 0) k.fail("kv_lora_rank", "> 0 is not supported (latent attention)");
+  if (s.n_experts > 0)
+    throw FileError(path,
+                    fmt::format("{} experts: llmctl reads mixture-of-experts models from GGUF "
+                                "only (convert with llama.cpp's convert_hf_to_gguf.py)",
+                                s.n_experts));
   apply_shape(s, c);
   apply_architecture(h, *row, k);
   c.rms_eps = static_cast<float>(k.number("rms_norm_eps", 1e-6, 0.0, 1.0, true));

@@ -57,7 +57,9 @@ WeightView bind_tensor(const GgufFile& f, const std::string& name, TensorKind ki
   v.name = name;
   v.type = t->type;
   v.n_cols = expected[0];
-  v.n_rows = expected.size() > 1 ? expected[1] : 1;
+  // A 3-D tensor [cols, rows, n] (one matrix per expert) is n * rows whole rows in a row.
+  v.n_rows = 1;
+  for (size_t d = 1; d < expected.size(); ++d) v.n_rows *= expected[d];
   v.data = t->data;
   return v;
 }
@@ -93,6 +95,8 @@ ModelWeights bind_weights(const GgufFile& f, const ModelConfig& c) {
     w.rope_factors_long = divisors("rope_factors_long.weight");
     w.rope_factors_short = divisors("rope_factors_short.weight");
   }
+  if (c.n_experts > 0)
+    w.expert_share = static_cast<double>(c.n_experts_used) / static_cast<double>(c.n_experts);
   w.layers.resize(static_cast<size_t>(c.n_layers));
   for (int64_t il = 0; il < c.n_layers; ++il) {
     LayerWeights& l = w.layers[static_cast<size_t>(il)];
@@ -137,9 +141,15 @@ WeightStats weight_stats(const ModelWeights& w) {
   for (const LayerWeights& l : w.layers) {
     for (const LayerTensor& t : kLayerTensors) {  // absent views count 0
       const WeightView& v = l.*t.member;
-      count(v, true);
+      // A token reads the rows of its chosen experts only.
+      const double share = t.experts != Dim::One ? w.expert_share : 1.0;
+      const auto part = [share](uint64_t n) {
+        return static_cast<uint64_t>(std::llround(static_cast<double>(n) * share));
+      };
+      count(v, false);
+      st.bytes_per_token += part(bytes_of(v));
       if (t.kind == TensorKind::Matrix) {
-        st.matmul_params += elems(v);
+        st.matmul_params += part(elems(v));
         by_type[v.type] += bytes_of(v);
       }
     }

@@ -36,6 +36,22 @@ struct LayerWeights {
   WeightView w_gate_up;       // (n_embd, 2 n_ff)  fused_gate_up instead of w_gate, w_up
   WeightView w_down;          // (n_ff, n_embd)
   WeightView ffn_post_norm;   // (n_embd,)  F32, norms Post or Both
+  // Mixture of experts (n_experts > 0, arch.h MoeRow), in place of w_gate, w_up, w_down; the
+  // 3-D tensors are views of n_experts * rows rows (expert e: rows [e rows, (e + 1) rows)).
+  WeightView ffn_gate_inp;        // (n_embd, n_experts)                 the router
+  WeightView ffn_gate_exps;       // (n_embd, n_ff_expert, n_experts)
+  WeightView ffn_up_exps;         // (n_embd, n_ff_expert, n_experts)
+  WeightView ffn_down_exps;       // (n_ff_expert, n_embd, n_experts)
+  WeightView ffn_gate_inp_shexp;  // (n_embd,)  F32   the shared expert's gate, a 1-row matrix
+  WeightView ffn_gate_shexp;      // (n_embd, n_ff_shared)   gated_shared_expert
+  WeightView ffn_up_shexp;        // (n_embd, n_ff_shared)
+  WeightView ffn_down_shexp;      // (n_ff_shared, n_embd)
+  // Each expert's three matrices as row views of the 3-D tensors (split_fused_layer fills
+  // them, the forward pass reads them; empty in bind_weights' result).
+  struct Expert {
+    WeightView gate, up, down;
+  };
+  std::vector<Expert> experts;
 };
 
 struct ModelWeights {
@@ -53,6 +69,9 @@ struct ModelWeights {
   // rope_scaling long_factor and short_factor. Absent without LongRoPE.
   WeightView rope_factors_long, rope_factors_short;
   std::vector<LayerWeights> layers;  // n_layers
+  // The share of each routed expert tensor (ffn_*_exps) one token reads: n_experts_used /
+  // n_experts (bind_weights sets it; 1 without experts). weight_stats' per-token figures.
+  double expert_share = 1.0;
 };
 
 // Binds every tensor the config calls for. Matrices may be F32, F16, BF16, Q8_0, Q4_0 or Q4_1
@@ -70,9 +89,11 @@ const WeightView& rope_divisors_for(const ModelWeights& w, const ModelConfig& c,
 struct WeightStats {
   uint64_t bytes = 0;                  // every weight the forward pass uses (a tied output once)
   uint64_t bytes_per_token = 0;        // read by one decode step: all but the embedding table, of
-                                       // which one row (the whole table when it is also the output)
+                                       // which one row (the whole table when it is also the output),
+                                       // and of the routed experts the expert_share a token uses
   uint64_t params = 0;                 // elements of every weight
-  uint64_t matmul_params = 0;          // elements of the layer matrices (2 flops each per token)
+  uint64_t matmul_params = 0;          // elements of the layer matrices a token multiplies (2 flops
+                                       // each; routed experts: their expert_share)
   uint64_t output_params = 0;          // elements of the output projection
   GgmlType main_type = GgmlType::F32;  // the type holding most bytes of the layer matrices
 };
