@@ -111,7 +111,7 @@ RunSession open_run_session(const RunOptions& opt, int64_t n_sequences) {
   s.model = load_model(opt.model);
   if (opt.verify) verify_model_weights(s.model);
   const ModelConfig& config = s.model.config;
-  set_router_shape(s);
+  if (opt.moe_stats) set_router_shape(s);
   // Before anything runs: a report that cannot exist is an error, not an empty table.
   if (opt.moe_stats && s.n_experts == 0)
     throw Error(fmt::format("--moe-stats: {} ({}) has no experts: every layer runs one dense FFN, "
