@@ -49,6 +49,7 @@ enum DeviceError : int {
   kDeviceErrorKvSlot = 2,          // kv_store: a slot outside the pool
   kDeviceErrorAttentionIndex = 3,  // attention: sequence row, position or block out of range
   kDeviceErrorCopyRow = 4,         // copy_rows: a row outside x
+  kDeviceErrorMoeSlot = 5,         // moe_gather / moe_scatter: a slot outside its rows
 };
 
 // ---------------------------------------------------------------------------
@@ -77,6 +78,34 @@ void launch_scale_f32(float* x, int64_t n, float factor, cudaStream_t stream);
 // gives a NaN row and kDeviceErrorCopyRow.
 void launch_copy_rows_f32(const float* x, int64_t x_rows, int64_t row_len, const int32_t* rows,
                           int64_t n_rows, float* out, int* error_flag, cudaStream_t stream);
+
+// ---------------------------------------------------------------------------
+// Mixture of experts (kernels/moe_*.cu, sigmoid_scale_rows.cu; backend.h "mixture of experts")
+// ---------------------------------------------------------------------------
+// Per token t < n_tokens of logits (n_tokens, n_expert): ids (n_tokens, k) i32, the experts of
+// the k largest softmax probabilities, descending (equal: lower expert first; NaN last), and
+// weights (n_tokens, k) f32 their probabilities, divided by max(their sum, 6.103515625e-5)
+// when `normalize`. The softmax is core/softmax.h's, so weights are within an ulp or two of
+// the CPU's (expf). 1 <= k <= n_expert < 2^31.
+void launch_moe_route_f32(const float* logits, int64_t n_tokens, int64_t n_expert, int64_t k,
+                          bool normalize, int32_t* ids, float* weights, cudaStream_t stream);
+// out (m, n_cols) row i = x row (slots[i] / k); x holds x_rows rows. A negative slot or one
+// naming a row outside x gives a NaN row and kDeviceErrorMoeSlot.
+void launch_moe_gather_f32(const float* x, int64_t x_rows, int64_t n_cols, const int32_t* slots,
+                           int64_t m, int64_t k, float* out, int* error_flag,
+                           cudaStream_t stream);
+// y_slots row slots[i] = y row i, i < m; y_slots holds n_slots rows. A slot outside
+// [0, n_slots) stores nothing and gives kDeviceErrorMoeSlot.
+void launch_moe_scatter_f32(const float* y, int64_t n_cols, const int32_t* slots, int64_t m,
+                            int64_t n_slots, float* y_slots, int* error_flag,
+                            cudaStream_t stream);
+// out (n_tokens, n_cols) row t = sum_{r < k} weights[t, r] * y_slots[t * k + r], products
+// rounded to f32 and added in rank order (no FMA): the CPU reference's bits.
+void launch_moe_combine_f32(const float* y_slots, const float* weights, int64_t n_tokens,
+                            int64_t k, int64_t n_cols, float* out, cudaStream_t stream);
+// x (n_tokens, n_cols) row t *= 1 / (1 + exp(-gate[t])), in place.
+void launch_sigmoid_scale_rows_f32(float* x, const float* gate, int64_t n_tokens, int64_t n_cols,
+                                   cudaStream_t stream);
 
 // ---------------------------------------------------------------------------
 // rope (kernels/rope.cu, math in kernels/rope_math.cuh)

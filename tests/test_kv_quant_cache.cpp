@@ -9,6 +9,7 @@
 //     give each request the tokens and logits it gets alone.
 #include <catch2/catch.hpp>
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
@@ -29,6 +30,7 @@
 #include "model/weights.h"
 #include "plan/memory_plan.h"
 #include "plan/model_config.h"
+#include "support/fixtures.h"
 #include "support/test_data.h"
 #include "support/tiny_gemma3.h"
 
@@ -72,11 +74,13 @@ struct Model {
 };
 
 // kvplan per token and per plan against what the cache allocates, for every pair of K and V
-// types (llama.cpp's -ctk / -ctv).
-void check_plan_matches_cache(const ModelConfig& c, const plan::ModelConfig& m) {
+// types (llama.cpp's -ctk / -ctv), or of those given.
+void check_plan_matches_cache(const ModelConfig& c, const plan::ModelConfig& m,
+                              const std::vector<KvType>& types = {std::begin(kTypes),
+                                                                  std::end(kTypes)}) {
   cpu::CpuBackend be;
-  for (const KvType t : kTypes)
-    for (const KvType tv : kTypes) {
+  for (const KvType t : types)
+    for (const KvType tv : types) {
       INFO("K " << kv_type_name(t) << ", V " << kv_type_name(tv));
       // One block of one position on every layer (no window groups): exactly one token's bytes.
       KvCacheOptions one;
@@ -238,4 +242,23 @@ TEST_CASE("quantized KV cache: batched decoding and prefix sharing change no tok
       if (reuse) CHECK(together.at(2).n_reused == 16);
     }
   }
+}
+
+TEST_CASE("kvplan --measure's inputs are what the engine allocates for a MoE model "
+          "(family_moe_mixtral)",
+          "[cpu][plan]") {
+  // --measure allocates the plan's weights (the GGUF's tensor bytes: every expert resident)
+  // and KV cache: the engine maps exactly those weights and its cache holds only attention
+  // (experts change no KV byte).
+  const Model m(test::fixture_path("family_moe_mixtral/model.gguf"));
+  const plan::ModelConfig p = cli::kvplan_model_from_gguf(m.file);
+  REQUIRE(p.is_moe());
+  plan::PlanInputs in = plan_for(p, 64, 2, KvType::F16, KvType::F16);
+  in.weight = plan::parse_weight_format("gguf");  // kvplan --weight-type gguf: the file's bytes
+  CHECK(plan::plan_memory(in, false).weights_bytes_per_gpu == weight_stats(m.weights).bytes);
+  // q8_0 and q4_0 refuse rows that are not whole blocks of 32 (the fixture's kv_dim is 16).
+  if (m.config.kv_dim() % 32 == 0)
+    check_plan_matches_cache(m.config, p);
+  else
+    check_plan_matches_cache(m.config, p, {KvType::F32, KvType::F16});
 }

@@ -244,6 +244,33 @@ TEST_CASE("MoE: every expert is resident, active parameters drive FLOPs", "[cpu]
   CHECK(expected_experts_touched(8, 2, 1000) == Approx(8.0));
 }
 
+TEST_CASE("MoE decode streams the experts the batch touches: active parameters at batch 1",
+          "[cpu][plan]") {
+  // Mixtral-8x7B by hand: 32 layers x 8 experts x (gate, up, down) 3 x 4096 x 14336 expert
+  // parameters of 46,702,792,704; one token reads 2 of each layer's 8 experts, so a decode step
+  // of one sequence streams 46,702,792,704 - 45,097,156,608 x 6/8 = 12,879,925,248 parameters
+  // (the published 12.9B active), in bf16, and the KV cache.
+  PlanInputs in = inputs("mixtral-8x7b");
+  in.batch = 1;
+  const MemoryPlan p = plan_memory(in);
+  REQUIRE(p.batch_per_replica == 1);
+  const double expert_params = 32.0 * 8 * 3 * 4096 * 14336;
+  CHECK(expert_params == 45097156608.0);
+  CHECK(static_cast<double>(p.weights_bytes_per_gpu) == Approx(46702792704.0 * 2).epsilon(1e-9));
+  const Roofline one = roofline(in, p);
+  CHECK(one.decode_bytes_per_step ==
+        Approx(12879925248.0 * 2 + static_cast<double>(p.kv_bytes_needed)).epsilon(1e-9));
+  CHECK(one.decode_flops_per_step ==
+        Approx(2.0 * static_cast<double>(count_params(in.model).active_matmul) +
+               32.0 * static_cast<double>(in.ctx) * 2.0 * (128 + 128) * 32)
+            .epsilon(1e-9));
+  // A batch of 64 touches all 8 experts of every layer (1 - (6/8)^64 ~ 1): every weight.
+  in.batch = 64;
+  const MemoryPlan p64 = plan_memory(in);
+  CHECK(roofline(in, p64).decode_bytes_per_step ==
+        Approx(static_cast<double>(p64.weights_bytes_per_gpu + p64.kv_bytes_needed)).epsilon(1e-6));
+}
+
 TEST_CASE("blocks round each sequence up", "[cpu][plan]") {
   PlanInputs in = inputs("llama-3.1-8b");
   in.ctx = 100;

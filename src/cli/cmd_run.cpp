@@ -12,8 +12,9 @@
 //                 logits_hash=<16 hex digits, fnv1a-64 of the last logits' float32 bytes>
 //     p50/p95: nearest-rank percentiles of the per-token decode latency (forward step + pick).
 //     --batch ends with its own line (llmctl-batch: ...), see run_batch.cpp.
-//   --attn-stats and --acf print their tables on stderr after the generation, before the
-//   timing and summary lines (with --json: "attn_stats" and "acf" objects in stdout's JSON).
+//   --attn-stats, --moe-stats and --acf print their tables on stderr after the generation,
+//   before the timing and summary lines (with --json: "attn_stats", "moe_stats" and "acf"
+//   objects in stdout's JSON).
 //   With --batch each record carries its request's own objects; with -i each turn gets a
 //   line or two on stderr (run_chat.cpp).
 #include <fmt/format.h>
@@ -78,9 +79,9 @@ void add_run_command(CLI::App& app, Action& action) {
       "the stop string, which is never printed.\n"
       "KV cache: paged, blocks of --block-size positions; --batch sequences whose prompts share\n"
       "a prefix share its blocks.\n"
-      "Diagnostics (tables on stderr before the summary line, with --json as \"attn_stats\"\n"
-      "and \"acf\" objects instead; with --batch every record has its own request's objects,\n"
-      "and with -i every turn gets one line each on stderr):\n"
+      "Diagnostics (tables on stderr before the summary line, with --json as \"attn_stats\",\n"
+      "\"moe_stats\" and \"acf\" objects instead; with --batch every record has its own\n"
+      "request's objects, and with -i every turn gets one line each on stderr):\n"
       "  --attn-stats  per layer (and per head in --json) over every query token, prompt and\n"
       "    generated: max/min/mean/std of the scaled scores q.k/sqrt(head_dim) the softmax\n"
       "    receives (after a soft-cap; raw_max: before it, on soft-capped models), taken inside\n"
@@ -97,6 +98,13 @@ void add_run_command(CLI::App& app, Action& action) {
       "    the rows whose max exceeds ln(65504) = 11.09, where a softmax exponentiating in\n"
       "    fp16 before subtracting the max would overflow (information, not an alert).\n"
       "    Alerts are reports: the exit code stays 0.\n"
+      "  --moe-stats  mixture-of-experts models only (an error on a dense model): per layer\n"
+      "    with experts, over every token routed, prompt and generated: the tokens each expert\n"
+      "    got (a token counts once for each of its k experts), the mean entropy in nats of the\n"
+      "    router's softmax over all experts (ln E: it cannot tell them apart; 0: sure of one),\n"
+      "    the top-k mass (the chosen experts' share of that softmax, before renormalisation),\n"
+      "    max_load (the busiest expert's tokens over an even share) and the experts never\n"
+      "    chosen (docs/diagnostics.md).\n"
       "  --acf  autocorrelation of the generated tokens: Cohen's kappa of id[t] == id[t-lag]\n"
       "    (0: chance agreement, 1: every token equals the one lag before) and the Pearson ACF\n"
       "    of the top-1 probability (of the raw logits) per step, for lags 1..n/2; the\n"
@@ -108,8 +116,9 @@ void add_run_command(CLI::App& app, Action& action) {
       "  --stop-on-loop  runs that loop test after every token and stops with finish=loop:\n"
       "    with --batch only the looping request (finish_reason \"loop\"), the others go on;\n"
       "    with -i only the answer (a note on stderr), the chat goes on.\n"
-      "  With --batch the alert and the loop are measured per request, exactly as if it ran\n"
-      "  alone (--attn-stats turns the prefix cache off so every prompt token is measured);\n"
+      "  With --batch the alert, the router statistics and the loop are measured per request,\n"
+      "  exactly as if it ran alone (--attn-stats and --moe-stats turn the prefix cache off, so\n"
+      "  every prompt token is measured);\n"
       "  with -i over the tokens a turn computes (the new part of the conversation and the\n"
       "  answer: earlier turns come from the cache). The alert is the lowest layer showing the\n"
       "  problem, at its earliest position, however the tokens were batched.\n"
@@ -217,6 +226,9 @@ void add_run_command(CLI::App& app, Action& action) {
   sub->add_option("--attn-alert", attn_alert_value,
                   "Also alert when a scaled attention score exceeds this (implies --attn-stats; "
                   "default: no threshold, NaN/Inf always alert)");
+  sub->add_flag("--moe-stats", opt.moe_stats,
+                "Router statistics of a mixture-of-experts model per layer: tokens per expert, "
+                "router entropy, top-k mass, experts never chosen (an error on a dense model)");
   sub->add_flag("--acf", opt.acf,
                 "Autocorrelation of the generated token ids and top-1 probabilities: dominant "
                 "period, strength and loop verdict");

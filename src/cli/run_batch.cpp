@@ -10,10 +10,11 @@
 // Seeds: a request's "seed", else the run's --seed (or random seed) plus the line index, so
 // a batch is reproducible and two lines never share a random stream by accident.
 //
-// Diagnostics (--attn-stats, --acf, --stop-on-loop) are per request, as run --json reports
-// them for one prompt: a SequenceRouter hands each request's tokens to its own collector (the
-// scheduler says which sequence id a request got), and --stop-on-loop ends only the request
-// that loops. With --attn-stats the prefix cache is not used, so every request's prompt is
+// Diagnostics (--attn-stats, --moe-stats, --acf, --stop-on-loop) are per request, as run --json
+// reports them for one prompt: a SequenceRouter hands each request's tokens to its own
+// collectors (the scheduler says which sequence id a request got), and --stop-on-loop ends only
+// the request that loops. With --attn-stats or --moe-stats the prefix cache is not used, so
+// every request's prompt is
 // computed and measured in full, as when it runs alone. An alert or a loop stop also gets one
 // line on stderr naming the input line.
 //
@@ -147,13 +148,13 @@ int run_batch(const RunOptions& opt) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point t0 = Clock::now();
   std::vector<std::unique_ptr<Pending>> pending;
-  SequenceRouter router;  // --attn-stats: each request's tokens to its own collector
-  if (opt.attn_stats) s.fwd->set_observer(&router);
+  SequenceRouter router;  // --attn-stats, --moe-stats: each request's tokens to its collectors
+  if (observes_forward_pass(opt)) s.fwd->set_observer(&router);
   SchedulerOptions sched_opt{opt.parallel};
   sched_opt.on_admit = [&pending, &router](size_t k, int32_t seq) {
     Pending& p = *pending[k];
     p.seq = seq;
-    if (p.diag->attn() != nullptr) router.bind(seq, p.diag->attn());
+    if (ForwardObserver* o = p.diag->observer()) router.bind(seq, o);
   };
   Scheduler sched(*s.fwd, sched_opt);
   int64_t n_errors = 0, n_skipped = 0, n_ok = 0, prompt_tokens = 0, gen_tokens = 0, reused = 0;
@@ -194,9 +195,9 @@ int run_batch(const RunOptions& opt) {
       use_sampler(g, *raw->sampler, static_cast<int32_t>(s.model.config.n_vocab), s.tok->n_vocab());
       g.on_token = [raw](int32_t id) { raw->text += raw->stop->push(raw->stream->push(id)).text; };
       g.stop_requested = [raw] { return raw->stop->stopped(); };
-      p->diag = std::make_unique<SequenceDiagnostics>(opt, s.model.config);
+      p->diag = std::make_unique<SequenceDiagnostics>(opt, s);
       p->diag->attach(g);
-      g.reuse_prefix = !opt.attn_stats;  // a reused prefix would not be measured
+      g.reuse_prefix = !observes_forward_pass(opt);  // a reused prefix would not be measured
       const size_t k = sched.submit(p->prompt_ids, g);
       LLMCTL_ASSERT(k == pending.size());
       pending.push_back(std::move(p));

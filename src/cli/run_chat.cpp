@@ -17,7 +17,9 @@
 // Diagnostics per turn, before that summary line: --attn-stats prints one line (the turn's
 // alert, or its largest score when there is none) over the query tokens the turn computed
 // (the new part of the conversation and the answer; blocks reused from earlier turns are not
-// computed again); --acf one line with the answer's dominant period and loop verdict;
+// computed again); --moe-stats one line over the same tokens (router entropy, top-k mass and
+// the experts never chosen, means over the layers); --acf one line with the answer's dominant
+// period and loop verdict;
 // --stop-on-loop ends the answer (finish=loop) with a note, and the chat goes on.
 #include <fmt/format.h>
 
@@ -34,6 +36,7 @@
 #include "cli/sampler_picker.h"
 #include "core/error.h"
 #include "core/text_io.h"
+#include "diag/moe_stats_report.h"
 #include "model/scheduler.h"
 #include "sampler/stop.h"
 #include "tokenizer/chat.h"
@@ -77,8 +80,8 @@ std::vector<int32_t> fit_history(const ChatFormatter& chat, Json& messages, int6
   }
 }
 
-// At most three short lines on stderr: the attention alert (or the largest score), the loop
-// verdict, the --stop-on-loop note.
+// At most four short lines on stderr: the attention alert (or the largest score), the router
+// statistics, the loop verdict, the --stop-on-loop note.
 void print_turn_diagnostics(int turn, SequenceDiagnostics& diag, const GenerateResult& r) {
   if (const AttnStatsCollector* attn = diag.attn()) {
     if (const auto alert = diag.alert_text()) {
@@ -101,6 +104,8 @@ void print_turn_diagnostics(int turn, SequenceDiagnostics& diag, const GenerateR
       fmt::print(stderr, "\n");
     }
   }
+  if (const MoeStatsCollector* moe = diag.moe())
+    fmt::print(stderr, "llmctl: moe-stats: turn {}: {}\n", turn, moe_stats_line(*moe));
   if (const auto acf = diag.acf_report(r)) {
     const Period& p = acf->tokens.period;
     fmt::print(stderr, "llmctl: acf: turn {}: {} tokens, dominant period {}{}; loop: {}\n", turn,
@@ -177,9 +182,9 @@ int run_chat(const RunOptions& opt) {
       write_out(piece);
     };
     g.stop_requested = [&stop] { return stop.stopped(); };
-    SequenceDiagnostics diag(opt, s.model.config);
+    SequenceDiagnostics diag(opt, s);
     diag.attach(g);
-    s.fwd->set_observer(diag.attn());
+    s.fwd->set_observer(diag.observer());
     const GenerateResult r = generate(*s.fwd, ids, g);
     s.fwd->set_observer(nullptr);
     if (output_closed()) break;

@@ -7,14 +7,28 @@
 #include <utility>
 
 #include "diag/attn_stats_report.h"
+#include "diag/moe_stats_report.h"
 
 namespace llmctl::cli {
 
-SequenceDiagnostics::SequenceDiagnostics(const RunOptions& opt, const ModelConfig& config)
+SequenceDiagnostics::SequenceDiagnostics(const RunOptions& opt, const RunSession& s)
     : acf_(opt.acf), stop_on_loop_(opt.stop_on_loop) {
-  if (opt.attn_stats)
+  const ModelConfig& config = s.model.config;
+  if (opt.attn_stats) {
     attn_.emplace(config.n_layers, config.n_heads, opt.attn_alert, config.attn_softcap);
+    observers_.add(&*attn_);
+  }
+  if (opt.moe_stats) {  // open_run_session refused a model without experts
+    moe_.emplace(config.n_layers, s.n_experts, s.n_experts_used);
+    observers_.add(&*moe_);
+  }
 }
+
+ForwardObserver* SequenceDiagnostics::observer() {
+  return observers_.empty() ? nullptr : &observers_;
+}
+
+bool observes_forward_pass(const RunOptions& opt) { return opt.attn_stats || opt.moe_stats; }
 
 void SequenceDiagnostics::attach(GenerateOptions& g) {
   if (acf_)
@@ -39,6 +53,7 @@ std::optional<AcfReport> SequenceDiagnostics::acf_report(const GenerateResult& r
 
 void SequenceDiagnostics::add_json(nlohmann::json& j, const std::optional<AcfReport>& acf) const {
   if (attn_) j["attn_stats"] = attn_stats_json(*attn_);
+  if (moe_) j["moe_stats"] = moe_stats_json(*moe_);
   if (acf) j["acf"] = acf_json(*acf);
 }
 

@@ -48,11 +48,13 @@ struct RunOptions : EngineOptions {
   bool verify = false;          // --verify: scan every weight for NaN/Inf before running
   // Diagnostics, per prompt, --batch request or -i turn (run_diagnostics.h): attention
   // statistics (diag/attn_stats.h), with an alert threshold on the scaled score max only when
-  // --attn-alert is given (NaN/Inf always alert), and the autocorrelation report (diag/acf.h).
+  // --attn-alert is given (NaN/Inf always alert), the autocorrelation report (diag/acf.h) and
+  // the router statistics of a mixture-of-experts model (diag/moe_stats.h).
   bool attn_stats = false;
   std::optional<double> attn_alert;
   bool acf = false;
   bool stop_on_loop = false;
+  bool moe_stats = false;  // --moe-stats: router statistics (diag/moe_stats.h), MoE models only
 };
 
 // The model, its tokenizer and a forward pass on the chosen backend.
@@ -63,6 +65,9 @@ struct RunSession {
   std::unique_ptr<Forward> fwd;
   int64_t n_ctx = 0;  // positions per sequence
   double load_ms = 0;
+  // With --moe-stats, the router's shape (0 experts: a dense model): experts per layer, and
+  // chosen per token (0 and 0 without the flag).
+  int64_t n_experts = 0, n_experts_used = 0;
 };
 
 // Checks the options that CLI11 cannot (throws CLI::ValidationError).

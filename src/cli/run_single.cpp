@@ -19,6 +19,7 @@
 #include "core/text_io.h"
 #include "diag/acf_report.h"
 #include "diag/attn_stats_report.h"
+#include "diag/moe_stats_report.h"
 #include "sampler/stop.h"
 
 namespace llmctl::cli {
@@ -89,8 +90,8 @@ int run_single(const RunOptions& opt) {
   };
 
   // ---- diagnostics (off unless asked: no observer, no per-pick work) --------------------------
-  SequenceDiagnostics diag(opt, s.model.config);
-  s.fwd->set_observer(diag.attn());
+  SequenceDiagnostics diag(opt, s);
+  s.fwd->set_observer(diag.observer());
 
   GenerateOptions g = base_generate_options(opt, s);
   // Picks from device candidates where the sampler allows it (sampler_picker.h).
@@ -149,11 +150,12 @@ int run_single(const RunOptions& opt) {
   if (!opt.json) {
     // Piped text keeps its exact bytes (no newline added), so with 2>&1 the tables would run
     // on from the last generated word: start them on a line of their own there.
-    if ((diag.attn() || acf) && !stdout_is_terminal() && stdout_shares_stderr()) {
+    if ((diag.attn() || diag.moe() || acf) && !stdout_is_terminal() && stdout_shares_stderr()) {
       flush_out();
       fmt::print(stderr, "\n");
     }
     if (diag.attn()) fmt::print(stderr, "{}", attn_stats_table(*diag.attn()));
+    if (diag.moe()) fmt::print(stderr, "{}", moe_stats_table(*diag.moe()));
     if (acf) fmt::print(stderr, "{}", acf_table(*acf));
   }
   if (const auto alert = diag.alert_text()) fmt::print(stderr, "llmctl: attn-alert: {}\n", *alert);

@@ -9,6 +9,25 @@ void SequenceRouter::bind(int32_t seq, ForwardObserver* observer) { bound_[seq] 
 
 void SequenceRouter::unbind(int32_t seq) { bound_.erase(seq); }
 
+template <typename Wants>
+bool SequenceRouter::any_bound(Wants&& wants) const {
+  for (const auto& entry : bound_)
+    if (wants(*entry.second)) return true;
+  return false;
+}
+
+bool SequenceRouter::wants_attention_stats() const {
+  return any_bound([](const ForwardObserver& o) { return o.wants_attention_stats(); });
+}
+
+bool SequenceRouter::wants_residual() const {
+  return any_bound([](const ForwardObserver& o) { return o.wants_residual(); });
+}
+
+bool SequenceRouter::wants_moe_routing() const {
+  return any_bound([](const ForwardObserver& o) { return o.wants_moe_routing(); });
+}
+
 template <typename Fn>
 void SequenceRouter::for_each_run(const ObservedBatch& batch, Fn&& fn) const {
   int64_t begin = 0;
@@ -39,6 +58,17 @@ void SequenceRouter::on_residual(int64_t layer, const ObservedBatch& batch, cons
                                  int64_t n_embd) {
   for_each_run(batch, [&](ForwardObserver& o, const ObservedBatch& run, int64_t first) {
     o.on_residual(layer, run, x + first * n_embd, n_embd);
+  });
+}
+
+
+// logits (n_tokens, n_expert), ids and weights (n_tokens, k).
+void SequenceRouter::on_moe_routing(int64_t layer, const ObservedBatch& batch,
+                                    const float* logits, int64_t n_expert, const int32_t* ids,
+                                    const float* weights, int64_t k) {
+  for_each_run(batch, [&](ForwardObserver& o, const ObservedBatch& run, int64_t first) {
+    o.on_moe_routing(layer, run, logits + first * n_expert, n_expert, ids + first * k,
+                     weights + first * k, k);
   });
 }
 

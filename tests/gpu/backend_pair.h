@@ -46,6 +46,12 @@ inline std::vector<float> fetch(Backend& b, const Buffer& buf, int64_t n) {
   return v;
 }
 
+inline std::vector<int32_t> fetch_i32(Backend& b, const Buffer& buf, int64_t n) {
+  std::vector<int32_t> v(static_cast<size_t>(n));
+  b.download(buf, v.data(), n);
+  return v;
+}
+
 // A weight (n_rows, n_cols) of `type` made by quantizing uniform [-1, 1) values: its host bytes,
 // the view the CPU reads, the view bound to the GPU, and the dequantized values (n_rows * n_cols).
 struct PairedWeight {

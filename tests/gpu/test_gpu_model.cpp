@@ -18,6 +18,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/cuda_backend.h"
 #include "gpu_main.h"
+#include "greedy_parity.h"
 #include "io/gguf.h"
 #include "model/config.h"
 #include "model/forward.h"
@@ -28,10 +29,6 @@
 using namespace llmctl;
 
 namespace {
-
-int32_t argmax(const std::vector<float>& v) {
-  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
-}
 
 const std::vector<int32_t> kPrompt{1, 365, 301, 285, 343, 260, 412};
 
@@ -45,25 +42,10 @@ TEST_CASE("stories260K on the GPU: greedy ids and logits match the CPU reference
   cuda::CudaBackend gpu(0);
   Forward fc(c, w, cpu, 128);  // f32 KV cache
   Forward fg(c, w, gpu, 128);
-  std::vector<float> lc, lg;
-  for (const int32_t t : kPrompt) {
-    lc = fc.step(t);
-    lg = fg.step(t);
-  }
-  double worst = 0.0;
-  std::vector<int32_t> ids_c, ids_g;
-  for (int i = 0; i < 48; ++i) {
-    REQUIRE(lc.size() == lg.size());
-    for (size_t k = 0; k < lc.size(); ++k)
-      worst = std::max(worst, std::fabs(static_cast<double>(lc[k]) - static_cast<double>(lg[k])));
-    ids_c.push_back(argmax(lc));
-    ids_g.push_back(argmax(lg));
-    lc = fc.step(ids_c.back());
-    lg = fg.step(ids_g.back());
-  }
-  INFO("max |logit gpu - cpu| over 48 steps = " << worst);
-  CHECK(ids_g == ids_c);
-  CHECK(worst < 1e-3);
+  const test::GreedyParity p = test::greedy_parity(fc, fg, kPrompt, 48);
+  INFO("max |logit gpu - cpu| over 48 steps = " << p.worst);
+  CHECK(p.ids_b == p.ids_a);
+  CHECK(p.worst < 1e-3);
 }
 
 TEST_CASE("stories260K on the GPU is batch-invariant through Forward, bitwise", "[gpu]") {
@@ -179,7 +161,7 @@ TEST_CASE("tiny gemma3 on the GPU past its window: released blocks are never rea
     REQUIRE(lc.size() == lg.size());
     for (size_t k = 0; k < lc.size(); ++k)
       worst = std::max(worst, std::fabs(static_cast<double>(lc[k]) - static_cast<double>(lg[k])));
-    const int32_t next = argmax(lc);
+    const int32_t next = test::argmax_id(lc);
     bc = {BatchToken{sc, next, true}};
     bg = {BatchToken{sg, next, true}};
   }

@@ -14,6 +14,7 @@
 
 using namespace llmctl;
 using llmctl::test::fetch;
+using llmctl::test::fetch_i32;
 using llmctl::test::same_bits;
 using llmctl::test::make_f32;
 
@@ -40,12 +41,6 @@ std::vector<float> tricky_logits(size_t n, uint64_t seed) {
   return v;
 }
 
-std::vector<int32_t> fetch_ids(Backend& b, const Buffer& buf, int64_t n) {
-  std::vector<int32_t> v(static_cast<size_t>(n));
-  b.download(buf, v.data(), n);
-  return v;
-}
-
 void compare(cpu::CpuBackend& cpu, cuda::CudaBackend& gpu, const std::vector<float>& logits,
              int64_t n_rows, int64_t n_cols, int64_t k) {
   CAPTURE(n_rows, n_cols, k);
@@ -54,7 +49,7 @@ void compare(cpu::CpuBackend& cpu, cuda::CudaBackend& gpu, const std::vector<flo
   Buffer gi = gpu.alloc(n_rows * k, BufferType::I32), gv = gpu.alloc(n_rows * k);
   cpu.top_k(cl, n_rows, n_cols, k, ci, cv);
   gpu.top_k(gl, n_rows, n_cols, k, gi, gv);
-  CHECK(fetch_ids(gpu, gi, n_rows * k) == fetch_ids(cpu, ci, n_rows * k));
+  CHECK(fetch_i32(gpu, gi, n_rows * k) == fetch_i32(cpu, ci, n_rows * k));
   CHECK(same_bits(fetch(gpu, gv, n_rows * k), fetch(cpu, cv, n_rows * k)));
 }
 
@@ -117,8 +112,8 @@ TEST_CASE("cuda find_nan_inf equals the host scan: NaN and +inf anywhere, none, 
     cpu.find_nan_inf(cl, n_rows, n_cols, co);
     gpu.find_nan_inf(gl, n_rows, n_cols, go);
     CAPTURE(n_cols);
-    const std::vector<int32_t> want = fetch_ids(cpu, co, 2 * n_rows);
-    CHECK(fetch_ids(gpu, go, 2 * n_rows) == want);
+    const std::vector<int32_t> want = fetch_i32(cpu, co, 2 * n_rows);
+    CHECK(fetch_i32(gpu, go, 2 * n_rows) == want);
     CHECK(want[2] == -1);
     CHECK(want[3] == -1);
     CHECK(want[5] == static_cast<int32_t>(n_cols - 1));

@@ -56,6 +56,8 @@ const char* device_error_text(int code) {
       return "attention got a sequence row, position or block outside the block table or pool";
     case kDeviceErrorCopyRow:
       return "copy_rows got a row outside its input";
+    case kDeviceErrorMoeSlot:
+      return "moe_gather or moe_scatter got a slot outside its rows";
     default:
       return "a kernel reported an unknown error code";
   }

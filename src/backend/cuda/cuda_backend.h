@@ -53,7 +53,6 @@ class CudaBackend : public Backend {
   CudaBackend& operator=(const CudaBackend&) = delete;
 
   const char* name() const override { return "cuda"; }
-  bool supports_moe() const override { return false; }  // moe.cpp: no kernels yet
   // F32, F16, BF16, Q8_0, Q4_0, Q4_1: the dtypes with matvec and get_rows kernels.
   bool supports_weight_type(GgmlType type) const override;
   bool batch_invariant() const { return gemm_ == nullptr; }
@@ -105,7 +104,7 @@ class CudaBackend : public Backend {
   void add_impl(Buffer& x, const Buffer& y, int64_t n) override;
   void copy_rows_impl(const Buffer& x, int64_t row_len, const Buffer& rows, int64_t n_rows,
                       Buffer& out) override;
-  // Not on the device yet: each throws an Error saying so (Forward refuses MoE models first).
+  // The mixture-of-experts ops (moe.cpp): one launcher each from kernels/moe_*.cu.
   void moe_route_impl(const Buffer& logits, int64_t n_tokens, int64_t n_expert, int64_t k,
                       bool normalize, Buffer& ids, Buffer& weights) override;
   void moe_gather_impl(const Buffer& x, int64_t n_cols, const Buffer& slots, int64_t offset,
