@@ -77,6 +77,23 @@ TEST_CASE("kvplan's GGUF input equals the engine's config on every family fixtur
     check_gguf_agrees(test::fixture_path(std::string("family_") + family + "/model.gguf"));
 }
 
+TEST_CASE("kvplan's GGUF input: the experts of every MoE fixture, parameters as the file's",
+          "[cpu][plan]") {
+  for (const char* family : {"mixtral", "qwen2moe", "qwen3moe"}) {
+    INFO(family);
+    const GgufFile f = GgufFile::open(test::fixture_path(std::string("family_moe_") + family +
+                                                         "/model.gguf"));
+    const ModelConfig engine = config_from_gguf(f);
+    const plan::ModelConfig kv = cli::kvplan_model_from_gguf(f);
+    CHECK(kv.n_experts == engine.n_experts);
+    CHECK(kv.n_experts_used == engine.n_experts_used);
+    CHECK(kv.n_ff_expert == engine.n_ff_expert);
+    CHECK(kv.n_ff_shared == engine.n_ff_shared);
+    // Every matrix and vector of the file, the shared expert and its gate included (Qwen2-MoE).
+    CHECK(plan::count_params(kv).total() == kv.file_params);
+  }
+}
+
 TEST_CASE("kvplan's config.json input equals the engine's on every family fixture", "[cpu][plan]") {
   for (const char* family :
        {"gemma2", "granite", "olmo2", "phi3", "phi3_longrope", "phi3_partial", "qwen3"}) {

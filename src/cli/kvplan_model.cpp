@@ -35,6 +35,7 @@ plan::ModelConfig plan_numbers(const ModelShape& s, const std::string& arch) {
   c.n_experts_used = s.n_experts_used;
   c.n_shared_experts = s.n_shared_experts;
   c.n_ff_expert = s.n_ff_expert;
+  c.n_ff_shared = s.n_ff_shared;
   c.n_dense_layers = s.n_dense_layers;
   c.kv_lora_rank = s.kv_lora_rank;
   if (c.is_mla()) {

@@ -19,7 +19,7 @@ SequenceDiagnostics::SequenceDiagnostics(const RunOptions& opt, const RunSession
     observers_.add(&*attn_);
   }
   if (opt.moe_stats) {  // open_run_session refused a model without experts
-    moe_.emplace(config.n_layers, s.n_experts, s.n_experts_used);
+    moe_.emplace(config.n_layers, config.n_experts, config.n_experts_used);
     observers_.add(&*moe_);
   }
 }

@@ -17,8 +17,6 @@
 #include "cli/standard_output.h"
 #include "core/byte_size.h"
 #include "core/error.h"
-#include "model/config.h"
-#include "model/hf_config.h"
 #include "model/verify_weights.h"
 
 namespace llmctl::cli {
@@ -89,19 +87,6 @@ int finish_exit_code() {
   return finish_stdout(interrupted() && !output_closed() ? kExitInterrupted : kExitOk);
 }
 
-namespace {
-
-// The expert counts from the model's metadata, through the readers' shape (model/config.h
-// ModelShape; the engine's ModelConfig does not carry them yet).
-void set_router_shape(RunSession& s) {
-  const ModelShape shape = s.model.gguf ? read_gguf_shape(*s.model.gguf)
-                                        : read_hf_shape(s.model.path + "/config.json");
-  s.n_experts = shape.n_experts;
-  s.n_experts_used = shape.n_experts_used;
-}
-
-}  // namespace
-
 RunSession open_run_session(const RunOptions& opt, int64_t n_sequences) {
   install_interrupt_handler();
   require_model_path(opt.model);
@@ -111,9 +96,8 @@ RunSession open_run_session(const RunOptions& opt, int64_t n_sequences) {
   s.model = load_model(opt.model);
   if (opt.verify) verify_model_weights(s.model);
   const ModelConfig& config = s.model.config;
-  if (opt.moe_stats) set_router_shape(s);
   // Before anything runs: a report that cannot exist is an error, not an empty table.
-  if (opt.moe_stats && s.n_experts == 0)
+  if (opt.moe_stats && config.n_experts == 0)
     throw Error(fmt::format("--moe-stats: {} ({}) has no experts: every layer runs one dense FFN, "
                             "so there is no router to report on",
                             opt.model, config.arch),

@@ -65,9 +65,6 @@ struct RunSession {
   std::unique_ptr<Forward> fwd;
   int64_t n_ctx = 0;  // positions per sequence
   double load_ms = 0;
-  // With --moe-stats, the router's shape (0 experts: a dense model): experts per layer, and
-  // chosen per token (0 and 0 without the flag).
-  int64_t n_experts = 0, n_experts_used = 0;
 };
 
 // Checks the options that CLI11 cannot (throws CLI::ValidationError).

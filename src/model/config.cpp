@@ -125,6 +125,31 @@ void read_yarn(const GgufFile& f, const std::string& a, ModelConfig& c) {
   set_rope_yarn(c, y);
 }
 
+// The expert FFN sizes by a row's rule (MoeRow): the expert's (expert_feed_forward_length,
+// else feed_forward_length / expert_used_count, for a row with expert_ff_key;
+// feed_forward_length for llama) and the shared expert's (expert_shared_feed_forward_length,
+// else feed_forward_length, for a row with a gated shared expert; else 0). 0 where the
+// fallback is missing too. read_experts (the engine) and read_gguf_shape (kvplan) both use it.
+struct ExpertSizes {
+  int64_t expert = 0, shared = 0;
+};
+ExpertSizes expert_sizes(const GgufFile& f, const std::string& a, int64_t n_ff, int64_t n_used,
+                         const MoeRow& row) {
+  ExpertSizes e;
+  const std::string ff_key = a + "expert_feed_forward_length";
+  if (!row.expert_ff_key)
+    e.expert = n_ff;
+  else if (f.find(ff_key))
+    e.expert = require_int(f, ff_key, 1, kMaxDim);
+  else
+    e.expert = n_used > 0 ? n_ff / n_used : 0;
+  if (row.gated_shared_expert) {
+    const std::string key = a + "expert_shared_feed_forward_length";
+    e.shared = f.find(key) ? require_int(f, key, 1, kMaxDim) : n_ff;
+  }
+  return e;
+}
+
 // The mixture of experts, as llama.cpp's loaders read it for the row (MoeRow): expert_count,
 // expert_used_count in [1, expert_count], the expert FFN size (expert_feed_forward_length, else
 // feed_forward_length / expert_used_count, for a row with expert_ff_key; feed_forward_length
@@ -162,20 +187,17 @@ void read_experts(const GgufFile& f, const std::string& a, const ModelShape& s, 
                                           a, s.n_experts_used, s.n_experts));
   c.n_experts = s.n_experts;
   c.n_experts_used = s.n_experts_used;
-  const std::string ff_key = a + "expert_feed_forward_length";
-  if (!row.expert_ff_key)
-    c.n_ff_expert = need_n_ff("expert FFN");
-  else if (f.find(ff_key))
-    c.n_ff_expert = require_int(f, ff_key, 1, kMaxDim);
-  else
-    c.n_ff_expert = need_n_ff("expert FFN") / c.n_experts_used;
+  const ExpertSizes e = expert_sizes(f, a, s.n_ff, c.n_experts_used, row);
+  const bool expert_key = row.expert_ff_key && f.find(a + "expert_feed_forward_length");
+  if (!expert_key) (void)need_n_ff("expert FFN");
+  c.n_ff_expert = e.expert;
   if (c.n_ff_expert < 1)
     throw FileError(f.path(), fmt::format("{}feed_forward_length = {} / expert_used_count = {} "
                                           "leaves no expert FFN",
                                           a, s.n_ff, c.n_experts_used));
   if (row.gated_shared_expert) {
-    const std::string key = a + "expert_shared_feed_forward_length";
-    c.n_ff_shared = f.find(key) ? require_int(f, key, 1, kMaxDim) : need_n_ff("shared expert");
+    if (!f.find(a + "expert_shared_feed_forward_length")) (void)need_n_ff("shared expert");
+    c.n_ff_shared = e.shared;
   }
 }
 
@@ -261,8 +283,16 @@ ModelShape read_gguf_shape(const GgufFile& f) {
 
   s.n_experts_used = optional_int(f, a + "expert_used_count", 0, 0, kMaxDim);
   s.n_shared_experts = optional_int(f, a + "expert_shared_count", 0, 0, kMaxDim);
-  s.n_ff_expert =
-      optional_int(f, a + "expert_feed_forward_length", s.n_experts > 0 ? s.n_ff : 0, 0, kMaxDim);
+  if (s.n_experts > 0) {
+    // The engine's rule for a row it runs; else (kvplan only) the key, or feed_forward_length.
+    const ArchRow* row = find_arch_by_gguf(s.arch);
+    MoeRow rule;
+    rule.expert_ff_key = true;
+    if (row != nullptr && row->moe.experts != MoeExperts::None) rule = row->moe;
+    const ExpertSizes e = expert_sizes(f, a, s.n_ff, row != nullptr ? s.n_experts_used : 1, rule);
+    s.n_ff_expert = e.expert;
+    s.n_ff_shared = e.shared;
+  }
   s.kv_lora_rank = optional_int(f, a + "attention.kv_lora_rank", 0, 0, kMaxDim);
   s.q_lora_rank = optional_int(f, a + "attention.q_lora_rank", 0, 0, kMaxDim);
 

@@ -124,6 +124,9 @@ struct ModelShape {
   bool sliding_window_period_list = false;       // the pattern key holds a per-layer list
   // Mixture of experts (0 experts: dense) and multi-head latent attention (kv_lora_rank > 0).
   int64_t n_experts = 0, n_experts_used = 0, n_shared_experts = 0, n_ff_expert = 0;
+  // The shared expert's FFN size when it has its own (Qwen2-MoE: one, gated; 0: none, or
+  // n_shared_experts of n_ff_expert).
+  int64_t n_ff_shared = 0;
   int64_t n_dense_layers = 0;
   int64_t kv_lora_rank = 0, q_lora_rank = 0;
   // From the tensor table (never the tensor data).

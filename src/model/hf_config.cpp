@@ -353,6 +353,8 @@ ModelShape shape_from_keys(const Keys& k) {
     s.n_dense_layers = k.optional_int("first_k_dense_replace", 0, 0, s.n_layers);
     s.n_ff_expert = k.optional_int("moe_intermediate_size", 0, 0, kMaxDim);
     if (s.n_ff_expert == 0) s.n_ff_expert = k.require_int("intermediate_size", 1, kMaxDim);
+    // Qwen2-MoE: one gated shared expert of its own size
+    s.n_ff_shared = k.optional_int("shared_expert_intermediate_size", 0, 0, kMaxDim);
     s.n_ff = s.n_dense_layers > 0 ? k.require_int("intermediate_size", 1, kMaxDim)
                                   : k.optional_int("intermediate_size", 0, 0, kMaxDim);
   } else {

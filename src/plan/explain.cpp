@@ -107,7 +107,9 @@ std::vector<std::string> explain_plan(const PlanInputs& in, const MemoryPlan& p,
     out.push_back(fmt::format("  MoE: all {} experts of every layer are resident; {} parameters are active per token "
                               "(top-{}{}), which sets the FLOPs",
                               m.n_experts, count_text(static_cast<double>(pc.active_matmul)), m.n_experts_used,
-                              m.n_shared_experts > 0 ? fmt::format(" + {} shared", m.n_shared_experts) : ""));
+                              m.n_shared_experts > 0   ? fmt::format(" + {} shared", m.n_shared_experts)
+                              : m.n_ff_shared > 0      ? fmt::format(" + a shared expert of {}", m.n_ff_shared)
+                                                       : ""));
   if (in.weight.from_file)
     out.push_back(fmt::format("  as stored in the GGUF file: {} B of tensors = {}; per GPU (TP {}) {}",
                               num(d(p.weights_bytes)), gib_gb(d(p.weights_bytes)), in.tp,

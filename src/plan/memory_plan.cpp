@@ -146,7 +146,7 @@ uint64_t weights_bytes_total(const ModelConfig& m, const WeightFormat& w) {
 uint64_t activation_estimate(const PlanInputs& in) {
   const ModelConfig& m = in.model;
   int64_t ff = m.n_dense_layers > 0 || !m.is_moe() ? m.n_ff : 0;
-  if (m.is_moe()) ff = std::max(ff, (m.n_experts_used + m.n_shared_experts) * m.n_ff_expert);
+  if (m.is_moe()) ff = std::max(ff, m.n_experts_used * m.n_ff_expert + m.shared_ff());
   const auto d = static_cast<double>(m.n_embd), t = static_cast<double>(in.tp);
   const auto ffd = static_cast<double>(ff), vocab = static_cast<double>(m.n_vocab);
   if (in.engine == Engine::Llamacpp) {

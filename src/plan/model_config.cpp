@@ -46,9 +46,10 @@ ParamCounts count_params(const ModelConfig& c) {
     if (c.layer_is_moe(l)) {
       const int64_t expert = 3 * d * c.n_ff_expert;  // gate, up, down
       const int64_t router = d * c.n_experts;
-      p.linear += router + c.n_experts * expert + c.n_shared_experts * expert;
+      const int64_t shared = 3 * d * c.shared_ff() + (c.n_ff_shared > 0 ? d : 0);  // + its gate
+      p.linear += router + c.n_experts * expert + shared;
       p.expert_linear += c.n_experts * expert;
-      active += router + (c.n_experts_used + c.n_shared_experts) * expert;
+      active += router + c.n_experts_used * expert + shared;
     } else {
       p.linear += 3 * d * c.n_ff;
       active += 3 * d * c.n_ff;

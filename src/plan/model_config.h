@@ -49,6 +49,9 @@ struct ModelConfig {
   int64_t n_experts_used = 0;
   int64_t n_shared_experts = 0;  // each of size n_ff_expert
   int64_t n_ff_expert = 0;
+  // A shared expert of its own size (Qwen2-MoE: one, gated by a sigmoid); 0: none beyond
+  // n_shared_experts.
+  int64_t n_ff_shared = 0;
   int64_t n_dense_layers = 0;
 
   // Published total parameter count from the model card (0: unknown); for tests and --explain.
@@ -59,6 +62,8 @@ struct ModelConfig {
 
   bool is_mla() const { return kv_lora_rank > 0; }
   bool is_moe() const { return n_experts > 0; }
+  // FFN width every token runs besides its routed experts (the shared experts').
+  int64_t shared_ff() const { return n_shared_experts * n_ff_expert + n_ff_shared; }
   int64_t v_dim() const { return v_head_dim > 0 ? v_head_dim : head_dim; }
   // Window of layer `l` in tokens, or 0 for full attention.
   int64_t layer_window(int64_t l) const;
