@@ -121,7 +121,7 @@ std::vector<ExpectedTensor> phi3_layer() {
 std::map<std::string, std::vector<ExpectedTensor>> expected_layers() {
   return {{"llama", kLlamaLayer},   {"qwen2", qwen2_layer()},   {"qwen3", qwen3_layer()},
           {"olmo2", olmo2_layer()}, {"gemma2", gemma2_layer()}, {"gemma3", gemma3_layer()},
-          {"granite", kLlamaLayer}, {"phi3", phi3_layer()}};
+          {"granite", kLlamaLayer}, {"phi3", phi3_layer()},   {"mistral3", kLlamaLayer}};
 }
 
 std::vector<uint8_t> f32_bytes(const std::vector<float>& v) {

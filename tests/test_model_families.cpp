@@ -1,5 +1,6 @@
-// The families qwen3, olmo2, gemma2, granite and phi3 (plain, LongRoPE past its original
-// context, partial rotary) end to end, on tiny random-weight models from
+// The families qwen3, olmo2, gemma2, granite, phi3 (plain, LongRoPE past its original
+// context, partial rotary) and mistral3 (YaRN and the attention temperature past an original
+// context of 16) end to end, on tiny random-weight models from
 // tools/gen_family_fixtures.py (tests/fixtures/family_<name>/): on the CPU reference path the
 // Hugging Face directory against transformers' float64 logits and the GGUF written by gguf-py
 // against llama.cpp's logits and transformers' (within 1e-3, gemma2 against llama.cpp 3e-3:
@@ -36,8 +37,8 @@ using llmctl::test::max_abs_diff;
 
 namespace {
 
-const char* const kFamilies[] = {"qwen3", "olmo2",         "gemma2",      "granite",
-                                 "phi3",  "phi3_longrope", "phi3_partial"};
+const char* const kFamilies[] = {"qwen3", "olmo2",         "gemma2",       "granite",
+                                 "phi3",  "phi3_longrope", "phi3_partial", "mistral3"};
 
 std::string dir_of(const std::string& family) { return fixture_path("family_" + family); }
 // The architecture of a fixture family: phi3_longrope and phi3_partial are phi3 files.
@@ -179,6 +180,11 @@ TEST_CASE("families: hf -> GGUF -> load_model gives the HF path's logits", "[cpu
     CHECK(b.n_rot == a.n_rot);
     CHECK(b.rope_longrope_orig_ctx == a.rope_longrope_orig_ctx);
     CHECK(b.rope_mscale == Approx(a.rope_mscale));
+    CHECK(b.attn_temp_beta == Approx(a.attn_temp_beta));
+    CHECK(b.attn_temp_length == a.attn_temp_length);
+    CHECK(b.window.local_rope_base == a.window.local_rope_base);
+    if (a.sliding_window > 0) CHECK(b.window.period == a.window.period);
+    CHECK(b.rope_freq_scale == Approx(a.rope_freq_scale));
     const double diff = max_abs_diff(run(g, ref.tokens, 0, false).logits,
                                      as_double(run(hf, ref.tokens, 0, false).logits));
     WARN(family << ": max |GGUF logit - HF logit| = " << diff);
@@ -198,6 +204,17 @@ TEST_CASE("families: what the readers take from each family's files", "[cpu]") {
     CHECK(c.sliding_window == 8);
     CHECK(c.embd_scale == Approx(std::sqrt(32.0)));
     for (int64_t il = 0; il < 4; ++il) CHECK(layer_window(c, il) == (il % 2 == 0 ? 8 : 0));
+  }
+  for (const std::string& path : {dir_of("mistral3"), dir_of("mistral3") + "/model.gguf"}) {
+    INFO(path);
+    const ModelConfig c = load_model(path).config;
+    CHECK(c.arch == "mistral3");
+    CHECK(c.attn_temp_beta == Approx(0.5));
+    CHECK(c.attn_temp_length == 16);
+    CHECK(c.rope_scaling_type == "yarn");
+    CHECK(c.rope_yarn.n_ctx_orig == 16);
+    CHECK(c.rope_freq_scale == 0.25);
+    CHECK(c.rope_mscale == Approx(1.0));  // mscale = mscale_all_dim = 1: cos/sin unscaled
   }
   for (const std::string& path : {dir_of("granite"), dir_of("granite") + "/model.gguf"}) {
     INFO(path);
@@ -334,4 +351,20 @@ TEST_CASE("families: config.json values that change the math", "[cpu]") {
   const std::string bad =
       edited_hf_copy("family_granite", "bad", [](nlohmann::json& c) { c["logits_scaling"] = 0; });
   CHECK_THAT(load_model_error(bad), Contains("'logits_scaling' = 0 is outside (0, 1000000]"));
+}
+
+TEST_CASE("families: Ministral 3's config.json keys", "[cpu][golden]") {
+  // Ministral 3: transformers reads llama_4_scaling_beta with no default.
+  const std::string no_beta = edited_hf_copy("family_mistral3", "no-beta", [](nlohmann::json& c) {
+    c["rope_parameters"].erase("llama_4_scaling_beta");
+  });
+  CHECK_THAT(load_model_error(no_beta),
+             Contains("'rope_parameters.llama_4_scaling_beta' is missing"));
+  // beta 0: no temperature, the logits move (the fixture's 24 tokens pass position 16).
+  const Golden m3 = golden(dir_of("mistral3") + "/reference_logits.json");
+  const std::string cold = edited_hf_copy("family_mistral3", "cold", [](nlohmann::json& c) {
+    c["rope_parameters"]["llama_4_scaling_beta"] = 0.0;
+  });
+  CHECK(load_model(cold).config.attn_temp_beta == 0.0);
+  CHECK(max_abs_diff(run(load_model(cold), m3.tokens, 0, false).logits, m3.logits) > 0.05);
 }

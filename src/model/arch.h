@@ -95,6 +95,12 @@ struct ArchRow {
   bool hf_norm_offset = false;
   // config.json `query_pre_attn_scalar` Q sets the attention scale 1/sqrt(Q) (Gemma).
   bool hf_query_pre_attn_scalar = false;
+  // The file may set an attention temperature (ModelConfig::attn_temp_beta): q times
+  // 1 + beta ln(1 + floor(pos / L)) after RoPE, L the original context. GGUF: beta
+  // {arch}.attention.temperature_scale (absent or 0: none), L rope.scaling.original_context_length
+  // (default context_length), as llama.cpp's mistral3 reads them; config.json: rope_parameters'
+  // llama_4_scaling_beta and original_max_position_embeddings (Ministral 3, both required).
+  bool attn_temperature = false;
 };
 
 // The rows. Hugging Face rotates "halves" (NEOX pairing) in every family, so HF models run
@@ -237,6 +243,34 @@ inline constexpr ArchRow kArchRows[] = {
      /*hf_bias_keys=*/false,
      HfWindowKey::None,
      /*embd_per_head_scale_layers=*/62},
+    // mistral3: Mistral 3 and Ministral 3 text models (llama.cpp's LLM_ARCH_MISTRAL3,
+    // src/models/mistral3.cpp; transformers' Ministral3ForCausalLM): llama with YaRN (the
+    // readers' rope scaling) and Llama 4's attention temperature, q times 1 + beta
+    // ln(1 + floor(pos / original context)) after RoPE (beta 0.1, original context 16384 in
+    // the released models, so the factor is exactly 1 below 16384 positions). Converted like
+    // llama (Q/K rows permuted for adjacent pairing).
+    {"mistral3",
+     {"Ministral3ForCausalLM", nullptr, nullptr, nullptr},
+     RopeType::Normal,
+     /*hf_qk_permute=*/true,
+     /*qkv_bias=*/false,
+     QkNorm::None,
+     NormPlacement::Pre,
+     Activation::SwiGlu,
+     EmbedScale::None,
+     /*file_scales=*/false,
+     /*attn_softcap=*/0.0,
+     /*final_softcap=*/0.0,
+     WindowPattern{},
+     /*fused_qkv=*/false,
+     /*fused_gate_up=*/false,
+     /*hf_tied_default=*/false,
+     /*hf_bias_keys=*/true,
+     HfWindowKey::UniformClampsContext,
+     /*embd_per_head_scale_layers=*/0,
+     /*hf_norm_offset=*/false,
+     /*hf_query_pre_attn_scalar=*/false,
+     /*attn_temperature=*/true},
     // granite: IBM Granite 3.x dense models (llama.cpp's LLM_ARCH_GRANITE, src/models/
     // granite.cpp): llama with four scales from the file: embeddings times embedding_scale,
     // each block's output times residual_scale before the residual add, attention scores

@@ -185,7 +185,8 @@ void apply_row_values(ModelConfig& c, const ArchRow& row, const Keys& k) {
 
 // rope_theta and rope scaling, from rope_parameters (transformers v5) or rope_theta and
 // rope_scaling (v4).
-void apply_rope(HfConfig& h, const json& j, const Keys& top, const std::string& path) {
+void apply_rope(HfConfig& h, const ArchRow& row, const json& j, const Keys& top,
+                const std::string& path) {
   ModelConfig& c = h.config;
   const char* section = j.contains("rope_parameters") ? "rope_parameters" : "rope_scaling";
   const json* rope = top.get(section);
@@ -204,6 +205,12 @@ void apply_rope(HfConfig& h, const json& j, const Keys& top, const std::string& 
                                                 ">= 2",
                                                 c.n_rot));
 
+  if (row.attn_temperature) {
+    // Ministral 3 (transformers' get_llama_4_attn_scale reads both keys, with no default).
+    if (r.get("llama_4_scaling_beta") == nullptr) r.fail("llama_4_scaling_beta", "is missing");
+    c.attn_temp_beta = r.number("llama_4_scaling_beta", 0.0, -1e6, 1e6, false);
+    c.attn_temp_length = r.require_int("original_max_position_embeddings", 1, int64_t{1} << 30);
+  }
   std::string type = r.string("rope_type", r.string("type", "default"));
   if (type == "default") type.clear();
   h.rope_scaling_type = type;
@@ -444,7 +451,7 @@ HfConfig hf_config_from_json(const std::string& text, const std::string& path,
   if (act != want_act)
     k.fail(act_key, fmt::format("'{}' is not supported (supported: {})", act, want_act));
   h.tie_word_embeddings = k.boolean("tie_word_embeddings", row->hf_tied_default);
-  apply_rope(h, j, k, path);
+  apply_rope(h, *row, j, k, path);
 
   h.bos_token_id = k.token_id("bos_token_id");
   h.eos_token_id = k.token_id("eos_token_id");

@@ -24,6 +24,7 @@
 //   (rows with an attention soft-cap; null means no cap, absent the row's default),
 //   query_pre_attn_scalar (rows with hf_query_pre_attn_scalar), embedding_multiplier,
 //   residual_multiplier, attention_multiplier, logits_scaling (rows with file_scales),
+//   rope_parameters.llama_4_scaling_beta (rows with attn_temperature),
 //   bos_token_id, eos_token_id (an id or a list, the first is kept), torch_dtype / dtype.
 
 #include <cstdint>

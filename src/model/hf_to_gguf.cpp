@@ -213,6 +213,17 @@ GgufBuilder hf_to_gguf(const LoadedModel& m, const HfToGgufOptions& opt) {
     const double yarn_mscale = y.factor > 1.0 ? 1.0 + 0.1 * std::log(y.factor) : 1.0;
     b.set(a + "rope.scaling.attn_factor", gv::f32(static_cast<float>(c.rope_mscale / yarn_mscale)));
   }
+  if (c.attn_temp_beta != 0.0) {  // its length is read back as YaRN's original context
+    const bool yarn = c.rope_scaling_type == "yarn";
+    if (yarn && c.rope_yarn.n_ctx_orig != c.attn_temp_length)
+      throw Error(
+          fmt::format("hf_to_gguf: attention temperature length {} differs from YaRN's "
+                      "original context {}, which a GGUF file cannot carry",
+                      c.attn_temp_length, c.rope_yarn.n_ctx_orig));
+    b.set(a + "attention.temperature_scale", gv::f32(static_cast<float>(c.attn_temp_beta)));
+    if (!yarn)
+      b.set(a + "rope.scaling.original_context_length", gv::u32(u32(c.attn_temp_length)));
+  }
   if (c.rope_scaling_type == "longrope") {  // as convert_hf_to_gguf's Phi3MiniModel: no type
     b.set(a + "rope.scaling.original_context_length", gv::u32(u32(c.rope_longrope_orig_ctx)));
     b.set(a + "rope.scaling.attn_factor", gv::f32(static_cast<float>(c.rope_mscale)));
