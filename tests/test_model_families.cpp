@@ -1,9 +1,10 @@
-// The families qwen3, olmo2, gemma2, granite, phi3 (plain, LongRoPE past its original
+// The families qwen3, olmo2, gemma2, gemma3 (windowed layers with their own RoPE base, a
+// global layer with linear scaling), granite, phi3 (plain, LongRoPE past its original
 // context, partial rotary) and mistral3 (YaRN and the attention temperature past an original
 // context of 16) end to end, on tiny random-weight models from
 // tools/gen_family_fixtures.py (tests/fixtures/family_<name>/): on the CPU reference path the
 // Hugging Face directory against transformers' float64 logits and the GGUF written by gguf-py
-// against llama.cpp's logits and transformers' (within 1e-3, gemma2 against llama.cpp 3e-3:
+// against llama.cpp's logits and transformers' (within 1e-3, gemma2/3 against llama.cpp 3e-3:
 // see there; greedy ids identical), the fast CPU path against the reference, and the
 // HF -> GGUF writer. Regenerate the fixtures:
 //   /work/venvs/hf/bin/python tools/gen_family_fixtures.py hf --out tests/fixtures
@@ -37,7 +38,7 @@ using llmctl::test::max_abs_diff;
 
 namespace {
 
-const char* const kFamilies[] = {"qwen3", "olmo2",         "gemma2",       "granite",
+const char* const kFamilies[] = {"qwen3", "olmo2",         "gemma2",       "gemma3",  "granite",
                                  "phi3",  "phi3_longrope", "phi3_partial", "mistral3"};
 
 std::string dir_of(const std::string& family) { return fixture_path("family_" + family); }
@@ -135,8 +136,8 @@ TEST_CASE("families: the gguf-py GGUF matches llama.cpp", "[cpu][golden]") {
     // llama.cpp's CPU GELU rounds its input to F16 for a table lookup (ggml-cpu vec.h
     // GGML_GELU_FP16); llmctl computes tanh-GELU in float, as transformers does. gemma2
     // measured 1.8e-3 (transformers with that table in place of its GELU: 3.3e-4 from
-    // llama.cpp), the others 2e-6.
-    CHECK(a.max_diff < (family == "gemma2" ? 3e-3 : 1e-3));
+    // llama.cpp), gemma3 2.0e-3, the others 2e-6.
+    CHECK(a.max_diff < (family.rfind("gemma", 0) == 0 ? 3e-3 : 1e-3));
     CHECK(a.same_greedy);
   }
 }
@@ -204,6 +205,22 @@ TEST_CASE("families: what the readers take from each family's files", "[cpu]") {
     CHECK(c.sliding_window == 8);
     CHECK(c.embd_scale == Approx(std::sqrt(32.0)));
     for (int64_t il = 0; il < 4; ++il) CHECK(layer_window(c, il) == (il % 2 == 0 ? 8 : 0));
+  }
+  for (const std::string& path : {dir_of("gemma3"), dir_of("gemma3") + "/model.gguf"}) {
+    INFO(path);
+    const LoadedModel m = load_model(path);
+    const ModelConfig& c = m.config;
+    CHECK(c.qk_norm == QkNorm::PerHead);
+    CHECK(c.norms == NormPlacement::Both);
+    CHECK(c.sliding_window == 8);
+    CHECK(c.window.period == 6);
+    CHECK(c.attn_scale == (path == dir_of("gemma3") ? 0.25 : 0.0));  // 1/sqrt(16) either way
+    for (int64_t il = 0; il < 6; ++il) {
+      CHECK(layer_window(c, il) == (il == 5 ? 0 : 8));
+      CHECK(layer_rope_base(c, il) == (il == 5 ? 1e6 : 1e4));
+      CHECK(layer_rope_freq_scale(c, il) == (il == 5 ? 0.25 : 1.0));
+    }
+    CHECK(m.weights.layers[0].attn_q_norm.n_cols == 16);  // head_dim
   }
   for (const std::string& path : {dir_of("mistral3"), dir_of("mistral3") + "/model.gguf"}) {
     INFO(path);
@@ -353,7 +370,40 @@ TEST_CASE("families: config.json values that change the math", "[cpu]") {
   CHECK_THAT(load_model_error(bad), Contains("'logits_scaling' = 0 is outside (0, 1000000]"));
 }
 
-TEST_CASE("families: Ministral 3's config.json keys", "[cpu][golden]") {
+TEST_CASE("families: Gemma 3's and Ministral 3's config.json spellings", "[cpu][golden]") {
+  // transformers v4's Gemma 3 keys (rope_theta, rope_local_base_freq, rope_scaling,
+  // sliding_window_pattern, no layer_types) mean what v5's rope_parameters and layer_types do.
+  const Golden ref = golden(dir_of("gemma3") + "/reference_logits.json");
+  const std::string v4 = edited_hf_copy("family_gemma3", "v4", [](nlohmann::json& c) {
+    c.erase("rope_parameters");
+    c.erase("layer_types");
+    c["rope_theta"] = 1000000.0;
+    c["rope_local_base_freq"] = 10000.0;
+    c["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 4.0}};
+    c["sliding_window_pattern"] = 6;
+  });
+  const LoadedModel m = load_model(v4);
+  CHECK(layer_rope_base(m.config, 0) == 1e4);
+  CHECK(layer_rope_base(m.config, 5) == 1e6);
+  CHECK(layer_rope_freq_scale(m.config, 5) == 0.25);
+  CHECK(max_abs_diff(run(m, ref.tokens, 0, false).logits, ref.logits) < 1e-3);
+  // A period of 3 windows layers 0, 1, 3 and 4 (transformers derives layer_types from it).
+  const std::string period3 = edited_hf_copy("family_gemma3", "period3", [](nlohmann::json& c) {
+    c.erase("layer_types");
+    c["sliding_window_pattern"] = 3;
+  });
+  CHECK(layer_window(load_model(period3).config, 2) == 0);
+  CHECK(layer_window(load_model(period3).config, 3) == 8);
+  const std::string scaled_local =
+      edited_hf_copy("family_gemma3", "scaled-local", [](nlohmann::json& c) {
+        c["rope_parameters"]["sliding_attention"]["rope_type"] = "linear";
+      });
+  CHECK_THAT(load_model_error(scaled_local),
+             Contains("'rope_parameters.sliding_attention.rope_type' 'linear' is not supported"));
+  const std::string no_window = edited_hf_copy(
+      "family_gemma3", "no-window", [](nlohmann::json& c) { c.erase("sliding_window"); });
+  CHECK_THAT(load_model_error(no_window), Contains("'sliding_window' is missing"));
+
   // Ministral 3: transformers reads llama_4_scaling_beta with no default.
   const std::string no_beta = edited_hf_copy("family_mistral3", "no-beta", [](nlohmann::json& c) {
     c["rope_parameters"].erase("llama_4_scaling_beta");

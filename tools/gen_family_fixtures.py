@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Tiny random-weight models of the families qwen3, olmo2, gemma2, granite, phi3 and mistral3, each as
-a Hugging Face directory run by transformers and as a GGUF run by llama.cpp, for
+"""Tiny random-weight models of the families qwen3, olmo2, gemma2, gemma3, granite, phi3 and mistral3,
+each as a Hugging Face directory run by transformers and as a GGUF run by llama.cpp, for
 tests/test_model_families.cpp. One place of knowledge, two steps in two virtual environments:
 
   # 1. transformers + gguf-py (pip install torch transformers safetensors gguf numpy):
@@ -38,6 +38,10 @@ Families (hidden 32, 4 heads, 2 KV heads, n_ff 64, vocabulary 259, 24 tokens + 8
            attention soft-cap 4 and final soft-cap 6 (small, so that both bite), tanh-GELU GLU,
            embeddings times sqrt(32), query_pre_attn_scalar 16 (= head_dim, as llama.cpp's rule
            gives for a file without 46 layers), tied
+  gemma3   6 layers (5 windowed, the 6th global, as Gemma 3's pattern), head_dim 16, QK-norm per
+           head (1 + w), sliding window 8 with local RoPE base 10000, the global layer at base 1e6
+           with linear scaling factor 4, tanh-GELU GLU, embeddings times sqrt(32),
+           query_pre_attn_scalar 16 (= head_dim, llama.cpp's rule), tied
   granite  llama with embedding_multiplier 4, residual_multiplier 0.5, attention_multiplier
            0.25 (not 1/sqrt(8)), logits_scaling 2, untied
   phi3     fused qkv_proj and gate_up_proj (GGUF attn_qkv, ffn_up of 2 n_ff rows), sliding_window
@@ -68,9 +72,9 @@ TOKENS = [1, 17, 42, 99, 3, 150, 7, 64, 200, 11, 128, 31, 77, 250, 5, 180, 23, 9
           48, 12, 170]
 GREEDY = 8
 N_VOCAB = 3 + 256
-FAMILIES = ["qwen3", "olmo2", "gemma2", "granite", "phi3", "phi3_longrope", "phi3_partial",
+FAMILIES = ["qwen3", "olmo2", "gemma2", "gemma3", "granite", "phi3", "phi3_longrope", "phi3_partial",
             "mistral3"]
-GEMMA = ("gemma2",)  # norm weights hold w for a scale of 1 + w
+GEMMA = ("gemma2", "gemma3")  # norm weights hold w for a scale of 1 + w
 PERMUTED = ("granite", "mistral3")  # converted like llama: Q/K rows for adjacent pairing
 # The GGUF architecture of a fixture family (its name unless listed).
 GGUF_ARCH = {"phi3_longrope": "phi3", "phi3_partial": "phi3"}
@@ -79,11 +83,13 @@ SHORT_FACTOR = [1.0, 1.05, 1.1, 1.2]
 # llama.cpp against transformers on the same weights. llama.cpp's CPU GELU rounds its input to
 # F16 and reads a table (ggml-cpu vec.h GGML_GELU_FP16), so gemma2 gets a looser bound: 1.8e-3
 # measured, and 3.3e-4 when transformers' GELU is replaced by that table (checked by hand).
-CROSS_TOL = {"qwen3": 1e-3, "olmo2": 1e-3, "gemma2": 3e-3, "granite": 1e-3,
+CROSS_TOL = {"qwen3": 1e-3, "olmo2": 1e-3, "gemma2": 3e-3, "gemma3": 3e-3, "granite": 1e-3,
              "phi3": 1e-3, "phi3_longrope": 1e-3, "phi3_partial": 1e-3, "mistral3": 1e-3}
 MISTRAL3_ROPE = {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
                  "original_max_position_embeddings": 16, "beta_fast": 32.0, "beta_slow": 1.0,
                  "mscale": 1.0, "mscale_all_dim": 1.0, "llama_4_scaling_beta": 0.5}
+GEMMA3_ROPE = {"full_attention": {"rope_type": "linear", "factor": 4.0, "rope_theta": 1000000.0},
+               "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}
 
 
 def fixture_dir(out, family):
@@ -131,6 +137,10 @@ def hf_configs(transformers):
         "mistral3": (transformers.Ministral3ForCausalLM, transformers.Ministral3Config(
             num_hidden_layers=2, head_dim=8, tie_word_embeddings=False, sliding_window=None,
             rope_parameters=MISTRAL3_ROPE, **{**common, "max_position_embeddings": 64})),
+        "gemma3": (transformers.Gemma3ForCausalLM, transformers.Gemma3TextConfig(
+            num_hidden_layers=6, head_dim=16, tie_word_embeddings=True, sliding_window=8,
+            query_pre_attn_scalar=16, hidden_activation="gelu_pytorch_tanh",
+            rope_parameters=GEMMA3_ROPE, **common)),
     }
 
 
@@ -142,6 +152,11 @@ FEATURES = {
     "gemma2": {"attention soft-cap": {"attn_logit_softcapping": None},
                "final soft-cap": {"final_logit_softcapping": None},
                "sliding window": {"sliding_window": 1 << 20}},
+    "gemma3": {"sliding window": {"sliding_window": 1 << 20},
+               "linear scaling": {"rope_parameters": {**GEMMA3_ROPE, "full_attention": {
+                   "rope_type": "default", "rope_theta": 1000000.0}}},
+               "local RoPE base": {"rope_parameters": {**GEMMA3_ROPE, "sliding_attention": {
+                   "rope_type": "default", "rope_theta": 1000000.0}}}},
     "granite": {"embedding_multiplier": {"embedding_multiplier": 1.0},
                 "residual_multiplier": {"residual_multiplier": 1.0},
                 "attention_multiplier": {"attention_multiplier": 8 ** -0.5},
@@ -260,7 +275,7 @@ def write_gguf(gguf, path, family, cfg):
     w.add_head_count(cfg.num_attention_heads)
     w.add_head_count_kv(cfg.num_key_value_heads)
     w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
-    rope = cfg.rope_parameters
+    rope = cfg.rope_parameters.get("full_attention", cfg.rope_parameters)  # gemma3: per layer type
     w.add_rope_freq_base(rope["rope_theta"])
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
     w.add_rope_dimension_count(int(rope.get("partial_rotary_factor", 1.0) * head_dim))
@@ -271,6 +286,11 @@ def write_gguf(gguf, path, family, cfg):
         w.add_attn_logit_softcapping(cfg.attn_logit_softcapping)
         w.add_final_logit_softcapping(cfg.final_logit_softcapping)
         w.add_sliding_window(cfg.sliding_window)
+    if family == "gemma3":  # as convert_hf_to_gguf's Gemma3Model
+        w.add_sliding_window(cfg.sliding_window)
+        w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+        w.add_rope_scaling_factor(rope["factor"])
+        w.add_rope_freq_base_swa(cfg.rope_parameters["sliding_attention"]["rope_theta"])
     if family == "mistral3":  # as convert_hf_to_gguf's Mistral3Model (LlamaModel's YaRN keys)
         w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
         w.add_rope_scaling_factor(rope["factor"])

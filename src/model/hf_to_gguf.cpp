@@ -117,8 +117,13 @@ void add_vocab(GgufBuilder& b, const GgufVocab& vocab, const LoadedModel& m) {
 // (a row without file_scales gets llama.cpp's rule from the layer count) is refused.
 void add_row_values(GgufBuilder& b, const std::string& a, const ArchRow& row,
                     const ModelConfig& c) {
-  if (c.window.layers != WindowLayers::None && c.sliding_window > 0)
+  if (c.window.layers != WindowLayers::None && c.sliding_window > 0) {
     b.set(a + "attention.sliding_window", gv::u32(u32(c.sliding_window)));
+    if (c.window.local_rope_base > 0.0)
+      b.set(a + "rope.freq_base_swa", gv::f32(static_cast<float>(c.window.local_rope_base)));
+    if (c.window.period != row.window.period)
+      b.set(a + "attention.sliding_window_pattern", gv::u32(u32(c.window.period)));
+  }
   if (row.attn_softcap > 0.0 && c.attn_softcap > 0.0)
     b.set(a + "attn_logit_softcapping", gv::f32(static_cast<float>(c.attn_softcap)));
   if (c.final_softcap > 0.0)
