@@ -74,6 +74,10 @@ void launch_gelu_mul_f32(const float* gate, const float* up, int64_t n, float* o
 void launch_softcap_f32(float* x, int64_t n, float cap, cudaStream_t stream);
 // x[i] = x[i] * factor, i < n, in place (kernels/scale.cu).
 void launch_scale_f32(float* x, int64_t n, float factor, cudaStream_t stream);
+// x (n_tokens, n_cols) row t *= attn_temperature_hd(positions[t], beta, length), in place;
+// length >= 1 (kernels/attn_temperature.cu).
+void launch_attn_temperature_f32(float* x, const int32_t* positions, int64_t n_tokens,
+                                 int64_t n_cols, double beta, int64_t length, cudaStream_t stream);
 // out (n_rows, row_len) row i = x row rows[i]; x holds x_rows rows. A row outside [0, x_rows)
 // gives a NaN row and kDeviceErrorCopyRow.
 void launch_copy_rows_f32(const float* x, int64_t x_rows, int64_t row_len, const int32_t* rows,

@@ -96,4 +96,11 @@ __host__ __device__ __forceinline__ void rope_rotate_hd(float* x0, float* x1, do
   rope_rotate_scaled_hd(x0, x1, theta, 1.0);
 }
 
+// Attention temperature's factor (core/rope_math.h attn_temperature), the same double math.
+__host__ __device__ __forceinline__ float attn_temperature_hd(int64_t pos, double beta,
+                                                              int64_t length) {
+  if (pos < length) return 1.0f;
+  return static_cast<float>(1.0 + beta * ::log(1.0 + static_cast<double>(pos / length)));
+}
+
 }  // namespace llmctl::cuda

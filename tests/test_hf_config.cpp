@@ -180,7 +180,8 @@ TEST_CASE("hf config: hostile values name config.json and the key", "[cpu]") {
   CHECK_THAT(error_with([](json& j) { j["architectures"] = {"GemmaForCausalLM"}; }),
              Contains("architecture 'GemmaForCausalLM' is not supported (supported: "
                       "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
-                      "Olmo2ForCausalLM, Gemma2ForCausalLM, GraniteForCausalLM, Phi3ForCausalLM)"));
+                      "Olmo2ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, "
+                      "Ministral3ForCausalLM, GraniteForCausalLM, Phi3ForCausalLM)"));
   CHECK_THAT(error_with([](json& j) { j.erase("architectures"); }),
              Contains("'architectures' is missing or not a list of names"));
   CHECK_THAT(error_with([](json& j) {

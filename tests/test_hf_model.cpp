@@ -264,7 +264,8 @@ TEST_CASE("load_model: errors name the file, the tensor, expected and actual", "
   CHECK_THAT(load_model_error(gpt2),
              Contains("config.json: architecture 'GPT2LMHeadModel' is not supported (supported: "
                       "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
-                      "Olmo2ForCausalLM, Gemma2ForCausalLM, GraniteForCausalLM, Phi3ForCausalLM)"));
+                      "Olmo2ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, "
+                      "Ministral3ForCausalLM, GraniteForCausalLM, Phi3ForCausalLM)"));
 
   const std::string kv = edited_hf_copy("hf_tiny_llama", "kv4",
                                         [](nlohmann::json& c) { c["num_key_value_heads"] = 4; });

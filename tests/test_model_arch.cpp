@@ -150,7 +150,8 @@ std::map<std::string, std::vector<ExpectedTensor>> expected_layers() {
           {"gemma2", gemma2_layer()},
           {"gemma3", gemma3_layer()},
           {"granite", kLlamaLayer},
-          {"phi3", phi3_layer()}};
+          {"phi3", phi3_layer()},
+          {"mistral3", kLlamaLayer}};
 }
 
 int64_t elements(const std::vector<int64_t>& shape) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Tiny random-weight models of the families qwen3, olmo2, gemma2, granite and phi3, each as a Hugging
-Face directory run by transformers and as a GGUF run by llama.cpp, for
+"""Tiny random-weight models of the families qwen3, olmo2, gemma2, gemma3, granite, phi3 and mistral3,
+each as a Hugging Face directory run by transformers and as a GGUF run by llama.cpp, for
 tests/test_model_families.cpp. One place of knowledge, two steps in two virtual environments:
 
   # 1. transformers + gguf-py (pip install torch transformers safetensors gguf numpy):
@@ -19,8 +19,9 @@ Step 1 writes, per family, tests/fixtures/family_<name>/:
   model.gguf       the same weights written by gguf-py with llama.cpp's tensor names and
                    metadata keys (F32; a byte-level sentencepiece vocabulary of 3 + 256 tokens,
                    which sets vocab_size), mapped here as convert_hf_to_gguf.py maps them:
-                   granite's Q/K rows permuted for llama.cpp's adjacent RoPE pairing, Gemma's
-                   norm weights stored as 1 + w, tied embeddings without output.weight
+                   granite's and mistral3's Q/K rows permuted for llama.cpp's adjacent RoPE
+                   pairing, Gemma's norm weights stored as 1 + w, tied embeddings without
+                   output.weight
 It also prints how much each family's own feature moves the logits (the feature switched off on
 the same weights), so that the tests' 1e-3 tolerance is known to be far below it.
 
@@ -37,6 +38,10 @@ Families (hidden 32, 4 heads, 2 KV heads, n_ff 64, vocabulary 259, 24 tokens + 8
            attention soft-cap 4 and final soft-cap 6 (small, so that both bite), tanh-GELU GLU,
            embeddings times sqrt(32), query_pre_attn_scalar 16 (= head_dim, as llama.cpp's rule
            gives for a file without 46 layers), tied
+  gemma3   6 layers (5 windowed, the 6th global, as Gemma 3's pattern), head_dim 16, QK-norm per
+           head (1 + w), sliding window 8 with local RoPE base 10000, the global layer at base 1e6
+           with linear scaling factor 4, tanh-GELU GLU, embeddings times sqrt(32),
+           query_pre_attn_scalar 16 (= head_dim, llama.cpp's rule), tied
   granite  llama with embedding_multiplier 4, residual_multiplier 0.5, attention_multiplier
            0.25 (not 1/sqrt(8)), logits_scaling 2, untied
   phi3     fused qkv_proj and gate_up_proj (GGUF attn_qkv, ffn_up of 2 n_ff rows), sliding_window
@@ -47,6 +52,13 @@ Families (hidden 32, 4 heads, 2 KV heads, n_ff 64, vocabulary 259, 24 tokens + 8
            rope_factors_long/short.weight, rope.scaling.attn_factor, original_context_length,
            as convert_hf_to_gguf's Phi3MiniModel writes them)
   phi3_partial   phi3 with partial_rotary_factor 0.5 (Phi-4-mini): 4 of each head's 8 dims rotate
+  mistral3 Ministral3ForCausalLM: llama with YaRN factor 4 over an original context of 16 (mscale
+           and mscale_all_dim 1, as the released models: cos/sin unscaled) and the attention
+           temperature llama_4_scaling_beta 0.5 (0.1 released; larger so that it bites): q times
+           1 + 0.5 ln(1 + floor(pos / 16)), 1 up to position 15 and 1.347 from 16 on, so the
+           24 tokens and 8 greedy steps run past both thresholds. GGUF as convert_hf_to_gguf's
+           Mistral3Model writes it (yarn keys, yarn_log_multiplier = mscale_all_dim,
+           attention.temperature_scale = beta), untied
 """
 import argparse
 import json
@@ -60,7 +72,10 @@ TOKENS = [1, 17, 42, 99, 3, 150, 7, 64, 200, 11, 128, 31, 77, 250, 5, 180, 23, 9
           48, 12, 170]
 GREEDY = 8
 N_VOCAB = 3 + 256
-FAMILIES = ["qwen3", "olmo2", "gemma2", "granite", "phi3", "phi3_longrope", "phi3_partial"]
+FAMILIES = ["qwen3", "olmo2", "gemma2", "gemma3", "granite", "phi3", "phi3_longrope", "phi3_partial",
+            "mistral3"]
+GEMMA = ("gemma2", "gemma3")  # norm weights hold w for a scale of 1 + w
+PERMUTED = ("granite", "mistral3")  # converted like llama: Q/K rows for adjacent pairing
 # The GGUF architecture of a fixture family (its name unless listed).
 GGUF_ARCH = {"phi3_longrope": "phi3", "phi3_partial": "phi3"}
 LONG_FACTOR = [1.0, 1.5, 3.0, 6.0]
@@ -68,8 +83,13 @@ SHORT_FACTOR = [1.0, 1.05, 1.1, 1.2]
 # llama.cpp against transformers on the same weights. llama.cpp's CPU GELU rounds its input to
 # F16 and reads a table (ggml-cpu vec.h GGML_GELU_FP16), so gemma2 gets a looser bound: 1.8e-3
 # measured, and 3.3e-4 when transformers' GELU is replaced by that table (checked by hand).
-CROSS_TOL = {"qwen3": 1e-3, "olmo2": 1e-3, "gemma2": 3e-3, "granite": 1e-3, "phi3": 1e-3,
-             "phi3_longrope": 1e-3, "phi3_partial": 1e-3}
+CROSS_TOL = {"qwen3": 1e-3, "olmo2": 1e-3, "gemma2": 3e-3, "gemma3": 3e-3, "granite": 1e-3,
+             "phi3": 1e-3, "phi3_longrope": 1e-3, "phi3_partial": 1e-3, "mistral3": 1e-3}
+MISTRAL3_ROPE = {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+                 "original_max_position_embeddings": 16, "beta_fast": 32.0, "beta_slow": 1.0,
+                 "mscale": 1.0, "mscale_all_dim": 1.0, "llama_4_scaling_beta": 0.5}
+GEMMA3_ROPE = {"full_attention": {"rope_type": "linear", "factor": 4.0, "rope_theta": 1000000.0},
+               "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}
 
 
 def fixture_dir(out, family):
@@ -114,6 +134,13 @@ def hf_configs(transformers):
             original_max_position_embeddings=256,
             rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
                              "partial_rotary_factor": 0.5}, **common)),
+        "mistral3": (transformers.Ministral3ForCausalLM, transformers.Ministral3Config(
+            num_hidden_layers=2, head_dim=8, tie_word_embeddings=False, sliding_window=None,
+            rope_parameters=MISTRAL3_ROPE, **{**common, "max_position_embeddings": 64})),
+        "gemma3": (transformers.Gemma3ForCausalLM, transformers.Gemma3TextConfig(
+            num_hidden_layers=6, head_dim=16, tie_word_embeddings=True, sliding_window=8,
+            query_pre_attn_scalar=16, hidden_activation="gelu_pytorch_tanh",
+            rope_parameters=GEMMA3_ROPE, **common)),
     }
 
 
@@ -125,6 +152,11 @@ FEATURES = {
     "gemma2": {"attention soft-cap": {"attn_logit_softcapping": None},
                "final soft-cap": {"final_logit_softcapping": None},
                "sliding window": {"sliding_window": 1 << 20}},
+    "gemma3": {"sliding window": {"sliding_window": 1 << 20},
+               "linear scaling": {"rope_parameters": {**GEMMA3_ROPE, "full_attention": {
+                   "rope_type": "default", "rope_theta": 1000000.0}}},
+               "local RoPE base": {"rope_parameters": {**GEMMA3_ROPE, "sliding_attention": {
+                   "rope_type": "default", "rope_theta": 1000000.0}}}},
     "granite": {"embedding_multiplier": {"embedding_multiplier": 1.0},
                 "residual_multiplier": {"residual_multiplier": 1.0},
                 "attention_multiplier": {"attention_multiplier": 8 ** -0.5},
@@ -134,6 +166,9 @@ FEATURES = {
                                                        "rope_theta": 10000.0}}},
     "phi3_partial": {"partial rotary": {"rope_parameters": {"rope_type": "default",
                                                             "rope_theta": 10000.0}}},
+    "mistral3": {"attention temperature": {"rope_parameters": {**MISTRAL3_ROPE,
+                                                               "llama_4_scaling_beta": 0.0}},
+                 "YaRN": {"rope_parameters": {**MISTRAL3_ROPE, "factor": 1.0}}},
 }
 
 
@@ -179,7 +214,7 @@ def permute_for_adjacent_pairs(w, n_heads):
 
 def gguf_tensors(family, cfg, state):
     """(name, float32 array) pairs with llama.cpp's names, from the HF state dict."""
-    gemma = family == "gemma2"
+    gemma = family in GEMMA
     per_layer = {
         "input_layernorm.weight": "attn_norm.weight",
         "self_attn.q_proj.weight": "attn_q.weight",
@@ -191,7 +226,7 @@ def gguf_tensors(family, cfg, state):
         # With real post-attention norms (gemma2, olmo2) the name means what it says; in
         # llama-style layers it is the norm before the FFN.
         "post_attention_layernorm.weight":
-            "post_attention_norm.weight" if family in ("gemma2", "olmo2") else "ffn_norm.weight",
+            "post_attention_norm.weight" if family in (*GEMMA, "olmo2") else "ffn_norm.weight",
         "pre_feedforward_layernorm.weight": "ffn_norm.weight",
         "post_feedforward_layernorm.weight": "post_ffw_norm.weight",
         "mlp.gate_proj.weight": "ffn_gate.weight",
@@ -219,9 +254,9 @@ def gguf_tensors(family, cfg, state):
             assert parts[0] == "model" and parts[1] == "layers", name
             rest = ".".join(parts[3:])
             gname = f"blk.{parts[2]}.{per_layer[rest]}"
-            if family == "granite" and rest == "self_attn.q_proj.weight":
+            if family in PERMUTED and rest == "self_attn.q_proj.weight":
                 a = permute_for_adjacent_pairs(a, cfg.num_attention_heads)
-            if family == "granite" and rest == "self_attn.k_proj.weight":
+            if family in PERMUTED and rest == "self_attn.k_proj.weight":
                 a = permute_for_adjacent_pairs(a, cfg.num_key_value_heads)
         out.append((gname, a.astype(np.float32)))
     return out
@@ -240,17 +275,30 @@ def write_gguf(gguf, path, family, cfg):
     w.add_head_count(cfg.num_attention_heads)
     w.add_head_count_kv(cfg.num_key_value_heads)
     w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
-    w.add_rope_freq_base(cfg.rope_parameters["rope_theta"])
+    rope = cfg.rope_parameters.get("full_attention", cfg.rope_parameters)  # gemma3: per layer type
+    w.add_rope_freq_base(rope["rope_theta"])
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-    rope = cfg.rope_parameters
     w.add_rope_dimension_count(int(rope.get("partial_rotary_factor", 1.0) * head_dim))
-    if head_dim * cfg.num_attention_heads != cfg.hidden_size or family == "gemma2":
+    if head_dim * cfg.num_attention_heads != cfg.hidden_size or family in GEMMA:
         w.add_key_length(head_dim)
         w.add_value_length(head_dim)
     if family == "gemma2":
         w.add_attn_logit_softcapping(cfg.attn_logit_softcapping)
         w.add_final_logit_softcapping(cfg.final_logit_softcapping)
         w.add_sliding_window(cfg.sliding_window)
+    if family == "gemma3":  # as convert_hf_to_gguf's Gemma3Model
+        w.add_sliding_window(cfg.sliding_window)
+        w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+        w.add_rope_scaling_factor(rope["factor"])
+        w.add_rope_freq_base_swa(cfg.rope_parameters["sliding_attention"]["rope_theta"])
+    if family == "mistral3":  # as convert_hf_to_gguf's Mistral3Model (LlamaModel's YaRN keys)
+        w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+        w.add_rope_scaling_factor(rope["factor"])
+        w.add_rope_scaling_orig_ctx_len(rope["original_max_position_embeddings"])
+        w.add_rope_scaling_yarn_beta_fast(rope["beta_fast"])
+        w.add_rope_scaling_yarn_beta_slow(rope["beta_slow"])
+        w.add_rope_scaling_yarn_log_mul(rope["mscale_all_dim"])
+        w.add_attn_temperature_scale(rope["llama_4_scaling_beta"])
     if family.startswith("phi3"):  # as convert_hf_to_gguf's Phi3MiniModel
         orig = cfg.original_max_position_embeddings
         w.add_rope_scaling_orig_ctx_len(orig)
@@ -283,13 +331,14 @@ def step_hf(args):
     import transformers
 
     torch.manual_seed(0)
+    # Seeds by order in hf_configs (new families go last, so the others keep their weights).
     for seed, (family, (cls, cfg)) in enumerate(hf_configs(transformers).items(), start=10):
         if args.only and family != args.only:
             continue
         d = fixture_dir(args.out, family)
         os.makedirs(d, exist_ok=True)
         model = cls(cfg)
-        randomize(torch, model, seed, norm_offset=family == "gemma2")
+        randomize(torch, model, seed, norm_offset=family in GEMMA)
         model.save_pretrained(d, safe_serialization=True)
         gen = os.path.join(d, "generation_config.json")
         if os.path.exists(gen):

@@ -408,6 +408,18 @@ void Backend::scale(Buffer& x, int64_t n, float factor) {
   scale_impl(x, n, factor);
 }
 
+void Backend::attn_temperature(Buffer& x, const Buffer& positions, int64_t n_tokens,
+                               int64_t n_cols, double beta, int64_t length) {
+  check_n_tokens("attn_temperature", n_tokens);
+  if (n_cols < 1 || length < 1 || !std::isfinite(beta))
+    throw Error(fmt::format("backend attn_temperature: row length {}, length {} and beta {}, "
+                            "expected >= 1, >= 1 and finite",
+                            n_cols, length, beta));
+  check_f32("attn_temperature", "x", x, n_tokens * n_cols);
+  check_i32("attn_temperature", "positions", positions, n_tokens);
+  attn_temperature_impl(x, positions, n_tokens, n_cols, beta, length);
+}
+
 void Backend::add(Buffer& x, const Buffer& y, int64_t n) {
   check_n_tokens("add", n);
   check_f32("add", "x", x, n);

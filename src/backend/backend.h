@@ -342,6 +342,12 @@ class Backend {
   // x[i] = x[i] * factor, i < n, in place; factor finite (Gemma's embedding scale sqrt(n_embd),
   // llama.cpp's ggml_scale: one f32 multiply per element)
   void scale(Buffer& x, int64_t n, float factor);
+  // x (n_tokens, n_cols) row t *= attn_temperature(positions[t], beta, length), in place: one
+  // f32 multiply per element by the factor of core/rope_math.h (Mistral 3's scaling of q after
+  // RoPE, llama.cpp's ggml_mul by inp_attn_scale).   positions I32 (>= n_tokens); beta finite,
+  // length >= 1
+  void attn_temperature(Buffer& x, const Buffer& positions, int64_t n_tokens, int64_t n_cols,
+                        double beta, int64_t length);
   // x[i] += y[i], i < n     (residual)
   void add(Buffer& x, const Buffer& y, int64_t n);
   // out (n_rows, row_len) row i = x row rows[i]    (picks the rows that need logits)
@@ -460,6 +466,8 @@ class Backend {
   virtual void gelu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) = 0;
   virtual void softcap_impl(Buffer& x, int64_t n, float cap) = 0;
   virtual void scale_impl(Buffer& x, int64_t n, float factor) = 0;
+  virtual void attn_temperature_impl(Buffer& x, const Buffer& positions, int64_t n_tokens,
+                                     int64_t n_cols, double beta, int64_t length) = 0;
   virtual void add_impl(Buffer& x, const Buffer& y, int64_t n) = 0;
   virtual void copy_rows_impl(const Buffer& x, int64_t row_len, const Buffer& rows, int64_t n_rows,
                               Buffer& out) = 0;

@@ -97,4 +97,16 @@ inline void rope_rotate(float* x0, float* x1, double theta) {
   rope_rotate_cs(x0, x1, static_cast<float>(std::cos(theta)), static_cast<float>(std::sin(theta)));
 }
 
+// Attention temperature (Llama 4's, Mistral 3's): q at position p is multiplied after RoPE by
+//   1 + beta * ln(1 + floor(p / length))
+// which is exactly 1 below `length` (the original context) and grows by steps past it. As
+// llama.cpp's llm_graph_input_attn_temp (offset 0 for mistral3) and transformers'
+// get_llama_4_attn_scale: the factor in double, rounded to float once; the floor of an integer
+// division (positions are integers; a negative position, which no cache holds, gets 1).
+// length >= 1.
+inline float attn_temperature(int64_t pos, double beta, int64_t length) {
+  if (pos < length) return 1.0f;
+  return static_cast<float>(1.0 + beta * std::log(1.0 + static_cast<double>(pos / length)));
+}
+
 }  // namespace llmctl

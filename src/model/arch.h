@@ -64,6 +64,8 @@ enum class HfWindowKey : uint8_t {
   GatedRefused,          // `use_sliding_window` true (Qwen2) is refused
   PatternLength,         // `sliding_window` N is the length of the row's window pattern;
                          // `layer_types`, when present, must list that pattern (Gemma 2)
+  PatternPeriod,         // PatternLength, and `sliding_window_pattern` P (transformers v4,
+                         // default the row's) its period; `sliding_window` required (Gemma 3)
 };
 
 // Mixture of experts (llama.cpp's build_moe_ffn, src/llama-graph.cpp): a router ffn_gate_inp
@@ -120,6 +122,14 @@ struct ArchRow {
   // config.json `query_pre_attn_scalar` Q sets the attention scale 1/sqrt(Q) (Gemma).
   bool hf_query_pre_attn_scalar = false;
   MoeRow moe = {};
+  // The file may set an attention temperature (ModelConfig::attn_temp_beta): q times
+  // 1 + beta ln(1 + floor(pos / L)) after RoPE, L the original context. GGUF: beta
+  // {arch}.attention.temperature_scale (absent or 0: none), L rope.scaling.original_context_length
+  // (default context_length), as llama.cpp's mistral3 reads them; config.json: rope_parameters'
+  // llama_4_scaling_beta and original_max_position_embeddings (Ministral 3, both required).
+  bool attn_temperature = false;
+  // config.json's RoPE base when it gives none (transformers' class default).
+  double hf_rope_theta = 10000.0;
 };
 
 // The rows. Hugging Face rotates "halves" (NEOX pairing) in every family, so HF models run
@@ -301,9 +311,14 @@ inline constexpr ArchRow kArchRows[] = {
     // every 6th is global with the file's rope.freq_base (and rope scaling); without the
     // sliding_window key every layer is global, as in llama.cpp. Attention scale
     // 1/sqrt(head_dim), except 1/sqrt(n_embd / n_head) for the 62-layer 27B (llama.cpp's
-    // f_attention_scale). GGUF only: no Hugging Face class yet.
+    // f_attention_scale). Hugging Face (Gemma3ForCausalLM, transformers' Gemma3TextConfig):
+    // norm and QK-norm weights hold w for a scale of 1 + w, the attention scale is
+    // query_pre_attn_scalar's, layer_types or sliding_window_pattern give the pattern, the
+    // local base is rope_local_base_freq (v4) or rope_parameters.sliding_attention.rope_theta
+    // (v5), the global one and its scaling rope_theta / rope_scaling (v4) or
+    // rope_parameters.full_attention (v5), default base 1e6.
     {"gemma3",
-     {nullptr, nullptr, nullptr, nullptr},
+     {"Gemma3ForCausalLM", nullptr, nullptr, nullptr},
      RopeType::Neox,
      /*hf_qk_permute=*/false,
      /*qkv_bias=*/false,
@@ -318,9 +333,43 @@ inline constexpr ArchRow kArchRows[] = {
      /*fused_qkv=*/false,
      /*fused_gate_up=*/false,
      /*hf_tied_default=*/true,
-     /*hf_bias_keys=*/false,
-     HfWindowKey::None,
-     /*embd_per_head_scale_layers=*/62},
+     /*hf_bias_keys=*/true,
+     HfWindowKey::PatternPeriod,
+     /*embd_per_head_scale_layers=*/62,
+     /*hf_norm_offset=*/true,
+     /*hf_query_pre_attn_scalar=*/true,
+     MoeRow{},
+     /*attn_temperature=*/false,
+     /*hf_rope_theta=*/1000000.0},
+    // mistral3: Mistral 3 and Ministral 3 text models (llama.cpp's LLM_ARCH_MISTRAL3,
+    // src/models/mistral3.cpp; transformers' Ministral3ForCausalLM): llama with YaRN (the
+    // readers' rope scaling) and Llama 4's attention temperature, q times 1 + beta
+    // ln(1 + floor(pos / original context)) after RoPE (beta 0.1, original context 16384 in
+    // the released models, so the factor is exactly 1 below 16384 positions). Converted like
+    // llama (Q/K rows permuted for adjacent pairing).
+    {"mistral3",
+     {"Ministral3ForCausalLM", nullptr, nullptr, nullptr},
+     RopeType::Normal,
+     /*hf_qk_permute=*/true,
+     /*qkv_bias=*/false,
+     QkNorm::None,
+     NormPlacement::Pre,
+     Activation::SwiGlu,
+     EmbedScale::None,
+     /*file_scales=*/false,
+     /*attn_softcap=*/0.0,
+     /*final_softcap=*/0.0,
+     WindowPattern{},
+     /*fused_qkv=*/false,
+     /*fused_gate_up=*/false,
+     /*hf_tied_default=*/false,
+     /*hf_bias_keys=*/true,
+     HfWindowKey::UniformClampsContext,
+     /*embd_per_head_scale_layers=*/0,
+     /*hf_norm_offset=*/false,
+     /*hf_query_pre_attn_scalar=*/false,
+     MoeRow{},
+     /*attn_temperature=*/true},
     // granite: IBM Granite 3.x dense models (llama.cpp's LLM_ARCH_GRANITE, src/models/
     // granite.cpp): llama with four scales from the file: embeddings times embedding_scale,
     // each block's output times residual_scale before the residual add, attention scores

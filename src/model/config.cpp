@@ -201,6 +201,20 @@ void read_experts(const GgufFile& f, const std::string& a, const ModelShape& s, 
   }
 }
 
+// The attention temperature of a row with one, as llama.cpp's mistral3 reads it: beta from
+// attention.temperature_scale (absent or 0: none), its length the YaRN original context
+// (n_ctx_orig_yarn: rope.scaling.original_context_length, default the training context).
+void read_attn_temperature(const GgufFile& f, const std::string& a, ModelConfig& c) {
+  const std::string key = a + "attention.temperature_scale";
+  c.attn_temp_beta = f.get_float_or(key, 0.0);
+  if (!std::isfinite(c.attn_temp_beta))
+    throw FileError(f.path(), fmt::format("metadata '{}' = {} is not finite", key,
+                                          c.attn_temp_beta));
+  if (c.attn_temp_beta != 0.0)
+    c.attn_temp_length = optional_int(f, a + "rope.scaling.original_context_length",
+                                      c.n_ctx_train, 1, int64_t{1} << 30);
+}
+
 }  // namespace
 
 void set_rope_yarn(ModelConfig& c, const YarnParams& y) {
@@ -392,6 +406,7 @@ ModelConfig config_from_gguf(const GgufFile& f, const ArchTable& table) {
   read_experts(f, a, s, row->moe, c);
   read_window(f, a, s, c);
   read_caps_and_scales(f, a, *row, c);
+  if (row->attn_temperature) read_attn_temperature(f, a, c);
   const std::string missing = unimplemented_message(c);
   if (!missing.empty()) throw FileError(f.path(), missing);
   return c;

@@ -67,6 +67,10 @@ struct ModelConfig {
   double logit_scale = 1.0;     // logits = output(x) / logit_scale
   double attn_softcap = 0.0;    // scores = cap * tanh(scores / cap); 0: none
   double final_softcap = 0.0;   // logits = cap * tanh(logits / cap); 0: none
+  // Attention temperature (rows with attn_temperature, arch.h): q *= attn_temperature(pos,
+  // attn_temp_beta, attn_temp_length) (core/rope_math.h) after RoPE. 0: none.
+  double attn_temp_beta = 0.0;
+  int64_t attn_temp_length = 0;
   WindowPattern window;         // which layers attend through a sliding window
   int64_t sliding_window = 0;   // its length in positions (0: none)
   // Mixture of experts (arch.h MoeRow; 0 experts: a dense FFN). Every layer routes each token

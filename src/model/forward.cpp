@@ -266,6 +266,8 @@ void Forward::compute_chunk(int64_t n, int64_t max_blocks, bool with_output) {
       b.add_bias(v_, l.bv, n);
     }
     b.rope(q_, rope_pos, n, c.n_heads, rope);
+    if (c.attn_temp_beta != 0.0)  // Mistral 3: q times its position's temperature
+      b.attn_temperature(q_, rope_pos, n, c.q_dim(), c.attn_temp_beta, c.attn_temp_length);
     b.rope(k_, rope_pos, n, c.n_kv_heads, rope);
     b.kv_store(k_, v_, slots_[group], n, c.kv_dim(), k_pool, v_pool);
     if (want_stats) {

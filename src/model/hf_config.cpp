@@ -136,6 +136,7 @@ void apply_architecture(HfConfig& h, const ArchRow& row, const Keys& k) {
         k.fail("use_sliding_window", "= true is not supported (sliding-window attention)");
       break;
     case HfWindowKey::PatternLength:  // needs the row's pattern: apply_row_values
+    case HfWindowKey::PatternPeriod:
       break;
   }
 }
@@ -150,12 +151,19 @@ double softcap_key(const Keys& k, const char* key, double fallback) {
 // (query_pre_attn_scalar) and the file scales (granite's multipliers, transformers' defaults
 // 1 when absent).
 void apply_row_values(ModelConfig& c, const ArchRow& row, const Keys& k) {
-  if (row.hf_window == HfWindowKey::PatternLength) {
-    // null (None) is no window, as in transformers; absent is the class default.
+  if (row.hf_window == HfWindowKey::PatternLength || row.hf_window == HfWindowKey::PatternPeriod) {
+    // null (None) is no window, as in transformers; absent is the class default (gemma2's;
+    // a PatternPeriod row requires the key).
+    const bool period_key = row.hf_window == HfWindowKey::PatternPeriod;
+    if (period_key && k.get("sliding_window") == nullptr && !k.is_null("sliding_window"))
+      k.fail("sliding_window", "is missing");
     c.sliding_window =
         k.is_null("sliding_window")
             ? 0
             : k.optional_int("sliding_window", row.window.default_length, 0, int64_t{1} << 30);
+    if (period_key)  // transformers v4's pattern; v5 lists layer_types (checked below)
+      c.window.period = static_cast<int32_t>(
+          k.optional_int("sliding_window_pattern", c.window.period, 1, 1 << 20));
     if (c.sliding_window == 0) c.window = WindowPattern{};
     if (const json* types = k.get("layer_types")) {
       if (!types->is_array() || static_cast<int64_t>(types->size()) != c.n_layers)
@@ -183,17 +191,47 @@ void apply_row_values(ModelConfig& c, const ArchRow& row, const Keys& k) {
   }
 }
 
-// rope_theta and rope scaling, from rope_parameters (transformers v5) or rope_theta and
-// rope_scaling (v4).
-void apply_rope(HfConfig& h, const json& j, const Keys& top, const std::string& path) {
-  ModelConfig& c = h.config;
-  const char* section = j.contains("rope_parameters") ? "rope_parameters" : "rope_scaling";
-  const json* rope = top.get(section);
-  if (rope != nullptr && !rope->is_object()) top.fail(section, "is not a JSON object");
+// The sliding layers' RoPE base of a row whose windowed layers have their own (Gemma 3):
+// rope_parameters.sliding_attention (v5; RoPE scaling there is refused) or rope_local_base_freq
+// (v4), default the row's. Returns the section the global layers' RoPE is read from
+// (rope_parameters.full_attention in v5), or nullptr to read the usual one.
+const json* apply_local_rope(HfConfig& h, const ArchRow& row, const json* rope, const Keys& top,
+                             const std::string& path) {
+  if (row.window.local_rope_base <= 0.0) return nullptr;
+  h.rope_local_base =
+      top.number("rope_local_base_freq", row.window.local_rope_base, 1.0, 1e12, true);
+  if (rope == nullptr || !rope->contains("sliding_attention")) return nullptr;
+  const json* local = &(*rope)["sliding_attention"];
+  const json* global = rope->contains("full_attention") ? &(*rope)["full_attention"] : nullptr;
+  if (!local->is_object() || (global != nullptr && !global->is_object()))
+    top.fail("rope_parameters", "sliding_attention and full_attention must be JSON objects");
+  const Keys l(*local, path, "rope_parameters.sliding_attention.");
+  h.rope_local_base = l.number("rope_theta", row.window.local_rope_base, 1.0, 1e12, true);
+  const std::string type = l.string("rope_type", l.string("type", "default"));
+  if (type != "default")
+    l.fail("rope_type", fmt::format("'{}' is not supported (the sliding layers rotate without "
+                                    "scaling, as llama.cpp's)",
+                                    type));
   static const json empty = json::object();
-  const Keys r(rope != nullptr ? *rope : empty, path, std::string(section) + ".");
+  return global != nullptr ? global : &empty;
+}
 
-  const double theta_top = top.number("rope_theta", 10000.0, 1.0, 1e12, true);
+// rope_theta and rope scaling, from rope_parameters (transformers v5) or rope_theta and
+// rope_scaling (v4); for a row with local and global RoPE, the global layers'.
+void apply_rope(HfConfig& h, const ArchRow& row, const json& j, const Keys& top,
+                const std::string& path) {
+  ModelConfig& c = h.config;
+  std::string section = j.contains("rope_parameters") ? "rope_parameters" : "rope_scaling";
+  const json* rope = top.get(section.c_str());
+  if (rope != nullptr && !rope->is_object()) top.fail(section.c_str(), "is not a JSON object");
+  if (const json* global = apply_local_rope(h, row, rope, top, path)) {
+    rope = global;
+    section += ".full_attention";
+  }
+  static const json empty = json::object();
+  const Keys r(rope != nullptr ? *rope : empty, path, section + ".");
+
+  const double theta_top = top.number("rope_theta", row.hf_rope_theta, 1.0, 1e12, true);
   c.rope_freq_base = r.number("rope_theta", theta_top, 1.0, 1e12, true);
   const double partial =
       r.number("partial_rotary_factor", top.number("partial_rotary_factor", 1.0, 0.0, 1.0, true),
@@ -204,6 +242,12 @@ void apply_rope(HfConfig& h, const json& j, const Keys& top, const std::string& 
                                                 ">= 2",
                                                 c.n_rot));
 
+  if (row.attn_temperature) {
+    // Ministral 3 (transformers' get_llama_4_attn_scale reads both keys, with no default).
+    if (r.get("llama_4_scaling_beta") == nullptr) r.fail("llama_4_scaling_beta", "is missing");
+    c.attn_temp_beta = r.number("llama_4_scaling_beta", 0.0, -1e6, 1e6, false);
+    c.attn_temp_length = r.require_int("original_max_position_embeddings", 1, int64_t{1} << 30);
+  }
   std::string type = r.string("rope_type", r.string("type", "default"));
   if (type == "default") type.clear();
   h.rope_scaling_type = type;
@@ -451,13 +495,14 @@ HfConfig hf_config_from_json(const std::string& text, const std::string& path,
   if (act != want_act)
     k.fail(act_key, fmt::format("'{}' is not supported (supported: {})", act, want_act));
   h.tie_word_embeddings = k.boolean("tie_word_embeddings", row->hf_tied_default);
-  apply_rope(h, j, k, path);
+  apply_rope(h, *row, j, k, path);
 
   h.bos_token_id = k.token_id("bos_token_id");
   h.eos_token_id = k.token_id("eos_token_id");
   h.torch_dtype = k.string("torch_dtype", k.string("dtype", ""));
 
   apply_arch_row(*row, c);
+  if (h.rope_local_base > 0.0) c.window.local_rope_base = h.rope_local_base;
   apply_row_values(c, *row, k);
   const std::string missing = unimplemented_message(c);
   if (!missing.empty()) throw FileError(path, missing);

@@ -24,6 +24,8 @@
 //   (rows with an attention soft-cap; null means no cap, absent the row's default),
 //   query_pre_attn_scalar (rows with hf_query_pre_attn_scalar), embedding_multiplier,
 //   residual_multiplier, attention_multiplier, logits_scaling (rows with file_scales),
+//   sliding_window_pattern, rope_local_base_freq and rope_parameters.{full,sliding}_attention
+//   (Gemma 3), rope_parameters.llama_4_scaling_beta (rows with attn_temperature),
 //   bos_token_id, eos_token_id (an id or a list, the first is kept), torch_dtype / dtype.
 
 #include <cstdint>
@@ -49,6 +51,9 @@ struct HfConfig {
   // rope_type "longrope": long_factor and short_factor (n_rot / 2 each; ModelWeights::
   // rope_factors_long / _short). Empty for other rope types.
   std::vector<float> rope_long_factor, rope_short_factor;
+  // The windowed layers' RoPE base of a row with one (Gemma 3; WindowPattern::local_rope_base),
+  // 0 for other rows.
+  double rope_local_base = 0.0;
   int64_t bos_token_id = -1;  // -1: absent
   int64_t eos_token_id = -1;
   std::string torch_dtype;  // "float32", "bfloat16", ... ("" when absent)

@@ -117,8 +117,13 @@ void add_vocab(GgufBuilder& b, const GgufVocab& vocab, const LoadedModel& m) {
 // (a row without file_scales gets llama.cpp's rule from the layer count) is refused.
 void add_row_values(GgufBuilder& b, const std::string& a, const ArchRow& row,
                     const ModelConfig& c) {
-  if (c.window.layers != WindowLayers::None && c.sliding_window > 0)
+  if (c.window.layers != WindowLayers::None && c.sliding_window > 0) {
     b.set(a + "attention.sliding_window", gv::u32(u32(c.sliding_window)));
+    if (c.window.local_rope_base > 0.0)
+      b.set(a + "rope.freq_base_swa", gv::f32(static_cast<float>(c.window.local_rope_base)));
+    if (c.window.period != row.window.period)
+      b.set(a + "attention.sliding_window_pattern", gv::u32(u32(c.window.period)));
+  }
   if (row.attn_softcap > 0.0 && c.attn_softcap > 0.0)
     b.set(a + "attn_logit_softcapping", gv::f32(static_cast<float>(c.attn_softcap)));
   if (c.final_softcap > 0.0)
@@ -212,6 +217,17 @@ GgufBuilder hf_to_gguf(const LoadedModel& m, const HfToGgufOptions& opt) {
     b.set(a + "rope.scaling.yarn_beta_slow", gv::f32(static_cast<float>(y.beta_slow)));
     const double yarn_mscale = y.factor > 1.0 ? 1.0 + 0.1 * std::log(y.factor) : 1.0;
     b.set(a + "rope.scaling.attn_factor", gv::f32(static_cast<float>(c.rope_mscale / yarn_mscale)));
+  }
+  if (c.attn_temp_beta != 0.0) {  // its length is read back as YaRN's original context
+    const bool yarn = c.rope_scaling_type == "yarn";
+    if (yarn && c.rope_yarn.n_ctx_orig != c.attn_temp_length)
+      throw Error(
+          fmt::format("hf_to_gguf: attention temperature length {} differs from YaRN's "
+                      "original context {}, which a GGUF file cannot carry",
+                      c.attn_temp_length, c.rope_yarn.n_ctx_orig));
+    b.set(a + "attention.temperature_scale", gv::f32(static_cast<float>(c.attn_temp_beta)));
+    if (!yarn)
+      b.set(a + "rope.scaling.original_context_length", gv::u32(u32(c.attn_temp_length)));
   }
   if (c.rope_scaling_type == "longrope") {  // as convert_hf_to_gguf's Phi3MiniModel: no type
     b.set(a + "rope.scaling.original_context_length", gv::u32(u32(c.rope_longrope_orig_ctx)));

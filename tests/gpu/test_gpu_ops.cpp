@@ -175,6 +175,23 @@ TEST_CASE("cuda rmsnorm, add_bias, silu_mul, gelu_mul, softcap, scale, add, copy
   }
 }
 
+TEST_CASE("cuda attn_temperature equals the CPU bit for bit", "[gpu]") {
+  // One factor per row (the same double math, rounded once) and one f32 multiply: exact.
+  Fixture f;
+  const std::vector<int32_t> pos{0, 15, 16, 17, 31, 32, 47, 100, 16384, 3};
+  const auto n_tokens = static_cast<int64_t>(pos.size());
+  for (const int64_t n : {1, 31, 64, 1000}) {
+    CAPTURE(n);
+    const auto x =
+        random_floats(static_cast<size_t>(n * n_tokens), static_cast<uint64_t>(n), -4, 4);
+    Buffer cx = make_f32(f.cpu, x), gx = make_f32(f.gpu, x);
+    Buffer cp = make_i32(f.cpu, pos), gp = make_i32(f.gpu, pos);
+    f.cpu.attn_temperature(cx, cp, n_tokens, n, 0.1, 16);
+    f.gpu.attn_temperature(gx, gp, n_tokens, n, 0.1, 16);
+    CHECK(max_abs_diff(fetch(f.gpu, gx, n * n_tokens), fetch(f.cpu, cx, n * n_tokens)) == 0.0);
+  }
+}
+
 TEST_CASE("cuda rope equals the CPU: normal and neox pairs, scaling, freq factors", "[gpu]") {
   Fixture f;
   struct Case {

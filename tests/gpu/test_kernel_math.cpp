@@ -176,3 +176,14 @@ TEST_CASE("kernels/rope_math.cuh equals core/rope_math.h bit for bit on the CPU"
           }
   CHECK(checked > 1000);
 }
+
+TEST_CASE("kernels/rope_math.cuh's attention temperature equals core/rope_math.h's",
+          "[cpu][cuda]") {
+  for (const double beta : {0.1, 0.5, -0.25})
+    for (const int64_t length : {1, 16, 16384})
+      for (const int64_t pos : {0, 1, 15, 16, 17, 31, 32, 16383, 16384, 1000000}) {
+        const float want = llmctl::attn_temperature(pos, beta, length);
+        const float got = llmctl::cuda::attn_temperature_hd(pos, beta, length);
+        REQUIRE(std::memcmp(&want, &got, sizeof want) == 0);
+      }
+}

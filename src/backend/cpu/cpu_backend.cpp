@@ -408,6 +408,18 @@ void CpuBackend::scale_impl(Buffer& x, int64_t n, float factor) {
   for (int64_t i = 0; i < n; ++i) xs[i] *= factor;
 }
 
+// One factor per row and one multiply per element: the fast backend uses it as is, as scale.
+void CpuBackend::attn_temperature_impl(Buffer& x, const Buffer& positions, int64_t n_tokens,
+                                       int64_t n_cols, double beta, int64_t length) {
+  float* xs = x.data();
+  const int32_t* pos = positions.i32();
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const float f = llmctl::attn_temperature(pos[t], beta, length);
+    float* row = xs + t * n_cols;
+    for (int64_t i = 0; i < n_cols; ++i) row[i] *= f;
+  }
+}
+
 void CpuBackend::softcap_range(Buffer& x, int64_t i0, int64_t i1, float cap) {
   float* xs = x.data();
   for (int64_t i = i0; i < i1; ++i) xs[i] = softcap_score(xs[i], cap);

@@ -425,6 +425,12 @@ void CudaBackend::scale_impl(Buffer& x, int64_t n, float factor) {
   LLMCTL_CUDA_CHECK_LAUNCH();
 }
 
+void CudaBackend::attn_temperature_impl(Buffer& x, const Buffer& positions, int64_t n_tokens,
+                                        int64_t n_cols, double beta, int64_t length) {
+  launch_attn_temperature_f32(x.data(), positions.i32(), n_tokens, n_cols, beta, length, stream_);
+  LLMCTL_CUDA_CHECK_LAUNCH();
+}
+
 void CudaBackend::add_impl(Buffer& x, const Buffer& y, int64_t n) {
   launch_add_f32(x.data(), y.data(), n, stream_);
   LLMCTL_CUDA_CHECK_LAUNCH();

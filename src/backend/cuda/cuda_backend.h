@@ -101,6 +101,8 @@ class CudaBackend : public Backend {
   void gelu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) override;
   void softcap_impl(Buffer& x, int64_t n, float cap) override;
   void scale_impl(Buffer& x, int64_t n, float factor) override;
+  void attn_temperature_impl(Buffer& x, const Buffer& positions, int64_t n_tokens, int64_t n_cols,
+                             double beta, int64_t length) override;
   void add_impl(Buffer& x, const Buffer& y, int64_t n) override;
   void copy_rows_impl(const Buffer& x, int64_t row_len, const Buffer& rows, int64_t n_rows,
                       Buffer& out) override;
