@@ -1,8 +1,10 @@
 // The families qwen3, olmo2, gemma2, gemma3 (windowed layers with their own RoPE base, a
 // global layer with linear scaling), granite, phi3 (plain, LongRoPE past its original
 // context, partial rotary) and mistral3 (YaRN and the attention temperature past an original
-// context of 16) end to end, on tiny random-weight models from
-// tools/gen_family_fixtures.py (tests/fixtures/family_<name>/): on the CPU reference path the
+// context of 16), qwen2 (q/k/v biases) and llama3 (LlamaForCausalLM with Llama 3.1's rope_type
+// llama3 over an original context of 16; GGUF: rope_freqs.weight) end to end, on tiny
+// random-weight models from tools/gen_family_fixtures.py (tests/fixtures/family_<name>/):
+// on the CPU reference path the
 // Hugging Face directory against transformers' float64 logits and the GGUF written by gguf-py
 // against llama.cpp's logits and transformers' (within 1e-3, gemma2/3 against llama.cpp 3e-3:
 // see there; greedy ids identical), the fast CPU path against the reference, and the
@@ -38,12 +40,16 @@ using llmctl::test::max_abs_diff;
 
 namespace {
 
-const char* const kFamilies[] = {"qwen3", "olmo2",         "gemma2",       "gemma3",  "granite",
-                                 "phi3",  "phi3_longrope", "phi3_partial", "mistral3"};
+const char* const kFamilies[] = {"qwen3",    "olmo2", "gemma2",        "gemma3",
+                                 "granite",  "phi3",  "phi3_longrope", "phi3_partial",
+                                 "mistral3", "qwen2", "llama3"};
 
 std::string dir_of(const std::string& family) { return fixture_path("family_" + family); }
-// The architecture of a fixture family: phi3_longrope and phi3_partial are phi3 files.
-std::string arch_of(const std::string& family) { return family.substr(0, family.find('_')); }
+// The architecture of a fixture family: phi3_longrope and phi3_partial are phi3 files, llama3
+// a llama file.
+std::string arch_of(const std::string& family) {
+  return family == "llama3" ? "llama" : family.substr(0, family.find('_'));
+}
 
 nlohmann::json json_file(const std::string& path) {
   return nlohmann::json::parse(llmctl::test::read_file(path));
@@ -281,6 +287,30 @@ TEST_CASE("families: what the readers take from each family's files", "[cpu]") {
   }
   for (const std::string& path : {dir_of("phi3_partial"), dir_of("phi3_partial") + "/model.gguf"})
     CHECK(load_model(path).config.n_rot == 4);  // partial_rotary_factor 0.5 of head_dim 8
+  for (const std::string& path : {dir_of("qwen2"), dir_of("qwen2") + "/model.gguf"}) {
+    INFO(path);
+    const LoadedModel m = load_model(path);
+    CHECK(m.config.rope_type == RopeType::Neox);
+    CHECK(m.weights.layers[1].bq.n_cols == 32);  // q_dim
+    CHECK(m.weights.layers[1].bk.n_cols == 16);  // kv_dim
+    CHECK(m.weights.layers[1].bv.n_cols == 16);
+  }
+  for (const std::string& path : {dir_of("llama3"), dir_of("llama3") + "/model.gguf"}) {
+    INFO(path);
+    const LoadedModel m = load_model(path);
+    // HF's rotate_half on the directory's rows; adjacent pairs on the GGUF's permuted ones.
+    CHECK(m.config.rope_type == (path == dir_of("llama3") ? RopeType::Neox : RopeType::Normal));
+    CHECK(m.config.rope_scaling_type.empty());  // llama3 scaling is the divisors alone
+    // head_dim 8, base 1e4, original context 16: pair 0 (wavelength 2 pi, between 16 / 4 and
+    // 16) smoothed, the others (longer than 16) divided by the factor 8. The GGUF's
+    // come from convert_hf_to_gguf's formula, the directory's from config.json.
+    REQUIRE(m.weights.rope_freqs.present());
+    const float* d = static_cast<const float*>(m.weights.rope_freqs.data);
+    const double smooth = (16.0 / (2.0 * M_PI) - 1.0) / (4.0 - 1.0);
+    CHECK(d[0] == Approx(1.0 / ((1.0 - smooth) / 8.0 + smooth)));
+    CHECK(std::vector<float>(d + 1, d + 4) == std::vector<float>{8.0f, 8.0f, 8.0f});
+    CHECK(rope_divisors_for(m.weights, m.config, 17).data == d);
+  }
   const ModelConfig q = load_model(dir_of("qwen3") + "/model.gguf").config;
   CHECK(q.head_dim == 16);  // attention.key_length: q_dim 64 with n_embd 32
   CHECK(q.qk_norm == QkNorm::PerHead);

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Tiny random-weight models of the families qwen3, olmo2, gemma2, gemma3, granite, phi3 and mistral3,
+"""Tiny random-weight models of the families qwen3, olmo2, gemma2, gemma3, granite, phi3, mistral3,
+qwen2 and llama (Llama 3.1 RoPE scaling),
 each as a Hugging Face directory run by transformers and as a GGUF run by llama.cpp, for
 tests/test_model_families.cpp. One place of knowledge, two steps in two virtual environments:
 
@@ -8,7 +9,8 @@ tests/test_model_families.cpp. One place of knowledge, two steps in two virtual 
   # 2. llama.cpp (the venv of scripts/install-reference.sh: llama-cpp-python 0.3.36, numpy):
   ~/.cache/llmctl/ref-venv/bin/python tools/gen_family_fixtures.py llamacpp --out tests/fixtures
 
-(the committed files came from torch 2.15.0, transformers 5.24.0, gguf-py 0.19.0 and
+(--only FAMILY ... regenerates some families, the others' files untouched; the committed files
+came from torch 2.15.0, transformers 5.24.0, gguf-py 0.19.0 and
 llama-cpp-python 0.3.36, which vendors llama.cpp 0c1e570)
 
 Step 1 writes, per family, tests/fixtures/family_<name>/:
@@ -19,7 +21,7 @@ Step 1 writes, per family, tests/fixtures/family_<name>/:
   model.gguf       the same weights written by gguf-py with llama.cpp's tensor names and
                    metadata keys (F32; a byte-level sentencepiece vocabulary of 3 + 256 tokens,
                    which sets vocab_size), mapped here as convert_hf_to_gguf.py maps them:
-                   granite's and mistral3's Q/K rows permuted for llama.cpp's adjacent RoPE
+                   granite's, mistral3's and llama3's Q/K rows permuted for llama.cpp's adjacent RoPE
                    pairing, Gemma's norm weights stored as 1 + w, tied embeddings without
                    output.weight
 It also prints how much each family's own feature moves the logits (the feature switched off on
@@ -59,6 +61,13 @@ Families (hidden 32, 4 heads, 2 KV heads, n_ff 64, vocabulary 259, 24 tokens + 8
            24 tokens and 8 greedy steps run past both thresholds. GGUF as convert_hf_to_gguf's
            Mistral3Model writes it (yarn keys, yarn_log_multiplier = mscale_all_dim,
            attention.temperature_scale = beta), untied
+  qwen2    Qwen2ForCausalLM: q, k and v projections with biases (GGUF attn_q/k/v.bias), Neox
+           RoPE (no permutation, as convert_hf_to_gguf's Qwen2Model), rope base 1e6, untied
+  llama3   LlamaForCausalLM, Llama 3.1's rope_type llama3 (factor 8, low/high_freq_factor 1/4)
+           over an original context of 16 (24 tokens + 8 greedy past it): divisors [1.74, 8, 8,
+           8]. GGUF as convert_hf_to_gguf's LlamaModel: Q/K permuted, no scaling keys,
+           rope_freqs.weight by its formula, which reads the top-level
+           original_max_position_embeddings (default 8192), so config.json has 16 there too
 """
 import argparse
 import json
@@ -73,21 +82,24 @@ TOKENS = [1, 17, 42, 99, 3, 150, 7, 64, 200, 11, 128, 31, 77, 250, 5, 180, 23, 9
 GREEDY = 8
 N_VOCAB = 3 + 256
 FAMILIES = ["qwen3", "olmo2", "gemma2", "gemma3", "granite", "phi3", "phi3_longrope", "phi3_partial",
-            "mistral3"]
+            "mistral3", "qwen2", "llama3"]
 GEMMA = ("gemma2", "gemma3")  # norm weights hold w for a scale of 1 + w
-PERMUTED = ("granite", "mistral3")  # converted like llama: Q/K rows for adjacent pairing
+PERMUTED = ("granite", "mistral3", "llama3")  # converted like llama: Q/K rows for adjacent pairing
 # The GGUF architecture of a fixture family (its name unless listed).
-GGUF_ARCH = {"phi3_longrope": "phi3", "phi3_partial": "phi3"}
+GGUF_ARCH = {"phi3_longrope": "phi3", "phi3_partial": "phi3", "llama3": "llama"}
 LONG_FACTOR = [1.0, 1.5, 3.0, 6.0]
 SHORT_FACTOR = [1.0, 1.05, 1.1, 1.2]
 # llama.cpp against transformers on the same weights. llama.cpp's CPU GELU rounds its input to
 # F16 and reads a table (ggml-cpu vec.h GGML_GELU_FP16), so gemma2 gets a looser bound: 1.8e-3
 # measured, and 3.3e-4 when transformers' GELU is replaced by that table (checked by hand).
 CROSS_TOL = {"qwen3": 1e-3, "olmo2": 1e-3, "gemma2": 3e-3, "gemma3": 3e-3, "granite": 1e-3,
-             "phi3": 1e-3, "phi3_longrope": 1e-3, "phi3_partial": 1e-3, "mistral3": 1e-3}
+             "phi3": 1e-3, "phi3_longrope": 1e-3, "phi3_partial": 1e-3, "mistral3": 1e-3,
+             "qwen2": 1e-3, "llama3": 1e-3}
 MISTRAL3_ROPE = {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
                  "original_max_position_embeddings": 16, "beta_fast": 32.0, "beta_slow": 1.0,
                  "mscale": 1.0, "mscale_all_dim": 1.0, "llama_4_scaling_beta": 0.5}
+LLAMA3_ROPE = {"rope_type": "llama3", "rope_theta": 10000.0, "factor": 8.0, "low_freq_factor": 1.0,
+               "high_freq_factor": 4.0, "original_max_position_embeddings": 16}
 GEMMA3_ROPE = {"full_attention": {"rope_type": "linear", "factor": 4.0, "rope_theta": 1000000.0},
                "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}
 
@@ -141,11 +153,28 @@ def hf_configs(transformers):
             num_hidden_layers=6, head_dim=16, tie_word_embeddings=True, sliding_window=8,
             query_pre_attn_scalar=16, hidden_activation="gelu_pytorch_tanh",
             rope_parameters=GEMMA3_ROPE, **common)),
+        "qwen2": (transformers.Qwen2ForCausalLM, transformers.Qwen2Config(
+            num_hidden_layers=2, tie_word_embeddings=False, use_sliding_window=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}, **common)),
+        "llama3": (transformers.LlamaForCausalLM, transformers.LlamaConfig(
+            num_hidden_layers=2, tie_word_embeddings=False, rope_parameters=LLAMA3_ROPE,
+            original_max_position_embeddings=16, **{**common, "max_position_embeddings": 128})),
     }
 
 
+def zeroed(suffix):
+    """A feature switched off by zeroing the parameters named ...suffix (qwen2's biases are
+    not a config option)."""
+    def edit(model):
+        for name, p in model.named_parameters():
+            if name.endswith(suffix):
+                p.data.zero_()
+    return edit
+
+
 # What each family's features are, switched off one at a time on the same weights (the
-# config edit), to print how far the logits move without them.
+# config edit, or a function that edits the loaded model), to print how far the logits move
+# without them.
 FEATURES = {
     "qwen3": {},
     "olmo2": {},
@@ -169,6 +198,10 @@ FEATURES = {
     "mistral3": {"attention temperature": {"rope_parameters": {**MISTRAL3_ROPE,
                                                                "llama_4_scaling_beta": 0.0}},
                  "YaRN": {"rope_parameters": {**MISTRAL3_ROPE, "factor": 1.0}}},
+    "qwen2": {"q bias": zeroed("q_proj.bias"), "k bias": zeroed("k_proj.bias"),
+              "v bias": zeroed("v_proj.bias")},
+    "llama3": {"llama3 scaling": {"rope_parameters": {"rope_type": "default",
+                                                      "rope_theta": 10000.0}}},
 }
 
 
@@ -221,6 +254,9 @@ def gguf_tensors(family, cfg, state):
         "self_attn.k_proj.weight": "attn_k.weight",
         "self_attn.v_proj.weight": "attn_v.weight",
         "self_attn.o_proj.weight": "attn_output.weight",
+        "self_attn.q_proj.bias": "attn_q.bias",
+        "self_attn.k_proj.bias": "attn_k.bias",
+        "self_attn.v_proj.bias": "attn_v.bias",
         "self_attn.q_norm.weight": "attn_q_norm.weight",
         "self_attn.k_norm.weight": "attn_k_norm.weight",
         # With real post-attention norms (gemma2, olmo2) the name means what it says; in
@@ -260,6 +296,27 @@ def gguf_tensors(family, cfg, state):
                 a = permute_for_adjacent_pairs(a, cfg.num_key_value_heads)
         out.append((gname, a.astype(np.float32)))
     return out
+
+
+def llama3_rope_freqs(cfg, rope, dim):
+    # convert_hf_to_gguf's LlamaModel.generate_extra_tensors: per pair, the divisor of the
+    # frequency (1 / the factor transformers multiplies inv_freq by). Its context is the
+    # top-level original_max_position_embeddings (8192 when absent), not rope_scaling's.
+    base = rope["rope_theta"]
+    factor, low, high = rope["factor"], rope["low_freq_factor"], rope["high_freq_factor"]
+    old_ctx = getattr(cfg, "original_max_position_embeddings", 8192)
+    freqs = 1.0 / (base ** (np.arange(0, dim, 2, dtype=np.float32) / dim))
+    out = []
+    for freq in freqs:
+        wavelen = 2 * math.pi / freq
+        if wavelen < old_ctx / high:
+            out.append(1.0)
+        elif wavelen > old_ctx / low:
+            out.append(factor)
+        else:
+            smooth = (old_ctx / wavelen - low) / (high - low)
+            out.append(1 / ((1 - smooth) / factor + smooth))
+    return np.array(out, np.float32)
 
 
 def write_gguf(gguf, path, family, cfg):
@@ -308,6 +365,8 @@ def write_gguf(gguf, path, family, cfg):
             w.add_rope_scaling_attn_factors(math.sqrt(1 + math.log(scale) / math.log(orig)))
             w.add_tensor("rope_factors_long.weight", np.array(rope["long_factor"], np.float32))
             w.add_tensor("rope_factors_short.weight", np.array(rope["short_factor"], np.float32))
+    if rope["rope_type"] == "llama3":  # convert_hf_to_gguf's LlamaModel: only the tensor
+        w.add_tensor("rope_freqs.weight", llama3_rope_freqs(cfg, rope, head_dim))
     if family == "granite":
         w.add_embedding_scale(cfg.embedding_multiplier)
         w.add_residual_scale(cfg.residual_multiplier)
@@ -333,7 +392,7 @@ def step_hf(args):
     torch.manual_seed(0)
     # Seeds by order in hf_configs (new families go last, so the others keep their weights).
     for seed, (family, (cls, cfg)) in enumerate(hf_configs(transformers).items(), start=10):
-        if args.only and family != args.only:
+        if args.only and family not in args.only:
             continue
         d = fixture_dir(args.out, family)
         os.makedirs(d, exist_ok=True)
@@ -348,10 +407,14 @@ def step_hf(args):
         logits = forward_logits(torch, ref, TOKENS)
         ids = greedy(torch, ref, TOKENS, GREEDY)
         for what, edit in FEATURES[family].items():
-            off_cfg = cfg.__class__.from_dict({**cfg.to_dict(), **edit})
-            off_cfg._attn_implementation = "eager"
+            off_cfg = cfg
+            if not callable(edit):
+                off_cfg = cfg.__class__.from_dict({**cfg.to_dict(), **edit})
+                off_cfg._attn_implementation = "eager"
             off = cls(off_cfg).to(torch.float64).eval()
             off.load_state_dict(model.state_dict())
+            if callable(edit):
+                edit(off)
             delta = (forward_logits(torch, off, TOKENS) - logits).abs().max().item()
             print(f"{family}: max |logit change| without {what}: {delta:.4f}")
         extra = {}
@@ -396,7 +459,7 @@ def step_llamacpp(args):
                     type_k=0, type_v=0, logits_all=True, n_gpu_layers=0, seed=1234)
     failed = False
     for family in FAMILIES:
-        if args.only and family != args.only:
+        if args.only and family not in args.only:
             continue
         d = fixture_dir(args.out, family)
         with open(os.path.join(d, "reference_logits.json")) as f:
@@ -436,7 +499,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("step", choices=["hf", "llamacpp"])
     ap.add_argument("--out", default="tests/fixtures")
-    ap.add_argument("--only", choices=FAMILIES, help="one family")
+    ap.add_argument("--only", choices=FAMILIES, nargs="+", help="these families only")
     args = ap.parse_args()
     step_hf(args) if args.step == "hf" else step_llamacpp(args)
 
