@@ -23,38 +23,65 @@ using llmctl::test::max_abs_diff;
 using llmctl::test::PagedSetup;
 using llmctl::test::random_floats;
 
+namespace {
+
+// Paged attention of one layout (make_layout) on both backends, K and V pools of types kt and
+// vt filled through kv_store: the largest output difference over the whole batch, and of the
+// first token computed alone (the paged kernel; a batch of 16 or more may take the prefill one).
+struct AttentionGap {
+  double batch = 0, first_alone = 0;
+};
+AttentionGap attention_gap(cpu::CpuBackend& cpu, cuda::CudaBackend& gpu, const AttentionShape& sh,
+                           int64_t block_size, BufferType kt, BufferType vt) {
+  const int64_t kv_dim = sh.n_kv_heads * sh.head_dim;
+  const Layout l = make_layout(block_size, kv_dim);
+  const auto n_rows = l.slots.size();
+  const auto k = random_floats(n_rows * static_cast<size_t>(kv_dim), 1, -2, 2);
+  const auto v = random_floats(n_rows * static_cast<size_t>(kv_dim), 2);
+  const PagedSetup cs = fill(cpu, l, kt, vt, k, v), gs = fill(gpu, l, kt, vt, k, v);
+  const auto n_tok = static_cast<int64_t>(l.tok_seq.size());
+  const int64_t q_len = n_tok * sh.n_heads * sh.head_dim, head = sh.n_heads * sh.head_dim;
+  const auto q = random_floats(static_cast<size_t>(q_len), 3, -2, 2);
+  Buffer cq = make_f32(cpu, q), gq = make_f32(gpu, q);
+  Buffer co = cpu.alloc(q_len), go = gpu.alloc(q_len), go1 = gpu.alloc(q_len);
+  cpu.attention(cq, cs.kv(), n_tok, sh, co);
+  gpu.attention(gq, gs.kv(), n_tok, sh, go);
+  gpu.attention(gq, gs.kv(), 1, sh, go1);
+  const std::vector<float> want = fetch(cpu, co, q_len);
+  return {max_abs_diff(fetch(gpu, go, q_len), want),
+          max_abs_diff(fetch(gpu, go1, head), std::vector<float>(want.begin(), want.begin() + head))};
+}
+
+}  // namespace
+
 TEST_CASE("cuda kv_store and paged attention equal the CPU (several sequences)", "[gpu]") {
   cpu::CpuBackend cpu;
   cuda::CudaBackend gpu(0);
   const AttentionShape shapes[] = {{4, 4, 64}, {8, 2, 32}, {6, 3, 100}, {2, 1, 256}, {3, 1, 7}};
   for (const AttentionShape& sh : shapes) {
     for (const int64_t block_size : {16, 5}) {
-      for (const BufferType pool : {BufferType::F32, BufferType::F16}) {
-        CAPTURE(sh.n_heads, sh.n_kv_heads, sh.head_dim, block_size, buffer_type_name(pool));
+      CAPTURE(sh.n_heads, sh.n_kv_heads, sh.head_dim, block_size);
+      {  // the f32 pools themselves (only f32 can be downloaded)
         const int64_t kv_dim = sh.n_kv_heads * sh.head_dim;
         const Layout l = make_layout(block_size, kv_dim);
-        const auto n_rows = l.slots.size();
-        const auto k = random_floats(n_rows * static_cast<size_t>(kv_dim), 1, -2, 2);
-        const auto v = random_floats(n_rows * static_cast<size_t>(kv_dim), 2);
-        const PagedSetup cs = fill(cpu, l, pool, k, v), gs = fill(gpu, l, pool, k, v);
-        if (pool == BufferType::F32) {  // the pools themselves (only f32 can be downloaded)
-          const int64_t n = cs.k_pool.size();
-          CHECK(max_abs_diff(fetch(gpu, gs.k_pool, n), fetch(cpu, cs.k_pool, n)) == 0.0);
-          CHECK(max_abs_diff(fetch(gpu, gs.v_pool, n), fetch(cpu, cs.v_pool, n)) == 0.0);
-        }
-        const auto n_tok = static_cast<int64_t>(l.tok_seq.size());
-        const int64_t q_len = n_tok * sh.n_heads * sh.head_dim;
-        const auto q = random_floats(static_cast<size_t>(q_len), 3, -2, 2);
-        Buffer cq = make_f32(cpu, q), gq = make_f32(gpu, q);
-        Buffer co = cpu.alloc(q_len), go = gpu.alloc(q_len);
-        cpu.attention(cq, cs.kv(), n_tok, sh, co);
-        gpu.attention(gq, gs.kv(), n_tok, sh, go);
+        const auto k = random_floats(l.slots.size() * static_cast<size_t>(kv_dim), 1, -2, 2);
+        const auto v = random_floats(l.slots.size() * static_cast<size_t>(kv_dim), 2);
+        const PagedSetup cs = fill(cpu, l, BufferType::F32, k, v);
+        const PagedSetup gs = fill(gpu, l, BufferType::F32, k, v);
+        const int64_t n = cs.k_pool.size();
+        CHECK(max_abs_diff(fetch(gpu, gs.k_pool, n), fetch(cpu, cs.k_pool, n)) == 0.0);
+        CHECK(max_abs_diff(fetch(gpu, gs.v_pool, n), fetch(cpu, cs.v_pool, n)) == 0.0);
+      }
+      for (const BufferType pool : {BufferType::F32, BufferType::F16}) {
+        CAPTURE(buffer_type_name(pool));
         // Outputs are convex combinations of V rows in [-1, 1]. Scores (up to 256-term dot
         // products, fma on the device) and the online softmax sum in another order than the
         // CPU's two-pass softmax: typically ~1e-6 apart, 1e-4 leaves room for the long heads.
         // f16 pools hold the same f16 values on both sides. A wrong block, head or position
         // moves outputs by ~1e-1.
-        CHECK(max_abs_diff(fetch(gpu, go, q_len), fetch(cpu, co, q_len)) <= 1e-4);
+        const AttentionGap gap = attention_gap(cpu, gpu, sh, block_size, pool, pool);
+        CHECK(gap.batch <= 1e-4);
+        CHECK(gap.first_alone <= 1e-4);
       }
     }
   }
@@ -72,28 +99,11 @@ TEST_CASE("cuda quantized KV pools: kv_store and attention equal the CPU (-ctk /
     for (const Pair& types : pairs) {
       CAPTURE(sh.n_heads, sh.n_kv_heads, sh.head_dim, buffer_type_name(types.first),
               buffer_type_name(types.second));
-      const int64_t kv_dim = sh.n_kv_heads * sh.head_dim;
-      const Layout l = make_layout(16, kv_dim);
-      const auto n_rows = l.slots.size();
-      const auto k = random_floats(n_rows * static_cast<size_t>(kv_dim), 1, -2, 2);
-      const auto v = random_floats(n_rows * static_cast<size_t>(kv_dim), 2);
-      const PagedSetup cs = fill(cpu, l, types.first, types.second, k, v);
-      const PagedSetup gs = fill(gpu, l, types.first, types.second, k, v);
-      const auto n_tok = static_cast<int64_t>(l.tok_seq.size());
-      const int64_t q_len = n_tok * sh.n_heads * sh.head_dim;
-      const auto q = random_floats(static_cast<size_t>(q_len), 3, -2, 2);
-      Buffer cq = make_f32(cpu, q), gq = make_f32(gpu, q);
-      Buffer co = cpu.alloc(q_len), go = gpu.alloc(q_len);
-      cpu.attention(cq, cs.kv(), n_tok, sh, co);
-      // Every token, then one token alone (the paged kernel; the batch may take the prefill one).
-      gpu.attention(gq, gs.kv(), n_tok, sh, go);
       // Both sides hold the same blocks (one quantizer rule, kernels/kv_pool.cuh; a different
       // nibble moves an output by about d, ~1e-2) and dequantize them to the same values.
-      CHECK(max_abs_diff(fetch(gpu, go, q_len), fetch(cpu, co, q_len)) <= 1e-4);
-      Buffer go1 = gpu.alloc(q_len);
-      gpu.attention(gq, gs.kv(), 1, sh, go1);
-      const int64_t head = sh.n_heads * sh.head_dim;
-      CHECK(max_abs_diff(fetch(gpu, go1, head), fetch(cpu, co, head)) <= 1e-4);
+      const AttentionGap gap = attention_gap(cpu, gpu, sh, 16, types.first, types.second);
+      CHECK(gap.batch <= 1e-4);
+      CHECK(gap.first_alone <= 1e-4);
     }
 }
 
