@@ -303,11 +303,12 @@ std::string hex(const uint8_t* p, size_t n) {
 
 }  // namespace
 
-// The bytes llama.cpp writes: ggml_quantize_chunk() of the reference engine's ggml (the ref
-// quantizers without an importance matrix, the _impl ones with it) on seeded matrices whose
+// The bytes llama.cpp writes, for the K-quants, IQ4 and Q4_0 .. Q8_0: ggml_quantize_chunk() of
+// the reference engine's ggml (the ref quantizers without an importance matrix, the _impl ones
+// with it) on seeded matrices whose
 // rows span normal, uniform, heavy-tailed, one-signed, constant, sparse, all-zero, tiny
 // (below fp16's range for the scales), huge and exactly-tied values.
-TEST_CASE("k-quant blocks are byte-identical to llama.cpp's quantizer", "[cpu][golden]") {
+TEST_CASE("quantized blocks are byte-identical to llama.cpp's quantizer", "[cpu][golden]") {
   std::vector<GoldenMatrix> matrices;
   std::vector<GoldenResult> results;
   read_golden(matrices, results);
@@ -409,7 +410,7 @@ uint64_t fnv1a64(const uint8_t* p, size_t n) {
 // The larger set: 256 generated rows of 1024 (8 kinds: bell-shaped at 12 scales, uniform,
 // sparse, small integers, outliers, one-signed, sixteenths, sub-blocks at 6 scales), each row's
 // bytes hashed, every type with and without a generated importance matrix.
-TEST_CASE("k-quant rows hash to llama.cpp's on a generated matrix", "[cpu][golden]") {
+TEST_CASE("quantized rows hash to llama.cpp's on a generated matrix", "[cpu][golden]") {
   const auto doc = nlohmann::json::parse(
       llmctl::test::read_file(llmctl::test::fixture_path("kquant_golden_rows.json")));
   const int64_t rows = doc["rows"], cols = doc["cols"];
