@@ -4,8 +4,13 @@
 # files, interleaved, timed around its own C decode calls; prints medians and
 # ratios (tools/bench_reference.py has the method).
 #
-#   scripts/bench-reference.sh [--make-llama1b DIR] [-m FILE]... [-p 512] [-n 128] [-r 3] [-t 2] [--json]
+#   scripts/bench-reference.sh [--make-llama1b DIR] [-m FILE]... [-p 512] [-n 128] [-d 0]
+#                              [-ctk f16] [-ctv f16] [--flash-attn] [-r 3] [-t 2] [--json]
 #
+#   -d N                the tests run after N positions already in the KV cache (filled untimed),
+#                       as llama-bench's -d and `llmctl bench -d` ("pp512 @ d4096")
+#   -ctk T, -ctv T      K / V cache type of both engines: f32, f16 (default), q8_0, q4_0; a
+#                       quantized V runs llama.cpp with flash attention (it needs it)
 #   --make-llama1b DIR  first write the Llama-3.2-1B-shape benchmark files into DIR (random
 #                       weights, tools/make_random_model; ~5 GB): F16, and Q8_0, Q4_0 and
 #                       Q4_K_M quantized by llama.cpp's own quantizer (its output tensor Q6_K,
@@ -24,7 +29,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --make-llama1b) make_dir="$2"; shift 2 ;;
     -m) models+=("$2"); shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) rest+=("$1"); shift ;;
   esac
 done

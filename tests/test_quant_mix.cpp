@@ -1,8 +1,11 @@
 // quant/quant_mix.h: llmctl's mix rules give every tensor the type llama.cpp's quantizer gives
 // it, on tiny models that llama.cpp quantized under each mix (tests/fixtures/
 // quant_mix_llamacpp.json from tools/gen_quant_mix_fixture.py, llama-cpp-python 0.3.36).
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -46,31 +49,39 @@ MixModel model_of(const nlohmann::json& m) {
 
 }  // namespace
 
+// Without and with an importance matrix ("mixes_imatrix": llama.cpp's has_imatrix changes the
+// first ffn_down layers of Q4_0, Q5_0, IQ4_NL and IQ4_XS).
 TEST_CASE("quant mix: every tensor gets llama.cpp's type under every mix", "[cpu]") {
   const nlohmann::json fx = fixture();
   int compared = 0;
   for (const auto& m : fx["models"]) {
     const std::vector<GgufTensorInfo> tensors = tensors_of(m);
-    for (const auto& [mix_name, types] : m["mixes"].items()) {
-      const QuantMix* mix = find_quant_mix(mix_name);
-      REQUIRE(mix != nullptr);
-      QuantOptions o;
-      o.type = mix->base;
-      o.mix = mix;
-      o.model = model_of(m);
-      const QuantPlan plan = plan_quantization(tensors, o);
-      REQUIRE(plan.tensors.size() == types.size());
-      CHECK(plan.file_type == mix->file_type);
-      for (size_t i = 0; i < types.size(); ++i) {
-        INFO(m["name"].get<std::string>() << " " << mix_name << " " << plan.tensors[i].name
-                                          << " (rule: " << plan.tensors[i].rule << ")");
-        CHECK(std::string(ggml_type_name(plan.tensors[i].chosen)) == types[i].get<std::string>());
-        ++compared;
+    for (const bool imatrix : {false, true}) {
+      for (const auto& [mix_name, types] : m[imatrix ? "mixes_imatrix" : "mixes"].items()) {
+        const QuantMix* mix = find_quant_mix(mix_name);
+        REQUIRE(mix != nullptr);
+        QuantOptions o;
+        o.type = mix->base;
+        o.mix = mix;
+        o.model = model_of(m);
+        o.has_imatrix = imatrix;
+        const QuantPlan plan = plan_quantization(tensors, o);
+        REQUIRE(plan.tensors.size() == types.size());
+        CHECK(plan.file_type == mix->file_type);
+        for (size_t i = 0; i < types.size(); ++i) {
+          INFO(m["name"].get<std::string>() << " " << mix_name << (imatrix ? " + imatrix " : " ")
+                                            << plan.tensors[i].name
+                                            << " (rule: " << plan.tensors[i].rule << ")");
+          CHECK(std::string(ggml_type_name(plan.tensors[i].chosen)) ==
+                types[i].get<std::string>());
+          ++compared;
+        }
       }
     }
   }
-  // 4 models x 17 mixes: the fixture really holds the cases it claims
-  CHECK(compared > 4000);
+  // 4 models x 17 mixes x (without, with an importance matrix): the fixture really holds the
+  // cases it claims
+  CHECK(compared > 8000);
 }
 
 TEST_CASE("quant mix: the rules change types (the fixture is not all base types)", "[cpu]") {
@@ -85,6 +96,49 @@ TEST_CASE("quant mix: the rules change types (the fixture is not all base types)
   }
   CHECK(q6 > 8);
   CHECK(q4 > 8);
+  // and the importance matrix changes some: Q4_0's first ffn_down layers become Q4_1
+  int q41 = 0;
+  for (const auto& t : m["mixes_imatrix"]["Q4_0"]) q41 += t.get<std::string>() == "Q4_1";
+  CHECK(q41 == 2);  // 16 layers: the first eighth
+}
+
+// llama.cpp visits the tensors by layer number, then name, whatever the file's order (its
+// loader keeps them so); real files are often sorted by name (SmolLM2: blk.0, blk.1, blk.10,
+// ...), where counting in file order gives blk.10 the place of blk.2. The same tensors sorted
+// by name and shuffled must get the fixture's types. (tools/check_quantize_llamacpp.py
+// --requantize on the name-sorted SmolLM2 file checks this against llama.cpp itself.)
+TEST_CASE("quant mix: the types do not depend on the order of the tensors in the file", "[cpu]") {
+  const nlohmann::json fx = fixture();
+  const auto& m = fx["models"][0];  // 16 layers: Q4_K_M's use_more_bits picks layers
+  const std::vector<GgufTensorInfo> tensors = tensors_of(m);
+  std::vector<GgufTensorInfo> by_name = tensors;
+  std::sort(by_name.begin(), by_name.end(),
+            [](const GgufTensorInfo& a, const GgufTensorInfo& b) { return a.name < b.name; });
+  std::vector<GgufTensorInfo> shuffled = tensors;
+  std::mt19937 rng(5);
+  std::shuffle(shuffled.begin(), shuffled.end(), rng);
+  int compared = 0;
+  for (const auto* order : {&by_name, &shuffled}) {
+    for (const bool imatrix : {false, true}) {
+      for (const char* mix_name : {"Q4_K_M", "Q5_K_M", "Q4_0", "Q3_K_M"}) {
+        const auto& types = m[imatrix ? "mixes_imatrix" : "mixes"][mix_name];
+        std::map<std::string, std::string> expected;
+        for (size_t i = 0; i < tensors.size(); ++i)
+          expected[tensors[i].name] = types[i].get<std::string>();
+        QuantOptions o;
+        o.mix = find_quant_mix(mix_name);
+        o.type = o.mix->base;
+        o.model = model_of(m);
+        o.has_imatrix = imatrix;
+        for (const TensorPlan& p : plan_quantization(*order, o).tensors) {
+          INFO(mix_name << (imatrix ? " + imatrix " : " ") << p.name);
+          CHECK(std::string(ggml_type_name(p.chosen)) == expected.at(p.name));
+          ++compared;
+        }
+      }
+    }
+  }
+  CHECK(compared == 16 * static_cast<int>(tensors.size()));
 }
 
 TEST_CASE("quant mix: names, aliases, and every type of a plan is written", "[cpu]") {
@@ -117,10 +171,11 @@ TEST_CASE("quant mix: names, aliases, and every type of a plan is written", "[cp
 }
 
 TEST_CASE("quant mix: tensors llama.cpp never quantizes keep their type", "[cpu]") {
-  CHECK(mix_allows_quantization("blk.0.attn_q.weight", 2));
-  CHECK_FALSE(mix_allows_quantization("blk.0.attn_norm.weight", 1));
-  CHECK_FALSE(mix_allows_quantization("blk.0.ffn_gate_inp.weight", 2));
-  CHECK_FALSE(mix_allows_quantization("blk.0.attn_q.bias", 2));
+  CHECK(mix_allows_quantization("blk.0.attn_q.weight", {64, 64}));
+  CHECK_FALSE(mix_allows_quantization("blk.0.attn_norm.weight", {64}));
+  CHECK_FALSE(mix_allows_quantization("blk.0.attn_q.weight", {64, 1}));  // ggml_n_dims 1
+  CHECK_FALSE(mix_allows_quantization("blk.0.ffn_gate_inp.weight", {64, 8}));
+  CHECK_FALSE(mix_allows_quantization("blk.0.attn_q.bias", {64, 64}));
   GgufTensorInfo router;
   router.name = "blk.0.ffn_gate_inp.weight";
   router.shape = {256, 8};

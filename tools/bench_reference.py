@@ -3,7 +3,7 @@
 GGUF files, interleaved, and prints the medians side by side with their ratio.
 
   python tools/bench_reference.py --llmctl build/llmctl -m A.gguf -m B.gguf [-p 512] [-n 128]
-                                  [-r 3] [-t 2] [--json]
+                                  [-d 0] [-ctk f16] [-ctv f16] [-r 3] [-t 2] [--json]
 
 Run through scripts/bench-reference.sh, which installs the reference first. For each file and
 repetition the reference runs once, then `llmctl bench -r 1` once, so slow and fast phases of
@@ -11,8 +11,16 @@ a shared machine hit both alike. The reference is timed around each llama_decode
 llama_synchronize call of its C API, nothing else (its llama_perf_context counters read zero
 through this binding in 0.3.36, so they cannot be used); its prefill is one llama_decode of P
 tokens (n_batch = n_ubatch = P) and its decode N single-token llama_decode calls from an empty
-cache, as llama-bench's ppP and tgN, and as `llmctl bench -p P -n N`. Both engines use their default paths (llama.cpp:
-its default flash-attention and KV settings; llmctl: f16 KV).
+cache, as llama-bench's ppP and tgN, and as `llmctl bench -p P -n N`.
+
+With -d D, each test first fills D positions of the KV cache (untimed; llama_decode calls of
+up to 512 tokens) and then times its P or N tokens after them: llama-bench's -d ("pp512 @
+d4096"; it too refills, or restores, the D positions before every repetition), and what
+`llmctl bench -d D` measures. -ctk / -ctv set the K and V cache types of both engines
+(llama.cpp's type_k / type_v, llmctl bench's -ctk / -ctv): f32, f16 (the default), q8_0,
+q4_0. llama.cpp runs without flash attention (llama-cpp-python's default) unless V is
+quantized, which llama.cpp only supports with flash attention; then it runs with it, and
+--flash-attn turns it on for every run. llmctl uses its default path.
 """
 import argparse
 import json
@@ -24,18 +32,29 @@ import time
 import llama_cpp
 
 
+KV_TYPES = {"f32": llama_cpp.GGML_TYPE_F32, "f16": llama_cpp.GGML_TYPE_F16,
+            "q8_0": llama_cpp.GGML_TYPE_Q8_0, "q4_0": llama_cpp.GGML_TYPE_Q4_0}
+FILL_CHUNK = 512  # tokens per llama_decode call of the untimed depth fill (n_ubatch default)
+
+
 def token_ids(n, n_vocab):
     # Deterministic ids away from the specials at the start of most vocabularies.
     return [(1000 + 7919 * i) % (n_vocab - 300) + 300 for i in range(n)]
 
 
 class Reference:
-    def __init__(self, path, n_prompt, n_gen, threads):
-        self.llm = llama_cpp.Llama(model_path=path, n_ctx=max(n_prompt, n_gen) + 16,
-                                   n_batch=max(n_prompt, 1), n_ubatch=max(n_prompt, 1),
-                                   n_threads=threads, n_threads_batch=threads, verbose=False)
+    def __init__(self, path, n_prompt, n_gen, threads, depth=0, type_k="f16", type_v="f16",
+                 flash_attn=False):
+        # One ubatch holds the whole prompt (the ppP test is one pass) and a fill chunk.
+        batch = max(n_prompt, min(depth, FILL_CHUNK), 1)
+        self.llm = llama_cpp.Llama(model_path=path, n_ctx=depth + max(n_prompt, n_gen) + 16,
+                                   n_batch=batch, n_ubatch=batch, n_threads=threads,
+                                   n_threads_batch=threads, type_k=KV_TYPES[type_k],
+                                   type_v=KV_TYPES[type_v], flash_attn=flash_attn, verbose=False)
         self.ctx = self.llm._ctx.ctx
         self.n_vocab = self.llm.n_vocab()
+        self.depth = depth
+        self.batch = batch
 
     def _decode(self, tokens):
         arr = (llama_cpp.llama_token * len(tokens))(*tokens)
@@ -48,7 +67,11 @@ class Reference:
         return dt
 
     def _clear(self):
+        """An empty cache, then the -d positions (untimed), as llama-bench before each run."""
         llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(self.ctx), True)
+        fill = token_ids(self.depth, self.n_vocab)
+        for i in range(0, len(fill), self.batch):
+            self._decode(fill[i:i + self.batch])
 
     def pp(self, n):
         self._clear()
@@ -59,8 +82,9 @@ class Reference:
         return n / sum(self._decode([t]) for t in token_ids(n, self.n_vocab))
 
 
-def llmctl_once(exe, path, n_prompt, n_gen, threads):
+def llmctl_once(exe, path, n_prompt, n_gen, threads, depth=0, type_k="f16", type_v="f16"):
     out = subprocess.run([exe, "bench", "-m", path, "-p", str(n_prompt), "-n", str(n_gen), "-r", "1",
+                          "-d", str(depth), "-ctk", type_k, "-ctv", type_v,
                           "-t", str(threads), "--probe-mib", "0", "--json"],
                          check=True, capture_output=True, text=True).stdout
     rows = json.loads(out)["rows"]
@@ -68,20 +92,37 @@ def llmctl_once(exe, path, n_prompt, n_gen, threads):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()),
+                                 epilog="Method and the meaning of -d, -ctk, -ctv: this file's "
+                                        "docstring (tools/bench_reference.py).")
     ap.add_argument("--llmctl", default="build/llmctl")
     ap.add_argument("-m", "--model", action="append", required=True)
     ap.add_argument("-p", "--n-prompt", type=int, default=512)
     ap.add_argument("-n", "--n-gen", type=int, default=128)
+    ap.add_argument("-d", "--n-depth", type=int, default=0,
+                    help="KV cache positions filled (untimed) before each test, as llama-bench's "
+                         "-d: pp512 @ d4096 is 512 prompt tokens after 4096 (default 0)")
+    ap.add_argument("-ctk", "--cache-type-k", choices=sorted(KV_TYPES), default="f16",
+                    help="K cache type of both engines (llama.cpp's type_k; default f16)")
+    ap.add_argument("-ctv", "--cache-type-v", choices=sorted(KV_TYPES), default="f16",
+                    help="V cache type of both engines (llama.cpp's type_v; default f16). A "
+                         "quantized V turns on llama.cpp's flash attention, which it requires")
+    ap.add_argument("--flash-attn", action="store_true",
+                    help="run llama.cpp with flash attention even when V is not quantized")
     ap.add_argument("-r", "--repetitions", type=int, default=3)
     ap.add_argument("-t", "--threads", type=int, default=2)
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
+    if a.n_depth < 0:
+        ap.error("-d must be >= 0")
+    flash_attn = a.flash_attn or a.cache_type_v not in ("f32", "f16")
+    kv = (a.n_depth, a.cache_type_k, a.cache_type_v)
+    suffix = f" @ d{a.n_depth}" if a.n_depth > 0 else ""
 
     results = []
     for path in a.model:
         print(f"bench-reference: {path}", file=sys.stderr)
-        ref = Reference(path, a.n_prompt, a.n_gen, a.threads)
+        ref = Reference(path, a.n_prompt, a.n_gen, a.threads, *kv, flash_attn=flash_attn)
         ref.pp(min(a.n_prompt, 32))  # warm-up, as llmctl bench does
         rates = {("ref", "pp"): [], ("ref", "tg"): [], ("llmctl", "pp"): [], ("llmctl", "tg"): []}
         wtype = "?"
@@ -90,7 +131,7 @@ def main():
                 rates[("ref", "pp")].append(ref.pp(a.n_prompt))
             if a.n_gen > 0:
                 rates[("ref", "tg")].append(ref.tg(a.n_gen))
-            ours = llmctl_once(a.llmctl, path, a.n_prompt, a.n_gen, a.threads)
+            ours = llmctl_once(a.llmctl, path, a.n_prompt, a.n_gen, a.threads, *kv)
             for test, (tok_s, wtype) in ours.items():
                 rates[("llmctl", test)].append(tok_s)
         del ref
@@ -99,7 +140,10 @@ def main():
                 continue
             r = statistics.median(rates[("ref", test)])
             o = statistics.median(rates[("llmctl", test)])
-            results.append({"model": path, "type": wtype, "test": f"{test}{n}", "threads": a.threads,
+            results.append({"model": path, "type": wtype, "test": f"{test}{n}{suffix}",
+                            "threads": a.threads, "depth": a.n_depth,
+                            "cache_type_k": a.cache_type_k, "cache_type_v": a.cache_type_v,
+                            "reference_flash_attn": flash_attn,
                             "reference_tok_s": r, "llmctl_tok_s": o, "ratio": o / r,
                             "reference_runs": rates[("ref", test)],
                             "llmctl_runs": rates[("llmctl", test)]})
@@ -108,8 +152,11 @@ def main():
         print(json.dumps({"reference": f"llama-cpp-python {llama_cpp.__version__}",
                           "repetitions": a.repetitions, "rows": results}, indent=2))
         return
+    kv_note = (f", KV {a.cache_type_k}/{a.cache_type_v}"
+               if (a.cache_type_k, a.cache_type_v) != ("f16", "f16") else "")
+    fa_note = ", reference with flash attention" if flash_attn else ""
     print(f"reference: llama-cpp-python {llama_cpp.__version__}; medians of {a.repetitions} "
-          f"interleaved runs, {a.threads} threads\n")
+          f"interleaved runs, {a.threads} threads{kv_note}{fa_note}\n")
     print("| file | main type | test | reference t/s | llmctl t/s | llmctl / reference |")
     print("|---|---|---|---:|---:|---:|")
     for r in results:

@@ -11,7 +11,22 @@ compares every tensor's type and bytes. Exit 1 on any difference.
         /work/shared/models/stories260K.gguf
 
 Last run 2026-12-03: 11 mixes x 39 tensors, 0 differing.
+
+With --requantize, a real (already quantized) file instead, requantized under the given mixes
+by both (llama.cpp with allow_requantize, llmctl with --allow-requantize), and with
+--imatrix FILE both get the same importance matrix: llmctl reads the file, llama.cpp gets
+the column weights llama-quantize would compute from it (in_sum2 / counts in float; 1 where
+counts is 0), through llama_model_quantize_params.imatrix.
+
+    ~/.cache/llmctl/ref-venv/bin/python tools/check_quantize_llamacpp.py build/llmctl \
+        --requantize /work/shared/models/SmolLM2-135M-Instruct.Q4_1.gguf \
+        --imatrix smol.imatrix Q4_0 Q5_1
+
+(smol.imatrix: `llmctl eval -m FILE --builtin-text calibration --save-imatrix smol.imatrix`.)
+Last run 2026-12-03: SmolLM2-135M-Instruct Q4_1 with that imatrix, Q4_0, Q5_0, Q5_1, Q4_K_M,
+IQ4_XS (and Q4_1, Q8_0): 272 tensors each, 0 differing.
 """
+import argparse
 import ctypes
 import subprocess
 import sys
@@ -21,8 +36,11 @@ import llama_cpp
 import numpy as np
 from gguf import GGUFReader, GGUFWriter
 
+from llamacpp_imatrix import c_imatrix, gguf_column_weights, set_imatrix
+
 MIXES = {"Q4_K_M": 15, "Q4_K_S": 14, "Q5_K_M": 17, "Q5_K_S": 16, "Q6_K": 18, "Q3_K_S": 11,
          "Q3_K_M": 12, "Q3_K_L": 13, "Q2_K": 10, "IQ4_NL": 25, "IQ4_XS": 30}
+LEGACY_MIXES = {"Q4_0": 2, "Q4_1": 3, "Q5_0": 8, "Q5_1": 9, "Q8_0": 7}  # llama_ftype values
 
 
 def write_model(path, vocab_path):
@@ -79,8 +97,57 @@ def write_model(path, vocab_path):
     w.close()
 
 
+def compare(name, ref, ours):
+    a = {t.name: t for t in GGUFReader(ref).tensors}
+    b = {t.name: t for t in GGUFReader(ours).tensors}
+    assert a.keys() == b.keys(), (name, set(a) ^ set(b))
+    differ = [k for k in a if a[k].tensor_type != b[k].tensor_type
+              or a[k].data.tobytes() != b[k].data.tobytes()]
+    types = sorted({a[k].tensor_type.name for k in a})
+    print(f"{name}: {len(a)} tensors ({', '.join(types)}), {len(differ)} differ "
+          f"{differ[:3]}", file=sys.stderr)
+    return len(differ)
+
+
+def requantize(llmctl, src, imatrix, mixes, d):
+    bad = 0
+    arr = keep = None
+    if imatrix:
+        arr, keep = c_imatrix(gguf_column_weights(imatrix))
+    for name in mixes:
+        params = llama_cpp.llama_model_quantize_default_params()
+        params.ftype = {**MIXES, **LEGACY_MIXES}[name]
+        params.allow_requantize = True
+        if arr is not None:
+            set_imatrix(params, arr)
+        ref, ours = f"{d}/ref_{name}.gguf", f"{d}/ours_{name}.gguf"
+        rc = llama_cpp.llama_model_quantize(src.encode(), ref.encode(), ctypes.byref(params))
+        assert rc == 0, f"llama_model_quantize {name}: {rc}"
+        cmd = [llmctl, "quantize", src, ours, "--type", name, "--allow-requantize"]
+        r = subprocess.run(cmd + (["--imatrix", imatrix] if imatrix else []),
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        bad += compare(f"{name}{' + imatrix' if imatrix else ''}", ref, ours)
+    del keep
+    return bad
+
+
 def main():
-    llmctl, vocab = sys.argv[1], sys.argv[2]
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("llmctl")
+    ap.add_argument("vocab", nargs="?", help="GGUF whose vocabulary the random model takes")
+    ap.add_argument("--requantize", metavar="FILE", help="a real file to requantize instead")
+    ap.add_argument("--imatrix", metavar="FILE", help="importance matrix for both (--requantize)")
+    ap.add_argument("mixes", nargs="*", help="mixes for --requantize (e.g. Q4_0 Q5_1 Q4_K_M)")
+    a = ap.parse_intermixed_args()
+    if a.requantize:
+        # argparse puts the first mix into `vocab`: it is a mix here.
+        mixes = ([a.vocab] if a.vocab else []) + a.mixes
+        with tempfile.TemporaryDirectory() as d:
+            bad = requantize(a.llmctl, a.requantize, a.imatrix, mixes, d)
+        print(f"{'OK' if bad == 0 else 'FAIL'}: {bad} tensors differ", file=sys.stderr)
+        sys.exit(1 if bad else 0)
+    llmctl, vocab = a.llmctl, a.vocab
     bad = 0
     with tempfile.TemporaryDirectory() as d:
         src = f"{d}/in.gguf"
@@ -94,15 +161,7 @@ def main():
             r = subprocess.run([llmctl, "quantize", src, ours, "--type", name],
                                capture_output=True, text=True)
             assert r.returncode == 0, r.stderr
-            a = {t.name: t for t in GGUFReader(ref).tensors}
-            b = {t.name: t for t in GGUFReader(ours).tensors}
-            assert a.keys() == b.keys(), (name, set(a) ^ set(b))
-            differ = [k for k in a if a[k].tensor_type != b[k].tensor_type
-                      or a[k].data.tobytes() != b[k].data.tobytes()]
-            types = sorted({a[k].tensor_type.name for k in a})
-            print(f"{name}: {len(a)} tensors ({', '.join(types)}), {len(differ)} differ "
-                  f"{differ[:3]}", file=sys.stderr)
-            bad += len(differ)
+            bad += compare(name, ref, ours)
     print(f"{'OK' if bad == 0 else 'FAIL'}: {bad} tensors differ", file=sys.stderr)
     sys.exit(1 if bad else 0)
 

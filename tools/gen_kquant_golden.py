@@ -1,17 +1,18 @@
 #!/usr/bin/env python3
-"""Golden K-quant / IQ4 blocks from llama.cpp's own quantizer (tests/test_quantize_k.cpp).
+"""Golden K-quant, IQ4 and Q4_0..Q8_0 blocks from llama.cpp's own quantizer (tests/test_quantize_k.cpp).
 
 The expected bytes come from ggml itself: ggml_quantize_chunk() of the libggml-base.so that
 llama-cpp-python 0.3.36 ships (its vendored llama.cpp), called through ctypes. Without an
 importance matrix that is quantize_row_<type>_ref (IQ4: the impl with no weights); with one,
-quantize_row_<type>_impl. The shipped ggml-base is built without FMA (no vfmadd in its
+quantize_row_<type>_impl (Q8_0 ignores it). The shipped ggml-base is built without FMA (no vfmadd in its
 code: `objdump -d libggml-base.so | grep -c vfmadd` gives 0), so its float arithmetic is
 the C source's, one rounding per operation, which is what llmctl's encoders compute.
 
 Inputs are seeded random matrices with rows of different distributions (normal at several
 scales, outliers, uniform, all zero, tiny values, constant rows, one-signed rows, ties of
 the rounding, sparse rows), each quantized without and with an importance matrix (random
-lognormal per column, some columns zero, in one matrix a whole super-block of them).
+lognormal per column, some columns zero, in one matrix a whole super-block of them). A fourth
+matrix has rows of 160 (5 blocks of 32), quantized only as the 32-element-block types.
 
 A second, larger set is not stored but generated: tests/fixtures/kquant_golden_rows.json holds
 only a 64-bit FNV-1a hash of each quantized row, for a 256 x 1024 matrix (and an importance
@@ -36,9 +37,11 @@ import sys
 import numpy as np
 import llama_cpp
 
-TYPES = {"Q2_K": 10, "Q3_K": 11, "Q4_K": 12, "Q5_K": 13, "Q6_K": 14, "IQ4_NL": 20, "IQ4_XS": 23}
+TYPES = {"Q2_K": 10, "Q3_K": 11, "Q4_K": 12, "Q5_K": 13, "Q6_K": 14, "IQ4_NL": 20, "IQ4_XS": 23,
+         "Q4_0": 2, "Q4_1": 3, "Q5_0": 6, "Q5_1": 7, "Q8_0": 8}
 BLOCK = {10: (256, 84), 11: (256, 110), 12: (256, 144), 13: (256, 176), 14: (256, 210),
-         20: (32, 18), 23: (256, 136)}
+         20: (32, 18), 23: (256, 136), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24),
+         8: (32, 34)}
 
 
 def load_ggml():
@@ -144,6 +147,8 @@ def quantize_all(quantize, x, w):
     rows, cols = x.shape
     for name, t in TYPES.items():
         bs, ts = BLOCK[t]
+        if cols % bs:
+            continue  # rows of whole 32-blocks only: the types with 32-element blocks
         nbytes = rows * cols // bs * ts
         for with_w in (0, 1):
             dst = (ctypes.c_uint8 * nbytes)()
@@ -174,6 +179,17 @@ def main():
     wc[0:32] = 0.0
     wc[512:768] = 0.0
     matrices.append((c, wc))
+
+    # Rows of 5 blocks of 32 (not whole super-blocks: the 32-element types only), each row at
+    # its own scale, with an all-zero block and an importance matrix with a zero block; the
+    # legacy types' weights use the mean x^2 of the whole row.
+    scales = np.exp(rng.uniform(np.log(1e-3), np.log(1.0), (8, 1)))
+    d = (rng.normal(0, 1, (8, 160)) * scales).astype(np.float32)
+    d[2, 64:96] = 0.0
+    d[5, 7] *= 30.0
+    wd = rng.lognormal(0, 1.0, 160).astype(np.float32)
+    wd[96:128] = 0.0
+    matrices.append((d, wd))
 
     results = []
     for mi, (x, w) in enumerate(matrices):

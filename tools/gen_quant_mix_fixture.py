@@ -9,7 +9,9 @@ with gguf-py (F16 matrices, random values; only their names and shapes matter to
 cover: grouped KV (n_head / n_head_kv = 4) and none, tied and untied output, rows of 320 that a
 256-element super-block does not divide (the fallbacks), and 80 layers with grouped KV
 (llama.cpp's 70B rule). The fixture records each model's metadata, its tensors (name, shape)
-and, per mix, the type of every tensor in file order.
+and, per mix, the type of every tensor in file order; "mixes_imatrix" the same with an
+importance matrix given (all ones: only its presence matters to the rules, llama.cpp's
+has_imatrix).
 
   ~/.cache/llmctl/ref-venv/bin/python tools/gen_quant_mix_fixture.py [--out FILE]
 """
@@ -22,6 +24,8 @@ import tempfile
 import numpy as np
 import gguf
 import llama_cpp
+
+from llamacpp_imatrix import c_imatrix, set_imatrix
 
 # llama_ftype numbers (llama.h). Q2_K_S is left out: llama.cpp requires an importance matrix
 # for it.
@@ -96,10 +100,18 @@ def write_model(path, n_embd, n_ff, n_layer, n_head, n_head_kv, tied, rng):
     return tensors
 
 
-def quantize(src, dst, ftype):
+def ones_imatrix(tensors):
+    """An importance matrix of ones for every matrix (only its presence matters here)."""
+    return c_imatrix([(name, np.ones(shape[0], np.float32)) for name, shape in tensors
+                      if len(shape) == 2])
+
+
+def quantize(src, dst, ftype, imatrix=None):
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = ftype
     params.nthread = 2
+    if imatrix is not None:
+        set_imatrix(params, imatrix)
     rc = llama_cpp.llama_model_quantize(src.encode(), dst.encode(), ctypes.byref(params))
     if rc != 0:
         raise SystemExit(f"llama_model_quantize({src}, ftype {ftype}) failed: {rc}")
@@ -121,13 +133,18 @@ def main():
             src = os.path.join(tmp, f"{name}.gguf")
             tensors = write_model(src, n_embd, n_ff, n_layer, n_head, n_head_kv, tied, rng)
             model = {"name": name, "arch": "llama", "n_layer": n_layer, "n_head": n_head,
-                     "n_head_kv": n_head_kv, "n_expert": 0, "tensors": tensors, "mixes": {}}
+                     "n_head_kv": n_head_kv, "n_expert": 0, "tensors": tensors, "mixes": {},
+                     "mixes_imatrix": {}}
+            imatrix, keep = ones_imatrix(tensors)
             for mix, ftype in MIXES.items():
-                dst = os.path.join(tmp, f"{name}.{mix}.gguf")
-                types = quantize(src, dst, ftype)
-                os.remove(dst)
-                model["mixes"][mix] = [types[t[0]] for t in tensors]
-                print(f"{name} {mix}: " + ", ".join(sorted(set(model["mixes"][mix]))))
+                for key, im in (("mixes", None), ("mixes_imatrix", imatrix)):
+                    dst = os.path.join(tmp, f"{name}.{mix}.gguf")
+                    types = quantize(src, dst, ftype, im)
+                    os.remove(dst)
+                    model[key][mix] = [types[t[0]] for t in tensors]
+                    print(f"{name} {mix}{' + imatrix' if im else ''}: "
+                          + ", ".join(sorted(set(model[key][mix]))))
+            del keep
             out["models"].append(model)
     with open(args.out, "w") as f:
         json.dump(out, f, separators=(",", ":"))

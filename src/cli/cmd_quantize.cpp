@@ -237,6 +237,7 @@ int run_quantize(const QuantizeCliOptions& o) {
   const GgufFile in = open_input(o.input);
   QuantOptions planned = qopt;
   planned.model = mix_model_from_gguf(in);
+  planned.has_imatrix = !o.imatrix.empty();
   const QuantPlan plan = plan_quantization(in.tensors(), planned);
   for (const std::string& w : summarised_warnings(plan.warnings))
     fmt::print(stderr, "llmctl: warning: {}\n", w);

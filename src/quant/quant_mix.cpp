@@ -76,6 +76,13 @@ Category category_of(const std::string& name) {
   return Category::Other;
 }
 
+// N of a "blk.N." name, -1 for the others (llama.cpp's weight_name_comparer key).
+int layer_of(const std::string& name) {
+  int layer = -1;
+  if (std::sscanf(name.c_str(), "blk.%d.", &layer) != 1) layer = -1;
+  return layer;
+}
+
 // The first and last eighth of the layers, and every third layer in between.
 bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
 
@@ -117,7 +124,9 @@ MixModel mix_model_from_gguf(const GgufFile& file) {
   return m;
 }
 
-bool mix_allows_quantization(const std::string& name, size_t n_dims) {
+bool mix_allows_quantization(const std::string& name, const std::vector<int64_t>& shape) {
+  size_t n_dims = shape.size();
+  while (n_dims > 1 && shape[n_dims - 1] == 1) --n_dims;  // ggml_n_dims
   if (n_dims < 2) return false;
   if (name.size() < 6 || name.compare(name.size() - 6, 6, "weight") != 0) return false;
   for (const char* keep : {"_norm.weight", "ffn_gate_inp.weight", "ssm_conv1d", "attn_rel_b.weight",
@@ -127,13 +136,30 @@ bool mix_allows_quantization(const std::string& name, size_t n_dims) {
 }
 
 MixRules::MixRules(const QuantMix& mix, const MixModel& model,
-                   const std::vector<GgufTensorInfo>& tensors)
-    : mix_(mix), model_(model) {
+                   const std::vector<GgufTensorInfo>& tensors, bool has_imatrix)
+    : mix_(mix), model_(model), has_imatrix_(has_imatrix) {
+  std::vector<const GgufTensorInfo*> visited;
   for (const GgufTensorInfo& t : tensors) {
     const Category c = category_of(t.name);
     if (c == Category::AttnV || c == Category::AttnQkv) ++n_attn_v_;
     if (c == Category::Output) tied_ = false;
+    if (mix_allows_quantization(t.name, t.shape)) visited.push_back(&t);
   }
+  std::stable_sort(visited.begin(), visited.end(), [](const GgufTensorInfo* a, const GgufTensorInfo* b) {
+    const int la = layer_of(a->name), lb = layer_of(b->name);
+    return la != lb ? la < lb : a->name < b->name;
+  });
+  int i_attn_v = 0, i_ffn_down = 0;
+  for (const GgufTensorInfo* t : visited) {
+    const Category c = category_of(t->name);
+    if (c == Category::AttnV || c == Category::AttnQkv) rank_[t->name] = i_attn_v++;
+    if (c == Category::FfnDown) rank_[t->name] = i_ffn_down++;
+  }
+}
+
+int MixRules::rank_of(const std::string& name) const {
+  const auto it = rank_.find(name);
+  return it != rank_.end() ? it->second : 0;
 }
 
 GgmlType MixRules::type_for(const GgufTensorInfo& t) {
@@ -146,12 +172,9 @@ GgmlType MixRules::type_for(const GgufTensorInfo& t) {
   const int n_gqa = model_.n_head_kv > 0 ? static_cast<int>(model_.n_head / model_.n_head_kv) : 1;
   const bool eight_experts = model_.n_expert == 8;
   const int n_layer = static_cast<int>(model_.n_layer);
-  // The layer of an ffn tensor: its count in file order, or "blk.N." with experts.
-  auto layer = [&](int& counter) {
-    int i = counter++;
-    if (model_.n_expert > 1) std::sscanf(t.name.c_str(), "blk.%d.", &i);
-    return i;
-  };
+  // The layer of an ffn tensor: its place in llama.cpp's order, or "blk.N." with experts.
+  auto layer = [&]() { return model_.n_expert > 1 ? layer_of(t.name) : rank_of(t.name); };
+  const int i_attn_v = rank_of(t.name);
 
   if (c == Category::Output || (tied_ && c == Category::TokenEmbd)) {
     const int64_t nx = t.shape.empty() ? 0 : t.shape[0];
@@ -167,14 +190,14 @@ GgmlType MixRules::type_for(const GgufTensorInfo& t) {
     else if (f == kQ2_K_S && n_gqa >= 4)
       type = T::Q4_K;
     else if (f == kQ3_K_M)
-      type = i_attn_v_ < 2 ? T::Q5_K : T::Q4_K;
+      type = i_attn_v < 2 ? T::Q5_K : T::Q4_K;
     else if (f == kQ3_K_L)
       type = T::Q5_K;
     else if ((f == kIQ4_NL || f == kIQ4_XS) && n_gqa >= 4)
       type = T::Q5_K;
-    else if ((f == kQ4_K_M || f == kQ5_K_M) && use_more_bits(i_attn_v_, n_attn_v_))
+    else if ((f == kQ4_K_M || f == kQ5_K_M) && use_more_bits(i_attn_v, n_attn_v_))
       type = T::Q6_K;
-    else if (f == kQ4_K_S && i_attn_v_ < 4)
+    else if (f == kQ4_K_S && i_attn_v < 4)
       type = T::Q5_K;
     // llama.cpp's 70B model type: 80 layers of llama (with grouped KV heads: 65B has none),
     // qwen2 or olmo.
@@ -182,11 +205,10 @@ GgmlType MixRules::type_for(const GgufTensorInfo& t) {
                                           model_.arch == "qwen2" || model_.arch == "olmo");
     if (is_70b && (type == T::Q3_K || type == T::Q4_K)) type = T::Q5_K;
     if (eight_experts) type = T::Q8_0;
-    ++i_attn_v_;
   } else if (c == Category::AttnK) {
     if (eight_experts) type = T::Q8_0;
   } else if (c == Category::FfnDown) {
-    const int i = layer(i_ffn_down_);
+    const int i = layer();
     if (f == kQ2_K)
       type = T::Q3_K;
     else if (f == kQ2_K_S) {
@@ -202,12 +224,14 @@ GgmlType MixRules::type_for(const GgufTensorInfo& t) {
         type = i < n_layer / 16 ? T::Q6_K : use_more_bits(i, n_layer) ? T::Q5_K : T::Q4_K;
       else if (use_more_bits(i, n_layer))
         type = T::Q6_K;
-    } else if (i < n_layer / 8 && (f == kIQ4_NL || f == kIQ4_XS))
-      type = T::Q5_K;  // llama.cpp: without an importance matrix
+    } else if (i < n_layer / 8 && (f == kIQ4_NL || f == kIQ4_XS) && !has_imatrix_)
+      type = T::Q5_K;
     else if (f == kQ5_K_M && use_more_bits(i, n_layer))
       type = T::Q6_K;
     else if (f == kQ4_K_S && !falcon && i < n_layer / 8)
       type = T::Q5_K;
+    else if ((f == kQ4_0 || f == kQ5_0) && has_imatrix_ && i < n_layer / 8)
+      type = f == kQ4_0 ? T::Q4_1 : T::Q5_1;  // llama.cpp's guard for the first ffn_down
   } else if (c == Category::AttnOutput) {
     if (!falcon) {
       if (eight_experts) {

@@ -16,16 +16,22 @@
 //     n_head_kv >= 4 else Q3_K; 70B Llama (80 layers, grouped KV) lifts Q3_K/Q4_K to Q5_K;
 //     eight experts give Q8_0.
 //   - ffn_down: per mix and layer (Q4_K_M: Q6_K on use_more_bits layers; Q4_K_S: Q5_K on the
-//     first eighth; Q3_K_M: Q5_K on the first sixteenth, then Q4_K; ...).
+//     first eighth; Q3_K_M: Q5_K on the first sixteenth, then Q4_K; ...). Two rules depend on
+//     whether an importance matrix is given (llama.cpp's has_imatrix): with one, Q4_0 / Q5_0
+//     give Q4_1 / Q5_1 to the first eighth; without one, IQ4_NL / IQ4_XS give it Q5_K.
 //   - attn_output: Q2_K -> Q3_K, Q3_K_M -> Q4_K, Q3_K_L -> Q5_K; eight experts -> Q5_K.
 //   - attn_k: eight experts -> Q8_0.
 //   - Then a row length the chosen type's block does not divide falls back (quant_plan.h).
-// Layer numbers of ffn_down/gate/up count the tensors of that kind in file order, as
-// llama.cpp does for models without experts (with experts it reads "blk.N.").
+// Layer numbers of ffn_down (and attn_v's counter) count the tensors of that kind in the order
+// llama.cpp visits them, whatever the file's order: by the N of "blk.N." (tensors without one
+// first), then by name (its llama_model_loader keeps the weights in that order). So blk.10
+// comes after blk.9, not after blk.1 as in a file sorted by name. With experts llama.cpp reads
+// the ffn_down layer from "blk.N." instead.
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "core/ggml_type.h"
@@ -56,22 +62,32 @@ struct MixModel {
 };
 MixModel mix_model_from_gguf(const GgufFile& file);
 
-// Whether llama.cpp quantizes this tensor at all (the list above); n_dims counts the shape.
-bool mix_allows_quantization(const std::string& name, size_t n_dims);
+// Whether llama.cpp quantizes this tensor at all (the list above); shape in ggml order, its
+// trailing dimensions of 1 not counted (ggml_n_dims).
+bool mix_allows_quantization(const std::string& name, const std::vector<int64_t>& shape);
 
-// The rules over one file: construct with all its tensors (the counts the rules need), then
-// ask type_for() for each quantizable tensor without a manual override, in file order (the
-// layer counters advance as llama.cpp's do). The result is before the row-length fallback.
+// The rules over one file: construct with all its tensors (the counts and the order the rules
+// need), then ask type_for() for any quantizable tensor, in any order. The result is before
+// the row-length fallback.
 class MixRules {
  public:
-  MixRules(const QuantMix& mix, const MixModel& model, const std::vector<GgufTensorInfo>& tensors);
+  // has_imatrix: an importance matrix is given (whatever its entries), as llama.cpp's
+  // has_imatrix.
+  MixRules(const QuantMix& mix, const MixModel& model, const std::vector<GgufTensorInfo>& tensors,
+           bool has_imatrix = false);
   GgmlType type_for(const GgufTensorInfo& tensor);
 
  private:
+  int rank_of(const std::string& name) const;
+
   const QuantMix& mix_;
   MixModel model_;
+  bool has_imatrix_ = false;
   bool tied_ = true;  // no output.weight: token_embd.weight is also the output
-  int n_attn_v_ = 0, i_attn_v_ = 0, i_ffn_down_ = 0;
+  int n_attn_v_ = 0;
+  // Each quantizable attn_v / attn_qkv and ffn_down tensor's place among its kind in
+  // llama.cpp's order: its counters i_attention_wv, i_ffn_down.
+  std::unordered_map<std::string, int> rank_;
 };
 
 }  // namespace llmctl

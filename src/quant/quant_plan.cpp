@@ -34,13 +34,6 @@ std::regex compile_regex(const std::string& pattern) {
   }
 }
 
-// ggml_n_dims: trailing dimensions of 1 do not count.
-size_t n_dims(const std::vector<int64_t>& shape) {
-  size_t n = shape.size();
-  while (n > 1 && shape[n - 1] == 1) --n;
-  return n;
-}
-
 bool fits(GgmlType type, int64_t row_len) {
   return row_len % static_cast<int64_t>(ggml_traits(type).block_size) == 0;
 }
@@ -142,7 +135,7 @@ QuantPlan plan_quantization(const std::vector<GgufTensorInfo>& tensors, const Qu
   plan.pure = opt.pure;
   plan.file_type = opt.mix != nullptr ? opt.mix->file_type : llama_file_type(opt.type);
   std::optional<MixRules> rules;
-  if (opt.mix != nullptr && !opt.pure) rules.emplace(*opt.mix, opt.model, tensors);
+  if (opt.mix != nullptr && !opt.pure) rules.emplace(*opt.mix, opt.model, tensors, opt.has_imatrix);
   for (const GgufTensorInfo& t : tensors) {
     TensorPlan p;
     p.name = t.name;
@@ -154,7 +147,7 @@ QuantPlan plan_quantization(const std::vector<GgufTensorInfo>& tensors, const Qu
     if (t.shape.size() <= 1) {
       p.wanted = GgmlType::F32;
       p.rule = "1-D";
-    } else if (opt.mix != nullptr && !mix_allows_quantization(t.name, n_dims(t.shape))) {
+    } else if (opt.mix != nullptr && !mix_allows_quantization(t.name, t.shape)) {
       p.wanted = t.type;
       p.rule = "kept (llama.cpp does not quantize it)";
     } else {

@@ -65,6 +65,7 @@ struct QuantOptions {
   const QuantMix* mix = nullptr;
   bool pure = false;                          // --pure
   MixModel model;                             // what the rules read (mix_model_from_gguf)
+  bool has_imatrix = false;                   // --imatrix given (two mix rules depend on it)
   std::vector<TensorTypeOverride> overrides;  // --tensor-type, first match wins
   std::optional<GgmlType> keep_embedding;     // token_embd.weight
   std::optional<GgmlType> keep_output;        // output.weight

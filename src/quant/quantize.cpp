@@ -139,19 +139,6 @@ void quantize_block_rtn(GgmlType type, const float* x, uint8_t* out) {
   }
 }
 
-double weighted_block_error(GgmlType type, const uint8_t* block, const float* x, const float* w,
-                            int n) {
-  float y[256];
-  LLMCTL_ASSERT(n <= 256);
-  dequantize_block(type, block, y);
-  double e = 0.0;
-  for (int j = 0; j < n; ++j) {
-    const double d = static_cast<double>(x[j]) - static_cast<double>(y[j]);
-    e += (w != nullptr ? static_cast<double>(w[j]) : 1.0) * d * d;
-  }
-  return e;
-}
-
 }  // namespace quant_detail
 
 namespace {
@@ -187,8 +174,8 @@ bool is_k_quant(GgmlType type) {
 
 bool is_iq4(GgmlType type) { return type == GgmlType::IQ4_NL || type == GgmlType::IQ4_XS; }
 
-// Encodes after all checks have passed. `w` (count,) weighs each element (nullptr: RTN for
-// the 32-element types, the unweighted search for the k-quants).
+// Encodes one row of `count` elements after all checks have passed. `w` (count,) weighs each
+// element (nullptr: RTN for the 32-element types, the unweighted search for the k-quants).
 void encode(GgmlType type, const GgmlTypeTraits& tr, const float* src, const float* w, uint8_t* p,
             size_t count) {
   switch (type) {
@@ -201,6 +188,15 @@ void encode(GgmlType type, const GgmlTypeTraits& tr, const float* src, const flo
     case GgmlType::BF16:
       for (size_t i = 0; i < count; ++i) store_u16_le(p + 2 * i, f32_to_bf16(src[i]));
       break;
+    case GgmlType::Q4_0:
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_0:
+    case GgmlType::Q5_1:
+      if (w != nullptr) {
+        quant_detail::quantize_row_legacy_weighted(type, src, w, p, static_cast<int64_t>(count));
+        break;
+      }
+      [[fallthrough]];
     default: {
       const size_t blocks = count / tr.block_size;
       for (size_t b = 0; b < blocks; ++b) {
@@ -211,8 +207,6 @@ void encode(GgmlType type, const GgmlTypeTraits& tr, const float* src, const flo
           quant_detail::quantize_block_k(type, x, wb, out);
         else if (is_iq4(type))
           quant_detail::quantize_block_iq4(type, x, wb, out);
-        else if (wb != nullptr && type != GgmlType::Q8_0)
-          quant_detail::quantize_block_weighted(type, x, wb, out);
         else
           quant_detail::quantize_block_rtn(type, x, out);
       }

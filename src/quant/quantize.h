@@ -4,7 +4,8 @@
 // byte-identical to ggml's reference C functions (quantize_row_{q8_0,q4_0,q4_1,q5_0,q5_1}_ref
 // and its fp32 -> fp16 / bf16 conversions), so files we
 // write load in llama.cpp and produce the same bytes it would. Written for clarity, one block
-// at a time; checked against gguf-py in tests/test_quantize.cpp.
+// at a time; checked against gguf-py in tests/test_quantize.cpp and against ggml's own
+// quantizer in tests/test_quantize_k.cpp.
 //
 // Rounding rules, per 32-element block x[0..32), all arithmetic in float32 with one rounding
 // per operation (no fused multiply-add; see quantize.cpp). That is the C source read as ISO C
@@ -93,19 +94,20 @@
 //   value nearest 0).
 //
 // Importance weights (quantize_rows with col_weights, from `--imatrix`; types where
-// uses_importance() is true): for the K-quants and IQ4 llama.cpp's weighted algorithm above,
-// with its bytes. For Q4_0, Q4_1, Q5_0, Q5_1 our own search (quantize_search.cpp; its bytes
-// are not llama.cpp's) minimizes sum_j w_j (x_j - x'_j)^2:
-//   Q4_0, Q5_0  candidates: the RTN block; d = max / c for c in {-half + 0.1 k} and
-//               {half - 1 + 0.1 k}, k = -10..10 (half = 8 or 16), q rounded to nearest and
-//               clamped; and for each of those the weighted least-squares d for its q, with q
-//               then re-rounded. Each candidate is encoded and decoded (fp16 d included) and
-//               the smallest weighted error wins; ties keep the earlier one, RTN first.
-//   Q4_1, Q5_1  the same with x ~ d q + m: d = (max - min) / (qmax + 0.1 k) from m = min, and
-//               the weighted least-squares (d, m) for each candidate's q.
-// So a weighted Q4_0 .. Q5_1 block never has a larger weighted error than the block written
-// without weights. Q8_0, F16, BF16 and F32 ignore the weights.
-//
+// uses_importance() is true): llama.cpp's weighted algorithms, with its bytes (ggml's
+// quantize_row_<type>_impl, what ggml_quantize_chunk runs when given an importance matrix),
+// for the K-quants and IQ4 above and for Q4_0, Q4_1, Q5_0, Q5_1 (quantize_legacy_weighted.cpp):
+//   per row, sigma2 = (sum of x^2 over the whole row, in float, in element order) / row length;
+//   per 32-element block, weights w_j = imatrix_j * sqrt(sigma2 + x_j^2), then
+//   Q4_0, Q5_0  make_qx_quants (the K-quants' symmetric fit, levels -8..7 or -16..15, the
+//               element of largest magnitude at -8 or -16, then 18 trial steps), d = its
+//               weighted least-squares scale; an all-zero block (max |x| < 1e-15) stores d = +0
+//               and every nibble 0 (RTN stores -0 and 8);
+//   Q4_1, Q5_1  make_qkx3_quants with 37 steps (-0.9 + 0.05 k), as Q4_K's weighted fit;
+//               m = -(the fit's min), levels 0..15 or 0..31.
+// Q8_0, F16, BF16 and F32 ignore the weights (llama.cpp's quantize_q8_0 does too).
+// Checked byte for byte against ggml in tests/test_quantize_k.cpp, with and without weights.
+
 // Errors: every function throws llmctl::Error for a type it cannot write, a row length that
 // is not a whole number of blocks, or a NaN / Inf input value.
 

@@ -2,7 +2,8 @@
 // Internal to quant/: the per-block encoders behind quantize_row (quantize.h), by family.
 //   quantize.cpp         round-to-nearest (RTN) encoders of the 32-element types, byte-identical
 //                        to ggml's quantize_row_*_ref (rules in quantize.h)
-//   quantize_search.cpp  the importance-weighted scale search for Q4_0, Q4_1, Q5_0, Q5_1
+//   quantize_legacy_weighted.cpp  Q4_0, Q4_1, Q5_0, Q5_1 with an importance matrix,
+//                        llama.cpp's quantize_row_q*_impl (per row: sigma2 is the row's)
 //   quantize_k.cpp       the k-quant encoders (Q2_K .. Q6_K), llama.cpp's algorithms: a level
 //                        fit per sub-block (quantize_k_fit.cpp), then quantized sub-block scales
 //   quantize_iq4.cpp     IQ4_NL and IQ4_XS, llama.cpp's non-linear 4-bit search
@@ -24,10 +25,11 @@ void quantize_block_rtn(GgmlType type, const float* x, uint8_t* out);
 // the fifth bits first, bit j of qh[0..4) as a little-endian u32.
 void pack_block_quants(GgmlType type, const int* q, uint8_t* out);
 
-// Weighted search (quantize_search.cpp) for Q4_0, Q4_1, Q5_0, Q5_1: the block whose
-// sum_j w[j] (x[j] - x'[j])^2 is smallest over a candidate set that contains the RTN block,
-// so it is never worse than RTN in that measure (ties keep RTN). w[j] >= 0.
-void quantize_block_weighted(GgmlType type, const float* x, const float* w, uint8_t* out);
+// One row x[0..n) of Q4_0, Q4_1, Q5_0 or Q5_1 (n a multiple of 32) with the importance
+// matrix's column weights qw[0..n) (quantize_legacy_weighted.cpp): llama.cpp's bytes, a whole
+// row at a time because its weights use the row's mean x^2. qw[j] >= 0.
+void quantize_row_legacy_weighted(GgmlType type, const float* x, const float* qw, uint8_t* out,
+                                  int64_t n);
 
 // K-quant encoders (quantize_k.cpp) of one 256-element super-block (Q2_K .. Q6_K): llama.cpp's
 // reference quantizer when w == nullptr, its importance-weighted one otherwise (w: the
@@ -37,10 +39,5 @@ void quantize_block_k(GgmlType type, const float* x, const float* w, uint8_t* ou
 // IQ4_NL (32 elements) and IQ4_XS (256) encoders (quantize_iq4.cpp), llama.cpp's search; w as
 // for quantize_block_k (nullptr: weights x^2).
 void quantize_block_iq4(GgmlType type, const float* x, const float* w, uint8_t* out);
-
-// sum_j w[j] (x[j] - x'[j])^2 (w == nullptr: weight 1) of `block` (type, n elements)
-// decoded with quant/dequant.h, in double.
-double weighted_block_error(GgmlType type, const uint8_t* block, const float* x, const float* w,
-                            int n);
 
 }  // namespace llmctl::quant_detail
