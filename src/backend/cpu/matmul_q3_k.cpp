@@ -1,0 +1,92 @@
+// Q3_K weights (110-byte super-blocks of 256: 32 bytes of high bits hmask, 64 bytes of 2-bit
+// low quants, 12 bytes of 6-bit scales, fp16 d; w = (d*(sc - 32)) * q, q in -4..3 per
+// 16-element sub-block) against int8 activations: the K-quant tile (matmul_kquant_tile.h) with
+// the record of the 16-element sub-block types (matmul_k16_tile.h, as Q6_K). ggml's
+// vec_dot_q3_K_q8_K sums (sc - 32) * (q . x) per 16 elements against one activation scale per
+// super-block; with our per-32 activation scales, each 32-element block's two sub-blocks fold
+// into one exact integer sum, then one fma. The kernels multiply u = q + 4 (0..7, unsigned for
+// maddubs / vpdpbusd) and take the 4 back through the halves' activation sums.
+#include "backend/cpu/matmul_k16_tile.h"
+
+namespace llmctl::cpu {
+
+namespace {
+
+struct KQ3_K : KQ16Panel<false> {
+  static constexpr size_t kBytes = 110;
+  static constexpr int kTokens = 6;
+
+  // Block j: isum = (sc_2j - 32) * sum_{l<16} q x + (sc_2j+1 - 32) * sum_{l>=16} q x
+  // (|isum| <= 2 * 32 * 16 * 4 * 127 < 2^24), acc = fma(float(isum), d * d_x, acc).
+  static float scalar_block(const uint8_t* sb, int j, const int8_t* qx, float dx, int32_t xsum,
+                            float acc) {
+    (void)xsum;
+    int half[2] = {0, 0};
+    for (int l = 0; l < 32; ++l) half[l / 16] += q3_k_value(sb, 32 * j + l) * qx[l];
+    const int isum =
+        (q3_k_scale(sb, 2 * j) - 32) * half[0] + (q3_k_scale(sb, 2 * j + 1) - 32) * half[1];
+    return std::fma(static_cast<float>(isum), fp16_to_f32(load_u16_le(sb + 108)) * dx, acc);
+  }
+
+#if defined(LLMCTL_HAVE_X86)
+  // u = q + 4 = low bits | high bit << 2, sc_a / sc_b = sc - 32, o = -4 (sc - 32).
+  LLMCTL_AVX2 static void pack(const uint8_t* const rows[8], size_t off, uint8_t* p) {
+    __m256i g[4];  // bytes 92..107: g[1], g[2], g[3] the scale bytes 0..3, 4..7, 8..11
+    kq_transpose16(rows, off + 92, g);
+    // sc[c] byte k: scale 4c + k (0..63): low 4 bits from bytes 0..7 (scales 0..7: low
+    // nibbles, 8..15: high nibbles), high 2 bits from bits 2c, 2c+1 of byte 8 + k
+    const __m256i m4 = _mm256_set1_epi8(0x0f), top = _mm256_set1_epi8(0x30);
+    const __m256i sc[4] = {
+        _mm256_or_si256(_mm256_and_si256(g[1], m4),
+                        _mm256_and_si256(_mm256_slli_epi32(g[3], 4), top)),
+        _mm256_or_si256(_mm256_and_si256(g[2], m4),
+                        _mm256_and_si256(_mm256_slli_epi32(g[3], 2), top)),
+        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(g[1], 4), m4),
+                        _mm256_and_si256(g[3], top)),
+        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(g[2], 4), m4),
+                        _mm256_and_si256(_mm256_srli_epi32(g[3], 2), top))};
+    const __m256i byte = _mm256_set1_epi32(0xff), bias = _mm256_set1_epi32(32);
+    const __m256i zero = _mm256_setzero_si256();
+    for (int j = 0; j < 8; ++j) {  // scales 2j, 2j + 1: bytes 2 (j % 2), + 1 of sc[j / 2]
+      const __m256i v = _mm256_srl_epi32(sc[j / 2], _mm_cvtsi32_si128(16 * (j % 2)));
+      const __m256i sa = _mm256_sub_epi32(_mm256_and_si256(v, byte), bias);
+      const __m256i sb = _mm256_sub_epi32(_mm256_and_si256(_mm256_srli_epi32(v, 8), byte), bias);
+      store_scales(p, j, sa, sb, _mm256_sub_epi32(zero, _mm256_slli_epi32(sa, 2)),
+                   _mm256_sub_epi32(zero, _mm256_slli_epi32(sb, 2)));
+    }
+    __m256i gd[4];  // bytes 94..109: d is the high half of dword 3
+    kq_transpose16(rows, off + 94, gd);
+    _mm256_storeu_ps(reinterpret_cast<float*>(p + kDOffset), kq_fp16_lanes(gd[3], true));
+    __m256i hm[8];  // hmask: bit 4h + k of byte l is the high bit of element 128h + 32k + l
+    kq_transpose32(rows, off, hm);
+    const __m256i two = _mm256_set1_epi8(0x03), bit2 = _mm256_set1_epi8(0x04);
+    for (int h = 0; h < 2; ++h) {  // elements 128h + 32k + l: block 4h + k, bits 2k of byte l
+      __m256i q[8];
+      kq_transpose32(rows, off + 32 + 32 * static_cast<size_t>(h), q);
+      for (int k = 0; k < 4; ++k) {
+        const int bit = 4 * h + k;  // to bit 2 (the 16-bit shifts keep it inside its byte)
+        const __m128i up = _mm_cvtsi32_si128(bit < 2 ? 2 - bit : 0);
+        const __m128i down = _mm_cvtsi32_si128(bit < 2 ? 0 : bit - 2);
+        for (int s = 0; s < 8; ++s) {
+          const __m256i lo = _mm256_and_si256(_mm256_srl_epi16(q[s], _mm_cvtsi32_si128(2 * k)), two);
+          const __m256i hi =
+              _mm256_and_si256(_mm256_srl_epi16(_mm256_sll_epi16(hm[s], up), down), bit2);
+          kq_store(p + 256 * bit + 32 * s, _mm256_or_si256(lo, hi));
+        }
+      }
+    }
+  }
+#endif
+};
+
+}  // namespace
+
+MatmulKernel matmul_kernel_q3_k(bool avx2) {
+  return make_kquant_kernel<KQ3_K>(avx2, "q3_k avx2", "q3_k scalar");
+}
+
+MatmulKernel matmul_kernel_q3_k_avx512() {
+  return make_paired_kernel_avx512<KQuantUnit, KQ3_K>("q3_k avx512-vnni (decode avx2)");
+}
+
+}  // namespace llmctl::cpu
