@@ -16,8 +16,12 @@
 
 namespace llmctl::cpu {
 
-template <bool kHasMin>
+// kGroup: maddubs steps (4 weights x 4 activations) added in int16 before a madd widens them:
+// a maddubs lane is at most 2 * u_max * 127 in magnitude, so Q6_K (u <= 63: 16002) adds 2
+// steps, Q2_K and Q3_K (u <= 7: 1778) all 4 steps of a sub-block.
+template <bool kHasMin, int kGroup>
 struct KQ16Panel {
+  static_assert(kGroup == 2 || kGroup == 4, "a sub-block is 4 steps");
   // The kernels read the halves' sums from TileArgs::qhalf (computed once per token).
   static constexpr bool kHalfSums = true;
 #if defined(LLMCTL_HAVE_X86)
@@ -41,17 +45,27 @@ struct KQ16Panel {
     kq_store(p + kOffOffset + 32 * j, _mm256_blend_epi16(oa, _mm256_slli_epi32(ob, 16), 0xaa));
   }
 
-  // The 8 rows' block against 32 activations, without the o term: sum_s sc * u * x. A maddubs
-  // lane is <= 2 * 63 * 127 = 16002 in magnitude (Q6_K's u; Q2_K, Q3_K: far less), so two
-  // steps add in int16 (<= 32004) before a madd with the sub-block's scale widens them (the
-  // scales differ every 4 steps).
-  LLMCTL_AVX2 static __m256i dot(const uint8_t* w, const int8_t* qx, __m256i sa, __m256i sb) {
+  // A shuffle_epi8 control that makes each dword of a vector the int16 pair (byte b0, byte
+  // b1) of that dword (unsigned, b0 and b1 in 0..3): how the types read a pair of 8-bit
+  // scales into the record.
+  LLMCTL_AVX2 static __m256i pair_pick(int b0, int b1) {
+    const __m256i dword = _mm256_setr_epi32(0, 0x04040404, 0x08080808, 0x0c0c0c0c, 0, 0x04040404,
+                                            0x08080808, 0x0c0c0c0c);  // + 4 i (0x80 stays set)
+    return _mm256_add_epi8(_mm256_set1_epi32(b0 | 0x80 << 8 | b1 << 16 | 0x80 << 24), dword);
+  }
+
+  // The 8 rows' block (weights w[s] of step s: registers, or __m256i_u in a record) against
+  // 32 activations, without the o term: sum_s sc * u * x, kGroup steps in int16, then a madd
+  // with the sub-block's scale (steps 0..3: sc_a, 4..7: sc_b).
+  template <class W>
+  LLMCTL_AVX2 static __m256i dot(const W* w, const int8_t* qx, __m256i sa, __m256i sb) {
     __m256i sum = _mm256_setzero_si256();
-    for (int s = 0; s < 8; s += 2) {
-      const __m256i p = _mm256_add_epi16(
-          _mm256_maddubs_epi16(kq_load(w + 32 * s), kq_bcast4(qx + 4 * s)),
-          _mm256_maddubs_epi16(kq_load(w + 32 * s + 32), kq_bcast4(qx + 4 * s + 4)));
-      sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, s < 4 ? sa : sb));
+    for (int g = 0; g < 8; g += kGroup) {
+      __m256i p = _mm256_maddubs_epi16(w[g], kq_bcast4(qx + 4 * g));
+      for (int s = g + 1; s < g + kGroup; ++s)
+        p = _mm256_add_epi16(p, _mm256_maddubs_epi16(w[s], kq_bcast4(qx + 4 * s)));
+      const __m256i wide = _mm256_madd_epi16(p, g < 4 ? sa : sb);
+      sum = g == 0 ? wide : _mm256_add_epi32(sum, wide);
     }
     return sum;
   }
@@ -86,23 +100,28 @@ struct KQ16Panel {
     return acc;
   }
 
-  template <int T>
-  LLMCTL_AVX2 static void superblock(const uint8_t* p, const TileArgs& a, int64_t sbi,
-                                     __m256* acc) {
-    const int64_t nb = a.n / 32;
-    const int32_t* xh = a.qhalf + 8 * sbi;  // token t: xh[t * nb + j]
+  // Token t's block j of super-block sbi with the weights w (in registers) and the record p's
+  // scales.
+  template <class W>
+  LLMCTL_AVX2 static __m256 block(const uint8_t* p, int j, const W* w, const TileArgs& a,
+                                  int64_t sbi, int t, __m256 acc) {
+    const int64_t nb = a.n / 32, b = 8 * sbi + j;
     const __m256 d = _mm256_loadu_ps(reinterpret_cast<const float*>(p + kDOffset));
     const __m256 dmin = kHasMin ? _mm256_loadu_ps(reinterpret_cast<const float*>(p + kDminOffset))
                                 : _mm256_setzero_ps();
-    for (int j = 0; j < 8; ++j) {
-      const int64_t b = 8 * sbi + j;
-      const __m256i sa = kq_load(p + kSaOffset + 32 * j), sb = kq_load(p + kSbOffset + 32 * j);
-      const __m256i offs = kq_load(p + kOffOffset + 32 * j);
+    const __m256i xo = _mm256_madd_epi16(_mm256_set1_epi32(a.qhalf[t * nb + b]),
+                                         kq_load(p + kOffOffset + 32 * j));
+    const __m256i isum = dot(w, a.qs + t * a.n + 32 * b, kq_load(p + kSaOffset + 32 * j),
+                             kq_load(p + kSbOffset + 32 * j));
+    return finish(isum, xo, d, dmin, a.qd[t * nb + b], acc);
+  }
+
+  template <int T>
+  LLMCTL_AVX2 static void superblock(const uint8_t* p, const TileArgs& a, int64_t sbi,
+                                     __m256* acc) {
+    for (int j = 0; j < 8; ++j)
       for (int t = 0; t < T; ++t)
-        acc[t] = finish(dot(p + 256 * j, a.qs + t * a.n + 32 * b, sa, sb),
-                        _mm256_madd_epi16(_mm256_set1_epi32(xh[t * nb + j]), offs), d, dmin,
-                        a.qd[t * nb + b], acc[t]);
-    }
+        acc[t] = block(p, j, reinterpret_cast<const __m256i_u*>(p + 256 * j), a, sbi, t, acc[t]);
   }
 
   // The same over a 16-row panel record (matmul_paired_tile_avx512.h: every offset doubled):

@@ -11,7 +11,7 @@ namespace llmctl::cpu {
 
 namespace {
 
-struct KQ2_K : KQ16Panel<true> {
+struct KQ2_K : KQ16Panel<true, 4> {
   static constexpr size_t kBytes = 84;
   static constexpr int kTokens = 6;
 
@@ -34,29 +34,60 @@ struct KQ2_K : KQ16Panel<true> {
   }
 
 #if defined(LLMCTL_HAVE_X86)
-  // u = q, sc_a / sc_b the low nibbles of scale bytes 2j, 2j + 1, o their high nibbles (m).
-  LLMCTL_AVX2 static void pack(const uint8_t* const rows[8], size_t off, uint8_t* p) {
-    __m256i g[4];  // g[c] lane r: scale bytes 4c..4c+3 of row r
+  // The record's scales: sc_a / sc_b the low nibbles of scale bytes 2j, 2j + 1, o their high
+  // nibbles (m); d, dmin.
+  LLMCTL_AVX2 static void pack_scales(const uint8_t* const rows[8], size_t off, uint8_t* p) {
+    __m256i g[4];  // g[c] lane r: scale bytes 4c..4c+3 of row r (blocks 2c, 2c + 1)
     kq_transpose16(rows, off, g);
-    const __m256i nib = _mm256_set1_epi32(0x0f);
-    for (int j = 0; j < 8; ++j) {  // bytes 2j, 2j + 1: bytes 2 (j % 2), + 1 of dword j / 2
-      const __m256i v = _mm256_srl_epi32(g[j / 2], _mm_cvtsi32_si128(16 * (j % 2)));
-      store_scales(p, j, _mm256_and_si256(v, nib), _mm256_and_si256(_mm256_srli_epi32(v, 8), nib),
-                   _mm256_and_si256(_mm256_srli_epi32(v, 4), nib),
-                   _mm256_and_si256(_mm256_srli_epi32(v, 12), nib));
+    const __m256i nib = _mm256_set1_epi8(0x0f);
+    for (int c = 0; c < 4; ++c) {
+      const __m256i sc = _mm256_and_si256(g[c], nib);
+      const __m256i m = _mm256_and_si256(_mm256_srli_epi16(g[c], 4), nib);
+      for (int e = 0; e < 2; ++e) {  // block 2c + e: bytes 2e, 2e + 1 of the dword
+        const int j = 2 * c + e;
+        kq_store(p + kSaOffset + 32 * j, _mm256_shuffle_epi8(sc, pair_pick(2 * e, 2 * e)));
+        kq_store(p + kSbOffset + 32 * j, _mm256_shuffle_epi8(sc, pair_pick(2 * e + 1, 2 * e + 1)));
+        kq_store(p + kOffOffset + 32 * j, _mm256_shuffle_epi8(m, pair_pick(2 * e, 2 * e + 1)));
+      }
     }
     __m256i gd[4];  // bytes 68..83: d | dmin << 16 is dword 3
     kq_transpose16(rows, off + 68, gd);
     _mm256_storeu_ps(reinterpret_cast<float*>(p + kDOffset), kq_fp16_lanes(gd[3], false));
     _mm256_storeu_ps(reinterpret_cast<float*>(p + kDminOffset), kq_fp16_lanes(gd[3], true));
-    const __m256i two = _mm256_set1_epi8(0x03);
-    for (int h = 0; h < 2; ++h) {  // elements 128h + 32k + l: block 4h + k, bits 2k of byte l
+  }
+
+  // Elements 128h + 32k + l are block 4h + k, bits 2k, 2k + 1 of quant byte 32h + l: step s of
+  // block 4h + k from q[s] (the 8 rows' bytes 32h + 4s .. + 3); the 16-bit shift keeps the
+  // two bits inside their byte.
+  LLMCTL_AVX2 static __m256i weights(__m256i q, int k) {
+    return _mm256_and_si256(_mm256_srl_epi16(q, _mm_cvtsi32_si128(2 * k)), _mm256_set1_epi8(3));
+  }
+
+  LLMCTL_AVX2 static void pack(const uint8_t* const rows[8], size_t off, uint8_t* p) {
+    pack_scales(rows, off, p);
+    for (int h = 0; h < 2; ++h) {
       __m256i q[8];
       kq_transpose32(rows, off + 16 + 32 * static_cast<size_t>(h), q);
       for (int k = 0; k < 4; ++k)
-        for (int s = 0; s < 8; ++s)  // the 16-bit shift keeps bits 2k, 2k+1 inside their byte
-          kq_store(p + 256 * (4 * h + k) + 32 * s,
-                   _mm256_and_si256(_mm256_srl_epi16(q[s], _mm_cvtsi32_si128(2 * k)), two));
+        for (int s = 0; s < 8; ++s) kq_store(p + 256 * (4 * h + k) + 32 * s, weights(q[s], k));
+    }
+  }
+
+  // Decode (one token): the weights straight from registers, the scales through the record;
+  // the same integer sums and float steps as pack + superblock<1>, so the same bits.
+  static constexpr bool kFusedDecode = true;
+  LLMCTL_AVX2 static void decode_superblock(const uint8_t* const rows[8], size_t off,
+                                            const TileArgs& a, int64_t sb, __m256* acc) {
+    alignas(32) uint8_t p[kPanelBytes];  // only the scales part is written
+    pack_scales(rows, off, p);
+    for (int h = 0; h < 2; ++h) {
+      __m256i q[8];
+      kq_transpose32(rows, off + 16 + 32 * static_cast<size_t>(h), q);
+      for (int k = 0; k < 4; ++k) {
+        __m256i w[8];
+        for (int s = 0; s < 8; ++s) w[s] = weights(q[s], k);
+        acc[0] = block(p, 4 * h + k, w, a, sb, 0, acc[0]);
+      }
     }
   }
 #endif

@@ -12,7 +12,7 @@ namespace llmctl::cpu {
 
 namespace {
 
-struct KQ3_K : KQ16Panel<false> {
+struct KQ3_K : KQ16Panel<false, 4> {
   static constexpr size_t kBytes = 110;
   static constexpr int kTokens = 6;
 
@@ -29,8 +29,8 @@ struct KQ3_K : KQ16Panel<false> {
   }
 
 #if defined(LLMCTL_HAVE_X86)
-  // u = q + 4 = low bits | high bit << 2, sc_a / sc_b = sc - 32, o = -4 (sc - 32).
-  LLMCTL_AVX2 static void pack(const uint8_t* const rows[8], size_t off, uint8_t* p) {
+  // The record's scales: sc_a / sc_b = sc - 32 of sub-blocks 2j, 2j + 1, o = -4 (sc - 32); d.
+  LLMCTL_AVX2 static void pack_scales(const uint8_t* const rows[8], size_t off, uint8_t* p) {
     __m256i g[4];  // bytes 92..107: g[1], g[2], g[3] the scale bytes 0..3, 4..7, 8..11
     kq_transpose16(rows, off + 92, g);
     // sc[c] byte k: scale 4c + k (0..63): low 4 bits from bytes 0..7 (scales 0..7: low
@@ -45,34 +45,67 @@ struct KQ3_K : KQ16Panel<false> {
                         _mm256_and_si256(g[3], top)),
         _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(g[2], 4), m4),
                         _mm256_and_si256(_mm256_srli_epi32(g[3], 2), top))};
-    const __m256i byte = _mm256_set1_epi32(0xff), bias = _mm256_set1_epi32(32);
-    const __m256i zero = _mm256_setzero_si256();
-    for (int j = 0; j < 8; ++j) {  // scales 2j, 2j + 1: bytes 2 (j % 2), + 1 of sc[j / 2]
-      const __m256i v = _mm256_srl_epi32(sc[j / 2], _mm_cvtsi32_si128(16 * (j % 2)));
-      const __m256i sa = _mm256_sub_epi32(_mm256_and_si256(v, byte), bias);
-      const __m256i sb = _mm256_sub_epi32(_mm256_and_si256(_mm256_srli_epi32(v, 8), byte), bias);
-      store_scales(p, j, sa, sb, _mm256_sub_epi32(zero, _mm256_slli_epi32(sa, 2)),
-                   _mm256_sub_epi32(zero, _mm256_slli_epi32(sb, 2)));
+    const __m256i bias = _mm256_set1_epi16(32), o_bias = _mm256_set1_epi16(128);
+    for (int j = 0; j < 8; ++j) {  // scales 2j, 2j + 1: bytes 2e, 2e + 1 of sc[j / 2]
+      const int e = j % 2;
+      const __m256i v = sc[j / 2];
+      kq_store(p + kSaOffset + 32 * j,
+               _mm256_sub_epi16(_mm256_shuffle_epi8(v, pair_pick(2 * e, 2 * e)), bias));
+      kq_store(p + kSbOffset + 32 * j,
+               _mm256_sub_epi16(_mm256_shuffle_epi8(v, pair_pick(2 * e + 1, 2 * e + 1)), bias));
+      // -4 (sc - 32) = 128 - 4 sc
+      kq_store(p + kOffOffset + 32 * j,
+               _mm256_sub_epi16(o_bias, _mm256_slli_epi16(
+                                            _mm256_shuffle_epi8(v, pair_pick(2 * e, 2 * e + 1)), 2)));
     }
     __m256i gd[4];  // bytes 94..109: d is the high half of dword 3
     kq_transpose16(rows, off + 94, gd);
     _mm256_storeu_ps(reinterpret_cast<float*>(p + kDOffset), kq_fp16_lanes(gd[3], true));
-    __m256i hm[8];  // hmask: bit 4h + k of byte l is the high bit of element 128h + 32k + l
+  }
+
+  // u = q + 4 = low bits | high bit << 2 of element 128h + 32k + l (block 4h + k): low bits
+  // 2k, 2k + 1 of quant byte 32h + l (q: the 8 rows' bytes of step s), the high bit bit 4h + k
+  // of hmask byte l (hm); the 16-bit shifts keep the bits inside their byte.
+  LLMCTL_AVX2 static __m256i weights(__m256i q, __m256i hm, int h, int k) {
+    const int bit = 4 * h + k;  // to bit 2
+    const __m128i up = _mm_cvtsi32_si128(bit < 2 ? 2 - bit : 0);
+    const __m128i down = _mm_cvtsi32_si128(bit < 2 ? 0 : bit - 2);
+    const __m256i lo =
+        _mm256_and_si256(_mm256_srl_epi16(q, _mm_cvtsi32_si128(2 * k)), _mm256_set1_epi8(3));
+    const __m256i hi =
+        _mm256_and_si256(_mm256_srl_epi16(_mm256_sll_epi16(hm, up), down), _mm256_set1_epi8(4));
+    return _mm256_or_si256(lo, hi);
+  }
+
+  LLMCTL_AVX2 static void pack(const uint8_t* const rows[8], size_t off, uint8_t* p) {
+    pack_scales(rows, off, p);
+    __m256i hm[8];  // hmask
     kq_transpose32(rows, off, hm);
-    const __m256i two = _mm256_set1_epi8(0x03), bit2 = _mm256_set1_epi8(0x04);
-    for (int h = 0; h < 2; ++h) {  // elements 128h + 32k + l: block 4h + k, bits 2k of byte l
+    for (int h = 0; h < 2; ++h) {
+      __m256i q[8];
+      kq_transpose32(rows, off + 32 + 32 * static_cast<size_t>(h), q);
+      for (int k = 0; k < 4; ++k)
+        for (int s = 0; s < 8; ++s)
+          kq_store(p + 256 * (4 * h + k) + 32 * s, weights(q[s], hm[s], h, k));
+    }
+  }
+
+  // Decode (one token): the weights straight from registers, the scales through the record;
+  // the same integer sums and float steps as pack + superblock<1>, so the same bits.
+  static constexpr bool kFusedDecode = true;
+  LLMCTL_AVX2 static void decode_superblock(const uint8_t* const rows[8], size_t off,
+                                            const TileArgs& a, int64_t sb, __m256* acc) {
+    alignas(32) uint8_t p[kPanelBytes];  // only the scales part is written
+    pack_scales(rows, off, p);
+    __m256i hm[8];
+    kq_transpose32(rows, off, hm);
+    for (int h = 0; h < 2; ++h) {
       __m256i q[8];
       kq_transpose32(rows, off + 32 + 32 * static_cast<size_t>(h), q);
       for (int k = 0; k < 4; ++k) {
-        const int bit = 4 * h + k;  // to bit 2 (the 16-bit shifts keep it inside its byte)
-        const __m128i up = _mm_cvtsi32_si128(bit < 2 ? 2 - bit : 0);
-        const __m128i down = _mm_cvtsi32_si128(bit < 2 ? 0 : bit - 2);
-        for (int s = 0; s < 8; ++s) {
-          const __m256i lo = _mm256_and_si256(_mm256_srl_epi16(q[s], _mm_cvtsi32_si128(2 * k)), two);
-          const __m256i hi =
-              _mm256_and_si256(_mm256_srl_epi16(_mm256_sll_epi16(hm[s], up), down), bit2);
-          kq_store(p + 256 * bit + 32 * s, _mm256_or_si256(lo, hi));
-        }
+        __m256i w[8];
+        for (int s = 0; s < 8; ++s) w[s] = weights(q[s], hm[s], h, k);
+        acc[0] = block(p, 4 * h + k, w, a, sb, 0, acc[0]);
       }
     }
   }
