@@ -45,8 +45,8 @@ TEST_CASE("matmul_fast: the AVX-512 kernels give the scalar kernel's bits", "[cp
   // Extremes of the integer step against activations of +-127, where a pairwise int16 sum
   // would saturate: q = -128 and +127 weights (Q8_0), 15-nibbles (Q4), and the K-quants at
   // their top (Q4_K / Q5_K scales and mins 63 with q = 15 / 31; Q6_K q = 63, scales -128 and
-  // 127; Q2_K scales and mins 15 with q = 3; Q3_K q = -4 with scales -32), in decode (1 token)
-  // and prefill tiles.
+  // 127; Q2_K scales and mins 15 with q = 3; Q3_K q = -4 with scales -32 and q = 3 with 31),
+  // in decode (1 token) and prefill tiles.
   const int64_t n = 512, d = 21;
   std::mt19937 rng(11);
   for (GgmlType type : with_avx512) {
@@ -79,8 +79,9 @@ TEST_CASE("matmul_fast: the AVX-512 kernels give the scalar kernel's bits", "[cp
         case GgmlType::Q2_K:  // scales, quants, then d, dmin at 80
           if (k < 80) byte = 0xff;
           break;
-        case GgmlType::Q3_K:  // hmask, low bits, scales all clear: q = -4, sc - 32 = -32
-          if (k < 108) byte = 0x00;
+        case GgmlType::Q3_K:  // hmask, low bits, scales all clear (q = -4, sc - 32 = -32), or
+                              // all set (q = 3, sc - 32 = 31), super-block by super-block
+          if (k < 108) byte = (i / bb) % 2 ? 0xff : 0x00;
           break;
         case GgmlType::Q6_K:  // ql, qh, then 16 int8 scales, then d at 208
           if (k < 192) byte = 0xff;

@@ -54,11 +54,11 @@ struct KQ16Panel {
     return _mm256_add_epi8(_mm256_set1_epi32(b0 | 0x80 << 8 | b1 << 16 | 0x80 << 24), dword);
   }
 
-  // The 8 rows' block (weights w[s] of step s: registers, or __m256i_u in a record) against
-  // 32 activations, without the o term: sum_s sc * u * x, kGroup steps in int16, then a madd
-  // with the sub-block's scale (steps 0..3: sc_a, 4..7: sc_b).
-  template <class W>
-  LLMCTL_AVX2 static __m256i dot(const W* w, const int8_t* qx, __m256i sa, __m256i sb) {
+  // The 8 rows' block (weights w[s] of step s) against 32 activations, without the o term:
+  // sum_s sc * u * x, kGroup steps in int16, then a madd with the sub-block's scale (steps
+  // 0..3: sc_a, 4..7: sc_b). (w is an array of registers: a record in memory may be 16-byte
+  // aligned only, and a __m256i_u template argument would lose its alignment attribute.)
+  LLMCTL_AVX2 static __m256i dot(const __m256i w[8], const int8_t* qx, __m256i sa, __m256i sb) {
     __m256i sum = _mm256_setzero_si256();
     for (int g = 0; g < 8; g += kGroup) {
       __m256i p = _mm256_maddubs_epi16(w[g], kq_bcast4(qx + 4 * g));
@@ -102,8 +102,7 @@ struct KQ16Panel {
 
   // Token t's block j of super-block sbi with the weights w (in registers) and the record p's
   // scales.
-  template <class W>
-  LLMCTL_AVX2 static __m256 block(const uint8_t* p, int j, const W* w, const TileArgs& a,
+  LLMCTL_AVX2 static __m256 block(const uint8_t* p, int j, const __m256i w[8], const TileArgs& a,
                                   int64_t sbi, int t, __m256 acc) {
     const int64_t nb = a.n / 32, b = 8 * sbi + j;
     const __m256 d = _mm256_loadu_ps(reinterpret_cast<const float*>(p + kDOffset));
@@ -119,9 +118,11 @@ struct KQ16Panel {
   template <int T>
   LLMCTL_AVX2 static void superblock(const uint8_t* p, const TileArgs& a, int64_t sbi,
                                      __m256* acc) {
-    for (int j = 0; j < 8; ++j)
-      for (int t = 0; t < T; ++t)
-        acc[t] = block(p, j, reinterpret_cast<const __m256i_u*>(p + 256 * j), a, sbi, t, acc[t]);
+    for (int j = 0; j < 8; ++j) {
+      __m256i w[8];
+      for (int s = 0; s < 8; ++s) w[s] = kq_load(p + 256 * j + 32 * s);
+      for (int t = 0; t < T; ++t) acc[t] = block(p, j, w, a, sbi, t, acc[t]);
+    }
   }
 
   // The same over a 16-row panel record (matmul_paired_tile_avx512.h: every offset doubled):
@@ -139,16 +140,26 @@ struct KQ16Panel {
       const int64_t b = 8 * sbi + j;
       const uint8_t* w = p + 512 * j;
       const int8_t* qx = a.qs + 32 * b;
-      // the int16 pairs (sc, sc): the high half, sign-extended, is sc
-      const __m512i sa = _mm512_srai_epi32(_mm512_loadu_si512(p + 2 * kSaOffset + 64 * j), 16);
-      const __m512i sb = _mm512_srai_epi32(_mm512_loadu_si512(p + 2 * kSbOffset + 64 * j), 16);
+      const __m512i pa = _mm512_loadu_si512(p + 2 * kSaOffset + 64 * j);
+      const __m512i pb = _mm512_loadu_si512(p + 2 * kSbOffset + 64 * j);
       const __m512i offs = _mm512_loadu_si512(p + 2 * kOffOffset + 64 * j);
       __m512i isum[static_cast<size_t>(T)], part[static_cast<size_t>(T)];
-      dots_u8_512<T>(w, qx, a.n, 0, 4, part);
-      for (int t = 0; t < T; ++t) isum[t] = _mm512_mullo_epi32(part[t], sa);
+      dots_u8_512<T>(w, qx, a.n, 0, 4, isum);
       dots_u8_512<T>(w, qx, a.n, 4, 8, part);
+      if constexpr (kGroup == 4) {
+        // u <= 7: a half's sum (<= 16 * 7 * 127) fits int16, so both halves go through one
+        // madd with the pairs (sc_a, sc_b)
+        const __m512i sab = _mm512_mask_blend_epi16(0xaaaaaaaa, pa, pb);
+        for (int t = 0; t < T; ++t)
+          isum[t] = _mm512_madd_epi16(
+              _mm512_mask_blend_epi16(0xaaaaaaaa, isum[t], _mm512_slli_epi32(part[t], 16)), sab);
+      } else {
+        // the int16 pairs (sc, sc): the high half, sign-extended, is sc
+        const __m512i sa = _mm512_srai_epi32(pa, 16), sb = _mm512_srai_epi32(pb, 16);
+        for (int t = 0; t < T; ++t)
+          isum[t] = _mm512_add_epi32(_mm512_mullo_epi32(isum[t], sa), _mm512_mullo_epi32(part[t], sb));
+      }
       for (int t = 0; t < T; ++t) {
-        isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(part[t], sb));
         const __m512i o = _mm512_madd_epi16(_mm512_set1_epi32(xh[t * nb + j]), offs);
         const __m512 dx = _mm512_set1_ps(a.qd[t * nb + b]);
         if constexpr (!kHasMin) isum[t] = _mm512_add_epi32(isum[t], o);
