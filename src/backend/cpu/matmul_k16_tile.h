@@ -51,7 +51,9 @@ struct KQ16Panel {
   LLMCTL_AVX2 static __m256i pair_pick(int b0, int b1) {
     const __m256i dword = _mm256_setr_epi32(0, 0x04040404, 0x08080808, 0x0c0c0c0c, 0, 0x04040404,
                                             0x08080808, 0x0c0c0c0c);  // + 4 i (0x80 stays set)
-    return _mm256_add_epi8(_mm256_set1_epi32(b0 | 0x80 << 8 | b1 << 16 | 0x80 << 24), dword);
+    const uint32_t pick = static_cast<uint32_t>(b0) | 0x8000u | static_cast<uint32_t>(b1) << 16 |
+                          0x80000000u;  // 0x80: a zero byte
+    return _mm256_add_epi8(_mm256_set1_epi32(static_cast<int32_t>(pick)), dword);
   }
 
   // The 8 rows' block (weights w[s] of step s) against 32 activations, without the o term:
