@@ -67,14 +67,12 @@ struct KQ3_K : KQ16Panel<false, 4> {
   // 2k, 2k + 1 of quant byte 32h + l (q: the 8 rows' bytes of step s), the high bit bit 4h + k
   // of hmask byte l (hm); the 16-bit shifts keep the bits inside their byte.
   LLMCTL_AVX2 static __m256i weights(__m256i q, __m256i hm, int h, int k) {
-    const int bit = 4 * h + k;  // to bit 2
-    const __m128i up = _mm_cvtsi32_si128(bit < 2 ? 2 - bit : 0);
-    const __m128i down = _mm_cvtsi32_si128(bit < 2 ? 0 : bit - 2);
+    const int bit = 4 * h + k;  // to bit 2: one shift, left or right
     const __m256i lo =
         _mm256_and_si256(_mm256_srl_epi16(q, _mm_cvtsi32_si128(2 * k)), _mm256_set1_epi8(3));
-    const __m256i hi =
-        _mm256_and_si256(_mm256_srl_epi16(_mm256_sll_epi16(hm, up), down), _mm256_set1_epi8(4));
-    return _mm256_or_si256(lo, hi);
+    const __m256i moved = bit < 2 ? _mm256_sll_epi16(hm, _mm_cvtsi32_si128(2 - bit))
+                                  : _mm256_srl_epi16(hm, _mm_cvtsi32_si128(bit - 2));
+    return _mm256_or_si256(lo, _mm256_and_si256(moved, _mm256_set1_epi8(4)));
   }
 
   LLMCTL_AVX2 static void pack(const uint8_t* const rows[8], size_t off, uint8_t* p) {
