@@ -95,9 +95,8 @@ double tolerance(GgmlType type, const std::vector<float>& w, float m_w_max, cons
   return (m + 5.0) * u * p + (with_activation_error ? act * (1.0 + 1e-5) : 0.0) + 1e-30;
 }
 
-// |m_w| of a Q4_1, Q5_1, Q4_K or Q5_K row (0 for other types): the largest block min (Q4_1,
-// Q5_1: m;
-// K-quants: dmin * m_j of each sub-block).
+// |m_w| of a Q4_1, Q5_1, Q2_K, Q4_K or Q5_K row (0 for other types): the largest block min
+// (Q4_1, Q5_1: m; K-quants: dmin * m_j of each sub-block).
 float max_min(const Weight& w, int64_t r) {
   float m = 0.0f;
   const uint8_t* row = w.bytes.data() + static_cast<size_t>(r) * w.row_bytes();
@@ -105,6 +104,12 @@ float max_min(const Weight& w, int64_t r) {
     for (int64_t b = 0; b < w.n / 32; ++b)
       m = std::max(m, std::fabs(fp16_to_f32(
                           load_u16_le(row + ggml_traits(w.type).type_size * b + 2))));
+  } else if (w.type == GgmlType::Q2_K) {  // bytes 0..15: m in the high nibbles; dmin at 82
+    for (int64_t s = 0; s < w.n / 256; ++s) {
+      const uint8_t* sb = row + 84 * static_cast<size_t>(s);
+      for (int j = 0; j < 16; ++j)
+        m = std::max(m, std::fabs(fp16_to_f32(load_u16_le(sb + 82)) * static_cast<float>(sb[j] >> 4)));
+    }
   } else if (w.type == GgmlType::Q4_K || w.type == GgmlType::Q5_K) {
     const size_t bytes = ggml_traits(w.type).type_size;
     for (int64_t s = 0; s < w.n / 256; ++s) {
@@ -316,25 +321,26 @@ void check_same_as_decoded(const Weight& w, MatmulPrecision precision, std::mt19
   }
 }
 
-// The dequantizing kernel's contract: exactly the F32 kernel on the dequantized weight, for
-// every tile shape (decode and prefill) and thread count, and no stale rows when one call's
-// weight is replaced by another at the same address (the row cache is per call).
+// The dequantizing kernel's contract (MatmulPrecision::Float runs it for every quantized type):
+// exactly the F32 kernel on the dequantized weight, for every tile shape (decode and prefill)
+// and thread count, and no stale rows when one call's weight is replaced by another at the same
+// address (the row cache is per call).
 TEST_CASE("matmul_fast: dequantizing kernel equals the F32 kernel on the decoded weight", "[cpu]") {
   std::mt19937 rng(77);
-  for (GgmlType type :
-       {GgmlType::Q2_K, GgmlType::Q3_K}) {
+  for (GgmlType type : {GgmlType::Q2_K, GgmlType::Q3_K}) {
     Weight w = make_weight(type, 23, 512, rng);
-    check_same_as_decoded(w, MatmulPrecision::Fast, rng);
+    check_same_as_decoded(w, MatmulPrecision::Float, rng);
     // Same buffer, new contents: the next call must not reuse the first call's decoded rows.
     const std::vector<float> x = make_x(1, w.n, rng);
     ThreadPool pool(1);
     MatmulScratch scratch;
     std::vector<float> out1(static_cast<size_t>(w.d)), out2(static_cast<size_t>(w.d));
-    matmul_fast(w.view(), x.data(), 1, out1.data(), pool, scratch);
+    matmul_fast(w.view(), x.data(), 1, out1.data(), pool, scratch, MatmulPrecision::Float);
     const Weight other = make_weight(type, w.d, w.n, rng);
     w.bytes = other.bytes;  // same size: the vector keeps its buffer
-    matmul_fast(w.view(), x.data(), 1, out2.data(), pool, scratch);
-    CHECK(same_bits(out2.data(), run(MatmulIsa::Auto, other, x, 1, 1).data(), w.d));
+    matmul_fast(w.view(), x.data(), 1, out2.data(), pool, scratch, MatmulPrecision::Float);
+    CHECK(same_bits(out2.data(),
+                    run(MatmulIsa::Auto, other, x, 1, 1, MatmulPrecision::Float).data(), w.d));
     CHECK_FALSE(same_bits(out1.data(), out2.data(), w.d));
   }
 }
@@ -346,8 +352,9 @@ TEST_CASE("matmul_fast: dequantizing kernel equals the F32 kernel on the decoded
 TEST_CASE("matmul_fast: Float precision equals the F32 kernel on the decoded weight", "[cpu]") {
   std::mt19937 rng(31);
   for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
-                        GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::Q4_K,
-                        GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::F16}) {
+                        GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::Q2_K,
+                        GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
+                        GgmlType::F16}) {
     const Weight w = make_weight(type, 23, 512, rng);
     check_same_as_decoded(w, MatmulPrecision::Float, rng);
     // ... where the Fast path does not (int8 or f16 activations).

@@ -36,8 +36,8 @@ TEST_CASE("matmul_fast: the AVX-512 kernels give the scalar kernel's bits", "[cp
   }
   const GgmlType with_avx512[] = {GgmlType::Q8_0, GgmlType::Q4_0,   GgmlType::Q4_1,
                                   GgmlType::Q5_0, GgmlType::Q5_1,   GgmlType::IQ4_NL,
-                                  GgmlType::IQ4_XS, GgmlType::Q4_K, GgmlType::Q5_K,
-                                  GgmlType::Q6_K};
+                                  GgmlType::IQ4_XS, GgmlType::Q2_K, GgmlType::Q3_K,
+                                  GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
   for (GgmlType type : with_avx512)
     CHECK(std::string(matmul_fast_kernel_name(type, MatmulIsa::Avx512)).find("avx512") !=
           std::string::npos);
@@ -45,7 +45,8 @@ TEST_CASE("matmul_fast: the AVX-512 kernels give the scalar kernel's bits", "[cp
   // Extremes of the integer step against activations of +-127, where a pairwise int16 sum
   // would saturate: q = -128 and +127 weights (Q8_0), 15-nibbles (Q4), and the K-quants at
   // their top (Q4_K / Q5_K scales and mins 63 with q = 15 / 31; Q6_K q = 63, scales -128 and
-  // 127), in decode (1 token) and prefill tiles.
+  // 127; Q2_K scales and mins 15 with q = 3; Q3_K q = -4 with scales -32 and q = 3 with 31),
+  // in decode (1 token) and prefill tiles.
   const int64_t n = 512, d = 21;
   std::mt19937 rng(11);
   for (GgmlType type : with_avx512) {
@@ -74,6 +75,13 @@ TEST_CASE("matmul_fast: the AVX-512 kernels give the scalar kernel's bits", "[cp
         case GgmlType::Q4_K:
         case GgmlType::Q5_K:  // bytes 0..3: d, dmin
           if (k >= 4) byte = 0xff;
+          break;
+        case GgmlType::Q2_K:  // scales, quants, then d, dmin at 80
+          if (k < 80) byte = 0xff;
+          break;
+        case GgmlType::Q3_K:  // hmask, low bits, scales all clear (q = -4, sc - 32 = -32), or
+                              // all set (q = 3, sc - 32 = 31), super-block by super-block
+          if (k < 108) byte = (i / bb) % 2 ? 0xff : 0x00;
           break;
         case GgmlType::Q6_K:  // ql, qh, then 16 int8 scales, then d at 208
           if (k < 192) byte = 0xff;
@@ -161,9 +169,16 @@ TEST_CASE("CpuFastBackend: repacked weights keep matmul's and get_rows' results"
 TEST_CASE("matmul_fast: kernel names, bad arguments", "[cpu]") {
   for (GgmlType type : kTypes) CHECK(std::string(matmul_fast_kernel_name(type)) != "unsupported");
   CHECK(std::string(matmul_fast_kernel_name(GgmlType::IQ2_XXS)) == "unsupported");
-  CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q3_K)).rfind("dequant+f32", 0) == 0);
+  CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q3_K, MatmulIsa::Scalar)) == "q3_k scalar");
+  CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q3_K, MatmulIsa::Scalar,
+                                            MatmulPrecision::Float))
+            .rfind("dequant+f32", 0) == 0);
   if (matmul_fast_has_avx2()) {
     CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_0, MatmulIsa::Avx2)) == "q4_0 avx2");
+    CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q2_K, MatmulIsa::Avx2)) ==
+          "q2_k avx2");
+    CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q3_K, MatmulIsa::Avx2)) ==
+          "q3_k avx2");
     CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_K, MatmulIsa::Avx2)) ==
           "q4_k avx2");
     CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q5_K, MatmulIsa::Avx2)) ==
@@ -184,9 +199,13 @@ TEST_CASE("matmul_fast: kernel names, bad arguments", "[cpu]") {
           "q4_0 avx512-vnni");
     CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_K, MatmulIsa::Avx512)) ==
           "q4_k avx512-vnni (decode avx2)");
-    // the dequantizing kernel has no AVX-512 tile: its AVX2 one runs
     CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q3_K, MatmulIsa::Avx512)) ==
-          std::string(matmul_fast_kernel_name(GgmlType::Q3_K, MatmulIsa::Avx2)));
+          "q3_k avx512-vnni (decode avx2)");
+    // the dequantizing kernel has no AVX-512 tile: its AVX2 one runs
+    CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q3_K, MatmulIsa::Avx512,
+                                              MatmulPrecision::Float)) ==
+          std::string(matmul_fast_kernel_name(GgmlType::Q3_K, MatmulIsa::Avx2,
+                                              MatmulPrecision::Float)));
   }
   CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_0, MatmulIsa::Scalar)) == "q4_0 scalar");
   CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_0)) ==

@@ -25,6 +25,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_fast_backend.h"
+#include "backend/cpu/matmul_fast.h"
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
 #include "model/config.h"
@@ -34,6 +35,7 @@
 #include "quant/dequant.h"
 #include "quant/imatrix.h"
 #include "quant/importance.h"
+#include "quant/quant_mix.h"
 #include "quant/quant_plan.h"
 #include "quant/quantize.h"
 #include "quant/quantize_gguf.h"
@@ -289,7 +291,7 @@ TEST_CASE("a width-256 model with Q4_K, Q5_K and Q6_K matrices runs on both CPU 
   CHECK(kl[2] < kl[1]);
 }
 
-// Q2_K, Q3_K (the dequantizing kernel), IQ4_NL and IQ4_XS (integer kernels), written by
+// Q2_K, Q3_K, IQ4_NL and IQ4_XS (integer kernels), written by
 // llama.cpp's encoders, on the same model (every matrix one type, the embedding and output
 // too, so 2 bits hurt a lot). Measured mean KL vs F32: Q2_K 4.73, Q3_K 1.10, IQ4_NL 0.367,
 // IQ4_XS 0.369. Bounds about 2x; Q3_K below Q2_K, the IQ4 types below Q3_K.
@@ -304,6 +306,60 @@ TEST_CASE("a width-256 model with Q2_K, Q3_K, IQ4_NL and IQ4_XS matrices runs on
   CHECK(kl[1] < kl[0]);
   CHECK(kl[2] < kl[1]);
   CHECK(kl[3] < kl[1]);
+}
+
+// llama.cpp's Q2_K and Q3_K_M mixes (what `llmctl quantize --type` writes: Q2_K / Q3_K matrices
+// beside the Q3_K, Q4_K, Q5_K and Q6_K its rules upgrade to) on the width-256 model: the fast
+// backend's integer kernels (int8 activations) stay close to the reference path (f32 dot
+// products of dequantized rows) on the same file, and its Float precision (decoded rows
+// through the F32 kernel) closer still. Measured (logits spread ~5): Q2_K mix max |dlogit|
+// 0.27, mean KL 1.2e-3; Q3_K_M 0.24, 9.1e-4; as the Q4_K_M mix (0.24, 1.3e-3) and Q6_K (0.26,
+// 2.4e-3) with their integer kernels: the int8 rounding of the activations, not the weights'
+// kernels. Float precision 1.5e-5. Bounds about 2.5x (a near-tie may flip an argmax).
+TEST_CASE("the Q2_K and Q3_K_M mixes: the fast backend's integer kernels track the reference path",
+          "[cpu]") {
+  for (GgmlType type : {GgmlType::Q2_K, GgmlType::Q3_K})
+    REQUIRE(std::string(cpu::matmul_fast_kernel_name(type)).find("dequant") == std::string::npos);
+  const GgufFile stories = GgufFile::open(test::require_test_file("models/stories260K.gguf"));
+  const std::string f32_path = test::temp_dir() + "/wide_f32.gguf";
+  wide_model(stories).write(f32_path);
+  const GgufFile f32 = GgufFile::open(f32_path);
+  struct MixCase {
+    const char* mix;
+    GgmlType base;
+    double max_dlogit, max_kl;
+  };
+  for (const MixCase& mc : {MixCase{"Q2_K", GgmlType::Q2_K, 0.7, 3e-3},
+                            MixCase{"Q3_K_M", GgmlType::Q3_K, 0.6, 2.5e-3}}) {
+    INFO(mc.mix);
+    QuantOptions o;
+    o.mix = find_quant_mix(mc.mix);
+    REQUIRE(o.mix != nullptr);
+    o.type = o.mix->base;
+    o.model = mix_model_from_gguf(f32);
+    const std::string out = test::temp_dir() + "/wide_" + mc.mix + ".gguf";
+    quantize_gguf(f32, plan_quantization(f32.tensors(), o), out, nullptr, QuantizeRunOptions{});
+    const GgufFile q = GgufFile::open(out);
+    REQUIRE(q.find_tensor("blk.0.attn_q.weight")->type == mc.base);
+    REQUIRE(q.find_tensor("blk.1.ffn_gate.weight")->type == mc.base);
+    const Run ref = run(q, false, kPrompt, 0);
+    const Run fast = run(q, true, kPrompt, 0);
+    const Run exact = run(q, true, kPrompt, 0, cpu::MatmulPrecision::Float);
+    double dlogit = 0, dlogit_float = 0;
+    for (size_t p = 0; p < ref.logits.size(); ++p)
+      for (size_t i = 0; i < ref.logits[p].size(); ++i) {
+        dlogit = std::max(dlogit,
+                          static_cast<double>(std::fabs(fast.logits[p][i] - ref.logits[p][i])));
+        dlogit_float = std::max(
+            dlogit_float, static_cast<double>(std::fabs(exact.logits[p][i] - ref.logits[p][i])));
+      }
+    const double kl = mean_kl(ref.logits, fast.logits);
+    INFO("max |dlogit| " << dlogit << ", KL " << kl << ", Float precision " << dlogit_float);
+    CHECK(dlogit < mc.max_dlogit);
+    CHECK(kl < mc.max_kl);
+    CHECK(dlogit_float < 1e-4);
+    CHECK(dlogit_float < dlogit);
+  }
 }
 
 TEST_CASE("stories260K: Q4_0 with an importance matrix has lower KL than plain Q4_0",

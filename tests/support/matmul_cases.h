@@ -14,7 +14,6 @@
 
 namespace llmctl::test {
 
-// Q2_K and Q3_K run through the dequantizing kernel (rows decoded to f32, then the F32 kernel).
 inline constexpr GgmlType kTypes[] = {GgmlType::F32,    GgmlType::F16,    GgmlType::BF16, GgmlType::Q8_0,
                            GgmlType::Q4_0,   GgmlType::Q4_1,   GgmlType::Q5_0, GgmlType::Q5_1,
                            GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::Q2_K, GgmlType::Q3_K,

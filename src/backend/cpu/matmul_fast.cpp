@@ -75,6 +75,10 @@ MatmulKernel kernel_for(GgmlType type, bool avx2, MatmulPrecision precision) {
       return matmul_kernel_q4_0(avx2);
     case GgmlType::Q4_1:
       return matmul_kernel_q4_1(avx2);
+    case GgmlType::Q2_K:
+      return matmul_kernel_q2_k(avx2);
+    case GgmlType::Q3_K:
+      return matmul_kernel_q3_k(avx2);
     case GgmlType::Q4_K:
       return matmul_kernel_q4_k(avx2);
     case GgmlType::Q5_K:
@@ -119,6 +123,10 @@ MatmulKernel avx512_kernel_for(GgmlType type, MatmulPrecision precision) {
       return matmul_kernel_q4_0_avx512();
     case GgmlType::Q4_1:
       return matmul_kernel_q4_1_avx512();
+    case GgmlType::Q2_K:
+      return matmul_kernel_q2_k_avx512();
+    case GgmlType::Q3_K:
+      return matmul_kernel_q3_k_avx512();
     case GgmlType::Q4_K:
       return matmul_kernel_q4_k_avx512();
     case GgmlType::Q5_K:
@@ -187,7 +195,7 @@ void check_args(const WeightView& w, const float* x, int64_t n_tokens, const flo
     throw Error(fmt::format("matmul '{}': null weight, input or output pointer", w.name));
 }
 
-void quantize_tokens(bool avx2, const float* x, int64_t n, int64_t t0, int64_t t1,
+void quantize_tokens(bool avx2, bool halves, const float* x, int64_t n, int64_t t0, int64_t t1,
                      MatmulScratch& s) {
   const int64_t nb = n / 32;
   for (int64_t t = t0; t < t1; ++t) {
@@ -197,6 +205,7 @@ void quantize_tokens(bool avx2, const float* x, int64_t n, int64_t t0, int64_t t
     else
       quantize_activations_scalar(x + t * n, n, s.qs.data() + q, s.d.data() + b);
     activation_block_sums(s.qs.data() + q, n, s.sum.data() + b);
+    if (halves) activation_half_sums(s.qs.data() + q, n, s.half.data() + b);
   }
 }
 
@@ -223,6 +232,7 @@ void run_rows(const MatmulKernel& k, const TileArgs& base, const uint8_t* fits, 
       a.qs = base.qs + t * n;
       a.qd = base.qd + t * nb;
       a.qsum = base.qsum + t * nb;
+      if (k.half_sums) a.qhalf = base.qhalf + t * nb;
     } else {
       a.x = base.x + t * n;
       if (k.half_activations) a.xh = base.xh + t * n;
@@ -369,16 +379,18 @@ void matmul_fast_isa(MatmulIsa isa, const WeightView& w, const float* x, int64_t
     if (scratch.qs.size() < n_q) scratch.qs.resize(n_q);
     if (scratch.d.size() < n_b) scratch.d.resize(n_b);
     if (scratch.sum.size() < n_b) scratch.sum.resize(n_b);
+    if (k.half_sums && scratch.half.size() < n_b) scratch.half.resize(n_b);
     // One token (decode) is quantized on the caller: waking the pool costs more than it.
     if (n_tokens == 1 || pool.size() == 1)
-      quantize_tokens(avx2, x, n, 0, n_tokens, scratch);
+      quantize_tokens(avx2, k.half_sums, x, n, 0, n_tokens, scratch);
     else
       pool.parallel_for(n_tokens, [&](int64_t t0, int64_t t1, int) {
-        quantize_tokens(avx2, x, n, t0, t1, scratch);
+        quantize_tokens(avx2, k.half_sums, x, n, t0, t1, scratch);
       });
     base.qs = scratch.qs.data();
     base.qd = scratch.d.data();
     base.qsum = scratch.sum.data();
+    if (k.half_sums) base.qhalf = scratch.half.data();
   }
   if (k.half_activations) {
     const size_t n_x = static_cast<size_t>(n_tokens * n);

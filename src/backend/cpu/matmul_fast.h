@@ -4,9 +4,7 @@
 //   out (n_tokens, d) = x (n_tokens, n) @ W^T      W (d, n) = w.n_rows rows of w.n_cols
 //
 // W is read in place (ggml layout: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL,
-// IQ4_XS, Q4_K, Q5_K, Q6_K). Q2_K and Q3_K have no integer kernel yet: their rows are
-// dequantized to f32 a tile at a time and
-// go through the F32 kernel (same invariance, F32 speed plus the decoding). F32 and BF16
+// IQ4_XS, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K). F32 and BF16
 // weights are multiplied with the f32 activations directly, F16 weights with the activations
 // rounded to f16 (as ggml does; a token whose values overflow f16 keeps f32); quantized weights are
 // multiplied with the activations quantized to int8 per 32-element block (quantize_activations.h),
@@ -28,7 +26,7 @@
 //     (((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7))).
 //   quantized weights: one float lane of the tile's accumulator (lanes are rows, never mixed),
 //     fma(float(isum_b), d_w * d_x, acc) block after block in order (plus the min term of
-//     Q4_1, Q4_K and Q5_K; the exact sequences are in matmul_quant_tile.h and
+//     Q4_1, Q5_1, Q2_K, Q4_K and Q5_K; the exact sequences are in matmul_quant_tile.h and
 //     matmul_kquant_tile.h).
 // The engine relies on this for "batched generation gives the same tokens as separate runs"
 // and for prefix sharing. The portable scalar kernels follow the same arithmetic with
@@ -47,13 +45,14 @@ struct MatmulScratch {
   std::vector<int8_t> qs;     // (n_tokens, n) int8 activations
   std::vector<float> d;       // (n_tokens, n / 32) block scales
   std::vector<int32_t> sum;   // (n_tokens, n / 32) sum of each block's int8 activations
+  std::vector<int32_t> half;  // (n_tokens, n / 32) its halves' sums (kernels with half_sums)
   std::vector<uint16_t> xh;   // (n_tokens, n) f16 activations (F16 weights)
   std::vector<uint8_t> fits;  // (n_tokens,) 1: the token's activations fit f16 (xh is used)
 };
 
 // How quantized and F16 weights meet the activations.
 //   Fast   int8 activations per 32-element block for Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL,
-//          IQ4_XS and the K-quants (Q4_K, Q5_K, Q6_K), f16 activations for F16 weights (as
+//          IQ4_XS and the K-quants (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K), f16 activations for F16 weights (as
 //          ggml does); the other dtypes as below.
 //   Float  every weight row decoded to f32 (quantized: a tile at a time, matmul_kernel_dequant;
 //          F16: widened in the F32 tile) and multiplied with the f32 activations: no rounding of

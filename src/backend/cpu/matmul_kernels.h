@@ -62,6 +62,9 @@ struct TileArgs {
   const int8_t* qs;     // int8 (quantized kernels), stride n
   const float* qd;      // block scales, stride n / 32
   const int32_t* qsum;  // per block: sum of the block's int8 activations, stride n / 32
+  // per block: the sums of its two 16-element halves, xa | xb << 16 (activation_half_sums),
+  // stride n / 32; only for a kernel with MatmulKernel::half_sums (else nullptr)
+  const int32_t* qhalf;
   float* out;           // out[t * out_stride + r]
   int64_t out_stride;   // d (the weight's row count)
   GgmlType type;        // the weight's dtype (the dequantizing kernel decodes rows with it)
@@ -81,6 +84,7 @@ struct MatmulKernel {
   const char* name = "unsupported";  // "q4_0 avx2"
   TileFn tile = nullptr;
   bool quantized = false;  // reads qs/qd instead of x
+  bool half_sums = false;  // reads qhalf too (the 16-element sub-block K-quants)
   // Reads xh instead of x, except for the tokens whose activations overflow f16: tile_wide,
   // the same tile over x, multiplies those (one token per call).
   bool half_activations = false;
@@ -101,8 +105,7 @@ struct MatmulKernel {
 
 // Per-dtype kernels (matmul_f32.cpp, matmul_f16.cpp, matmul_q8_0.cpp, matmul_q4_0.cpp,
 // matmul_q4_1.cpp, matmul_q5_0.cpp, matmul_q5_1.cpp, matmul_iq4_nl.cpp, matmul_iq4_xs.cpp,
-// matmul_q4_k.cpp, matmul_q5_k.cpp, matmul_q6_k.cpp). avx2 == false gives the portable scalar
-// kernel.
+// matmul_q2_k.cpp ... matmul_q6_k.cpp). avx2 == false gives the portable scalar kernel.
 MatmulKernel matmul_kernel_f32(bool avx2);
 MatmulKernel matmul_kernel_f16(bool avx2);
 MatmulKernel matmul_kernel_bf16(bool avx2);
@@ -113,8 +116,10 @@ MatmulKernel matmul_kernel_q5_0(bool avx2);
 MatmulKernel matmul_kernel_q5_1(bool avx2);
 MatmulKernel matmul_kernel_iq4_nl(bool avx2);
 MatmulKernel matmul_kernel_iq4_xs(bool avx2);
-// K-quants against int8 activations (matmul_kquant_tile.h; matmul_q4_k.cpp, matmul_q5_k.cpp,
-// matmul_q6_k.cpp).
+// K-quants against int8 activations (matmul_kquant_tile.h; matmul_q2_k.cpp, matmul_q3_k.cpp,
+// matmul_q4_k.cpp, matmul_q5_k.cpp, matmul_q6_k.cpp).
+MatmulKernel matmul_kernel_q2_k(bool avx2);
+MatmulKernel matmul_kernel_q3_k(bool avx2);
 MatmulKernel matmul_kernel_q4_k(bool avx2);
 MatmulKernel matmul_kernel_q5_k(bool avx2);
 MatmulKernel matmul_kernel_q6_k(bool avx2);
@@ -128,6 +133,8 @@ MatmulKernel matmul_kernel_q4_0_avx512();
 MatmulKernel matmul_kernel_q4_1_avx512();
 // 16-row VNNI prefill tiles over the AVX2 kernels' packing, AVX2 decode tiles
 // (matmul_paired_tile_avx512.h).
+MatmulKernel matmul_kernel_q2_k_avx512();
+MatmulKernel matmul_kernel_q3_k_avx512();
 MatmulKernel matmul_kernel_q4_k_avx512();
 MatmulKernel matmul_kernel_q5_k_avx512();
 MatmulKernel matmul_kernel_q6_k_avx512();
@@ -139,10 +146,11 @@ MatmulKernel matmul_kernel_iq4_xs_avx512();
 // from the pre-transposed records, 16-row prefill tiles as above.
 MatmulKernel matmul_kernel_q4_k_repacked();
 MatmulKernel matmul_kernel_q6_k_repacked();
-// Any other type dequantize_row() decodes (Q2_K, Q3_K): each row of the
-// tile is dequantized to f32 (quant/dequant.h) and multiplied by the F32 kernel, so the result
-// is bit-identical to the F32 kernel on the dequantized weight, with its batch and thread
-// invariance (matmul_dequant.cpp). A tile's rows stay decoded while its token tiles pass.
+// Any type dequantize_row() decodes (MatmulPrecision::Float, and any type without an integer
+// kernel): each row of the tile is dequantized to f32 (quant/dequant.h) and multiplied by the
+// F32 kernel, so the result is bit-identical to the F32 kernel on the dequantized weight, with
+// its batch and thread invariance (matmul_dequant.cpp). A tile's rows stay decoded while its
+// token tiles pass.
 MatmulKernel matmul_kernel_dequant(GgmlType type, bool avx2);
 
 // ---------------------------------------------------------------------------

@@ -1,9 +1,9 @@
 #pragma once
-// Internal to the matmul fast path: the tile kernel for K-quant weights (Q4_K, Q5_K, Q6_K)
+// Internal to the matmul fast path: the tile kernel for K-quant weights (Q2_K ... Q6_K)
 // against the int8 activations of quantize_activations.h (per 32-element block: int8 q_x,
 // float scale d_x, block sum xsum = sum q_x). A 256-element super-block is 8 activation
-// blocks; block j of a super-block is Q4_K/Q5_K sub-block j, or Q6_K's 16-element sub-blocks
-// 2j and 2j + 1. Layouts and scale packing: quant/dequant.h.
+// blocks; block j of a super-block is Q4_K/Q5_K sub-block j, or the 16-element sub-blocks
+// 2j and 2j + 1 of Q2_K, Q3_K, Q6_K. Layouts and scale packing: quant/dequant.h.
 //
 // Arithmetic (the contract the scalar and the AVX2 kernel share, bit for bit): for each
 // (row r, token t), over the row's 32-element blocks in order, starting from acc = 0:
@@ -16,6 +16,13 @@
 //     isum = sc_{2j} * sum_{l<16} (q[l] - 32) q_x[l] + sc_{2j+1} * sum_{l>=16} (q[l] - 32) q_x[l]
 //            exact in int32 (|isum| <= 2 * 128 * 16 * 32 * 127 < 2^24, so float(isum) is exact)
 //     acc  = fma(float(isum), d * d_x, acc)
+//   Q3_K (w = (d*(sc_s - 32)) * q, q in -4..3, 6-bit sc_s per 16 elements): as Q6_K with
+//     sc_s - 32 for sc_s and q for q - 32 (|isum| <= 2 * 32 * 16 * 4 * 127 < 2^24)
+//   Q2_K (w = (d*sc_s) * q - dmin*m_s, q in 0..3, 4-bit sc_s and m_s per 16 elements):
+//     isum = sc_{2j} * sum_{l<16} q[l] q_x[l] + sc_{2j+1} * sum_{l>=16} q[l] q_x[l]
+//     msum = m_{2j} * sum_{l<16} q_x[l] + m_{2j+1} * sum_{l>=16} q_x[l]      (exact)
+//     acc  = fma(float(isum), d * d_x, acc)
+//     acc  = fma(-float(msum), dmin * d_x, acc)
 // and out[t][r] = acc. The integer sums are exact, so how a kernel forms them (lane layout,
 // int16 partial sums, where the -32 goes) does not change a bit; the float steps above are
 // the same instructions in both kernels.
@@ -40,7 +47,8 @@
 //   pack(rows, off, panel)                    AVX2: the 8 rows' super-block at byte off
 //   superblock<T>(panel, a, sb, acc)          AVX2: acc[t] over the super-block's 8 blocks
 //   superblock512<T>(panel16, a, sb, acc)     AVX-512: the same, 16 rows
-// Q4_K and Q5_K share one trait (matmul_q45_k.h), Q6_K has its own (matmul_q6_k.cpp).
+// Q4_K and Q5_K share one trait (matmul_q45_k.h); Q2_K, Q3_K and Q6_K (matmul_q2_k.cpp,
+// matmul_q3_k.cpp, matmul_q6_k.cpp) share a panel record and its products (matmul_k16_tile.h).
 // Their AVX-512 prefill tile (superblock512) is matmul_paired_tile_avx512.h's.
 
 #include <type_traits>
@@ -163,12 +171,20 @@ struct KQuantTileAvx2 {
 };
 #endif
 
+// Whether trait KQ reads TileArgs::qhalf (MatmulKernel::half_sums): KQ::kHalfSums.
+template <class KQ, class = void>
+constexpr bool kReadsHalfSums = false;
+template <class KQ>
+constexpr bool kReadsHalfSums<KQ, std::void_t<decltype(KQ::kHalfSums)>> = KQ::kHalfSums;
+
 // The MatmulKernel of a K-quant type: AVX2 when asked for (and compiled for x86), else scalar.
 template <class KQ>
 MatmulKernel make_kquant_kernel(bool avx2, const char* avx2_name, const char* scalar_name) {
   static_assert(KQ::kTokens >= 1 && KQ::kTokens <= 8, "dispatch_quant_tile handles 1..8 tokens");
-  return make_lane_kernel<KQuantTileScalar, KQuantTileAvx2, KQ>(avx2, avx2_name, scalar_name,
-                                                                KQ::kTokens);
+  MatmulKernel k = make_lane_kernel<KQuantTileScalar, KQuantTileAvx2, KQ>(
+      avx2, avx2_name, scalar_name, KQ::kTokens);
+  k.half_sums = kReadsHalfSums<KQ>;
+  return k;
 }
 
 }  // namespace llmctl::cpu

@@ -183,7 +183,9 @@ template <template <class> class UnitOf, class Trait>
 MatmulKernel make_paired_kernel_avx512(const char* name) {
 #if defined(LLMCTL_HAVE_X86)
   using Tile = PairedTileAvx512<UnitOf<Trait>>;
-  return paired_tile_kernel<Tile>(name, &Tile::pack);
+  MatmulKernel k = paired_tile_kernel<Tile>(name, &Tile::pack);
+  k.half_sums = kReadsHalfSums<Trait>;
+  return k;
 #else
   (void)name;
   return MatmulKernel{};

@@ -4,7 +4,7 @@
 // with our per-32 activation scales: the two sub-blocks of an activation block fold into one
 // exact integer sum, then one fma per block. Also the AVX-512 kernel over the repacked records
 // (weight_repack.h, matmul_repacked_tile.h).
-#include "backend/cpu/matmul_paired_tile_avx512.h"
+#include "backend/cpu/matmul_k16_tile.h"
 #include "backend/cpu/matmul_repacked_tile.h"
 #include "backend/cpu/weight_repack.h"
 
@@ -12,7 +12,7 @@ namespace llmctl::cpu {
 
 namespace {
 
-struct KQ6_K {
+struct KQ6_K : KQ16Panel<false, 2> {
   static constexpr size_t kBytes = 210;
   static constexpr int kTokens = 6;
 
@@ -28,65 +28,19 @@ struct KQ6_K {
   }
 
 #if defined(LLMCTL_HAVE_X86)
-  // Panel record (8 rows, one super-block):
-  //   w[8][8]  at 256 j + 32 s: block j, weights 4s..4s+3 of rows 0..7, q in 0..63 (unsigned)
-  //   sa[8]    at 2048 + 32 j: per row the int16 pair (sc_2j, sc_2j), sb[8] at 2304: sc_2j+1
-  //   off[8]   at 2560 + 32 j: per row the int16 pair (-32 sc_2j, -32 sc_2j+1)
-  //   d        at 2816: 8 floats
-  static constexpr size_t kSaOffset = 2048, kSbOffset = 2304, kOffOffset = 2560, kDOffset = 2816;
-  static constexpr size_t kPanelBytes = 2848;
-
-  // The 8 rows' block against 32 activations, without the -32: sum_s sc * q * x. A maddubs
-  // lane is <= 2 * 63 * 127 = 16002 in magnitude, so two steps add in int16 (<= 32004)
-  // before a madd with the sub-block's scale widens them (the scales differ every 4 steps).
-  LLMCTL_AVX2 static __m256i dot(const uint8_t* w, const int8_t* qx, __m256i sa, __m256i sb) {
-    __m256i sum = _mm256_setzero_si256();
-    for (int s = 0; s < 8; s += 2) {
-      const __m256i p = _mm256_add_epi16(
-          _mm256_maddubs_epi16(kq_load(w + 32 * s), kq_bcast4(qx + 4 * s)),
-          _mm256_maddubs_epi16(kq_load(w + 32 * s + 32), kq_bcast4(qx + 4 * s + 4)));
-      sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, s < 4 ? sa : sb));
-    }
-    return sum;
-  }
-
-  // Per block of the super-block: (sum of activations 0..15) | (sum of 16..31) << 16, int16
-  // each (|sum| <= 16 * 127), the operand of the -32 term's madd with off[j].
-  LLMCTL_AVX2 static void half_sums(const int8_t* qx, int32_t out[8]) {
-    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
-    __m256i m[8];
-    for (int i = 0; i < 8; ++i)
-      m[i] = _mm256_madd_epi16(
-          _mm256_maddubs_epi16(ones8, kq_load(reinterpret_cast<const uint8_t*>(qx) + 32 * i)),
-          ones16);  // lanes 0..3: parts of block i's first half, 4..7: its second half
-    // hadd twice: low 128 bits the first halves of 4 blocks, high 128 bits their second halves
-    const __m256i lo =
-        _mm256_hadd_epi32(_mm256_hadd_epi32(m[0], m[1]), _mm256_hadd_epi32(m[2], m[3]));
-    const __m256i hi =
-        _mm256_hadd_epi32(_mm256_hadd_epi32(m[4], m[5]), _mm256_hadd_epi32(m[6], m[7]));
-    const __m256i first = _mm256_permute2x128_si256(lo, hi, 0x20);
-    const __m256i second = _mm256_permute2x128_si256(lo, hi, 0x31);
-    const __m256i pairs = _mm256_blend_epi16(first, _mm256_slli_epi32(second, 16), 0xaa);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), pairs);
-  }
-
+  // The record of matmul_k16_tile.h: u = q (0..63), sc_a = sc_2j, sc_b = sc_2j+1, o = -32 sc.
   LLMCTL_AVX2 static void pack(const uint8_t* const rows[8], size_t off, uint8_t* p) {
     __m256i g[4];  // g[c] lane r: scales 4c..4c+3 of row r
     kq_transpose16(rows, off + 192, g);
-    const __m256i low16 = _mm256_set1_epi32(0xffff);
     for (int j = 0; j < 8; ++j) {
       const int sh = 16 * (j % 2);  // scales 2j, 2j+1: bytes sh/8, sh/8 + 1 of dword j/2
       const __m256i sa =
           _mm256_srai_epi32(_mm256_sll_epi32(g[j / 2], _mm_cvtsi32_si128(24 - sh)), 24);
       const __m256i sb =
           _mm256_srai_epi32(_mm256_sll_epi32(g[j / 2], _mm_cvtsi32_si128(16 - sh)), 24);
-      kq_store(p + kSaOffset + 32 * j,
-               _mm256_or_si256(_mm256_and_si256(sa, low16), _mm256_slli_epi32(sa, 16)));
-      kq_store(p + kSbOffset + 32 * j,
-               _mm256_or_si256(_mm256_and_si256(sb, low16), _mm256_slli_epi32(sb, 16)));
-      const __m256i na = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(sa, 5));
-      const __m256i nb = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(sb, 5));
-      kq_store(p + kOffOffset + 32 * j, _mm256_blend_epi16(na, _mm256_slli_epi32(nb, 16), 0xaa));
+      const __m256i zero = _mm256_setzero_si256();
+      store_scales(p, j, sa, sb, _mm256_sub_epi32(zero, _mm256_slli_epi32(sa, 5)),
+                   _mm256_sub_epi32(zero, _mm256_slli_epi32(sb, 5)));
     }
     __m256i gd[4];  // bytes 194..209: d is the high half of dword 3
     kq_transpose16(rows, off + 194, gd);
@@ -108,58 +62,6 @@ struct KQ6_K {
                                top);
           kq_store(p + 256 * (4 * h + k) + 32 * s, _mm256_or_si256(lo, hi));
         }
-    }
-  }
-
-  template <int T>
-  LLMCTL_AVX2 static void superblock(const uint8_t* p, const TileArgs& a, int64_t sbi,
-                                     __m256* acc) {
-    const int64_t nb = a.n / 32;
-    alignas(32) int32_t xh[static_cast<size_t>(T)][8];
-    for (int t = 0; t < T; ++t) half_sums(a.qs + t * a.n + kKQuantSuperBlock * sbi, xh[t]);
-    const __m256 d = _mm256_loadu_ps(reinterpret_cast<const float*>(p + kDOffset));
-    for (int j = 0; j < 8; ++j) {
-      const int64_t b = 8 * sbi + j;
-      const __m256i sa = kq_load(p + kSaOffset + 32 * j), sb = kq_load(p + kSbOffset + 32 * j);
-      const __m256i offs = kq_load(p + kOffOffset + 32 * j);
-      for (int t = 0; t < T; ++t) {
-        const __m256i isum = _mm256_add_epi32(dot(p + 256 * j, a.qs + t * a.n + 32 * b, sa, sb),
-                                              _mm256_madd_epi16(_mm256_set1_epi32(xh[t][j]), offs));
-        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum),
-                                 _mm256_mul_ps(d, _mm256_set1_ps(a.qd[t * nb + b])), acc[t]);
-      }
-    }
-  }
-
-  // The same over a 16-row panel record (matmul_paired_tile_avx512.h: every offset doubled):
-  // vpdpbusd sums of each 16-element half, times its scale in int32 (|half sum| <= 16 * 63 *
-  // 127, times |sc| <= 128: far inside int32), plus the -32 term as in the AVX2 tile.
-  template <int T>
-  LLMCTL_AVX512 static void superblock512(const uint8_t* p, const TileArgs& a, int64_t sbi,
-                                          __m512* acc) {
-    const int64_t nb = a.n / 32;
-    alignas(32) int32_t xh[static_cast<size_t>(T)][8];
-    for (int t = 0; t < T; ++t) half_sums(a.qs + t * a.n + kKQuantSuperBlock * sbi, xh[t]);
-    const __m512 d = _mm512_loadu_ps(p + 2 * kDOffset);
-    for (int j = 0; j < 8; ++j) {
-      const int64_t b = 8 * sbi + j;
-      const uint8_t* w = p + 512 * j;
-      const int8_t* qx = a.qs + 32 * b;
-      // the int16 pairs (sc, sc): the high half, sign-extended, is sc
-      const __m512i sa = _mm512_srai_epi32(_mm512_loadu_si512(p + 2 * kSaOffset + 64 * j), 16);
-      const __m512i sb = _mm512_srai_epi32(_mm512_loadu_si512(p + 2 * kSbOffset + 64 * j), 16);
-      const __m512i offs = _mm512_loadu_si512(p + 2 * kOffOffset + 64 * j);
-      __m512i isum[static_cast<size_t>(T)], part[static_cast<size_t>(T)];
-      dots_u8_512<T>(w, qx, a.n, 0, 4, part);
-      for (int t = 0; t < T; ++t)
-        isum[t] = _mm512_add_epi32(_mm512_mullo_epi32(part[t], sa),
-                                   _mm512_madd_epi16(_mm512_set1_epi32(xh[t][j]), offs));
-      dots_u8_512<T>(w, qx, a.n, 4, 8, part);
-      for (int t = 0; t < T; ++t) {
-        isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(part[t], sb));
-        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]),
-                                 _mm512_mul_ps(d, _mm512_set1_ps(a.qd[t * nb + b])), acc[t]);
-      }
     }
   }
 #endif
@@ -191,18 +93,12 @@ struct RQ6_K {
   }
 
   LLMCTL_AVX512 static void unpack(const uint8_t* rec, uint8_t* p) {
-    const __m256i low16 = _mm256_set1_epi32(0xffff);
     for (int j = 0; j < 8; ++j) {  // KQ6_K::pack's sa, sb and off from the int8 scales
       const __m256i sa = rp_i8_lanes(rec + 1536 + 8 * (2 * j));
       const __m256i sb = rp_i8_lanes(rec + 1536 + 8 * (2 * j + 1));
-      kq_store(p + KQ::kSaOffset + 32 * j,
-               _mm256_or_si256(_mm256_and_si256(sa, low16), _mm256_slli_epi32(sa, 16)));
-      kq_store(p + KQ::kSbOffset + 32 * j,
-               _mm256_or_si256(_mm256_and_si256(sb, low16), _mm256_slli_epi32(sb, 16)));
-      const __m256i na = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(sa, 5));
-      const __m256i nb = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(sb, 5));
-      kq_store(p + KQ::kOffOffset + 32 * j,
-               _mm256_blend_epi16(na, _mm256_slli_epi32(nb, 16), 0xaa));
+      const __m256i zero = _mm256_setzero_si256();
+      KQ::store_scales(p, j, sa, sb, _mm256_sub_epi32(zero, _mm256_slli_epi32(sa, 5)),
+                       _mm256_sub_epi32(zero, _mm256_slli_epi32(sb, 5)));
     }
     _mm256_storeu_ps(reinterpret_cast<float*>(p + KQ::kDOffset), rp_fp16_lanes(rec + 1664));
     for (int h = 0; h < 2; ++h)
@@ -258,7 +154,9 @@ MatmulKernel matmul_kernel_q6_k_avx512() {
 
 MatmulKernel matmul_kernel_q6_k_repacked() {
 #if defined(LLMCTL_HAVE_X86)
-  return make_repacked_kernel_avx512<RQ6_K>("q6_k avx512-vnni repacked-x8");
+  MatmulKernel k = make_repacked_kernel_avx512<RQ6_K>("q6_k avx512-vnni repacked-x8");
+  k.half_sums = true;  // its prefill tile is KQ6_K's (TileArgs::qhalf)
+  return k;
 #else
   return MatmulKernel{};
 #endif

@@ -27,6 +27,15 @@ void activation_block_sums(const int8_t* qs, int64_t n, int32_t* sums) {
   }
 }
 
+void activation_half_sums(const int8_t* qs, int64_t n, int32_t* halves) {
+  for (int64_t b = 0; b < n / 32; ++b) {
+    int32_t h[2] = {0, 0};
+    for (int j = 0; j < 32; ++j) h[j / 16] += qs[32 * b + j];
+    halves[b] = static_cast<int32_t>((static_cast<uint32_t>(h[0]) & 0xffffu) |
+                                     (static_cast<uint32_t>(h[1]) << 16));
+  }
+}
+
 // Below this magnitude an f32 rounds to a finite f16 (65504 + half an ulp of 32).
 constexpr float kF16Limit = 65520.0f;
 

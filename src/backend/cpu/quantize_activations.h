@@ -24,6 +24,11 @@ void quantize_activations_avx2(const float* x, int64_t n, int8_t* qs, float* d);
 // term in the quantized matmul kernels).
 void activation_block_sums(const int8_t* qs, int64_t n, int32_t* sums);
 
+// halves[b] = xa | xb << 16 for the n / 32 blocks, xa = qs[32 b] + ... + qs[32 b + 15] and xb the
+// sum of the other 16, int16 each (|sum| <= 16 * 127): the operand of the madd that applies the
+// per-16-element offsets and mins of Q2_K, Q3_K and Q6_K (matmul_k16_tile.h).
+void activation_half_sums(const int8_t* qs, int64_t n, int32_t* halves);
+
 // Activations rounded to f16 for the F16-weight kernels: xh[j] = f32_to_fp16(x[j]) (round to
 // nearest even, core/fp16.h). Returns whether the token fits: every value finite with
 // |x| < 65520 (the smallest magnitude that rounds to inf). When it does not, xh is not used

@@ -1,0 +1,178 @@
+#pragma once
+// Internal to the matmul fast path: the part of the K-quant tile trait (matmul_kquant_tile.h)
+// that the types with 16-element sub-blocks share: Q2_K, Q3_K and Q6_K. Block j (32
+// activations) of a super-block covers their sub-blocks 2j (elements 0..15, "a") and 2j + 1
+// ("b"), each with its own integer scale. Each type writes its weights as unsigned u and its
+// scales into one panel record layout (its pack); the products and the float steps here are
+// common:
+//   isum = sc_a * sum_{l<16} u x + sc_b * sum_{l>=16} u x  (+ o_a * xa + o_b * xb  without min)
+//   msum = o_a * xa + o_b * xb                                                    (with min)
+//   acc  = fma(float(isum), d * d_x, acc);   with min: acc = fma(-float(msum), dmin * d_x, acc)
+// xa, xb the sums of the block's two halves of int8 activations. Without a min, o folds the
+// offset of u into the integer sum (Q6_K u = q, o = -32 sc; Q3_K u = q + 4, o = -4 sc); with a
+// min (Q2_K), o is the sub-block's min m. All integer sums are exact in int32 and their float
+// conversion exact (< 2^24 in magnitude), so how the kernels form them does not change a bit.
+#include "backend/cpu/matmul_paired_tile_avx512.h"
+
+namespace llmctl::cpu {
+
+// kGroup: maddubs steps (4 weights x 4 activations) added in int16 before a madd widens them:
+// a maddubs lane is at most 2 * u_max * 127 in magnitude, so Q6_K (u <= 63: 16002) adds 2
+// steps, Q2_K and Q3_K (u <= 7: 1778) all 4 steps of a sub-block.
+template <bool kHasMin, int kGroup>
+struct KQ16Panel {
+  static_assert(kGroup == 2 || kGroup == 4, "a sub-block is 4 steps");
+  // The kernels read the halves' sums from TileArgs::qhalf (computed once per token).
+  static constexpr bool kHalfSums = true;
+#if defined(LLMCTL_HAVE_X86)
+  // Panel record (8 rows, one super-block):
+  //   w[8][8]  at 256 j + 32 s: block j, weights 4s..4s+3 of rows 0..7, u unsigned
+  //   sa[8]    at 2048 + 32 j: per row the int16 pair (sc_a, sc_a), sb[8] at 2304: sc_b
+  //   off[8]   at 2560 + 32 j: per row the int16 pair (o_a, o_b)
+  //   d        at 2816: 8 floats;  dmin at 2848: 8 floats (kHasMin)
+  static constexpr size_t kSaOffset = 2048, kSbOffset = 2304, kOffOffset = 2560, kDOffset = 2816,
+                          kDminOffset = 2848;
+  static constexpr size_t kPanelBytes = kHasMin ? 2880 : 2848;
+
+  // Block j's scales of the 8 rows (int32 lanes, each within int16) into the record.
+  LLMCTL_AVX2 static void store_scales(uint8_t* p, int j, __m256i sa, __m256i sb, __m256i oa,
+                                       __m256i ob) {
+    const __m256i low16 = _mm256_set1_epi32(0xffff);
+    kq_store(p + kSaOffset + 32 * j,
+             _mm256_or_si256(_mm256_and_si256(sa, low16), _mm256_slli_epi32(sa, 16)));
+    kq_store(p + kSbOffset + 32 * j,
+             _mm256_or_si256(_mm256_and_si256(sb, low16), _mm256_slli_epi32(sb, 16)));
+    kq_store(p + kOffOffset + 32 * j, _mm256_blend_epi16(oa, _mm256_slli_epi32(ob, 16), 0xaa));
+  }
+
+  // A shuffle_epi8 control that makes each dword of a vector the int16 pair (byte b0, byte
+  // b1) of that dword (unsigned, b0 and b1 in 0..3): how the types read a pair of 8-bit
+  // scales into the record.
+  LLMCTL_AVX2 static __m256i pair_pick(int b0, int b1) {
+    const __m256i dword = _mm256_setr_epi32(0, 0x04040404, 0x08080808, 0x0c0c0c0c, 0, 0x04040404,
+                                            0x08080808, 0x0c0c0c0c);  // + 4 i (0x80 stays set)
+    const uint32_t pick = static_cast<uint32_t>(b0) | 0x8000u | static_cast<uint32_t>(b1) << 16 |
+                          0x80000000u;  // 0x80: a zero byte
+    return _mm256_add_epi8(_mm256_set1_epi32(static_cast<int32_t>(pick)), dword);
+  }
+
+  // The 8 rows' block (weights w[s] of step s) against 32 activations, without the o term:
+  // sum_s sc * u * x, kGroup steps in int16, then a madd with the sub-block's scale (steps
+  // 0..3: sc_a, 4..7: sc_b). (w is an array of registers: a record in memory may be 16-byte
+  // aligned only, and a __m256i_u template argument would lose its alignment attribute.)
+  LLMCTL_AVX2 static __m256i dot(const __m256i w[8], const int8_t* qx, __m256i sa, __m256i sb) {
+    __m256i sum = _mm256_setzero_si256();
+    for (int g = 0; g < 8; g += kGroup) {
+      __m256i p = _mm256_maddubs_epi16(w[g], kq_bcast4(qx + 4 * g));
+      for (int s = g + 1; s < g + kGroup; ++s)
+        p = _mm256_add_epi16(p, _mm256_maddubs_epi16(w[s], kq_bcast4(qx + 4 * s)));
+      const __m256i wide = _mm256_madd_epi16(p, g < 4 ? sa : sb);
+      sum = g == 0 ? wide : _mm256_add_epi32(sum, wide);
+    }
+    return sum;
+  }
+
+  // Per block of the super-block: xa | xb << 16, int16 each (|sum| <= 16 * 127), the operand
+  // of the o term's madd with off[j]: activation_half_sums's values (TileArgs::qhalf).
+  LLMCTL_AVX2 static void half_sums(const int8_t* qx, int32_t out[8]) {
+    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+    __m256i m[8];
+    for (int i = 0; i < 8; ++i)
+      m[i] = _mm256_madd_epi16(
+          _mm256_maddubs_epi16(ones8, kq_load(reinterpret_cast<const uint8_t*>(qx) + 32 * i)),
+          ones16);  // lanes 0..3: parts of block i's first half, 4..7: its second half
+    // hadd twice: low 128 bits the first halves of 4 blocks, high 128 bits their second halves
+    const __m256i lo =
+        _mm256_hadd_epi32(_mm256_hadd_epi32(m[0], m[1]), _mm256_hadd_epi32(m[2], m[3]));
+    const __m256i hi =
+        _mm256_hadd_epi32(_mm256_hadd_epi32(m[4], m[5]), _mm256_hadd_epi32(m[6], m[7]));
+    const __m256i first = _mm256_permute2x128_si256(lo, hi, 0x20);
+    const __m256i second = _mm256_permute2x128_si256(lo, hi, 0x31);
+    const __m256i pairs = _mm256_blend_epi16(first, _mm256_slli_epi32(second, 16), 0xaa);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), pairs);
+  }
+
+  // acc += block b's isum (and msum) in the float steps above; dx = d_x, d and dmin per lane.
+  LLMCTL_AVX2 static __m256 finish(__m256i isum, __m256i o, __m256 d, __m256 dmin, float dx,
+                                   __m256 acc) {
+    if constexpr (!kHasMin) isum = _mm256_add_epi32(isum, o);
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, _mm256_set1_ps(dx)), acc);
+    if constexpr (kHasMin)
+      acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(o), _mm256_mul_ps(dmin, _mm256_set1_ps(dx)), acc);
+    return acc;
+  }
+
+  // Token t's block j of super-block sbi with the weights w (in registers) and the record p's
+  // scales.
+  LLMCTL_AVX2 static __m256 block(const uint8_t* p, int j, const __m256i w[8], const TileArgs& a,
+                                  int64_t sbi, int t, __m256 acc) {
+    const int64_t nb = a.n / 32, b = 8 * sbi + j;
+    const __m256 d = _mm256_loadu_ps(reinterpret_cast<const float*>(p + kDOffset));
+    const __m256 dmin = kHasMin ? _mm256_loadu_ps(reinterpret_cast<const float*>(p + kDminOffset))
+                                : _mm256_setzero_ps();
+    const __m256i xo = _mm256_madd_epi16(_mm256_set1_epi32(a.qhalf[t * nb + b]),
+                                         kq_load(p + kOffOffset + 32 * j));
+    const __m256i isum = dot(w, a.qs + t * a.n + 32 * b, kq_load(p + kSaOffset + 32 * j),
+                             kq_load(p + kSbOffset + 32 * j));
+    return finish(isum, xo, d, dmin, a.qd[t * nb + b], acc);
+  }
+
+  template <int T>
+  LLMCTL_AVX2 static void superblock(const uint8_t* p, const TileArgs& a, int64_t sbi,
+                                     __m256* acc) {
+    for (int j = 0; j < 8; ++j) {
+      __m256i w[8];
+      for (int s = 0; s < 8; ++s) w[s] = kq_load(p + 256 * j + 32 * s);
+      for (int t = 0; t < T; ++t) acc[t] = block(p, j, w, a, sbi, t, acc[t]);
+    }
+  }
+
+  // The same over a 16-row panel record (matmul_paired_tile_avx512.h: every offset doubled):
+  // vpdpbusd sums of each 16-element half, times its scale in int32 (|half sum| <= 16 * 63 *
+  // 127, times |sc| <= 128: far inside int32), plus the o term as in the AVX2 tile.
+  LLMCTL_AVX512_BEGIN
+  template <int T>
+  LLMCTL_AVX512 static void superblock512(const uint8_t* p, const TileArgs& a, int64_t sbi,
+                                          __m512* acc) {
+    const int64_t nb = a.n / 32;
+    const int32_t* xh = a.qhalf + 8 * sbi;  // token t: xh[t * nb + j]
+    const __m512 d = _mm512_loadu_ps(p + 2 * kDOffset);
+    const __m512 dmin = kHasMin ? _mm512_loadu_ps(p + 2 * kDminOffset) : _mm512_setzero_ps();
+    for (int j = 0; j < 8; ++j) {
+      const int64_t b = 8 * sbi + j;
+      const uint8_t* w = p + 512 * j;
+      const int8_t* qx = a.qs + 32 * b;
+      const __m512i pa = _mm512_loadu_si512(p + 2 * kSaOffset + 64 * j);
+      const __m512i pb = _mm512_loadu_si512(p + 2 * kSbOffset + 64 * j);
+      const __m512i offs = _mm512_loadu_si512(p + 2 * kOffOffset + 64 * j);
+      __m512i isum[static_cast<size_t>(T)], part[static_cast<size_t>(T)];
+      dots_u8_512<T>(w, qx, a.n, 0, 4, isum);
+      dots_u8_512<T>(w, qx, a.n, 4, 8, part);
+      if constexpr (kGroup == 4) {
+        // u <= 7: a half's sum (<= 16 * 7 * 127) fits int16, so both halves go through one
+        // madd with the pairs (sc_a, sc_b)
+        const __m512i sab = _mm512_mask_blend_epi16(0xaaaaaaaa, pa, pb);
+        for (int t = 0; t < T; ++t)
+          isum[t] = _mm512_madd_epi16(
+              _mm512_mask_blend_epi16(0xaaaaaaaa, isum[t], _mm512_slli_epi32(part[t], 16)), sab);
+      } else {
+        // the int16 pairs (sc, sc): the high half, sign-extended, is sc
+        const __m512i sa = _mm512_srai_epi32(pa, 16), sb = _mm512_srai_epi32(pb, 16);
+        for (int t = 0; t < T; ++t)
+          isum[t] = _mm512_add_epi32(_mm512_mullo_epi32(isum[t], sa), _mm512_mullo_epi32(part[t], sb));
+      }
+      for (int t = 0; t < T; ++t) {
+        const __m512i o = _mm512_madd_epi16(_mm512_set1_epi32(xh[t * nb + j]), offs);
+        const __m512 dx = _mm512_set1_ps(a.qd[t * nb + b]);
+        if constexpr (!kHasMin) isum[t] = _mm512_add_epi32(isum[t], o);
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, dx), acc[t]);
+        if constexpr (kHasMin)
+          acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(o), _mm512_mul_ps(dmin, dx), acc[t]);
+      }
+    }
+  }
+  LLMCTL_AVX512_END
+#endif
+};
+
+}  // namespace llmctl::cpu
