@@ -64,7 +64,15 @@ struct BlockQ4_1 {
   uint16_t m;  // fp16 minimum
   uint8_t qs[kQK / 2];
 };
+// MXFP4: value[j] = kMxfp4Levels[qs[j] & 15] * h, value[j + 16] = kMxfp4Levels[qs[j] >> 4] * h,
+// h = 2^(e - 128) (ggml's ggml_e8m0_to_fp32_half: the E8M0 scale halved, as the levels are
+// the E2M1 values doubled)
+struct BlockMxfp4 {
+  uint8_t e;  // E8M0 exponent
+  uint8_t qs[kQK / 2];
+};
 static_assert(sizeof(BlockQ8_0) == 34, "ggml block_q8_0 is 34 bytes");
+static_assert(sizeof(BlockMxfp4) == 17, "ggml block_mxfp4 is 17 bytes");
 static_assert(sizeof(BlockQ4_0) == 18, "ggml block_q4_0 is 18 bytes");
 static_assert(sizeof(BlockQ4_1) == 20, "ggml block_q4_1 is 20 bytes");
 
@@ -137,6 +145,40 @@ struct FormatQ4_0 {
     int q[4];
     q4_codes(b.qs, j0, q);
     for (int k = 0; k < kGroup; ++k) dst[k] = static_cast<float>(q[k] - 8) * d;
+  }
+};
+
+// ggml's kvalues_mxfp4, index -> 2 * the E2M1 value (index 8 is -0: an int 0).
+__host__ __device__ __forceinline__ int mxfp4_level(int code) {
+  constexpr int8_t kLevels[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+  return kLevels[code];
+}
+
+// 2^(e - 128), exact: the denormals 2^-128, 2^-127 for e = 0, 1, else exponent field e - 1.
+__host__ __device__ __forceinline__ float e8m0_half_to_float(uint8_t e) {
+  const uint32_t u = e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23;
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+#endif
+}
+
+struct FormatMxfp4 {
+  static constexpr int kGroup = 4;
+  __host__ __device__ static int64_t row_bytes(int64_t row_len) {
+    return row_len / kQK * static_cast<int64_t>(sizeof(BlockMxfp4));
+  }
+  // A level times a power of two is exact (or the same denormal rounding as the CPU's).
+  __host__ __device__ static void dequantize_group(const uint8_t* row, int64_t g, float* dst) {
+    const BlockMxfp4& b = reinterpret_cast<const BlockMxfp4*>(row)[g / (kQK / kGroup)];
+    const int j0 = static_cast<int>(g % (kQK / kGroup)) * kGroup;
+    const float h = e8m0_half_to_float(b.e);
+    int q[4];
+    q4_codes(b.qs, j0, q);
+    for (int k = 0; k < kGroup; ++k) dst[k] = static_cast<float>(mxfp4_level(q[k])) * h;
   }
 };
 

@@ -60,5 +60,9 @@ void launch_dequantize_f16_q4_1(const void* w, int64_t n_rows, int64_t n, uint16
                                 cudaStream_t stream) {
   launch<FormatQ4_1>(w, n_rows, n, out, stream);
 }
+void launch_dequantize_f16_mxfp4(const void* w, int64_t n_rows, int64_t n, uint16_t* out,
+                                 cudaStream_t stream) {
+  launch<FormatMxfp4>(w, n_rows, n, out, stream);
+}
 
 }  // namespace llmctl::cuda

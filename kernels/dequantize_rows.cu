@@ -88,5 +88,10 @@ void launch_get_rows_q4_1_f32(const void* table, int64_t n_rows, int64_t row_len
                               const int32_t* ids, int64_t n_ids, float* out, cudaStream_t stream) {
   launch_get_rows<FormatQ4_1>(table, n_rows, row_len, ids, n_ids, out, stream);
 }
+void launch_get_rows_mxfp4_f32(const void* table, int64_t n_rows, int64_t row_len,
+                               const int32_t* ids, int64_t n_ids, float* out,
+                               cudaStream_t stream) {
+  launch_get_rows<FormatMxfp4>(table, n_rows, row_len, ids, n_ids, out, stream);
+}
 
 }  // namespace llmctl::cuda

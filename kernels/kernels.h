@@ -35,6 +35,9 @@ void launch_get_rows_q4_0_f32(const void* table, int64_t n_rows, int64_t row_len
                               const int32_t* ids, int64_t n_ids, float* out, cudaStream_t stream);
 void launch_get_rows_q4_1_f32(const void* table, int64_t n_rows, int64_t row_len,
                               const int32_t* ids, int64_t n_ids, float* out, cudaStream_t stream);
+void launch_get_rows_mxfp4_f32(const void* table, int64_t n_rows, int64_t row_len,
+                               const int32_t* ids, int64_t n_ids, float* out,
+                               cudaStream_t stream);
 
 // ---------------------------------------------------------------------------
 // Device error flag
@@ -284,6 +287,8 @@ void launch_matvec_q4_0_f32(const void* w, int64_t d, int64_t n, const float* x,
                             float* out, cudaStream_t stream);
 void launch_matvec_q4_1_f32(const void* w, int64_t d, int64_t n, const float* x, int64_t n_tokens,
                             float* out, cudaStream_t stream);
+void launch_matvec_mxfp4_f32(const void* w, int64_t d, int64_t n, const float* x,
+                             int64_t n_tokens, float* out, cudaStream_t stream);
 
 // ---------------------------------------------------------------------------
 // cuBLAS prefill inputs (kernels/dequantize_f16.cu, kernels/convert_f16.cu)
@@ -300,6 +305,8 @@ void launch_dequantize_f16_q4_0(const void* w, int64_t n_rows, int64_t n, uint16
                                 cudaStream_t stream);
 void launch_dequantize_f16_q4_1(const void* w, int64_t n_rows, int64_t n, uint16_t* out,
                                 cudaStream_t stream);
+void launch_dequantize_f16_mxfp4(const void* w, int64_t n_rows, int64_t n, uint16_t* out,
+                                 cudaStream_t stream);
 // out[i] = x[i] rounded to f16 (nearest even), i < n.
 void launch_convert_f32_f16(const float* x, int64_t n, uint16_t* out, cudaStream_t stream);
 

@@ -425,7 +425,8 @@ TEST_CASE("backend checks: shapes, ids and dtypes are refused with what was expe
   WeightView iq2{"t", GgmlType::IQ2_XXS, 256, 1, w.data()};
   CHECK_THROWS_WITH(be.matmul(iq2, x4, 1, out3),
                     "backend matmul: weight 't' has type IQ2_XXS, expected one of F32, F16, BF16, "
-                    "Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS");
+                    "Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, "
+                    "MXFP4");
   WeightView q8{"t", GgmlType::Q8_0, 4, 3, w.data()};
   CHECK_THROWS_WITH(
       be.matmul(q8, x4, 1, out3),

@@ -354,7 +354,7 @@ TEST_CASE("matmul_fast: Float precision equals the F32 kernel on the decoded wei
   for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
                         GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::Q2_K,
                         GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
-                        GgmlType::F16}) {
+                        GgmlType::MXFP4, GgmlType::F16}) {
     const Weight w = make_weight(type, 23, 512, rng);
     check_same_as_decoded(w, MatmulPrecision::Float, rng);
     // ... where the Fast path does not (int8 or f16 activations).

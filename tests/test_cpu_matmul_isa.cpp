@@ -37,7 +37,8 @@ TEST_CASE("matmul_fast: the AVX-512 kernels give the scalar kernel's bits", "[cp
   const GgmlType with_avx512[] = {GgmlType::Q8_0, GgmlType::Q4_0,   GgmlType::Q4_1,
                                   GgmlType::Q5_0, GgmlType::Q5_1,   GgmlType::IQ4_NL,
                                   GgmlType::IQ4_XS, GgmlType::Q2_K, GgmlType::Q3_K,
-                                  GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+                                  GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
+                                  GgmlType::MXFP4};
   for (GgmlType type : with_avx512)
     CHECK(std::string(matmul_fast_kernel_name(type, MatmulIsa::Avx512)).find("avx512") !=
           std::string::npos);
@@ -68,6 +69,9 @@ TEST_CASE("matmul_fast: the AVX-512 kernels give the scalar kernel's bits", "[cp
           break;
         case GgmlType::IQ4_NL:  // nibble 0: level -127
           if (k >= 2) byte = i % 5 ? 0x00 : 0xff;
+          break;
+        case GgmlType::MXFP4:  // e 128 (scale 1); nibbles 7 and 15: levels +12 and -12
+          byte = k == 0 ? 0x80 : (i % 5 ? 0x77 : 0xff);
           break;
         case GgmlType::IQ4_XS:  // bytes 2..7: scales (ls = 63 at 0xff), then nibbles
           if (k >= 2) byte = k < 8 ? 0xff : (i % 5 ? 0x00 : 0xff);
@@ -193,6 +197,8 @@ TEST_CASE("matmul_fast: kernel names, bad arguments", "[cpu]") {
           "iq4_nl avx2");
     CHECK(std::string(matmul_fast_kernel_name(GgmlType::IQ4_XS, MatmulIsa::Avx2)) ==
           "iq4_xs avx2");
+    CHECK(std::string(matmul_fast_kernel_name(GgmlType::MXFP4, MatmulIsa::Avx2)) ==
+          "mxfp4 avx2");
   }
   if (matmul_fast_has_avx512()) {
     CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_0, MatmulIsa::Avx512)) ==

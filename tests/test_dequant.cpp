@@ -13,6 +13,7 @@
 #include "core/fp16.h"
 #include "quant/dequant.h"
 #include "support/fixtures.h"
+#include "support/golden_text.h"
 
 using namespace llmctl;
 
@@ -24,13 +25,7 @@ struct Case {
   std::vector<uint8_t> in, out;
 };
 
-std::vector<uint8_t> unhex(const std::string& s) {
-  REQUIRE(s.size() % 2 == 0);
-  std::vector<uint8_t> v(s.size() / 2);
-  for (size_t i = 0; i < v.size(); ++i)
-    v[i] = static_cast<uint8_t>(std::stoul(s.substr(2 * i, 2), nullptr, 16));
-  return v;
-}
+using test::unhex;
 
 std::vector<Case> load_cases(const char* file = "dequant_golden.txt") {
   std::ifstream in(llmctl::test::fixture_path(file));

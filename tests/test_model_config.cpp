@@ -237,7 +237,7 @@ TEST_CASE("weights: wrong shape, missing tensor, wrong dtype name the tensor", "
   CHECK(bind_error(tiny_llama({}, q8_1_matrix)) ==
         "tiny.gguf: tensor 'blk.0.attn_v.weight': type Q8_1 is not supported (supported: F32, "
         "F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, "
-        "IQ4_XS)");
+        "IQ4_XS, MXFP4)");
 
   const auto i32_matrix = [](GgufBuilder::Tensor& t) {
     if (t.name == "blk.0.ffn_down.weight") t.type = GgmlType::I32;  // same byte count as F32
@@ -246,7 +246,7 @@ TEST_CASE("weights: wrong shape, missing tensor, wrong dtype name the tensor", "
   CHECK(bind_error(tiny_llama({}, i32_matrix)) ==
         "tiny.gguf: tensor 'blk.0.ffn_down.weight': type I32 is not supported (supported: F32, "
         "F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, "
-        "IQ4_XS)");
+        "IQ4_XS, MXFP4)");
 }
 
 TEST_CASE("weights: absent output.weight ties the output to token_embd", "[cpu]") {

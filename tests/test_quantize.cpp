@@ -19,20 +19,14 @@
 #include "quant/dequant.h"
 #include "quant/quantize.h"
 #include "support/fixtures.h"
+#include "support/golden_text.h"
 
 using namespace llmctl;
 
 namespace {
 
-std::vector<uint8_t> unhex(const std::string& s) {
-  REQUIRE(s.size() % 2 == 0);
-  std::vector<uint8_t> v(s.size() / 2);
-  for (size_t i = 0; i < v.size(); ++i)
-    v[i] = static_cast<uint8_t>(std::stoul(s.substr(2 * i, 2), nullptr, 16));
-  return v;
-}
-
-std::string hex(const std::vector<uint8_t>& v) { return fmt::format("{:02x}", fmt::join(v, "")); }
+using test::hex;
+using test::unhex;
 
 struct Golden {
   std::map<std::string, std::vector<float>> inputs;  // case name -> row

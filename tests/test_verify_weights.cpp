@@ -221,6 +221,27 @@ TEST_CASE("verify: block scales of formats the engine does not decode, and unche
   CHECK(r.unchecked == std::vector<std::string>{"iq (IQ2_XXS)"});
 }
 
+TEST_CASE("verify: MXFP4's E8M0 scale 0xFF is a NaN fault, 0xFE is not (as ggml)", "[cpu]") {
+  const GgmlTypeTraits tr = ggml_traits(GgmlType::MXFP4);  // {u8 e; u8 qs[16]}
+  Owned t;
+  t.ref = {"x", GgmlType::MXFP4, {kRowLen, kRows}, nullptr, 0};
+  t.bytes.assign(static_cast<size_t>(kRowLen * kRows / tr.block_size) * tr.type_size, 0xfe);
+  t.rebind();
+  CHECK_FALSE(verify_one(t).fault.has_value());  // 0xFE everywhere: e 254, valid in ggml
+  const size_t block = static_cast<size_t>(kRowLen) / tr.block_size + 5;  // row 1, block 5
+  t.bytes[tr.type_size * block] = 0xff;
+  const VerifyResult r = verify_one(t);
+  REQUIRE(r.fault.has_value());
+  CHECK(r.fault->field == "e");
+  CHECK(r.fault->row == 1);
+  CHECK(r.fault->block == 5);
+  CHECK(r.fault->describe() ==
+        "tensor 'x' (MXFP4 [512, 6]): row 1, block 5 (elements 160..191): scale e is NaN");
+  t.bytes[tr.type_size * block + 1] = 0xff;  // a quant byte 0xFF is no fault
+  t.bytes[tr.type_size * block] = 0x7f;
+  CHECK_FALSE(verify_one(t).fault.has_value());
+}
+
 TEST_CASE("verify: the first faulty tensor stops the scan", "[cpu]") {
   Owned a = make_tensor("a", GgmlType::F32), b = make_tensor("b", GgmlType::Q8_0),
         c = make_tensor("c", GgmlType::F32);

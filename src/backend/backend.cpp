@@ -58,7 +58,7 @@ void check_quantizable_weight(const char* op, const WeightView& w) {
     throw Error(
         fmt::format("backend {}: weight '{}' has type {}, expected one of F32, F16, "
                     "BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, "
-                    "IQ4_NL, IQ4_XS",
+                    "IQ4_NL, IQ4_XS, MXFP4",
                     op, w.name, ggml_type_name(w.type)));
   const uint32_t block = ggml_traits(w.type).block_size;
   if (w.n_cols % block != 0)

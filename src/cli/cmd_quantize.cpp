@@ -346,7 +346,8 @@ void add_quantize_command(CLI::App& app, Action& action) {
                   "(8.5 bits per weight), Q6_K (6.56), Q5_K_M, Q5_K_S, Q5_1 (6), Q5_0 (5.5), "
                   "Q4_K_M, Q4_K_S, Q4_1 (5), Q4_0 (4.5); Q4_K = Q4_K_M, Q5_K = Q5_K_M. Each matrix "
                   "gets the type llama.cpp's rules give it (output and attn_v upgrades, first "
-                  "and last layers); --dry-run also plans IQ4_NL, IQ4_XS, Q3_K_*, Q2_K*")
+                  "and last layers); --dry-run also plans IQ4_NL, IQ4_XS, Q3_K_*, Q2_K*; "
+                  "MXFP4_MOE (= MXFP4): experts MXFP4, other matrices Q8_0, as for gpt-oss")
       ->required()
       ->type_name("TYPE");
   sub->add_flag("--pure", opt->pure,

@@ -32,7 +32,7 @@ std::optional<GgmlTypeTraits> ggml_type_traits(uint32_t type);
 GgmlTypeTraits ggml_traits(GgmlType type);
 const char* ggml_type_name(GgmlType type);
 // The types llmctl computes with (reads in place, dequantizes, runs on the CPU): F32, F16,
-// BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS. The one
+// BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4. The one
 // list every module asks. (The CPU backends run all of them; a backend may support fewer, see
 // Backend::supports_weight_type; quantize writes fewer, see can_quantize.)
 bool is_engine_type(GgmlType type);

@@ -19,7 +19,8 @@ DenseMatrix dequantize_matrix(const std::string& name, GgmlType type, int64_t n_
   if (!can_dequantize(type))
     throw Error(
         fmt::format("tensor '{}': cannot read type {} (expected F32, F16, BF16, Q8_0, Q4_0, "
-                    "Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL or IQ4_XS)",
+                    "Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS or "
+                    "MXFP4)",
                     name, ggml_type_name(type)));
   const GgmlTypeTraits tr = ggml_traits(type);
   if (n_cols <= 0 || n_rows <= 0 || n_cols % tr.block_size != 0)

@@ -31,6 +31,10 @@ struct ScaleField {
 struct BlockScales {
   uint32_t n = 0;
   ScaleField fields[2] = {};
+  // MXFP4's scale is one E8M0 byte (2^(e - 127)), not an fp16: 0xFF is its NaN, the only
+  // value ggml's ggml_validate_row_data rejects (validate_e_e8m0); as ggml, 253 and 254 are
+  // accepted although their largest levels (+-8, +-12 times 2^(e - 128)) overflow to Inf.
+  bool e8m0 = false;
 };
 
 // Layouts as in ggml-common.h (and dequant.h for the engine types).
@@ -56,6 +60,8 @@ std::optional<BlockScales> block_scales(GgmlType t) {
       return BlockScales{1, {{108, "d"}, {}}};
     case GgmlType::Q6_K:  // {u8 ql[128]; u8 qh[64]; i8 scales[16]; fp16 d}
       return BlockScales{1, {{208, "d"}, {}}};
+    case GgmlType::MXFP4:  // {u8 e (E8M0); u8 qs[16]}
+      return BlockScales{1, {{0, "e"}, {}}, true};
     default:
       return std::nullopt;
   }
@@ -179,7 +185,13 @@ std::optional<WeightFault> scan_floats(const WeightTensorRef& t, const FloatLayo
   return std::nullopt;
 }
 
-// Block types: the fp16 scales of every block.
+// Whether the scale at p is NaN or Inf: an fp16 with its exponent all ones, or E8M0 0xFF.
+bool scale_nonfinite(const uint8_t* p, bool e8m0) {
+  if (e8m0) return *p == 0xffu;
+  return (load_unaligned<uint16_t>(p) & 0x7c00u) == 0x7c00u;
+}
+
+// Block types: the scales of every block.
 std::optional<WeightFault> scan_blocks(const WeightTensorRef& t, const BlockScales& s,
                                        VerifyResult& r, Progress& pr) {
   const GgmlTypeTraits tr = ggml_traits(t.type);
@@ -190,21 +202,20 @@ std::optional<WeightFault> scan_blocks(const WeightTensorRef& t, const BlockScal
     const uint8_t* p = t.data + begin * tr.type_size;
     uint16_t hit = 0;
     for (uint64_t b = 0; b < m; ++b)
-      for (uint32_t k = 0; k < s.n; ++k) {
-        const uint16_t h = load_unaligned<uint16_t>(p + b * tr.type_size + s.fields[k].offset);
-        hit |= static_cast<uint16_t>((h & 0x7c00u) == 0x7c00u);
-      }
+      for (uint32_t k = 0; k < s.n; ++k)
+        hit |= static_cast<uint16_t>(
+            scale_nonfinite(p + b * tr.type_size + s.fields[k].offset, s.e8m0));
     r.n_values += m * s.n;
     pr.add(m * tr.type_size);
     if (hit == 0) continue;
     for (uint64_t b = 0; b < m; ++b)
       for (uint32_t k = 0; k < s.n; ++k) {
-        const uint16_t h = load_unaligned<uint16_t>(p + b * tr.type_size + s.fields[k].offset);
-        if ((h & 0x7c00u) != 0x7c00u) continue;
+        const uint8_t* at = p + b * tr.type_size + s.fields[k].offset;
+        if (!scale_nonfinite(at, s.e8m0)) continue;
         WeightFault w = fault_at(t, static_cast<int64_t>((begin + b) * tr.block_size));
         w.block = w.column / static_cast<int64_t>(tr.block_size);
         w.field = s.fields[k].name;
-        w.value = fp16_to_f32(h);
+        w.value = s.e8m0 ? std::nanf("") : fp16_to_f32(load_unaligned<uint16_t>(at));
         return w;
       }
   }

@@ -11,6 +11,8 @@
 //                         they are finite exactly when the block's scales are: checking the
 //                         scales checks the values, without dequantizing.
 //                         Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q8_1 Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_NL IQ4_XS;
+//                         MXFP4: its E8M0 scale byte e, where 0xFF (NaN) is the fault, as in
+//                         ggml's row validation (e 253, 254 can still give Inf values);
 //   I8 .. I64             nothing to check (integers are finite);
 //   anything else         not checked, counted and named in VerifyResult::unchecked.
 // Cost: one sequential read of the tensor data (scales only for block types: the pages are
@@ -47,7 +49,7 @@ struct WeightFault {
   int64_t row = 0;     // flat row index (all dims after the first)
   int64_t column = 0;  // element within the row (for a block: its first element)
   int64_t block = -1;  // block within the row; -1 for a plain float type
-  std::string field;   // "value", "d", "m", "dmin", "s"
+  std::string field;   // "value", "d", "m", "dmin", "s", "e" (MXFP4)
   float value = 0.0f;  // the NaN or Inf found (as float)
   // "tensor 'blk.0.attn_q.weight' (Q4_0 [64, 64]): row 5, block 1 (elements 32..63):
   //  scale d is NaN"

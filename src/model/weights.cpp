@@ -44,7 +44,7 @@ WeightView bind_tensor(const GgufFile& f, const std::string& name, TensorKind ki
     if (!backend_supports_weight_type(t->type))
       throw FileError(f.path(), fmt::format("tensor '{}': type {} is not supported (supported: "
                                             "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, "
-                                            "Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS)",
+                                            "Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4)",
                                             name, ggml_type_name(t->type)));
     const uint32_t block = ggml_traits(t->type).block_size;
     if (expected[0] % block != 0)

@@ -13,7 +13,7 @@ bool can_dequantize(GgmlType type) {
     case GgmlType::Q5_0: case GgmlType::Q5_1:
     case GgmlType::Q2_K: case GgmlType::Q3_K:
     case GgmlType::Q4_K: case GgmlType::Q5_K: case GgmlType::Q6_K:
-    case GgmlType::IQ4_NL: case GgmlType::IQ4_XS:
+    case GgmlType::IQ4_NL: case GgmlType::IQ4_XS: case GgmlType::MXFP4:
       return true;
     default:
       return false;
@@ -34,6 +34,7 @@ void dequantize_block(GgmlType type, const uint8_t* block, float* out) {
     case GgmlType::Q6_K: dequantize_block_q6_k(block, out); break;
     case GgmlType::IQ4_NL: dequantize_block_iq4_nl(block, out); break;
     case GgmlType::IQ4_XS: dequantize_block_iq4_xs(block, out); break;
+    case GgmlType::MXFP4: dequantize_block_mxfp4(block, out); break;
     default: LLMCTL_ASSERT(false && "dequantize_block: not a block type");
   }
 }
@@ -42,7 +43,7 @@ void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
   if (!can_dequantize(type))
     throw Error(fmt::format("dequantize: type {} is not supported (supported: F32, F16, BF16, "
                             "Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, "
-                            "IQ4_NL, IQ4_XS)",
+                            "IQ4_NL, IQ4_XS, MXFP4)",
                             ggml_type_name(type)));
   const GgmlTypeTraits tr = ggml_traits(type);
   if (n < 0 || n % tr.block_size != 0)

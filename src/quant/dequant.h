@@ -42,6 +42,12 @@
 //   block_iq4_xs (136 B): fp16 d; u16 scales_h (LE); uint8 scales_l[4]; uint8 qs[128]
 //       8 sub-blocks of 32, each laid out as an IQ4_NL block's qs (qs[16b..16b+16)) with the
 //       scale d * (ls - 32), ls = (scales_l[b/2] >> 4(b%2)) & 15 | ((scales_h >> 2b) & 3) << 4.
+// Microscaling FP4 (OCP MX): the nibble indexes kMxfp4Values, ggml's kvalues_mxfp4, which are
+// the E2M1 levels doubled; the E8M0 scale is halved to make up for it.
+//   block_mxfp4 (17 B): uint8 e (E8M0); uint8 qs[16]   (qs as IQ4_NL's)
+//       x[j] = v[qs[j] & 15] * h(e), x[j + 16] = v[qs[j] >> 4] * h(e)  (v = kMxfp4Values)
+//       h(e) = 2^(e - 128) (ggml_e8m0_to_fp32_half: e = 0, 1 give the denormals 2^-128,
+//       2^-127; 255, NaN in the spec, is 2^127 as in ggml, which rejects it in validation)
 // Float operations happen in ggml's order (d*sc first, then * q, then - dmin*m), so the
 // results equal ggml's and gguf-py's bit for bit.
 
@@ -236,8 +242,27 @@ inline void dequantize_block_iq4_xs(const uint8_t* block, float* out) {
   }
 }
 
+// ggml's kvalues_mxfp4: 2 * the E2M1 values {0, .5, 1, 1.5, 2, 3, 4, 6}, then their
+// negatives (index 8 is -0, which is 0 as an int8: it dequantizes to +0.0).
+inline constexpr int8_t kMxfp4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+// The table level of element j (0..31) of 16 bytes of MXFP4 nibbles.
+inline int mxfp4_value(const uint8_t* qs, int j) {
+  return kMxfp4Values[j < 16 ? (qs[j] & 0x0f) : (qs[j - 16] >> 4)];
+}
+
+// h(e) = 2^(e - 128), the E8M0 scale e halved (ggml_e8m0_to_fp32_half), exact.
+inline float e8m0_half_to_f32(uint8_t e) {
+  return bits_to_f32(e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23);
+}
+
+inline void dequantize_block_mxfp4(const uint8_t* block, float* out) {
+  const float d = e8m0_half_to_f32(block[0]);
+  for (int j = 0; j < 32; ++j) out[j] = static_cast<float>(mxfp4_value(block + 1, j)) * d;
+}
+
 // Whether dequantize_row() handles `type` (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
-// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS).
+// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4).
 bool can_dequantize(GgmlType type);
 
 // One block of a block type (Q8_0 ... IQ4_XS) into out[0..block_size).

@@ -19,10 +19,11 @@ enum Ftype : uint32_t {
   kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ8_0 = 7, kQ5_0 = 8, kQ5_1 = 9, kQ2_K = 10,
   kQ3_K_S = 11, kQ3_K_M = 12, kQ3_K_L = 13, kQ4_K_S = 14, kQ4_K_M = 15, kQ5_K_S = 16,
   kQ5_K_M = 17, kQ6_K = 18, kQ2_K_S = 21, kIQ4_NL = 25, kIQ4_XS = 30, kBF16 = 32,
+  kMXFP4_MOE = 38,
 };
 
 // The IQ1/IQ2/IQ3 mixes need an importance matrix and their own encoders: not offered.
-const std::array<QuantMix, 20> kMixes = {{
+const std::array<QuantMix, 21> kMixes = {{
     {"F32", kF32, GgmlType::F32},
     {"F16", kF16, GgmlType::F16},
     {"BF16", kBF16, GgmlType::BF16},
@@ -43,13 +44,15 @@ const std::array<QuantMix, 20> kMixes = {{
     {"Q3_K_S", kQ3_K_S, GgmlType::Q3_K},
     {"Q2_K", kQ2_K, GgmlType::Q2_K},
     {"Q2_K_S", kQ2_K_S, GgmlType::Q2_K},
+    {"MXFP4_MOE", kMXFP4_MOE, GgmlType::MXFP4},
 }};
 
 struct Alias {
   const char* name;
   const char* mix;
 };
-constexpr Alias kAliases[] = {{"Q4_K", "Q4_K_M"}, {"Q5_K", "Q5_K_M"}, {"Q3_K", "Q3_K_M"}};
+constexpr Alias kAliases[] = {
+    {"Q4_K", "Q4_K_M"}, {"Q5_K", "Q5_K_M"}, {"Q3_K", "Q3_K_M"}, {"MXFP4", "MXFP4_MOE"}};
 
 std::string upper(std::string_view s) {
   std::string u(s);
@@ -178,10 +181,14 @@ GgmlType MixRules::type_for(const GgufTensorInfo& t) {
 
   if (c == Category::Output || (tied_ && c == Category::TokenEmbd)) {
     const int64_t nx = t.shape.empty() ? 0 : t.shape[0];
-    if (falcon || nx % ggml_traits(type).block_size != 0)
+    if (f == kMXFP4_MOE || falcon || nx % ggml_traits(type).block_size != 0)
       type = T::Q8_0;
     else if (type != T::Q8_0)
       type = T::Q6_K;
+  } else if (f == kMXFP4_MOE) {
+    // MXFP4 for the stacked expert matrices (a third dimension > 1), Q8_0 for every other
+    // matrix, the untied token_embd included (llama.cpp tests this before the categories)
+    type = t.shape.size() > 2 && t.shape[2] > 1 ? T::MXFP4 : T::Q8_0;
   } else if (c == Category::TokenEmbd) {
     // untied embedding: the base type
   } else if (c == Category::AttnV || c == Category::AttnQkv) {

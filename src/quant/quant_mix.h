@@ -21,6 +21,9 @@
 //     give Q4_1 / Q5_1 to the first eighth; without one, IQ4_NL / IQ4_XS give it Q5_K.
 //   - attn_output: Q2_K -> Q3_K, Q3_K_M -> Q4_K, Q3_K_L -> Q5_K; eight experts -> Q5_K.
 //   - attn_k: eight experts -> Q8_0.
+//   - MXFP4_MOE (llama_ftype 38; the mix gpt-oss files use): output.weight (and a tied
+//     token_embd) Q8_0; then, before every rule above, a tensor with a third dimension > 1
+//     (ffn_{gate,up,down}_exps: the experts) MXFP4, every other matrix Q8_0.
 //   - Then a row length the chosen type's block does not divide falls back (quant_plan.h).
 // Layer numbers of ffn_down (and attn_v's counter) count the tensors of that kind in the order
 // llama.cpp visits them, whatever the file's order: by the N of "blk.N." (tensors without one
@@ -47,7 +50,7 @@ struct QuantMix {
 };
 
 // A mix by llama-quantize's name (case-insensitive; "Q4_K" is Q4_K_M, "Q5_K" Q5_K_M, "Q3_K"
-// Q3_K_M, as there); nullptr when unknown.
+// Q3_K_M, as there; "MXFP4" is MXFP4_MOE); nullptr when unknown.
 const QuantMix* find_quant_mix(std::string_view name);
 // Every accepted name, comma-separated, for help and error messages.
 std::string quant_mix_names();

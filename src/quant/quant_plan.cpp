@@ -16,7 +16,8 @@ namespace llmctl {
 namespace {
 
 constexpr const char* kAccepted =
-    "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs";
+    "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, "
+    "mxfp4";
 
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -83,6 +84,8 @@ uint32_t llama_file_type(GgmlType type) {
       return 18;
     case GgmlType::BF16:
       return 32;
+    case GgmlType::MXFP4:
+      return 38;  // MOSTLY_MXFP4_MOE (llama.cpp has no all-MXFP4 file type)
     default:
       throw Error(fmt::format("no llama file type for {}", ggml_type_name(type)));
   }

@@ -20,7 +20,8 @@
 //          Q4_K / Q5_K / Q6_K              % 256 != 0   Q5_0 / Q5_1 / Q8_0 (as llama.cpp)
 //          Q2_K / Q3_K, IQ4_XS             % 256 != 0   Q4_0, IQ4_NL (as llama.cpp)
 //                                          % 32 != 0    F16
-//          Q8_0, Q4_0, Q4_1, Q5_0, Q5_1    % 32 != 0    F16 (llama.cpp stops with an error)
+//          Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,   % 32 != 0    F16 (llama.cpp stops with an error)
+//          MXFP4
 //      F16, BF16 and F32 always fit.
 // A tensor whose chosen type equals its source type is copied byte for byte (never decoded
 // and re-encoded), so quantizing a Q4_0 file to Q4_0 keeps its bytes.
@@ -38,7 +39,7 @@
 namespace llmctl {
 
 // Parses a --type style name (case-insensitive): f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k
-// q3_k q4_k q5_k q6_k iq4_nl iq4_xs. Types ggml has but llmctl cannot write (iq1_*, iq2_*,
+// q3_k q4_k q5_k q6_k iq4_nl iq4_xs mxfp4. Types ggml has but llmctl cannot write (iq1_*, iq2_*,
 // iq3_* ...) and unknown names
 // throw Error with the list of accepted names; `what` names the option in the message.
 GgmlType parse_quant_type(const std::string& name, const std::string& what);
@@ -46,7 +47,7 @@ GgmlType parse_quant_type(const std::string& name, const std::string& what);
 // ggml's llama_ftype number for general.file_type (llama.h): ALL_F32 = 0, MOSTLY_F16 = 1,
 // MOSTLY_Q4_0 = 2, MOSTLY_Q4_1 = 3, MOSTLY_Q8_0 = 7, MOSTLY_Q5_0 = 8, MOSTLY_Q5_1 = 9,
 // MOSTLY_Q2_K = 10, MOSTLY_Q3_K_S = 11, MOSTLY_Q4_K_S = 14, MOSTLY_Q5_K_S = 16, MOSTLY_Q6_K = 18,
-// MOSTLY_IQ4_NL = 25, MOSTLY_IQ4_XS = 30, MOSTLY_BF16 = 32.
+// MOSTLY_IQ4_NL = 25, MOSTLY_IQ4_XS = 30, MOSTLY_BF16 = 32, MOSTLY_MXFP4_MOE = 38.
 uint32_t llama_file_type(GgmlType type);
 
 // Types tried, in order, when `wanted` does not fit a row length (wanted itself first).

@@ -146,7 +146,8 @@ namespace {
 using quant_detail::store_u16_le;
 
 constexpr const char* kQuantizableNames =
-    "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS";
+    "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, "
+    "MXFP4";
 
 // Index of the first NaN or Inf in src[0..n), or -1.
 int64_t first_non_finite(const float* src, int64_t n) {
@@ -207,6 +208,8 @@ void encode(GgmlType type, const GgmlTypeTraits& tr, const float* src, const flo
           quant_detail::quantize_block_k(type, x, wb, out);
         else if (is_iq4(type))
           quant_detail::quantize_block_iq4(type, x, wb, out);
+        else if (type == GgmlType::MXFP4)
+          quant_detail::quantize_block_mxfp4(x, out);
         else
           quant_detail::quantize_block_rtn(type, x, out);
       }
@@ -223,8 +226,10 @@ bool can_quantize(GgmlType type) {
 }
 
 bool uses_importance(GgmlType type) {
-  // Every block type we write except Q8_0, whose 8-bit RTN leaves a search little to gain.
-  return can_quantize(type) && ggml_traits(type).block_size > 1 && type != GgmlType::Q8_0;
+  // Every block type we write except Q8_0, whose 8-bit RTN leaves a search little to gain,
+  // and MXFP4, whose ggml quantizer has no weighted variant (quantize_mxfp4 ignores them).
+  return can_quantize(type) && ggml_traits(type).block_size > 1 && type != GgmlType::Q8_0 &&
+         type != GgmlType::MXFP4;
 }
 
 size_t quantized_size(GgmlType type, int64_t n) {

@@ -93,6 +93,11 @@
 //   scale. An all-zero super-block writes zeros (IQ4: d = 0 and nibbles at the table's
 //   value nearest 0).
 //
+// MXFP4: ggml's quantize_row_mxfp4_ref (quantize_mxfp4.cpp): the E8M0 exponent from log2f of
+// the block's max |x|, then every element to the nearest of the 16 levels (first wins), with
+// ggml's bytes even where its (uint8_t) cast wraps (max |x| < 2^-125); no importance weights
+// (ggml has no weighted MXFP4 search). Checked against ggml and gguf-py in tests/test_mxfp4.cpp.
+//
 // Importance weights (quantize_rows with col_weights, from `--imatrix`; types where
 // uses_importance() is true): llama.cpp's weighted algorithms, with its bytes (ggml's
 // quantize_row_<type>_impl, what ggml_quantize_chunk runs when given an importance matrix),
@@ -119,7 +124,7 @@
 namespace llmctl {
 
 // Whether quantize_row() writes `type` (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K,
-// Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS: every type the engine runs).
+// Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4: every type the engine runs).
 bool can_quantize(GgmlType type);
 
 // Whether quantize_rows() uses column weights for `type` (Q4_0, Q4_1, Q5_0, Q5_1, k-quants,

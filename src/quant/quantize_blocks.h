@@ -7,6 +7,7 @@
 //   quantize_k.cpp       the k-quant encoders (Q2_K .. Q6_K), llama.cpp's algorithms: a level
 //                        fit per sub-block (quantize_k_fit.cpp), then quantized sub-block scales
 //   quantize_iq4.cpp     IQ4_NL and IQ4_XS, llama.cpp's non-linear 4-bit search
+//   quantize_mxfp4.cpp   MXFP4, ggml's quantize_row_mxfp4_ref (nearest of 16 levels)
 // Every encoder expects finite input (the callers check first).
 
 #include <cstdint>
@@ -39,5 +40,8 @@ void quantize_block_k(GgmlType type, const float* x, const float* w, uint8_t* ou
 // IQ4_NL (32 elements) and IQ4_XS (256) encoders (quantize_iq4.cpp), llama.cpp's search; w as
 // for quantize_block_k (nullptr: weights x^2).
 void quantize_block_iq4(GgmlType type, const float* x, const float* w, uint8_t* out);
+
+// One 32-element MXFP4 block (quantize_mxfp4.cpp): ggml's bytes; no importance weights.
+void quantize_block_mxfp4(const float* x, uint8_t* out);
 
 }  // namespace llmctl::quant_detail

@@ -17,7 +17,7 @@ inline uint16_t random_finite_fp16(std::mt19937_64& rng) {
   return h;
 }
 
-// `n_rows * row_len` elements of `type` (F32, F16, BF16, Q8_0, Q4_0, Q4_1) as raw bytes.
+// `n_rows * row_len` elements of `type` (F32, F16, BF16, Q8_0, Q4_0, Q4_1, MXFP4) as raw bytes.
 inline std::vector<uint8_t> random_table(GgmlType type, int64_t n_rows, int64_t row_len,
                                          uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -50,6 +50,9 @@ inline std::vector<uint8_t> random_table(GgmlType type, int64_t n_rows, int64_t 
       case GgmlType::Q4_1:
         put16(at, random_finite_fp16(rng));      // d
         put16(at + 2, random_finite_fp16(rng));  // m
+        break;
+      case GgmlType::MXFP4:  // E8M0 e <= 252: 12 * 2^(e - 128) stays finite
+        bytes[at] = static_cast<uint8_t>(bytes[at] % 253u);
         break;
       default:
         break;

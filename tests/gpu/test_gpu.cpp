@@ -33,6 +33,7 @@ using llmctl::cuda::DeviceBuffer;
 //   Q8_0   0    q (8 bits) * d (11-bit significand) fits a float's 24 bits exactly
 //   Q4_0   0    (q - 8) (4 bits) * d fits exactly
 //   Q4_1   0    q * d is exact, so q * d + m rounds once, FMA-contracted or not
+//   MXFP4  0    a level (at most 4 bits) times a power of two (the same rounding if subnormal)
 struct Tolerance {
   GgmlType type;
   float max_abs_diff;
@@ -40,6 +41,7 @@ struct Tolerance {
 constexpr Tolerance kTolerances[] = {
     {GgmlType::F32, 0.0f},  {GgmlType::F16, 0.0f},  {GgmlType::BF16, 0.0f},
     {GgmlType::Q8_0, 0.0f}, {GgmlType::Q4_0, 0.0f}, {GgmlType::Q4_1, 0.0f},
+    {GgmlType::MXFP4, 0.0f},
 };
 
 float tolerance(GgmlType type) {
@@ -97,7 +99,7 @@ double max_abs_diff(const std::vector<float>& out, const TestTable& t,
 
 TEST_CASE("get_rows on the GPU equals the CPU reference for every dtype and shape", "[gpu]") {
   const GgmlType type = GENERATE(GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0,
-                                 GgmlType::Q4_0, GgmlType::Q4_1);
+                                 GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::MXFP4);
   const bool blocks = llmctl::ggml_traits(type).block_size == 32;
   // Row lengths off the warp (32), thread-block (256) and per-block (1024 groups) sizes; the
   // block types need multiples of 32, so theirs are off 256 and 1024 only.

@@ -1,5 +1,5 @@
 // The CUDA backend's weight types and its two matmul modes:
-//   * supports_weight_type is exactly F32, F16, BF16, Q8_0, Q4_0, Q4_1 (the kernels it has);
+//   * supports_weight_type is exactly F32, F16, BF16, Q8_0, Q4_0, Q4_1, MXFP4 (its kernels);
 //     bind_weight refuses the others with an error naming the tensor.
 //   * batch_invariant = false (cuBLAS for prefill-sized batches): within the f16-input bound of
 //     the CPU reference, for every dtype, with weight tiles (more rows than one tile holds);
@@ -23,7 +23,8 @@ using llmctl::test::random_floats;
 namespace {
 
 constexpr GgmlType kCudaTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16,
-                                   GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1};
+                                   GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1,
+                                   GgmlType::MXFP4};
 
 }  // namespace
 

@@ -19,13 +19,14 @@ using llmctl::test::random_floats;
 namespace {
 
 constexpr GgmlType kAllTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16,
-                                  GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1};
+                                  GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1,
+                                  GgmlType::MXFP4};
 
 // matmul tolerance per dtype, as a multiple of n * 2^-24 * sum_i |w_i x_i| (the classic bound
 // on the error of an n-term f32 dot product; the two backends sum in different orders, so their
 // difference is bounded by twice it). Dequantization is exact in f32 for every dtype (common.cuh
 // "Exactness"), so both sides multiply the same numbers and every dtype gets the same factor:
-//   F32 2, F16 2, BF16 2, Q8_0 2, Q4_0 2, Q4_1 2.
+//   F32 2, F16 2, BF16 2, Q8_0 2, Q4_0 2, Q4_1 2, MXFP4 2.
 double matmul_tolerance_factor(GgmlType) { return 2.0; }
 
 struct Fixture {

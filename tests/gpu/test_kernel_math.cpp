@@ -41,6 +41,8 @@ std::vector<float> dequantize_kernel_math(GgmlType type, const uint8_t* row, int
       return dequantize_with_groups<FormatQ4_0>(row, row_len);
     case GgmlType::Q4_1:
       return dequantize_with_groups<FormatQ4_1>(row, row_len);
+    case GgmlType::MXFP4:
+      return dequantize_with_groups<FormatMxfp4>(row, row_len);
     default:
       FAIL("unsupported type");
       return {};
@@ -62,6 +64,8 @@ int64_t row_bytes(GgmlType type, int64_t row_len) {
       return FormatQ4_0::row_bytes(row_len);
     case GgmlType::Q4_1:
       return FormatQ4_1::row_bytes(row_len);
+    case GgmlType::MXFP4:
+      return FormatMxfp4::row_bytes(row_len);
     default:
       return 0;
   }
@@ -71,7 +75,7 @@ int64_t row_bytes(GgmlType type, int64_t row_len) {
 
 TEST_CASE("kernel block dequantization equals the CPU reference exactly", "[cpu][cuda]") {
   const GgmlType type = GENERATE(GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0,
-                                 GgmlType::Q4_0, GgmlType::Q4_1);
+                                 GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::MXFP4);
   const int64_t row_len = GENERATE(32, 64, 96, 1056, 4096);
   const int64_t n_rows = 8;
   CAPTURE(llmctl::ggml_type_name(type), row_len);

@@ -16,7 +16,7 @@ bool is_quantized(GgmlType t) {
   return t == GgmlType::Q8_0 || t == GgmlType::Q4_0 || t == GgmlType::Q4_1 || t == GgmlType::Q5_0 ||
          t == GgmlType::Q5_1 || t == GgmlType::IQ4_NL || t == GgmlType::IQ4_XS ||
          t == GgmlType::Q2_K || t == GgmlType::Q3_K || t == GgmlType::Q4_K ||
-         t == GgmlType::Q5_K || t == GgmlType::Q6_K;
+         t == GgmlType::Q5_K || t == GgmlType::Q6_K || t == GgmlType::MXFP4;
 }
 
 bool has_min(GgmlType t) { return t == GgmlType::Q4_1 || t == GgmlType::Q5_1; }

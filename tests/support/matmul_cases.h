@@ -17,7 +17,7 @@ namespace llmctl::test {
 inline constexpr GgmlType kTypes[] = {GgmlType::F32,    GgmlType::F16,    GgmlType::BF16, GgmlType::Q8_0,
                            GgmlType::Q4_0,   GgmlType::Q4_1,   GgmlType::Q5_0, GgmlType::Q5_1,
                            GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::Q2_K, GgmlType::Q3_K,
-                           GgmlType::Q4_K,   GgmlType::Q5_K,   GgmlType::Q6_K};
+                           GgmlType::Q4_K,   GgmlType::Q5_K,   GgmlType::Q6_K, GgmlType::MXFP4};
 
 // Whether the kernel multiplies int8-quantized activations (the integer kernels).
 bool is_quantized(GgmlType t);

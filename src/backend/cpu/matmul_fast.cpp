@@ -93,6 +93,8 @@ MatmulKernel kernel_for(GgmlType type, bool avx2, MatmulPrecision precision) {
       return matmul_kernel_iq4_nl(avx2);
     case GgmlType::IQ4_XS:
       return matmul_kernel_iq4_xs(avx2);
+    case GgmlType::MXFP4:
+      return matmul_kernel_mxfp4(avx2);
     default:
       return matmul_kernel_dequant(type, avx2);
   }
@@ -141,6 +143,8 @@ MatmulKernel avx512_kernel_for(GgmlType type, MatmulPrecision precision) {
       return matmul_kernel_iq4_nl_avx512();
     case GgmlType::IQ4_XS:
       return matmul_kernel_iq4_xs_avx512();
+    case GgmlType::MXFP4:
+      return matmul_kernel_mxfp4_avx512();
     default:
       return MatmulKernel{};
   }
@@ -181,7 +185,7 @@ void check_args(const WeightView& w, const float* x, int64_t n_tokens, const flo
   if (!is_engine_type(w.type) || kernel_for(w.type, false, MatmulPrecision::Fast).tile == nullptr)
     throw Error(
         fmt::format("matmul '{}': expected weight dtype F32, F16, BF16, Q8_0, Q4_0, Q4_1, "
-                    "Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL or IQ4_XS, got {}",
+                    "Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS or MXFP4, got {}",
                     w.name, ggml_type_name(w.type)));
   const int64_t block = ggml_traits(w.type).block_size;
   if (w.n_cols < 1 || w.n_cols % block != 0 || w.n_rows < 1)

@@ -105,7 +105,7 @@ struct MatmulKernel {
 
 // Per-dtype kernels (matmul_f32.cpp, matmul_f16.cpp, matmul_q8_0.cpp, matmul_q4_0.cpp,
 // matmul_q4_1.cpp, matmul_q5_0.cpp, matmul_q5_1.cpp, matmul_iq4_nl.cpp, matmul_iq4_xs.cpp,
-// matmul_q2_k.cpp ... matmul_q6_k.cpp). avx2 == false gives the portable scalar kernel.
+// matmul_mxfp4.cpp, matmul_q2_k.cpp ... matmul_q6_k.cpp). avx2 == false gives the portable scalar kernel.
 MatmulKernel matmul_kernel_f32(bool avx2);
 MatmulKernel matmul_kernel_f16(bool avx2);
 MatmulKernel matmul_kernel_bf16(bool avx2);
@@ -116,6 +116,7 @@ MatmulKernel matmul_kernel_q5_0(bool avx2);
 MatmulKernel matmul_kernel_q5_1(bool avx2);
 MatmulKernel matmul_kernel_iq4_nl(bool avx2);
 MatmulKernel matmul_kernel_iq4_xs(bool avx2);
+MatmulKernel matmul_kernel_mxfp4(bool avx2);
 // K-quants against int8 activations (matmul_kquant_tile.h; matmul_q2_k.cpp, matmul_q3_k.cpp,
 // matmul_q4_k.cpp, matmul_q5_k.cpp, matmul_q6_k.cpp).
 MatmulKernel matmul_kernel_q2_k(bool avx2);
@@ -142,6 +143,7 @@ MatmulKernel matmul_kernel_q5_0_avx512();
 MatmulKernel matmul_kernel_q5_1_avx512();
 MatmulKernel matmul_kernel_iq4_nl_avx512();
 MatmulKernel matmul_kernel_iq4_xs_avx512();
+MatmulKernel matmul_kernel_mxfp4_avx512();
 // AVX-512 kernels over repacked weights (weight_repack.h, matmul_repacked_tile.h): VNNI decode
 // from the pre-transposed records, 16-row prefill tiles as above.
 MatmulKernel matmul_kernel_q4_k_repacked();

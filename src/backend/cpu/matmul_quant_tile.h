@@ -30,8 +30,11 @@
 //   Block::kHasMin               Q4_1, Q5_1: fp16 m at byte 2
 //   Block::kHighBit, kQhOffset   Q5_0, Q5_1: nibble blocks whose element j has a fifth bit,
 //                                bit j of the u32 (LE) at kQhOffset
-//   Block::kLookup               IQ4_NL, IQ4_XS: the nibble indexes kIq4nlValues (dequant.h);
-//                                the integer weight is the table's int8 (signed, as Q8_0's q)
+//   Block::kLookup, kTable       IQ4_NL, IQ4_XS, MXFP4: the nibble indexes the 16-entry int8
+//                                table kTable (kIq4nlValues, kMxfp4Values: dequant.h); the
+//                                integer weight is its entry (signed, as Q8_0's q)
+//   Block::kE8m0                 MXFP4: d_w is the E8M0 byte at 0 halved, 2^(e - 128)
+//                                (e8m0_half_to_f32), not an fp16 (exact; as ggml's scale)
 //   Block::kSubBlocks            32-element blocks per stored block: 1, or 8 for IQ4_XS, whose
 //                                sub-block b has its 16 quant bytes at kQsOffset + 16 b and the
 //                                scale d * Block::sub_scale(block, b) (exact in float;
@@ -50,6 +53,8 @@ struct QuantBlockTraits {
   static constexpr bool kHighBit = false;
   static constexpr size_t kQhOffset = 0;
   static constexpr bool kLookup = false;
+  static constexpr const int8_t* kTable = kIq4nlValues;
+  static constexpr bool kE8m0 = false;
   static constexpr int64_t kSubBlocks = 1;
 };
 
@@ -92,7 +97,7 @@ template <class Block>
 inline int quant_weight(const uint8_t* row, int64_t b, int j) {
   const uint8_t* q = row + quant_qs_offset<Block>(b);
   if constexpr (Block::kLookup) {
-    return iq4_value(q, j);
+    return Block::kTable[j < 16 ? (q[j] & 0x0f) : (q[j - 16] >> 4)];
   } else if constexpr (Block::kHighBit) {
     return q5_value(row + quant_block_offset<Block>(b) + Block::kQhOffset, q, j) -
            quant_offset<Block>();
@@ -107,6 +112,7 @@ inline int quant_weight(const uint8_t* row, int64_t b, int j) {
 template <class Block>
 inline float quant_scale(const uint8_t* row, int64_t b) {
   const uint8_t* blk = row + quant_block_offset<Block>(b);
+  if constexpr (Block::kE8m0) return e8m0_half_to_f32(blk[0]);
   const float d = fp16_to_f32(load_u16_le(blk));
   if constexpr (Block::kSubBlocks > 1)
     return d * static_cast<float>(Block::sub_scale(blk, static_cast<int>(b % Block::kSubBlocks)));
@@ -245,6 +251,11 @@ struct QuantTileAvx2 {
     const size_t blk = quant_block_offset<Block>(b);
     if constexpr (Block::kSubBlocks > 1)
       return Block::scales_avx2(rows, blk, static_cast<int>(b % Block::kSubBlocks));
+    if constexpr (Block::kE8m0) {
+      alignas(32) float v[8];
+      for (int r = 0; r < 8; ++r) v[r] = e8m0_half_to_f32(rows[r][blk]);
+      return _mm256_load_ps(v);
+    }
     return gather_fp16(rows, blk);
   }
 
@@ -266,7 +277,7 @@ struct QuantTileAvx2 {
       if constexpr (Block::kLookup) {
         // the table's level for each nibble (pshufb: 16 entries, in both 128-bit lanes)
         const __m256i table = _mm256_broadcastsi128_si256(
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(Block::kTable)));
         for (int k = 0; k < 8; ++k) {
           u.sgn[k] = _mm256_shuffle_epi8(table, u.w[k]);
           u.w[k] = _mm256_sign_epi8(u.sgn[k], u.sgn[k]);

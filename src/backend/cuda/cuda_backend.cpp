@@ -41,6 +41,8 @@ MatvecLauncher matvec_launcher(GgmlType type) {
       return launch_matvec_q4_0_f32;
     case GgmlType::Q4_1:
       return launch_matvec_q4_1_f32;
+    case GgmlType::MXFP4:
+      return launch_matvec_mxfp4_f32;
     default:
       throw Error(fmt::format("cuda matmul: no kernel for {} weights", ggml_type_name(type)));
   }

@@ -53,7 +53,7 @@ class CudaBackend : public Backend {
   CudaBackend& operator=(const CudaBackend&) = delete;
 
   const char* name() const override { return "cuda"; }
-  // F32, F16, BF16, Q8_0, Q4_0, Q4_1: the dtypes with matvec and get_rows kernels.
+  // F32, F16, BF16, Q8_0, Q4_0, Q4_1, MXFP4: the dtypes with matvec and get_rows kernels.
   bool supports_weight_type(GgmlType type) const override;
   bool batch_invariant() const { return gemm_ == nullptr; }
   int device() const { return device_; }

@@ -27,6 +27,8 @@ DequantizeF16 dequantize_f16_launcher(GgmlType type) {
       return launch_dequantize_f16_q4_0;
     case GgmlType::Q4_1:
       return launch_dequantize_f16_q4_1;
+    case GgmlType::MXFP4:
+      return launch_dequantize_f16_mxfp4;
     default:
       throw Error(
           fmt::format("cuda gemm: no f16 dequantization for {} weights", ggml_type_name(type)));

@@ -14,7 +14,7 @@ namespace llmctl::cuda {
 
 namespace {
 
-constexpr const char* kSupported = "F32, F16, BF16, Q8_0, Q4_0, Q4_1";
+constexpr const char* kSupported = "F32, F16, BF16, Q8_0, Q4_0, Q4_1, MXFP4";
 
 // Device (or managed) memory is fine; a host pointer here would fault inside the kernel.
 void require_device_pointer(const void* p, const char* what) {
@@ -37,6 +37,7 @@ bool get_rows_supports(GgmlType type) {
     case GgmlType::Q8_0:
     case GgmlType::Q4_0:
     case GgmlType::Q4_1:
+    case GgmlType::MXFP4:
       return true;
     default:
       return false;
@@ -78,6 +79,9 @@ void launch_get_rows_device_ids(const DeviceTable& table, const int32_t* dev_ids
       break;
     case GgmlType::Q4_1:
       launch_get_rows_q4_1_f32(table.data, n, len, dev_ids, n_ids, out, stream);
+      break;
+    case GgmlType::MXFP4:
+      launch_get_rows_mxfp4_f32(table.data, n, len, dev_ids, n_ids, out, stream);
       break;
     default:
       throw Error(fmt::format("get_rows: expected a table of type {}, got {}", kSupported,

@@ -20,7 +20,7 @@ struct DeviceTable {
   int64_t row_len = 0;
 };
 
-// F32, F16, BF16, Q8_0, Q4_0 and Q4_1.
+// F32, F16, BF16, Q8_0, Q4_0, Q4_1 and MXFP4.
 bool get_rows_supports(GgmlType type);
 
 // Bytes of one row of `row_len` elements of `type`; throws llmctl::Error (expected vs actual)

@@ -27,7 +27,7 @@ namespace {
 // workspace and state. Decline any batch one of its thresholds would send there.
 bool uses_gemm(int64_t n_tokens) {
   for (const GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0,
-                           GgmlType::Q4_0, GgmlType::Q4_1})
+                           GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::MXFP4})
     if (Gemm::worth_it(t, n_tokens)) return true;
   return false;
 }
