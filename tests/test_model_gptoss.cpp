@@ -9,6 +9,7 @@
 //   V=~/.cache/llmctl/ref-venv/bin/python
 //   $V tools/gen_gptoss_fixture.py --out tests/fixtures
 //   $V tools/gen_gptoss_fixture.py --out tests/fixtures --expert-type MXFP4
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -79,7 +80,46 @@ std::string without_key(const std::string& key) {
   return path;
 }
 
+// What --moe-stats is shown (model/forward_observer.h on_moe_routing): the router's logits
+// with its bias added, and ids and weights that are SOFTMAX_WEIGHT's of exactly those logits
+// (the k largest; a softmax over them), so its entropy and top-k mass use the gating's numbers.
+class GatingCheck final : public ForwardObserver {
+ public:
+  bool wants_moe_routing() const override { return true; }
+  void on_moe_routing(int64_t /*layer*/, const ObservedBatch& batch, const float* logits,
+                      int64_t n_expert, const int32_t* ids, const float* weights,
+                      int64_t k) override {
+    for (int64_t t = 0; t < batch.n_tokens; ++t) {
+      const float* row = logits + t * n_expert;
+      const int32_t* id = ids + t * k;
+      double z = 0.0;
+      for (int64_t r = 0; r < k; ++r) z += std::exp(static_cast<double>(row[id[r]] - row[id[0]]));
+      for (int64_t r = 0; r < k; ++r) {
+        if (r > 0) CHECK(row[id[r]] <= row[id[r - 1]]);
+        CHECK(weights[t * k + r] ==
+              Approx(std::exp(static_cast<double>(row[id[r]] - row[id[0]])) / z).epsilon(1e-5));
+      }
+      for (int64_t e = 0; e < n_expert; ++e)
+        if (std::find(id, id + k, e) == id + k) CHECK(row[e] <= row[id[k - 1]]);
+      ++tokens;
+    }
+  }
+  int64_t tokens = 0;
+};
+
 }  // namespace
+
+TEST_CASE("gpt-oss: the router shows the observer its biased logits and SOFTMAX_WEIGHT's choice",
+          "[cpu]") {
+  const Golden g = golden(kF32);
+  const LoadedModel m = load_model(model_of(kF32));
+  cpu::CpuBackend be;
+  Forward fwd(m.config, m.weights, be, 32);
+  GatingCheck obs;
+  fwd.set_observer(&obs);
+  for (const int32_t t : g.tokens) fwd.step(t);
+  CHECK(obs.tokens == 3 * static_cast<int64_t>(g.tokens.size()));  // every layer routes
+}
 
 TEST_CASE("gpt-oss: the reference path matches llama.cpp", "[cpu][golden]") {
   const Golden g = golden(kF32);

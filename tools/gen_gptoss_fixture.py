@@ -22,7 +22,10 @@ Writes tests/fixtures/family_moe_gptoss/ (F32) or family_moe_gptoss_mxfp4/ (MXFP
                         then GREEDY greedy ids, one token per step; and, for the MXFP4 file,
                         numpy_f64_logits / numpy_f64_greedy_ids: the float64 forward pass over
                         the dequantized weights, which is the judge there (llama.cpp rounds the
-                        activations to Q8_0 in front of an MXFP4 matmul, some 1e-2 off).
+                        activations to Q8_0 in front of an MXFP4 matmul, 0.15 off here).
+  llamacpp_quant.json   (F32 file) llama.cpp's Q8_0 and Q4_K_M of it: each tensor's type, sums of
+                        its dequantized values and llama.cpp's logits on it (as
+                        tools/gen_moe_fixtures.py records them; tests/test_cli_quantize_moe.cpp)
   README.md
 
 Model (hidden 32, 4 heads, 2 KV heads, head_dim 8, 3 layers, 4 experts top-2 of expert FFN
@@ -50,7 +53,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # The other MoE fixtures' prompt, greedy length, vocabulary, RMSNorm and llama.cpp driver.
-from gen_moe_fixtures import GREEDY, N_VOCAB, TOKENS, add_byte_vocab, llamacpp_run, rmsnorm  # noqa: E402
+from gen_moe_fixtures import (GREEDY, N_VOCAB, TOKENS, add_byte_vocab, llamacpp_quantized,  # noqa: E402
+                              llamacpp_run, rmsnorm)
 
 MIN_GAP = 1e-2
 CROSS_TOL = 1e-3
@@ -293,6 +297,15 @@ def main():
               f"- numpy f64| = {diff:.2e}, greedy {ids} {'==' if same else '!='} numpy's "
               f"{ref_ids}, logits std {ref.std():.3f}")
         failed = not mxfp4 and (diff > CROSS_TOL or not same)
+        if not mxfp4:  # llama.cpp's own Q8_0 and Q4_K_M of it (gen_moe_fixtures' record)
+            import tempfile
+            with tempfile.TemporaryDirectory() as tmp:
+                quant = llamacpp_quantized(llama_cpp, gguf, path, tmp, settings)
+            with open(os.path.join(d, "llamacpp_quant.json"), "w") as out:
+                json.dump({"generator": "tools/gen_gptoss_fixture.py",
+                           "llama_cpp_python": llama_cpp.__version__, "tokens": TOKENS, **quant},
+                          out, separators=(",", ":"))
+                out.write("\n")
     if mxfp4:
         record["numpy_f64_logits"], record["numpy_f64_greedy_ids"] = rounded(ref), ref_ids
     with open(os.path.join(d, "llamacpp_logits.json"), "w") as out:

@@ -174,7 +174,7 @@ struct AttentionShape {
   // softmax_sink_inplace): a[j] = exp(s[j] - m) / (sum_i exp(s[i] - m) + exp(sinks[h] - m)),
   // m = max(max_i s[i], sinks[h]), so a head may attend to nothing. The statistics describe
   // the scores without it (Entropy: of the a[j] the kernel applied, which sum to < 1).
-  WeightView sinks;
+  WeightView sinks = {};
 };
 
 // The scale attention() multiplies q . k by: s.scale, or 1 / sqrt(head_dim) rounded to float.
