@@ -30,6 +30,17 @@ __host__ __device__ __forceinline__ float gelu_tanh_f32(float x) {
   return mul_rn(mul_rn(0.5f, x), add_rn(1.0f, tanhf(inner)));
 }
 
+// gpt-oss's expert activation (core/activation_math.h swiglu_oai, ggml's swiglu_oai):
+//   x = min(gate, 7);  y = clamp(up, -7, 7);  x / (1 + exp(-1.702 x)) * (y + 1)
+// with the NaN of an input kept (fminf would drop it), in ggml's order of operations.
+__host__ __device__ __forceinline__ float swiglu_oai_f32(float gate, float up) {
+  const float kAlpha = 1.702f, kLimit = 7.0f;
+  const float x = gate > kLimit ? kLimit : gate;
+  const float y = up > kLimit ? kLimit : (up < -kLimit ? -kLimit : up);
+  const float glu = div_rn(x, add_rn(1.0f, expf(mul_rn(kAlpha, -x))));
+  return mul_rn(glu, add_rn(y, 1.0f));
+}
+
 // cap > 0 (callers skip the call for cap = 0, "no cap").
 __host__ __device__ __forceinline__ float softcap_f32(float x, float cap) {
   return mul_rn(cap, tanhf(div_rn(x, cap)));

@@ -129,11 +129,25 @@ __host__ __device__ __forceinline__ float merge_softmax(const float* m, const fl
   return total;
 }
 
+// The merged softmax sum `total` (relative to the merged max big_m) with an attention sink:
+//   total + exp(sink - big_m)
+// the CPU's softmax_sink_inplace up to where the max is taken (there: max(big_m, sink); a sink
+// far above every score gives exp(...) = inf here and so an output of 0, its limit).
+// sinks == nullptr: total unchanged.
+__host__ __device__ __forceinline__ float add_sink(float total, float big_m, const float* sinks,
+                                                   int64_t head) {
+  return sinks == nullptr ? total : total + expf(sinks[head] - big_m);
+}
+
 // The kAttnFieldsPerHead statistics of one (token, head) from its warps' ScoreStats and
 // partial softmaxes (merged as merge_softmax did: big_m, total), n_scores = position + 1.
 __host__ __device__ inline void write_attention_stats(const ScoreStats* warps, const float* m,
                                                       const float* l, int n_warps, float big_m,
-                                                      float total, int64_t n_scores, float* out) {
+                                                      float total, int64_t n_scores, float* out,
+                                                      float denom = -1.0f) {
+  // denom: the softmax's denominator when it exceeds total (add_sink), else total; the
+  // applied a_j = p_j / denom, so H = (total / denom) ln denom - T / denom.
+  if (denom < 0.0f) denom = total;
   ScoreStats all = ScoreStats::empty();
   float t_all = 0.0f;
   for (int w = 0; w < n_warps; ++w) {
@@ -157,7 +171,7 @@ __host__ __device__ inline void write_attention_stats(const ScoreStats* warps, c
   out[kAttnFieldSumSq] = static_cast<float>(all.sum_sq);
   out[kAttnFieldNan] = static_cast<float>(all.n_nan);
   out[kAttnFieldInf] = static_cast<float>(all.n_inf);
-  out[kAttnFieldEntropy] = logf(total) - t_all / total;
+  out[kAttnFieldEntropy] = (total / denom) * logf(denom) - t_all / denom;
   out[kAttnFieldCount] = static_cast<float>(n_scores);
   out[kAttnFieldRawMax] = all.raw_max;
   out[kAttnFieldRawMin] = all.raw_min;

@@ -39,8 +39,8 @@ static __global__ void attention_paged_kernel(
     const float* __restrict__ q, const RK rk, const RV rv, int64_t n_slots, int64_t block_size, const int32_t* __restrict__ block_table,
     int64_t n_seq_rows, int64_t max_blocks, const int32_t* __restrict__ token_seq,
     const int32_t* __restrict__ positions, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
-    float scale, float softcap, int32_t window, float* __restrict__ out, float* __restrict__ stats,
-    int* error_flag) {
+    float scale, float softcap, int32_t window, const float* __restrict__ sinks,
+    float* __restrict__ out, float* __restrict__ stats, int* error_flag) {
   __shared__ float s_m[kWarps], s_l[kWarps];
   __shared__ float s_acc[kWarps][kAttentionMaxHeadDim];
   __shared__ ScoreStats s_stats[kStats ? kWarps : 1];
@@ -115,7 +115,8 @@ static __global__ void attention_paged_kernel(
   // (a warp that saw none has l = 0 and weight 0).
   float big_m = 0.0f, factor[kWarps];
   const float total = merge_softmax(s_m, s_l, kWarps, big_m, factor);
-  const float inv = 1.0f / total;
+  const float denom = add_sink(total, big_m, sinks, h);
+  const float inv = 1.0f / denom;
   for (int64_t i = threadIdx.x; i < head_dim; i += blockDim.x) {
     float sum = 0.0f;
     for (int w = 0; w < kWarps; ++w) sum = fmaf(s_acc[w][i], factor[w], sum);
@@ -123,7 +124,8 @@ static __global__ void attention_paged_kernel(
   }
   if constexpr (kStats) {
     if (threadIdx.x == 0)
-      write_attention_stats(s_stats, s_m, s_l, kWarps, big_m, total, int64_t{pos} + 1 - first, sh);
+      write_attention_stats(s_stats, s_m, s_l, kWarps, big_m, total, int64_t{pos} + 1 - first, sh,
+                            denom);
   }
 }
 
@@ -134,8 +136,8 @@ void launch(const float* q, const RK& rk, const RV& rv, const PagedAttentionArgs
   const dim3 grid(static_cast<unsigned>(a.n_heads), static_cast<unsigned>(a.n_tokens));
   attention_paged_kernel<RK, RV, kStats><<<grid, kWarps * kWarpSize, 0, stream>>>(
       q, rk, rv, a.n_slots, a.block_size, a.block_table, a.n_seq_rows, a.max_blocks, a.token_seq,
-      a.positions, a.n_heads, a.n_kv_heads, a.head_dim, a.scale, a.softcap, a.window, out, stats,
-      error_flag);
+      a.positions, a.n_heads, a.n_kv_heads, a.head_dim, a.scale, a.softcap, a.window, a.sinks, out,
+      stats, error_flag);
 }
 
 template <class Pool>

@@ -202,7 +202,7 @@ static __global__ void __launch_bounds__(kMaxThreads)
   // Merge the 4 states in order, as attention_paged.cu merges its 4 warps.
   float big_m = 0.0f, factor[kPrefillResidues];
   const float total = merge_softmax(m, l, kPrefillResidues, big_m, factor);
-  const float inv = 1.0f / total;
+  const float inv = 1.0f / add_sink(total, big_m, a.sinks, pair.head);
   float* oh = out + (pair.token * a.n_heads + pair.head) * a.head_dim;
 #pragma unroll
   for (int k = 0; k < kPerLane; ++k) {

@@ -73,6 +73,10 @@ void launch_silu_mul_f32(const float* gate, const float* up, int64_t n, float* o
 // (g + 0.044715 g^3))) (kernels/gelu_mul.cu).
 void launch_gelu_mul_f32(const float* gate, const float* up, int64_t n, float* out,
                          cudaStream_t stream);
+// out[i] = swiglu_oai(gate[i], up[i]), i < n: min(g, 7) sigmoid(1.702 min(g, 7))
+// (clamp(u, -7, 7) + 1) (kernels/swiglu_oai.cu; gpt-oss). out may alias gate or up.
+void launch_swiglu_oai_f32(const float* gate, const float* up, int64_t n, float* out,
+                           cudaStream_t stream);
 // x[i] = cap * tanh(x[i] / cap), i < n, in place; cap > 0 (kernels/softcap.cu).
 void launch_softcap_f32(float* x, int64_t n, float cap, cudaStream_t stream);
 // x[i] = x[i] * factor, i < n, in place (kernels/scale.cu).
@@ -179,10 +183,13 @@ struct PagedAttentionArgs {
   float scale = 1.0f;                  // backend.h attention_scale(): 1 / sqrt(head_dim) default
   float softcap = 0.0f;                // > 0: scores s -> softcap * tanh(s / softcap); 0: none
   int32_t window = 0;                  // > 0: a query at p sees positions p - window + 1 .. p
+  const float* sinks = nullptr;        // (n_heads,) sink logits in each softmax's denominator
 };
 // out (n_tokens, n_heads, head_dim): causal softmax(q K^T * scale) V of each token over its
 // sequence's positions j0 .. positions[t], j0 = attention_window_start(p, window) (0 without a
-// window; positions before it are not read), each score soft-capped when softcap > 0 (GQA: kv
+// window; positions before it are not read), each score soft-capped when softcap > 0, with
+// sinks: head h's softmax denominator plus exp(sinks[h] - max) (attention_math.cuh
+// add_sink) (GQA: kv
 // head h / (n_heads / n_kv_heads)), online softmax in f32. Bad indices give a NaN head and
 // kDeviceErrorAttentionIndex.
 void launch_attention_paged_f32(const float* q, const float* k_pool, const float* v_pool,

@@ -27,6 +27,9 @@ using llmctl::test::run_llmctl;
 namespace {
 
 const char* const kFamilies[] = {"mixtral", "qwen2moe", "qwen3moe"};
+// Also checked against llama.cpp's quantizer: gpt-oss (tools/gen_gptoss_fixture.py; its eval
+// is in test_model_gptoss.cpp, with bounds of its own).
+const char* const kQuantFamilies[] = {"mixtral", "qwen2moe", "qwen3moe", "gptoss"};
 const char* const kMixes[] = {"q8_0", "q4_k_m"};
 
 std::string dir_of(const std::string& family) { return fixture_path("family_moe_" + family); }
@@ -44,7 +47,7 @@ std::string quantized(const std::string& family, const std::string& mix) {
 
 TEST_CASE("quantize moe: llama.cpp's types per tensor, and its logits on its own quantization",
           "[cli][golden]") {
-  for (const std::string family : kFamilies) {
+  for (const std::string family : kQuantFamilies) {
     const nlohmann::json golden =
         nlohmann::json::parse(test::read_file(dir_of(family) + "/llamacpp_quant.json"));
     const auto tokens = golden["tokens"].get<std::vector<int32_t>>();

@@ -139,6 +139,22 @@ std::vector<ExpectedTensor> routed(std::vector<ExpectedTensor> dense, bool share
   return t;
 }
 
+// gpt-oss (llama.cpp's openai-moe tensor list): qwen2's attention plus an output bias and one
+// sink per head, the pre-FFN norm named post_attention_norm, routed experts with a router
+// bias and 2-D expert biases [n_ff_exp | n_embd, n_expert]. GGUF only.
+std::vector<ExpectedTensor> gptoss_layer() {
+  std::vector<ExpectedTensor> t = routed(qwen2_layer(), false);
+  for (ExpectedTensor& e : t)
+    if (e.gguf == "ffn_norm.weight") e.gguf = "post_attention_norm.weight";
+  t.push_back({"attn_output.bias", "self_attn.o_proj.bias", {kEmbd}});
+  t.push_back({"attn_sinks.weight", "self_attn.sinks", {kHeads}});
+  t.push_back({"ffn_gate_inp.bias", "", {kExperts}});
+  t.push_back({"ffn_gate_exps.bias", "", {kFfExpert, kExperts}});
+  t.push_back({"ffn_up_exps.bias", "", {kFfExpert, kExperts}});
+  t.push_back({"ffn_down_exps.bias", "", {kEmbd, kExperts}});
+  return t;
+}
+
 // Every row of kArchRows must have its expectation here (granite's layers are llama's).
 std::map<std::string, std::vector<ExpectedTensor>> expected_layers() {
   return {{"llama", kLlamaLayer},
@@ -151,7 +167,8 @@ std::map<std::string, std::vector<ExpectedTensor>> expected_layers() {
           {"gemma3", gemma3_layer()},
           {"granite", kLlamaLayer},
           {"phi3", phi3_layer()},
-          {"mistral3", kLlamaLayer}};
+          {"mistral3", kLlamaLayer},
+          {"gpt-oss", gptoss_layer()}};
 }
 
 int64_t elements(const std::vector<int64_t>& shape) {
@@ -187,6 +204,7 @@ GgufBuilder tiny_model(const std::string& arch, const std::vector<ExpectedTensor
     b.set(a + "expert_feed_forward_length", gv::u32(static_cast<uint32_t>(kFfExpert)));
     b.set(a + "expert_shared_feed_forward_length", gv::u32(static_cast<uint32_t>(kFfShared)));
   }
+  if (row != nullptr && row->window.length_required) b.set(a + "attention.sliding_window", gv::u32(2));
   const auto add = [&](const std::string& name, std::vector<int64_t> shape) {
     int64_t n = 1;
     for (const int64_t d : shape) n *= d;
@@ -328,7 +346,7 @@ TEST_CASE("arch table: rows and the layer table are consistent", "[cpu]") {
             for (const LayerTensor& t : kLayerTensors) {
               if (!layer_tensor_present(t, c)) continue;
               ++n;
-              g.insert(gguf_tensor_name(t, 0));
+              g.insert(gguf_tensor_name(t, 0, c));
               h.insert(hf_tensor_name(t, 0, c));
             }
             CHECK(g.size() == n);

@@ -39,7 +39,7 @@ TEST_CASE("catalog: at least 25 architectures with unique names", "[cpu][plan]")
                         "mixtral-8x7b", "mixtral-8x22b", "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-7b", "qwen2.5-14b",
                         "qwen2.5-32b", "qwen2.5-72b", "qwen3-8b", "qwen3-14b", "qwen3-32b", "qwen3-30b-a3b",
                         "qwen3-235b-a22b", "gemma-2-9b", "gemma-2-27b", "phi-3-mini", "deepseek-v2-lite",
-                        "deepseek-v3", "tinyllama-1.1b"})
+                        "deepseek-v3", "tinyllama-1.1b", "gpt-oss-20b", "gpt-oss-120b"})
     CHECK(names.count(n) == 1);
 }
 
@@ -56,6 +56,7 @@ TEST_CASE("catalog: parameter counts from the shapes match published totals with
       {"qwen3-32b", 32.8e9},       {"qwen3-30b-a3b", 30.5e9},   {"qwen3-235b-a22b", 235e9},
       {"gemma-2-9b", 9.24e9},      {"gemma-2-27b", 27.2e9},     {"phi-3-mini", 3.82e9},
       {"deepseek-v2-lite", 15.7e9}, {"deepseek-v3", 671e9},     {"tinyllama-1.1b", 1.1e9},
+      {"gpt-oss-20b", 21e9},       {"gpt-oss-120b", 117e9},
   };
   for (const auto& [name, total] : published) {
     INFO(name);
@@ -72,7 +73,8 @@ TEST_CASE("catalog: parameter counts from the shapes match published totals with
 TEST_CASE("catalog: MoE active parameters match the published activated counts", "[cpu][plan][golden]") {
   const std::pair<const char*, double> active[] = {
       {"mixtral-8x7b", 12.9e9}, {"mixtral-8x22b", 39e9},     {"qwen3-30b-a3b", 3.3e9},
-      {"qwen3-235b-a22b", 22e9}, {"deepseek-v2-lite", 2.4e9}, {"deepseek-v3", 37e9}};
+      {"qwen3-235b-a22b", 22e9}, {"deepseek-v2-lite", 2.4e9}, {"deepseek-v3", 37e9},
+      {"gpt-oss-20b", 3.6e9},    {"gpt-oss-120b", 5.1e9}};
   for (const auto& [name, published] : active) {
     INFO(name);
     // Published "activated" counts differ on whether the embedding and lm_head are in: 10%.

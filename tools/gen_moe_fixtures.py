@@ -200,6 +200,18 @@ def reference(f, w):
 
 # ---- GGUF and llama.cpp -------------------------------------------------------------------------
 
+def add_byte_vocab(g):
+    """A byte-level sentencepiece vocabulary of N_VOCAB tokens (<unk>, <s>, </s>, 256 bytes)."""
+    tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
+    g.add_tokenizer_model("llama")
+    g.add_token_list(tokens)
+    g.add_token_scores([0.0] * len(tokens))
+    g.add_token_types([2, 3, 3] + [6] * 256)  # UNKNOWN, CONTROL, CONTROL, BYTE
+    g.add_unk_token_id(0)
+    g.add_bos_token_id(1)
+    g.add_eos_token_id(2)
+
+
 def write_gguf(gguf, path, family, f, w):
     g = gguf.GGUFWriter(path, f["arch"])
     g.add_name(f"tiny random moe {family}")
@@ -218,14 +230,7 @@ def write_gguf(gguf, path, family, f, w):
         g.add_expert_feed_forward_length(f["n_ff_exp"])
     if f["n_ff_shexp"]:
         g.add_expert_shared_feed_forward_length(f["n_ff_shexp"])
-    tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
-    g.add_tokenizer_model("llama")
-    g.add_token_list(tokens)
-    g.add_token_scores([0.0] * len(tokens))
-    g.add_token_types([2, 3, 3] + [6] * 256)  # UNKNOWN, CONTROL, CONTROL, BYTE
-    g.add_unk_token_id(0)
-    g.add_bos_token_id(1)
-    g.add_eos_token_id(2)
+    add_byte_vocab(g)
     for name, a in w.items():  # numpy (.., rows, cols) is ggml [cols, rows, ..]
         g.add_tensor(name, np.ascontiguousarray(a, dtype=np.float32))
     g.write_header_to_file()

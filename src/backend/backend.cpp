@@ -315,6 +315,7 @@ void check_attention(const Buffer& q, const PagedKv& kv, int64_t n_tokens, const
         fmt::format("backend attention: scale {}, softcap {}, window {}: expected finite "
                     "scale and softcap >= 0 and window >= 0 (0 = the default)",
                     static_cast<double>(s.scale), static_cast<double>(s.softcap), s.window));
+  if (s.sinks.present()) check_f32_vector("attention", s.sinks, s.n_heads);
 }
 }  // namespace
 
@@ -380,6 +381,14 @@ void Backend::silu_mul(const Buffer& gate, const Buffer& up, int64_t n, Buffer& 
   check_f32("silu_mul", "up", up, n);
   check_f32("silu_mul", "out", out, n);
   silu_mul_impl(gate, up, n, out);
+}
+
+void Backend::swiglu_oai(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) {
+  check_n_tokens("swiglu_oai", n);
+  check_f32("swiglu_oai", "gate", gate, n);
+  check_f32("swiglu_oai", "up", up, n);
+  check_f32("swiglu_oai", "out", out, n);
+  swiglu_oai_impl(gate, up, n, out);
 }
 
 void Backend::gelu_mul(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) {

@@ -169,6 +169,12 @@ struct AttentionShape {
   // j = max(0, p - window + 1) .. p (llama.cpp masks p - j >= n_swa, LLAMA_SWA_TYPE_STANDARD).
   // Positions before the window are not read at all, so their cache blocks may be released.
   int32_t window = 0;
+  // Attention sinks (gpt-oss): absent = none; else F32 (n_heads,), bound to the backend, and
+  // head h's softmax takes sink logit sinks[h] into its denominator (core/softmax.h
+  // softmax_sink_inplace): a[j] = exp(s[j] - m) / (sum_i exp(s[i] - m) + exp(sinks[h] - m)),
+  // m = max(max_i s[i], sinks[h]), so a head may attend to nothing. The statistics describe
+  // the scores without it (Entropy: of the a[j] the kernel applied, which sum to < 1).
+  WeightView sinks = {};
 };
 
 // The scale attention() multiplies q . k by: s.scale, or 1 / sqrt(head_dim) rounded to float.
@@ -308,7 +314,8 @@ class Backend {
   //   g = h / (n_heads / n_kv_heads), j0 = attention_first_position(p, s.window):
   //     s[j] = q[t, h] . K[j, g] * attention_scale(s),  j = j0 .. p
   //     s[j] = softcap_score(s[j], s.softcap)           (when s.softcap > 0)
-  //     a = softmax(s);  out[t, h] = sum_j a[j] V[j, g]
+  //     a = softmax(s) (with s.sinks: that softmax's denominator gets exp(sinks[h]) too)
+  //     out[t, h] = sum_j a[j] V[j, g]
   //   out (n_tokens, n_heads, head_dim)
   void attention(const Buffer& q, const PagedKv& kv, int64_t n_tokens, const AttentionShape& s,
                  Buffer& out);
@@ -336,6 +343,10 @@ class Backend {
   // inputs and outputs for |g| < 10 (GGML_GELU_FP16); llmctl computes it in f32 (no table).
   // out may alias gate or up.
   void gelu_mul(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out);
+  // out[i] = swiglu_oai(gate[i], up[i]), i < n (core/activation_math.h: gate clamped above at 7,
+  // up to [-7, 7], gate * sigmoid(1.702 gate) * (up + 1); gpt-oss's experts, ggml's
+  // swiglu_oai). out may alias gate or up.
+  void swiglu_oai(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out);
   // x[i] = softcap_score(x[i], cap) = cap * tanh(x[i] / cap), i < n, in place; cap finite > 0
   // (Gemma 2's final-logit soft-cap 30 over the logits rows).
   void softcap(Buffer& x, int64_t n, float cap);
@@ -464,6 +475,7 @@ class Backend {
   virtual void find_nan_inf_impl(const Buffer& logits, int64_t n_rows, int64_t n_cols, Buffer& out);
   virtual void silu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) = 0;
   virtual void gelu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) = 0;
+  virtual void swiglu_oai_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) = 0;
   virtual void softcap_impl(Buffer& x, int64_t n, float cap) = 0;
   virtual void scale_impl(Buffer& x, int64_t n, float factor) = 0;
   virtual void attn_temperature_impl(Buffer& x, const Buffer& positions, int64_t n_tokens,

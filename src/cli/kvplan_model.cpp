@@ -61,6 +61,11 @@ plan::ModelConfig kvplan_model_from_gguf(const GgufFile& f) {
   c.qkv_bias = s.has_q_bias;
   c.qk_norm = s.has_q_norm;
   if (c.arch == "gemma2") c.norms_per_layer = 4;
+  if (const ArchRow* row = find_arch_by_gguf(c.arch)) {  // what the engine's row says
+    c.o_bias = row->attn_out_bias;
+    c.attn_sinks = row->attn_sinks;
+    c.moe_biases = row->moe.expert_biases;
+  }
   c.sliding_window = s.sliding_window.value_or(0);
   if (const std::optional<WindowPattern> p = arch_window_pattern(c.arch)) {
     if (p->layers == WindowLayers::None) c.sliding_window = 0;  // the engine ignores the key

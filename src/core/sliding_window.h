@@ -26,6 +26,9 @@ struct WindowPattern {
   // The window of a GGUF file without {arch}.attention.sliding_window, as llama.cpp assumes it
   // (gemma2: 4096); 0: such a file attends globally on every layer (gemma3).
   int64_t default_length = 0;
+  // A GGUF file must give {arch}.attention.sliding_window (llama.cpp's gpt-oss loader requires
+  // it): a file without it is refused rather than run globally.
+  bool length_required = false;
 };
 
 // Whether layer il is one of the pattern's windowed layers (given a window at all).

@@ -60,6 +60,12 @@ void apply_arch_row(const ArchRow& row, ModelConfig& c) {
   c.window = row.window;
   c.moe_renormalize = row.moe.renormalize;
   c.moe_gated_shared_expert = row.moe.gated_shared_expert;
+  c.moe_gating = row.moe.gating;
+  c.moe_router_bias = row.moe.router_bias;
+  c.moe_expert_biases = row.moe.expert_biases;
+  c.has_out_bias = row.attn_out_bias;
+  c.has_attn_sinks = row.attn_sinks;
+  c.ffn_norm_named_post_attention = row.ffn_norm_named_post_attention;
   if (row.embd_per_head_scale_layers > 0 && c.n_layers == row.embd_per_head_scale_layers)
     c.attn_scale = 1.0 / std::sqrt(static_cast<double>(c.n_embd / c.n_heads));
   // A row with file_scales takes its four scales from the file: the readers set them after
@@ -151,6 +157,10 @@ const std::vector<LayerTensor> kLayerTensors = {
      When::QkvBias, true},
     {&L::bv, "attn_v.bias", "self_attn.v_proj.bias", nullptr, V, Dim::KvDim, Dim::One,
      When::QkvBias, false},
+    {&L::bo, "attn_output.bias", "self_attn.o_proj.bias", nullptr, V, Dim::NEmbd, Dim::One,
+     When::OutBias, false},
+    {&L::attn_sinks, "attn_sinks.weight", "self_attn.sinks", nullptr, V, Dim::NHeads, Dim::One,
+     When::Sinks, false},
     {&L::attn_q_norm, "attn_q_norm.weight", "self_attn.q_norm.weight", nullptr, N, Dim::QNorm,
      Dim::One, When::QkNorm, true},
     {&L::attn_k_norm, "attn_k_norm.weight", "self_attn.k_norm.weight", nullptr, N, Dim::KNorm,
@@ -160,7 +170,8 @@ const std::vector<LayerTensor> kLayerTensors = {
     // Hugging Face names the pre-FFN norm after the attention block unless there is a real
     // post-attention norm (gemma2/3).
     {&L::ffn_norm, "ffn_norm.weight", "post_attention_layernorm.weight",
-     "pre_feedforward_layernorm.weight", N, Dim::NEmbd, Dim::One, When::PreNorm, false},
+     "pre_feedforward_layernorm.weight", N, Dim::NEmbd, Dim::One, When::PreNorm, false,
+     FfnPart::Any, Dim::One, "post_attention_norm.weight"},
     {&L::w_gate, "ffn_gate.weight", "mlp.gate_proj.weight", nullptr, M, Dim::NEmbd, Dim::NFf,
      When::SplitGateUp, false, FfnPart::Dense},
     {&L::w_up, "ffn_up.weight", "mlp.up_proj.weight", nullptr, M, Dim::NEmbd, Dim::NFf,
@@ -179,6 +190,14 @@ const std::vector<LayerTensor> kLayerTensors = {
      When::Always, false, FfnPart::Routed, Dim::NExperts},
     {&L::ffn_down_exps, "ffn_down_exps.weight", "", nullptr, M, Dim::NFfExpert, Dim::NEmbd,
      When::Always, false, FfnPart::Routed, Dim::NExperts},
+    {&L::ffn_gate_inp_b, "ffn_gate_inp.bias", "", nullptr, V, Dim::NExperts, Dim::One,
+     When::RouterBias, false, FfnPart::Routed},
+    {&L::ffn_gate_exps_b, "ffn_gate_exps.bias", "", nullptr, V, Dim::NFfExpert, Dim::NExperts,
+     When::ExpertBias, false, FfnPart::Routed},
+    {&L::ffn_up_exps_b, "ffn_up_exps.bias", "", nullptr, V, Dim::NFfExpert, Dim::NExperts,
+     When::ExpertBias, false, FfnPart::Routed},
+    {&L::ffn_down_exps_b, "ffn_down_exps.bias", "", nullptr, V, Dim::NEmbd, Dim::NExperts,
+     When::ExpertBias, false, FfnPart::Routed},
     {&L::ffn_gate_inp_shexp, "ffn_gate_inp_shexp.weight", "", nullptr, V, Dim::NEmbd, Dim::One,
      When::Always, false, FfnPart::Shared},
     {&L::ffn_gate_shexp, "ffn_gate_shexp.weight", "", nullptr, M, Dim::NEmbd, Dim::NFfShared,
@@ -226,8 +245,14 @@ LayerWeights split_fused_layer(const LayerWeights& l, const ModelConfig& c) {
       x.gate = row_slice(l.ffn_gate_exps, e * c.n_ff_expert, c.n_ff_expert);
       x.up = row_slice(l.ffn_up_exps, e * c.n_ff_expert, c.n_ff_expert);
       x.down = row_slice(l.ffn_down_exps, e * c.n_embd, c.n_embd);
+      if (c.moe_expert_biases) {  // row e of each (cols, n_experts) bias: a (cols,) vector
+        x.gate_b = row_slice(l.ffn_gate_exps_b, e, 1);
+        x.up_b = row_slice(l.ffn_up_exps_b, e, 1);
+        x.down_b = row_slice(l.ffn_down_exps_b, e, 1);
+      }
     }
     s.ffn_gate_exps = s.ffn_up_exps = s.ffn_down_exps = WeightView{};
+    s.ffn_gate_exps_b = s.ffn_up_exps_b = s.ffn_down_exps_b = WeightView{};
   }
   return s;
 }
@@ -240,6 +265,8 @@ int64_t dim_size(Dim d, const ModelConfig& c) {
       return c.n_embd;
     case Dim::HeadDim:
       return c.head_dim;
+    case Dim::NHeads:
+      return c.n_heads;
     case Dim::QDim:
       return c.q_dim();
     case Dim::KvDim:
@@ -305,13 +332,22 @@ bool layer_tensor_present(const LayerTensor& t, const ModelConfig& c) {
       return !c.fused_gate_up;
     case When::FusedGateUp:
       return c.fused_gate_up;
+    case When::OutBias:
+      return c.has_out_bias;
+    case When::Sinks:
+      return c.has_attn_sinks;
+    case When::RouterBias:
+      return c.moe_router_bias;
+    case When::ExpertBias:
+      return c.moe_expert_biases;
   }
   LLMCTL_ASSERT(false);
   return false;
 }
 
-std::string gguf_tensor_name(const LayerTensor& t, int64_t layer) {
-  return fmt::format("blk.{}.{}", layer, t.gguf);
+std::string gguf_tensor_name(const LayerTensor& t, int64_t layer, const ModelConfig& c) {
+  const bool post = t.gguf_if_named_post_attention != nullptr && c.ffn_norm_named_post_attention;
+  return fmt::format("blk.{}.{}", layer, post ? t.gguf_if_named_post_attention : t.gguf);
 }
 
 std::string hf_tensor_name(const LayerTensor& t, int64_t layer, const ModelConfig& c) {

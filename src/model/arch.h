@@ -323,6 +323,43 @@ inline constexpr ArchRow kArchRows[] = {
      /*hf_tied_default=*/false,
      /*hf_bias_keys=*/true,
      HfWindowKey::UniformClampsContext},
+    // gpt-oss: OpenAI's gpt-oss-20b and -120b (llama.cpp's LLM_ARCH_OPENAI_MOE,
+    // src/models/openai-moe.cpp): q/k/v and output-projection biases, one attention-sink
+    // logit per head in every softmax, a sliding window of gpt-oss.attention.sliding_window
+    // (required) on even layers (llama.cpp's set_swa_pattern(2)) with the global RoPE base
+    // and scaling on every layer (rope_freq_base_train_swa = rope_freq_base_train), YaRN from
+    // the file, NEOX pairing, scale 1/sqrt(head_dim); every FFN routed: the router with a
+    // bias, top-k by logit then a softmax over the k (SOFTMAX_WEIGHT), experts with biases
+    // and the swiglu_oai activation. The pre-FFN norm is post_attention_norm.weight. GGUF only.
+    {"gpt-oss",
+     {nullptr, nullptr, nullptr, nullptr},
+     RopeType::Neox,
+     /*hf_qk_permute=*/false,
+     /*qkv_bias=*/true,
+     QkNorm::None,
+     NormPlacement::Pre,
+     Activation::SwiGluOai,
+     EmbedScale::None,
+     /*file_scales=*/false,
+     /*attn_softcap=*/0.0,
+     /*final_softcap=*/0.0,
+     WindowPattern{WindowLayers::AllButEveryPeriod, 2, 0.0, 0, /*length_required=*/true},
+     /*fused_qkv=*/false,
+     /*fused_gate_up=*/false,
+     /*hf_tied_default=*/false,
+     /*hf_bias_keys=*/false,
+     HfWindowKey::None,
+     /*embd_per_head_scale_layers=*/0,
+     /*hf_norm_offset=*/false,
+     /*hf_query_pre_attn_scalar=*/false,
+     MoeRow{MoeExperts::Required, /*renormalize=*/false, /*gated_shared_expert=*/false,
+            /*expert_ff_key=*/true, MoeGating::SoftmaxWeight, /*router_bias=*/true,
+            /*expert_biases=*/true},
+     /*attn_temperature=*/false,
+     /*hf_rope_theta=*/10000.0,
+     /*attn_out_bias=*/true,
+     /*attn_sinks=*/true,
+     /*ffn_norm_named_post_attention=*/true},
 };
 
 // A list of rows to search (the tests pass their own).
@@ -381,6 +418,7 @@ enum class Dim : uint8_t {
   One,
   NEmbd,
   HeadDim,
+  NHeads,
   QDim,
   KvDim,
   QNorm,
@@ -405,6 +443,10 @@ enum class When : uint8_t {
   QkNorm,       // qk_norm PerHead or WholeVector
   SplitGateUp,  // !fused_gate_up
   FusedGateUp,  // fused_gate_up
+  OutBias,      // has_out_bias
+  Sinks,        // has_attn_sinks
+  RouterBias,   // moe_router_bias (and routed)
+  ExpertBias,   // moe_expert_biases (and routed)
 };
 
 // Which feed-forward network a tensor belongs to: a layer has the dense one, or (a model with
@@ -439,6 +481,9 @@ struct LayerTensor {
   // another; the WeightView holds all of them as n_experts * rows rows (split_fused_layer
   // gives each expert's rows as a view). One: a matrix or vector.
   Dim experts = Dim::One;
+  // The GGUF name (after "blk.N.") in files of a row with ffn_norm_named_post_attention
+  // (nullptr: gguf).
+  const char* gguf_if_named_post_attention = nullptr;
 };
 
 // Tensors the forward pass may read, in binding order; each LayerWeights member once.
@@ -446,7 +491,7 @@ extern const std::vector<LayerTensor> kLayerTensors;
 
 bool layer_tensor_present(const LayerTensor& t, const ModelConfig& c);
 // "blk.3.attn_q.weight", "model.layers.3.self_attn.q_proj.weight".
-std::string gguf_tensor_name(const LayerTensor& t, int64_t layer);
+std::string gguf_tensor_name(const LayerTensor& t, int64_t layer, const ModelConfig& c);
 std::string hf_tensor_name(const LayerTensor& t, int64_t layer, const ModelConfig& c);
 // The layer as the forward pass reads it: a fused QKV matrix as wq, wk and wv, a fused gate/up
 // as w_gate and w_up, views of consecutive rows of the fused tensor (rows q, k, v; gate, up, as

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 
+#include "core/moe_gating.h"      // MoeGating
 #include "core/rope_math.h"       // RopeType
 #include "core/sliding_window.h"  // WindowPattern
 
@@ -26,6 +27,8 @@ enum class NormPlacement : uint8_t {
 enum class Activation : uint8_t {
   SwiGlu,       // silu(gate) * up                    config.json hidden_act "silu"
   GeluTanhGlu,  // gelu_tanh(gate) * up               "gelu_pytorch_tanh" (gemma)
+  SwiGluOai,    // swiglu_oai(gate, up): clamped, alpha 1.702, (up + 1)   (gpt-oss experts;
+                // core/activation_math.h)
 };
 
 enum class EmbedScale : uint8_t {
@@ -67,6 +70,13 @@ struct MoeRow {
   // expert_used_count (true: qwen2moe, qwen3moe); false: feed_forward_length, the key unread
   // (llama).
   bool expert_ff_key = false;
+  // How the router's logits become the k weights (core/moe_gating.h).
+  MoeGating gating = MoeGating::Softmax;
+  // The router has a bias, ffn_gate_inp.bias (n_experts,), added to its logits (gpt-oss).
+  bool router_bias = false;
+  // Each expert's gate, up and down projections have biases, ffn_{gate,up,down}_exps.bias
+  // ((n_ff_expert, n_experts), (n_ff_expert, n_experts), (n_embd, n_experts); gpt-oss).
+  bool expert_biases = false;
 };
 
 struct ArchRow {
@@ -107,6 +117,14 @@ struct ArchRow {
   bool attn_temperature = false;
   // config.json's RoPE base when it gives none (transformers' class default).
   double hf_rope_theta = 10000.0;
+  // The attention output projection has a bias, attn_output.bias (n_embd,) (gpt-oss).
+  bool attn_out_bias = false;
+  // Attention sinks: one logit per head, attn_sinks.weight (n_heads,), that joins each
+  // softmax's denominator (backend.h AttentionShape::sinks; gpt-oss).
+  bool attn_sinks = false;
+  // The norm before the FFN is called post_attention_norm.weight in its GGUF files, not
+  // ffn_norm.weight (llama.cpp's gpt-oss loader: LLM_TENSOR_ATTN_POST_NORM); norms stay Pre.
+  bool ffn_norm_named_post_attention = false;
 };
 
 }  // namespace llmctl

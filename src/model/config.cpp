@@ -49,6 +49,11 @@ double optional_positive(const GgufFile& f, const std::string& key, double fallb
 // period) and rope.freq_base_swa override the row's.
 void read_window(const GgufFile& f, const std::string& a, const ModelShape& s, ModelConfig& c) {
   if (c.window.layers == WindowLayers::None) return;
+  if (c.window.length_required && !s.sliding_window)
+    throw FileError(f.path(), fmt::format("missing metadata key '{}attention.sliding_window' "
+                                          "(architecture '{}' attends through a sliding window "
+                                          "on alternate layers; llama.cpp requires the key too)",
+                                          a, c.arch));
   c.sliding_window = s.sliding_window.value_or(c.window.default_length);
   if (c.sliding_window == 0) {
     c.window = WindowPattern{};

@@ -79,8 +79,15 @@ struct ModelConfig {
   int64_t n_experts_used = 0;    // {arch}.expert_used_count, in [1, n_experts]
   int64_t n_ff_expert = 0;       // the row's rule (MoeRow::expert_ff_key)
   int64_t n_ff_shared = 0;       // the shared expert's FFN size (moe_gated_shared_expert)
-  bool moe_renormalize = false;  // the k weights divided by their sum
+  bool moe_renormalize = false;  // the k weights divided by their sum (the row's norm_w)
   bool moe_gated_shared_expert = false;
+  MoeGating moe_gating = MoeGating::Softmax;  // core/moe_gating.h
+  bool moe_router_bias = false;               // ffn_gate_inp.bias
+  bool moe_expert_biases = false;             // ffn_{gate,up,down}_exps.bias
+  // Attention extras (gpt-oss): an output-projection bias and one sink logit per head.
+  bool has_out_bias = false;
+  bool has_attn_sinks = false;
+  bool ffn_norm_named_post_attention = false;  // ArchRow::ffn_norm_named_post_attention
 
   int64_t q_dim() const { return n_heads * head_dim; }      // rows of wq
   int64_t kv_dim() const { return n_kv_heads * head_dim; }  // rows of wk, wv

@@ -28,7 +28,10 @@ ModelWeights bind_to_backend(const ModelWeights& host, const ModelConfig& c, Bac
     for (const LayerTensor& t : kLayerTensors)
       if ((hl.*t.member).present()) l.*t.member = b.bind_weight(hl.*t.member);
     for (const LayerWeights::Expert& e : hl.experts)
-      l.experts.push_back({b.bind_weight(e.gate), b.bind_weight(e.up), b.bind_weight(e.down)});
+      l.experts.push_back({b.bind_weight(e.gate), b.bind_weight(e.up), b.bind_weight(e.down),
+                           e.gate_b.present() ? b.bind_weight(e.gate_b) : WeightView{},
+                           e.up_b.present() ? b.bind_weight(e.up_b) : WeightView{},
+                           e.down_b.present() ? b.bind_weight(e.down_b) : WeightView{}});
     w.layers.push_back(std::move(l));
   }
   w.rope_freqs = b.bind_weight(rope_divisors_for(host, c, n_ctx));
@@ -116,6 +119,7 @@ void Forward::allocate(int32_t max_device_top_k) {
     s.window = layer_window(c, il);
     s.scale = static_cast<float>(c.attn_scale);  // 0: the op's 1/sqrt(head_dim)
     s.softcap = static_cast<float>(c.attn_softcap);
+    if (c.has_attn_sinks) s.sinks = weights_.layers[static_cast<size_t>(il)].attn_sinks;
   }
 
   Backend& b = backend_;
@@ -278,6 +282,7 @@ void Forward::compute_chunk(int64_t n, int64_t max_blocks, bool with_output) {
       b.attention(q_, kv, n, attn, att_);
     }
     matmul(l.wo, att_, n, proj_);  // (n, n_embd)
+    if (c.has_out_bias) b.add_bias(proj_, l.bo, n);
     if (post_norm) b.rmsnorm(proj_, l.attn_post_norm, c.rms_eps, n, h_);
     add_residual(post_norm ? h_ : proj_, n);
 
@@ -296,6 +301,8 @@ void Forward::compute_chunk(int64_t n, int64_t max_blocks, bool with_output) {
       matmul(l.w_up, ffn_in, n, up_);      // (n, n_ff)
       if (c.activation == Activation::GeluTanhGlu)
         b.gelu_mul(gate_, up_, n * c.n_ff, gate_);  // elementwise, in place is fine
+      else if (c.activation == Activation::SwiGluOai)
+        b.swiglu_oai(gate_, up_, n * c.n_ff, gate_);
       else
         b.silu_mul(gate_, up_, n * c.n_ff, gate_);
       matmul(l.w_down, gate_, n, ffn_);  // (n, n_embd)

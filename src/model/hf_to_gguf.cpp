@@ -250,7 +250,7 @@ GgufBuilder hf_to_gguf(const LoadedModel& m, const HfToGgufOptions& opt) {
     const LayerWeights& l = w.layers[il];
     for (const LayerTensor& t : kLayerTensors)
       if (layer_tensor_present(t, c))
-        out.add(gguf_tensor_name(t, static_cast<int64_t>(il)), l.*t.member,
+        out.add(gguf_tensor_name(t, static_cast<int64_t>(il), c), l.*t.member,
                 t.kind != TensorKind::Matrix, t.rotary_rows ? qk_perm : 0);
   }
   return b;

@@ -51,8 +51,10 @@ void MoeFfn::run(Backend& b, const Matmul& matmul, const LayerWeights& l, const 
   LLMCTL_ASSERT(static_cast<int64_t>(l.experts.size()) == c.n_experts);
 
   // ---- router ---------------------------------------------------------------------------
-  matmul(l.ffn_gate_inp, h, n, logits_);  // (n, n_experts)
-  b.moe_route(logits_, n, c.n_experts, k, c.moe_renormalize, ids_, weights_);
+  matmul(l.ffn_gate_inp, h, n, logits_);                      // (n, n_experts)
+  if (c.moe_router_bias) b.add_bias(logits_, l.ffn_gate_inp_b, n);  // gpt-oss
+  b.moe_route(logits_, n, c.n_experts, k, moe_route_normalizes(c.moe_gating, c.moe_renormalize),
+              ids_, weights_);
   host_ids_.resize(static_cast<size_t>(n_slots));
   b.download(ids_, host_ids_.data(), n_slots);
   if (observer != nullptr && observer->wants_moe_routing()) {
@@ -90,8 +92,16 @@ void MoeFfn::run(Backend& b, const Matmul& matmul, const LayerWeights& l, const 
     b.moe_gather(h, c.n_embd, slots_, begin, m, k, x_);  // (m, n_embd)
     b.matmul(x.gate, x_, m, gate_);                      // (m, n_ff_expert)
     b.matmul(x.up, x_, m, up_);
-    b.silu_mul(gate_, up_, m * c.n_ff_expert, gate_);
+    if (c.moe_expert_biases) {
+      b.add_bias(gate_, x.gate_b, m);
+      b.add_bias(up_, x.up_b, m);
+    }
+    if (c.activation == Activation::SwiGluOai)
+      b.swiglu_oai(gate_, up_, m * c.n_ff_expert, gate_);
+    else
+      b.silu_mul(gate_, up_, m * c.n_ff_expert, gate_);
     b.matmul(x.down, gate_, m, y_);  // (m, n_embd)
+    if (c.moe_expert_biases) b.add_bias(y_, x.down_b, m);
     b.moe_scatter(y_, c.n_embd, slots_, begin, m, y_slots_);
   }
   b.moe_combine(y_slots_, weights_, n, k, c.n_embd, out);  // (n, n_embd)

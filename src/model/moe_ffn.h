@@ -2,9 +2,11 @@
 // The routed feed-forward block of a mixture-of-experts layer (arch.h MoeRow), written against
 // Backend& like the rest of the forward pass (forward.h), as llama.cpp's build_moe_ffn computes
 // it:
-//   logits = h ffn_gate_inp^T                                   (n, n_experts)
-//   ids, w = moe_route(logits, k, renormalize)                  (n, k) each
-//   f_t    = sum_r w[t, r] * down_e(silu(gate_e(h_t)) * up_e(h_t)),  e = ids[t, r]
+//   logits = h ffn_gate_inp^T (+ ffn_gate_inp.bias)             (n, n_experts)
+//   ids, w = moe_route(logits, k, normalize)                    (n, k) each; normalize per the
+//            row's gating and norm_w (core/moe_gating.h)
+//   f_t    = sum_r w[t, r] * down_e(act(gate_e(h_t), up_e(h_t))),  e = ids[t, r]
+//   (act: silu(g) * u, or swiglu_oai for gpt-oss, whose gate_e, up_e, down_e add biases)
 //   (gated shared expert: f += sigmoid(h . ffn_gate_inp_shexp) * down_s(silu(gate_s h) * up_s h))
 // The batch's n * k (token, rank) slots are sorted by expert on the host (the ids are
 // downloaded once per layer: a host sync mid-step, so a chunk with experts is never recorded as

@@ -102,7 +102,7 @@ ModelWeights bind_weights(const GgufFile& f, const ModelConfig& c) {
     LayerWeights& l = w.layers[static_cast<size_t>(il)];
     for (const LayerTensor& t : kLayerTensors)
       if (layer_tensor_present(t, c))
-        l.*t.member = bind_tensor(f, gguf_tensor_name(t, il), t.kind, layer_tensor_shape(t, c));
+        l.*t.member = bind_tensor(f, gguf_tensor_name(t, il, c), t.kind, layer_tensor_shape(t, c));
   }
   return w;
 }

@@ -27,6 +27,8 @@ struct LayerWeights {
   WeightView bq;              // (n_heads * head_dim,)    F32, has_qkv_bias
   WeightView bk;              // (n_kv_heads * head_dim,) F32, has_qkv_bias
   WeightView bv;              // (n_kv_heads * head_dim,) F32, has_qkv_bias
+  WeightView bo;              // (n_embd,)  F32, has_out_bias
+  WeightView attn_sinks;      // (n_heads,) F32, has_attn_sinks
   WeightView attn_q_norm;     // (head_dim,) or (q_dim,)  F32, qk_norm PerHead / WholeVector
   WeightView attn_k_norm;     // (head_dim,) or (kv_dim,) F32
   WeightView attn_post_norm;  // (n_embd,)  F32, norms Post or Both
@@ -46,10 +48,16 @@ struct LayerWeights {
   WeightView ffn_gate_shexp;      // (n_embd, n_ff_shared)   gated_shared_expert
   WeightView ffn_up_shexp;        // (n_embd, n_ff_shared)
   WeightView ffn_down_shexp;      // (n_ff_shared, n_embd)
+  WeightView ffn_gate_inp_b;      // (n_experts,)  F32             moe_router_bias
+  WeightView ffn_gate_exps_b;     // (n_ff_expert, n_experts) F32  moe_expert_biases
+  WeightView ffn_up_exps_b;       // (n_ff_expert, n_experts) F32
+  WeightView ffn_down_exps_b;     // (n_embd, n_experts) F32
   // Each expert's three matrices as row views of the 3-D tensors (split_fused_layer fills
   // them, the forward pass reads them; empty in bind_weights' result).
+  // With moe_expert_biases, gate_b, up_b, down_b are its rows of the bias tensors.
   struct Expert {
     WeightView gate, up, down;
+    WeightView gate_b, up_b, down_b;
   };
   std::vector<Expert> experts;
 };

@@ -61,6 +61,18 @@ ModelConfig gemma2(ModelConfig c) {
   return c;
 }
 
+// gpt-oss (openai/gpt-oss-{20b,120b} config.json): q/k/v/o biases, attention sinks, a window
+// of 128 on even layers (layer_types: sliding first, then full), router and expert biases.
+ModelConfig gpt_oss(ModelConfig c) {
+  c.qkv_bias = true;
+  c.o_bias = true;
+  c.attn_sinks = true;
+  c.moe_biases = true;
+  c.sliding_window = 128;
+  c.swa_period = 2;
+  return c;
+}
+
 // MLA (DeepSeek-V2/V3): n_heads query heads of qk_nope + qk_rope, values of v_head_dim.
 ModelConfig mla(ModelConfig c, int64_t q_lora_rank, int64_t kv_lora_rank, int64_t qk_nope,
                 int64_t qk_rope, int64_t v_head) {
@@ -139,6 +151,15 @@ std::vector<ModelConfig> build_catalog() {
   m.push_back(qwen3(moe(dense("qwen3-235b-a22b", "Qwen3-235B-A22B", "Qwen/Qwen3-235B-A22B config.json",
                               "qwen3_moe", 94, 4096, 64, 4, 128, 12288, 151936, 40960, false, 235e9),
                         128, 8, 0, 1536, 0)));
+  // --- gpt-oss (openai/gpt-oss-*/config.json: hidden 2880, 64 heads of 64, 8 KV heads,
+  // experts of 2880, top-4; vocab 201088; 131072 context). Model cards: 21B with 3.6B active,
+  // 117B with 5.1B active (count_params: 20.9B / 3.6B, 116.8B / 5.1B). ---
+  m.push_back(gpt_oss(moe(dense("gpt-oss-20b", "gpt-oss-20b", "openai/gpt-oss-20b config.json",
+                                "gpt-oss", 24, 2880, 64, 8, 64, 2880, 201088, 131072, false, 21e9),
+                          32, 4, 0, 2880, 0)));
+  m.push_back(gpt_oss(moe(dense("gpt-oss-120b", "gpt-oss-120b", "openai/gpt-oss-120b config.json",
+                                "gpt-oss", 36, 2880, 64, 8, 64, 2880, 201088, 131072, false, 117e9),
+                          128, 4, 0, 2880, 0)));
   // --- Gemma-2 (google/gemma-2-*/config.json; tied; window 4096 on alternating layers) ---
   m.push_back(gemma2(dense("gemma-2-9b", "Gemma-2-9B", "google/gemma-2-9b config.json (head_dim 256)",
                            "gemma2", 42, 3584, 16, 8, 256, 14336, 256000, 8192, true, 9.24e9)));

@@ -40,6 +40,8 @@ ParamCounts count_params(const ModelConfig& c) {
       attn += c.n_heads * c.v_dim() * d;
       if (c.qkv_bias) p.small += c.n_heads * c.head_dim + c.n_kv_heads * (c.head_dim + c.v_dim());
       if (c.qk_norm) p.small += 2 * c.head_dim;
+      if (c.o_bias) p.small += d;
+      if (c.attn_sinks) p.small += c.n_heads;
     }
     p.linear += attn;
     active += attn;
@@ -50,6 +52,7 @@ ParamCounts count_params(const ModelConfig& c) {
       p.linear += router + c.n_experts * expert + shared;
       p.expert_linear += c.n_experts * expert;
       active += router + c.n_experts_used * expert + shared;
+      if (c.moe_biases) p.small += c.n_experts * (1 + 2 * c.n_ff_expert + d);
     } else {
       p.linear += 3 * d * c.n_ff;
       active += 3 * d * c.n_ff;

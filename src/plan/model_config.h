@@ -31,6 +31,9 @@ struct ModelConfig {
   bool qkv_bias = false;         // Qwen2: biases on q, k, v
   bool qk_norm = false;          // Qwen3: RMSNorm over q and k heads
   int64_t norms_per_layer = 2;   // Gemma-2 has 4 (pre/post attention and MLP)
+  bool o_bias = false;           // gpt-oss: a bias on the attention output projection
+  bool attn_sinks = false;       // gpt-oss: one sink logit per head
+  bool moe_biases = false;       // gpt-oss: router and per-expert gate/up/down biases
 
   // Sliding-window attention: window in tokens (0: none). swa_period 0: every layer slides;
   // P > 0: layer l is a full-attention layer when l % P == P - 1, the others slide (Gemma-2: 2).

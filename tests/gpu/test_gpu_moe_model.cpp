@@ -25,7 +25,8 @@ using namespace llmctl;
 
 namespace {
 
-const char* const kFamilies[] = {"mixtral", "qwen2moe", "qwen3moe"};
+// gptoss: attention sinks and windows, biases, swiglu_oai (tools/gen_gptoss_fixture.py).
+const char* const kFamilies[] = {"mixtral", "qwen2moe", "qwen3moe", "gptoss"};
 const std::vector<int32_t> kMoePrompt{1, 100, 37, 200, 55, 9, 120, 64};
 
 std::string moe_fixture(const std::string& family) {

@@ -146,6 +146,14 @@ TEST_CASE("cuda rmsnorm, add_bias, silu_mul, gelu_mul, softcap, scale, add, copy
         CHECK(std::fabs(got[i] - want[i]) <=
               2e-6f * std::fabs(want[i]) + 2.4e-7f * std::fabs(x[i] * y[i]) + 1e-30f);
 
+      // swiglu_oai: expf vs glibc's exp, an ulp or two: 2e-6 relative.
+      f.cpu.swiglu_oai(cx, cy, total, co);
+      f.gpu.swiglu_oai(gx, gy, total, go);
+      want = fetch(f.cpu, co, total);
+      got = fetch(f.gpu, go, total);
+      for (size_t i = 0; i < want.size(); ++i)
+        CHECK(std::fabs(got[i] - want[i]) <= 2e-6f * std::fabs(want[i]) + 1e-30f);
+
       // softcap (cap 3 over y in [-8, 8): the bend and the flat part): tanhf, 2e-6 relative.
       Buffer csc = make_f32(f.cpu, y), gsc = make_f32(f.gpu, y);
       f.cpu.softcap(csc, total, 3.0f);

@@ -236,6 +236,7 @@ struct KeyRange {
   int64_t first, n_kv;
   float scale, softcap;
   bool avx512;  // the AVX-512 loops where the CPU has them (the same bits either way)
+  const float* sinks;  // the first head's sink logit (heads consecutive), or nullptr
 };
 
 // Up to 4 heads of one query token and their keys, for the score and value loops: K rows at
@@ -341,7 +342,7 @@ LLMCTL_ATTN_AVX2 void attend(const float* q, const PagedKv& kv, const int32_t* b
       if (st != nullptr) attn_raw_score_stats(sh, n_kv, st);
       if (keys.softcap > 0.0f) softcap_fast(sh, n_kv, keys.softcap);
       if (st != nullptr) attn_score_stats(sh, n_kv, st);
-      softmax_fast(sh, n_kv);
+      softmax_fast(sh, n_kv, keys.sinks != nullptr ? keys.sinks + h0 + h : nullptr);
       if (st != nullptr) attn_softmax_entropy(sh, n_kv, st);
     }
     switch (hn) {
@@ -391,7 +392,9 @@ void attend_heads(const Buffer& q, const PagedKv& kv, int64_t t, int64_t h0, int
   LLMCTL_ASSERT(row >= 0 && pos >= 0 && (pos / kv.block_size) < kv.max_blocks);
   LLMCTL_ASSERT((static_cast<int64_t>(row) + 1) * kv.max_blocks <= kv.block_table->size());
   const int64_t first = attention_first_position(pos, s.window);
-  const KeyRange keys{first, int64_t{pos} + 1 - first, attention_scale(s), s.softcap, avx512};
+  const float* sinks = s.sinks.present() ? static_cast<const float*>(s.sinks.data) + h0 : nullptr;
+  const KeyRange keys{first,     int64_t{pos} + 1 - first, attention_scale(s), s.softcap, avx512,
+                      sinks};
   attend(q.data() + (t * s.n_heads + h0) * s.head_dim, kv,
          kv.block_table->i32() + row * kv.max_blocks, keys, kv_dim, h0 / group, s.head_dim, nh,
          out.data() + (t * s.n_heads + h0) * s.head_dim, scores, stats);

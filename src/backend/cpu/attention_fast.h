@@ -10,7 +10,8 @@
 //
 // with the AttentionShape options as backend.h defines them: scale = attention_scale(s), j0 the
 // window's first position (the rows before it are not read), and with a soft-cap the scores
-// capped by softcap_fast (softcap_fast.h) before the softmax and the statistics.
+// capped by softcap_fast (softcap_fast.h) before the softmax and the statistics, and with sinks
+// the head's sink logit in its softmax's denominator (softmax_fast's `sink`).
 // The result of a (token, head) depends only on its inputs, never on the batch or the thread
 // that runs it (batch invariance, backend.h). It differs from the reference by rounding: the
 // dot products accumulate in 8 lanes with FMA instead of one running sum, and the softmax's

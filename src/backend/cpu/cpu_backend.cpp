@@ -286,7 +286,8 @@ void attn_softmax_entropy(const float* probs, int64_t n, float* stats) {
 // Query token t at position p, head h (kv head g = h / group), j0 = first position the window
 // leaves (0 without one):
 //   s[j] = q[t, h] . K[j, g] * scale, j0 <= j <= p;  capped when s.softcap > 0;
-//   a = softmax(s);  out[t, h] = sum_j a[j] V[j, g]
+//   a = softmax(s) (with the head's sink in its denominator, when s.sinks);
+//   out[t, h] = sum_j a[j] V[j, g]
 // Positions before j0 are not read (not masked with -inf: the same result, and their blocks
 // may be gone).
 void CpuBackend::attend_head(const Buffer& q, const PagedKv& kv, int64_t t, int64_t h,
@@ -322,7 +323,10 @@ void CpuBackend::attend_head(const Buffer& q, const PagedKv& kv, int64_t t, int6
   if (s.softcap > 0.0f)
     for (float& x : scores) x = softcap_score(x, s.softcap);
   if (stats != nullptr) attn_score_stats(scores.data(), n_kv, stats);
-  softmax_inplace(scores.data(), n_kv);
+  if (s.sinks.present())
+    softmax_sink_inplace(scores.data(), n_kv, static_cast<const float*>(s.sinks.data)[h]);
+  else
+    softmax_inplace(scores.data(), n_kv);
   if (stats != nullptr) attn_softmax_entropy(scores.data(), n_kv, stats);
   float* oh = out.data() + (t * s.n_heads + h) * s.head_dim;
   for (int64_t i = 0; i < s.head_dim; ++i) oh[i] = 0.0f;

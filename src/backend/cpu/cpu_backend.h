@@ -55,6 +55,7 @@ class CpuBackend : public Backend {
                   Buffer& values) override;
   void silu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) override;
   void gelu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) override;
+  void swiglu_oai_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) override;
   void softcap_impl(Buffer& x, int64_t n, float cap) override;
   void scale_impl(Buffer& x, int64_t n, float factor) override;
   void attn_temperature_impl(Buffer& x, const Buffer& positions, int64_t n_tokens, int64_t n_cols,
@@ -95,6 +96,8 @@ class CpuBackend : public Backend {
                              Buffer& out);
   static void gelu_mul_range(const Buffer& gate, const Buffer& up, int64_t i0, int64_t i1,
                              Buffer& out);
+  static void swiglu_oai_range(const Buffer& gate, const Buffer& up, int64_t i0, int64_t i1,
+                               Buffer& out);  // swiglu_oai.cpp
   static void softcap_range(Buffer& x, int64_t i0, int64_t i1, float cap);
 
   static void attend_head(const Buffer& q, const PagedKv& kv, int64_t t, int64_t h,

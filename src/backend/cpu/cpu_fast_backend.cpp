@@ -7,6 +7,7 @@
 #include "backend/cpu/gelu_mul_fast.h"
 #include "backend/cpu/rmsnorm_fast.h"
 #include "backend/cpu/silu_mul_fast.h"
+#include "backend/cpu/swiglu_oai_fast.h"
 #include "backend/cpu/softcap_fast.h"
 #include "core/fingerprint.h"
 
@@ -147,6 +148,16 @@ void CpuFastBackend::silu_mul_impl(const Buffer& gate, const Buffer& up, int64_t
       silu_mul_fast(gate.data() + i0, up.data() + i0, i1 - i0, out.data() + i0);
     else
       silu_mul_range(gate, up, i0, i1, out);
+  });
+}
+
+void CpuFastBackend::swiglu_oai_impl(const Buffer& gate, const Buffer& up, int64_t n,
+                                     Buffer& out) {
+  elementwise(n, [&](int64_t i0, int64_t i1) {
+    if (simd_)
+      swiglu_oai_fast(gate.data() + i0, up.data() + i0, i1 - i0, out.data() + i0);
+    else
+      swiglu_oai_range(gate, up, i0, i1, out);
   });
 }
 

@@ -56,6 +56,7 @@ class CpuFastBackend final : public CpuBackend {
                  const RopeParams& p) override;
   void silu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) override;
   void gelu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) override;
+  void swiglu_oai_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) override;
   void softcap_impl(Buffer& x, int64_t n, float cap) override;
 
  private:

@@ -38,11 +38,12 @@ LLMCTL_SOFTMAX_AVX2 void exp_fast(const float* x, int64_t n, float* y) {
   if (i < n) store_tail(y + i, exp8_avx2(load_tail(x + i, n - i)), n - i);
 }
 
-LLMCTL_SOFTMAX_AVX2 void softmax_fast(float* x, int64_t n) {
+LLMCTL_SOFTMAX_AVX2 void softmax_fast(float* x, int64_t n, const float* sink) {
   // The max exactly as softmax_inplace takes it (a NaN x[0] stays, later NaNs never win).
   float max_v = x[0];
   for (int64_t i = 1; i < n; ++i)
     if (x[i] > max_v) max_v = x[i];
+  if (sink != nullptr && *sink > max_v) max_v = *sink;
   const __m256 m = _mm256_set1_ps(max_v);
   __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
   int64_t i = 0;
@@ -63,7 +64,14 @@ LLMCTL_SOFTMAX_AVX2 void softmax_fast(float* x, int64_t n) {
   }
   double s[4];
   _mm256_storeu_pd(s, _mm256_add_pd(lo, hi));
-  const auto inv = static_cast<float>(1.0 / ((s[0] + s[2]) + (s[1] + s[3])));
+  double total = (s[0] + s[2]) + (s[1] + s[3]);
+  if (sink != nullptr) {  // exp(sink - max) through the same lanes
+    const float d = *sink - max_v;
+    float e = 0.0f;
+    exp_fast(&d, 1, &e);
+    total += static_cast<double>(e);
+  }
+  const auto inv = static_cast<float>(1.0 / total);
   const __m256 vinv = _mm256_set1_ps(inv);
   i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), vinv));

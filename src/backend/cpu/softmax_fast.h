@@ -16,8 +16,9 @@
 
 namespace llmctl::cpu {
 
-// Softmax of x[0..n) in place, n >= 1.
-void softmax_fast(float* x, int64_t n);
+// Softmax of x[0..n) in place, n >= 1. With `sink` non-null, *sink joins the max and the
+// denominator as in core/softmax.h softmax_sink_inplace (attention sinks, gpt-oss).
+void softmax_fast(float* x, int64_t n, const float* sink = nullptr);
 
 // exp of x[0..n) into y (tests): the lanes softmax_fast uses.
 void exp_fast(const float* x, int64_t n, float* y);

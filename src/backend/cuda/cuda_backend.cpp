@@ -319,6 +319,7 @@ PagedAttentionArgs attention_args(const PagedKv& kv, int64_t n_tokens, const Att
   a.scale = attention_scale(s);  // as the CPU
   a.softcap = s.softcap;
   a.window = s.window;
+  a.sinks = s.sinks.present() ? static_cast<const float*>(s.sinks.data) : nullptr;  // bound
   return a;
 }
 
@@ -414,6 +415,11 @@ void CudaBackend::silu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n,
 
 void CudaBackend::gelu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) {
   launch_gelu_mul_f32(gate.data(), up.data(), n, out.data(), stream_);
+  LLMCTL_CUDA_CHECK_LAUNCH();
+}
+
+void CudaBackend::swiglu_oai_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) {
+  launch_swiglu_oai_f32(gate.data(), up.data(), n, out.data(), stream_);
   LLMCTL_CUDA_CHECK_LAUNCH();
 }
 

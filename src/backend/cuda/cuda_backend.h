@@ -99,6 +99,7 @@ class CudaBackend : public Backend {
                          Buffer& out) override;
   void silu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) override;
   void gelu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) override;
+  void swiglu_oai_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) override;
   void softcap_impl(Buffer& x, int64_t n, float cap) override;
   void scale_impl(Buffer& x, int64_t n, float factor) override;
   void attn_temperature_impl(Buffer& x, const Buffer& positions, int64_t n_tokens, int64_t n_cols,
