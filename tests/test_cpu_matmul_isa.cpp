@@ -6,6 +6,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backend/cpu/cpu_fast_backend.h"
@@ -102,40 +103,49 @@ TEST_CASE("matmul_fast: the AVX-512 kernels give the scalar kernel's bits", "[cp
       const std::vector<float> scalar = run(MatmulIsa::Scalar, w, x, n_tokens, 1);
       CHECK(
           same_bits(scalar.data(), run(MatmulIsa::Avx512, w, x, n_tokens, 3).data(), d * n_tokens));
-      if (repack_supported(type, MatmulIsa::Avx512))
-        CHECK(
-            same_bits(scalar.data(),
-                      run(MatmulIsa::Avx512, w, x, n_tokens, 3, MatmulPrecision::Fast, true).data(),
-                      d * n_tokens));
+      for (MatmulIsa isa : {MatmulIsa::Avx512, MatmulIsa::Avx2})
+        if (repack_supported(type, isa))
+          CHECK(same_bits(scalar.data(),
+                          run(isa, w, x, n_tokens, 3, MatmulPrecision::Fast, true).data(),
+                          d * n_tokens));
     }
   }
 }
 
-TEST_CASE("matmul_fast: repacked Q4_K and Q6_K give the scalar kernel's bits", "[cpu]") {
-  if (!matmul_fast_has_avx512()) {
-    WARN("skipped: no AVX-512 (F, BW, VL, DQ and VNNI) on this CPU");
+TEST_CASE("matmul_fast: repacked Q4_K, Q5_K and Q6_K give the scalar kernel's bits", "[cpu]") {
+  if (!matmul_fast_has_avx2()) {
+    WARN("skipped: no AVX2+FMA+F16C on this CPU");
     return;
   }
-  check_repacked_bits();
-  CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_K, MatmulIsa::Avx512,
-                                            MatmulPrecision::Fast, true)) ==
-        "q4_k avx512-vnni repacked-x8");
+  check_repacked_bits(MatmulIsa::Avx2);
+  if (matmul_fast_has_avx512())
+    check_repacked_bits(MatmulIsa::Avx512);
+  else
+    WARN("AVX-512 part skipped: no AVX-512 (F, BW, VL, DQ and VNNI) on this CPU");
+  for (const auto& [type, isa, name] :
+       {std::tuple{GgmlType::Q4_K, MatmulIsa::Avx512, "q4_k avx512-vnni repacked-x8"},
+        std::tuple{GgmlType::Q5_K, MatmulIsa::Avx512, "q5_k avx512-vnni repacked-x8"},
+        std::tuple{GgmlType::Q4_K, MatmulIsa::Avx2, "q4_k avx2 repacked-x8"},
+        std::tuple{GgmlType::Q5_K, MatmulIsa::Avx2, "q5_k avx2 repacked-x8"},
+        std::tuple{GgmlType::Q6_K, MatmulIsa::Avx2, "q6_k avx2 repacked-x8"}})
+    CHECK(std::string(matmul_fast_kernel_name(type, isa, MatmulPrecision::Fast, true)) == name);
   // types and isas without a repacked layout: the kernel without, and matmul refuses a copy
-  CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_0, MatmulIsa::Avx512,
-                                            MatmulPrecision::Fast, true)) == "q4_0 avx512-vnni");
-  CHECK_FALSE(repack_supported(GgmlType::Q4_K, MatmulIsa::Avx2));
+  CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_0, MatmulIsa::Avx2,
+                                            MatmulPrecision::Fast, true)) == "q4_0 avx2");
+  CHECK_FALSE(repack_supported(GgmlType::Q4_K, MatmulIsa::Scalar));
+  CHECK_FALSE(repack_supported(GgmlType::Q3_K, MatmulIsa::Avx2));
   std::mt19937 rng(3);
-  const Weight w = make_weight(GgmlType::Q4_K, 9, 256, rng);
+  const Weight w = make_weight(GgmlType::Q5_K, 9, 256, rng);
   ThreadPool pool(1);
   MatmulScratch scratch;
   const RepackedWeight copy = repack_weight(w.view(), pool);
-  CHECK(copy.bytes() == 2 * kQ4kRecordBytes);  // 9 rows: two 8-row groups of one super-block
+  CHECK(copy.bytes() == 2 * kQ5kRecordBytes);  // 9 rows: two 8-row groups of one super-block
   std::vector<float> x(256, 1.0f), out(9);
-  CHECK_THROWS_WITH(matmul_fast_isa(MatmulIsa::Avx2, w.view(), x.data(), 1, out.data(), pool,
+  CHECK_THROWS_WITH(matmul_fast_isa(MatmulIsa::Scalar, w.view(), x.data(), 1, out.data(), pool,
                                     scratch, MatmulPrecision::Fast, copy.data()),
                     Catch::Contains("no repacked layout"));
-  CHECK_THROWS_WITH(repack_weight(make_weight(GgmlType::Q4_0, 8, 32, rng).view(), pool),
-                    Catch::Contains("expected Q4_K or Q6_K"));
+  CHECK_THROWS_WITH(repack_weight(make_weight(GgmlType::Q3_K, 8, 256, rng).view(), pool),
+                    Catch::Contains("expected Q4_K, Q5_K or Q6_K"));
 }
 
 // The fast backend repacks a bound matrix at its first matmul (where repack_active()), keeps
@@ -143,7 +153,7 @@ TEST_CASE("matmul_fast: repacked Q4_K and Q6_K give the scalar kernel's bits", "
 // bound at the same address.
 TEST_CASE("CpuFastBackend: repacked weights keep matmul's and get_rows' results", "[cpu]") {
   std::mt19937 rng(9);
-  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K}) {
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     Weight w = make_weight(type, 21, 512, rng);
     const std::vector<float> x = make_x(3, 512, rng);
     cpu::CpuFastBackend be(2);

@@ -109,10 +109,10 @@ void check_scalar_bits(MatmulIsa isa) {
   }
 }
 
-void check_repacked_bits() {
+void check_repacked_bits(MatmulIsa isa) {
   std::mt19937 rng(7);
-  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K}) {
-    REQUIRE(repack_supported(type, MatmulIsa::Avx512));
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+    REQUIRE(repack_supported(type, isa));
     for (int64_t d : {1, 7, 8, 9, 15, 16, 17, 29, 40}) {
       for (int ni : {0, 2}) {
         const int64_t n = n_for(type, ni);
@@ -124,11 +124,11 @@ void check_repacked_bits() {
           for (int64_t n_tokens : {1, 3, 9, 33}) {
             const std::vector<float> x = make_x(n_tokens, n, rng);
             const int threads = 1 + static_cast<int>(d % 3);
-            INFO(ggml_type_name(type) << " repacked d=" << d << " n=" << n << " random=" << random
+            INFO(ggml_type_name(type) << " " << matmul_isa_name(isa) << " repacked d=" << d << " n=" << n << " random=" << random
                                       << " n_tokens=" << n_tokens << " threads=" << threads);
             CHECK(same_bits(
                 run(MatmulIsa::Scalar, w, x, n_tokens, 1).data(),
-                run(MatmulIsa::Avx512, w, x, n_tokens, threads, MatmulPrecision::Fast, true).data(),
+                run(isa, w, x, n_tokens, threads, MatmulPrecision::Fast, true).data(),
                 d * n_tokens));
           }
         }

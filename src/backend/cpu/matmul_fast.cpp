@@ -153,7 +153,17 @@ MatmulKernel avx512_kernel_for(GgmlType type, MatmulPrecision precision) {
 // The kernel over repacked weights (weight_repack.h), or none.
 MatmulKernel repacked_kernel_for(GgmlType type, MatmulIsa isa, MatmulPrecision precision) {
   if (precision != MatmulPrecision::Fast || !repack_supported(type, isa)) return MatmulKernel{};
-  return type == GgmlType::Q4_K ? matmul_kernel_q4_k_repacked() : matmul_kernel_q6_k_repacked();
+  const bool avx512 = isa == MatmulIsa::Avx512;
+  switch (type) {
+    case GgmlType::Q4_K:
+      return avx512 ? matmul_kernel_q4_k_repacked() : matmul_kernel_q4_k_repacked_avx2();
+    case GgmlType::Q5_K:
+      return avx512 ? matmul_kernel_q5_k_repacked() : matmul_kernel_q5_k_repacked_avx2();
+    case GgmlType::Q6_K:
+      return avx512 ? matmul_kernel_q6_k_repacked() : matmul_kernel_q6_k_repacked_avx2();
+    default:
+      return MatmulKernel{};
+  }
 }
 
 // isa resolved (never Auto).

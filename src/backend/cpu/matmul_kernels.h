@@ -147,7 +147,13 @@ MatmulKernel matmul_kernel_mxfp4_avx512();
 // AVX-512 kernels over repacked weights (weight_repack.h, matmul_repacked_tile.h): VNNI decode
 // from the pre-transposed records, 16-row prefill tiles as above.
 MatmulKernel matmul_kernel_q4_k_repacked();
+MatmulKernel matmul_kernel_q5_k_repacked();
 MatmulKernel matmul_kernel_q6_k_repacked();
+// AVX2 kernels over the same repacked weights (matmul_repacked_tile_avx2.h): 8-row decode tiles
+// reading the records, prefill tiles over the in-place kernels' panels unpacked from them.
+MatmulKernel matmul_kernel_q4_k_repacked_avx2();
+MatmulKernel matmul_kernel_q5_k_repacked_avx2();
+MatmulKernel matmul_kernel_q6_k_repacked_avx2();
 // Any type dequantize_row() decodes (MatmulPrecision::Float, and any type without an integer
 // kernel): each row of the tile is dequantized to f32 (quant/dequant.h) and multiplied by the
 // F32 kernel, so the result is bit-identical to the F32 kernel on the dequantized weight, with

@@ -2,7 +2,10 @@
 // of fifth bits qh, 128 bytes of nibbles; w = (d*sc_j) * q - dmin*m_j, q in 0..31) against
 // int8 activations: the K-quant tile (matmul_kquant_tile.h) with Q4_K's scales and arithmetic
 // (trait matmul_q45_k.h), as ggml's vec_dot_q5_K_q8_K but with our per-32 activation scales.
+// Also the AVX-512 and AVX2 kernels over the repacked records (weight_repack.h; trait
+// matmul_repacked_q45_k.h).
 #include "backend/cpu/matmul_q45_k.h"
+#include "backend/cpu/matmul_repacked_q45_k.h"
 
 namespace llmctl::cpu {
 
@@ -12,6 +15,14 @@ MatmulKernel matmul_kernel_q5_k(bool avx2) {
 
 MatmulKernel matmul_kernel_q5_k_avx512() {
   return make_paired_kernel_avx512<KQuantUnit, KQ45_K<true>>("q5_k avx512-vnni (decode avx2)");
+}
+
+MatmulKernel matmul_kernel_q5_k_repacked() {
+  return make_repacked_kernel_avx512<RQ45_K<true>>("q5_k avx512-vnni repacked-x8");
+}
+
+MatmulKernel matmul_kernel_q5_k_repacked_avx2() {
+  return make_repacked_kernel_avx2<RQ45_K<true>>("q5_k avx2 repacked-x8");
 }
 
 }  // namespace llmctl::cpu

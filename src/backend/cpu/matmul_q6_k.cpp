@@ -2,8 +2,8 @@
 // highs qh, 16 int8 scales, fp16 d; w = (d*sc_s) * (q - 32) per 16-element sub-block s) against
 // int8 activations: the K-quant tile (matmul_kquant_tile.h), as ggml's vec_dot_q6_K_q8_K but
 // with our per-32 activation scales: the two sub-blocks of an activation block fold into one
-// exact integer sum, then one fma per block. Also the AVX-512 kernel over the repacked records
-// (weight_repack.h, matmul_repacked_tile.h).
+// exact integer sum, then one fma per block. Also the AVX-512 and AVX2 kernels over the
+// repacked records (weight_repack.h, matmul_repacked_tile.h, matmul_repacked_tile_avx2.h).
 #include "backend/cpu/matmul_k16_tile.h"
 #include "backend/cpu/matmul_repacked_tile.h"
 #include "backend/cpu/weight_repack.h"
@@ -76,23 +76,24 @@ struct RQ6_K {
   using KQ = KQ6_K;
   static constexpr size_t kRecordBytes = kQ6kRecordBytes;
 
-  // Step s of block 4 h + k for k = 0..3: w[k], q in 0..63 (KQ6_K::pack's values).
-  LLMCTL_AVX512 static void weights(const uint8_t* rec, int h, int s, __m256i w[4]) {
+  // Step s of block 4 h + k: 4 weights per row lane, q in 0..63 (KQ6_K::pack's values).
+  LLMCTL_AVX2 static __m256i weight(const uint8_t* rec, int h, int k, int s) {
     const __m256i nib = _mm256_set1_epi8(0x0f), top = _mm256_set1_epi8(0x30);
-    const __m256i l0 = kq_load(rec + 32 * (8 * (2 * h) + s));
-    const __m256i l1 = kq_load(rec + 32 * (8 * (2 * h + 1) + s));
+    const __m256i l = kq_load(rec + 32 * (8 * (2 * h + k % 2) + s));
     const __m256i hb = kq_load(rec + 1024 + 32 * (8 * h + s));
-    w[0] =
-        _mm256_or_si256(_mm256_and_si256(l0, nib), _mm256_and_si256(_mm256_slli_epi16(hb, 4), top));
-    w[1] =
-        _mm256_or_si256(_mm256_and_si256(l1, nib), _mm256_and_si256(_mm256_slli_epi16(hb, 2), top));
-    w[2] =
-        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), nib), _mm256_and_si256(hb, top));
-    w[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), nib),
-                           _mm256_and_si256(_mm256_srli_epi16(hb, 2), top));
+    const __m256i lo = _mm256_and_si256(k < 2 ? l : _mm256_srli_epi16(l, 4), nib);
+    // bits 2 k, 2 k + 1 of qh to bits 4, 5
+    const __m256i hi = k == 0   ? _mm256_slli_epi16(hb, 4)
+                       : k == 1 ? _mm256_slli_epi16(hb, 2)
+                       : k == 2 ? hb
+                                : _mm256_srli_epi16(hb, 2);
+    return _mm256_or_si256(lo, _mm256_and_si256(hi, top));
+  }
+  LLMCTL_AVX2 static void weights(const uint8_t* rec, int h, int s, __m256i w[4]) {
+    for (int k = 0; k < 4; ++k) w[k] = weight(rec, h, k, s);
   }
 
-  LLMCTL_AVX512 static void unpack(const uint8_t* rec, uint8_t* p) {
+  LLMCTL_AVX2 static void unpack(const uint8_t* rec, uint8_t* p) {
     for (int j = 0; j < 8; ++j) {  // KQ6_K::pack's sa, sb and off from the int8 scales
       const __m256i sa = rp_i8_lanes(rec + 1536 + 8 * (2 * j));
       const __m256i sb = rp_i8_lanes(rec + 1536 + 8 * (2 * j + 1));
@@ -138,8 +139,38 @@ struct RQ6_K {
       }
     }
   }
+  // AVX2 decode, block by block: two maddubs steps in int16 (KQ6_K's kGroup), a madd with the
+  // sub-block's scale pair (sc, sc), and the -32 offset as the in-place tile's o term:
+  //   isum = sum_a sc_a u x + sum_b sc_b u x - (xa * 32 sc_a + xb * 32 sc_b)
+  LLMCTL_AVX2 static void decode_avx2(const uint8_t* rec, const TileArgs& a, int64_t sb,
+                                      __m256& acc) {
+    const __m256 d = rp_fp16_lanes(rec + 1664);
+    for (int j = 0; j < 8; ++j) {
+      const int h = j / 4, k = j % 4;
+      const int64_t b = 8 * sb + j;
+      const int8_t* qx = a.qs + 32 * b;
+      const __m256i sa = rp_i8_lanes(rec + 1536 + 8 * (2 * j));
+      const __m256i sc_b = rp_i8_lanes(rec + 1536 + 8 * (2 * j + 1));
+      const __m256i pa = _mm256_blend_epi16(sa, _mm256_slli_epi32(sa, 16), 0xaa);
+      const __m256i pb = _mm256_blend_epi16(sc_b, _mm256_slli_epi32(sc_b, 16), 0xaa);
+      __m256i isum = _mm256_setzero_si256();
+      for (int g = 0; g < 8; g += 2) {
+        const __m256i p = _mm256_add_epi16(rp_maddubs4(weight(rec, h, k, g), qx + 4 * g),
+                                           rp_maddubs4(weight(rec, h, k, g + 1), qx + 4 * g + 4));
+        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, g < 4 ? pa : pb));
+      }
+      // (32 sc_a, 32 sc_b) as int16 pairs (|32 sc| <= 4096)
+      const __m256i o =
+          _mm256_blend_epi16(_mm256_slli_epi32(sa, 5), _mm256_slli_epi32(sc_b, 21), 0xaa);
+      isum = _mm256_sub_epi32(isum, _mm256_madd_epi16(_mm256_set1_epi32(a.qhalf[b]), o));
+      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, _mm256_set1_ps(a.qd[b])),
+                            acc);
+    }
+  }
 };
 LLMCTL_AVX512_END
+#else
+struct RQ6_K;  // x86 only: the kernels' factories give none elsewhere
 #endif
 
 }  // namespace
@@ -160,6 +191,10 @@ MatmulKernel matmul_kernel_q6_k_repacked() {
 #else
   return MatmulKernel{};
 #endif
+}
+
+MatmulKernel matmul_kernel_q6_k_repacked_avx2() {
+  return make_repacked_kernel_avx2<RQ6_K>("q6_k avx2 repacked-x8");  // half_sums: KQ6_K's
 }
 
 }  // namespace llmctl::cpu

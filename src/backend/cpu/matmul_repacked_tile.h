@@ -20,27 +20,18 @@
 // A repacked trait RK gives:
 //   KQ                         the in-place trait (kPanelBytes, superblock<T>, superblock512<T>)
 //   kRecordBytes               one 8-row record
-//   unpack(rec, panel)         the 8-row panel record of KQ from a repacked record
+//   unpack(rec, panel)         the 8-row panel record of KQ from a repacked record (AVX2: the
+//                              AVX2 tiles of matmul_repacked_tile_avx2.h prefill with it too)
 //   decode(rec, a, sb, acc)    acc (8 rows, token 0) over super-block sb, from its record
 
 #include "backend/cpu/matmul_paired_tile_avx512.h"
+#include "backend/cpu/matmul_repacked_tile_avx2.h"
 
 namespace llmctl::cpu {
 
 #if defined(LLMCTL_HAVE_X86)
 LLMCTL_AVX512_BEGIN
 
-// The 8 bytes at p, zero-extended (signed: sign-extended) to 8 int32 lanes.
-LLMCTL_AVX512 inline __m256i rp_u8_lanes(const uint8_t* p) {
-  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
-}
-LLMCTL_AVX512 inline __m256i rp_i8_lanes(const uint8_t* p) {
-  return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
-}
-// The 8 fp16 at p as floats.
-LLMCTL_AVX512 inline __m256 rp_fp16_lanes(const uint8_t* p) {
-  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-}
 // One vpdpbusd step: sum += 4 unsigned weight bytes x 4 activation bytes, per row lane.
 LLMCTL_AVX512 inline __m256i rp_dot4(__m256i sum, __m256i w_u8, const int8_t* x) {
   return _mm256_dpbusd_epi32(sum, w_u8, kq_bcast4(x));

@@ -34,7 +34,16 @@ void release_pages(uintptr_t begin, size_t bytes) {
 }
 
 size_t record_bytes(GgmlType type) {
-  return type == GgmlType::Q4_K ? kQ4kRecordBytes : kQ6kRecordBytes;
+  switch (type) {
+    case GgmlType::Q4_K:
+      return kQ4kRecordBytes;
+    case GgmlType::Q5_K:
+      return kQ5kRecordBytes;
+    case GgmlType::Q6_K:
+      return kQ6kRecordBytes;
+    default:
+      return 0;  // no repacked layout
+  }
 }
 
 // 4 bytes of each of the 8 rows (at byte `off` of each super-block sb[r]) into one 32-byte
@@ -44,18 +53,23 @@ void put_lanes(uint8_t* vec, const uint8_t* const sb[8], int off) {
 }
 
 // Q4_K: 144-byte super-blocks (fp16 d, fp16 dmin, 12 bytes of packed 6-bit scales and mins, 128
-// bytes of nibbles).
-void record_q4_k(const uint8_t* const sb[8], uint8_t* rec) {
+// bytes of nibbles). Q5_K (176 bytes) has the same fields with 32 bytes of fifth bits (qh)
+// before the nibbles: its record is Q4_K's with the qh vectors at 1024 (with_high).
+void record_q45_k(const uint8_t* const sb[8], bool with_high, uint8_t* rec) {
+  const int qs = with_high ? 48 : 16;
   for (int c = 0; c < 4; ++c)
-    for (int s = 0; s < 8; ++s) put_lanes(rec + 32 * (8 * c + s), sb, 16 + 32 * c + 4 * s);
+    for (int s = 0; s < 8; ++s) put_lanes(rec + 32 * (8 * c + s), sb, qs + 32 * c + 4 * s);
+  if (with_high)
+    for (int s = 0; s < 8; ++s) put_lanes(rec + 1024 + 32 * s, sb, 16 + 4 * s);
+  uint8_t* scales = rec + (with_high ? 1280 : 1024);
   for (int r = 0; r < 8; ++r) {
-    std::memcpy(rec + 1024 + 2 * r, sb[r], 2);
-    std::memcpy(rec + 1040 + 2 * r, sb[r] + 2, 2);
+    std::memcpy(scales + 2 * r, sb[r], 2);
+    std::memcpy(scales + 16 + 2 * r, sb[r] + 2, 2);
     for (int j = 0; j < 8; ++j) {
       int sc = 0, m = 0;
       k_scale_min(sb[r] + 4, j, &sc, &m);
-      rec[1056 + 8 * j + r] = static_cast<uint8_t>(sc);
-      rec[1120 + 8 * j + r] = static_cast<uint8_t>(m);
+      scales[32 + 8 * j + r] = static_cast<uint8_t>(sc);
+      scales[96 + 8 * j + r] = static_cast<uint8_t>(m);
     }
   }
 }
@@ -76,7 +90,9 @@ void record_q6_k(const uint8_t* const sb[8], uint8_t* rec) {
 }  // namespace
 
 bool repack_supported(GgmlType type, MatmulIsa isa) {
-  return isa == MatmulIsa::Avx512 && (type == GgmlType::Q4_K || type == GgmlType::Q6_K);
+  // the K-quants: AVX2 tiles too (matmul_repacked_tile_avx2.h)
+  const bool kquant = type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K;
+  return kquant && (isa == MatmulIsa::Avx512 || isa == MatmulIsa::Avx2);
 }
 
 bool repack_enabled() {
@@ -103,9 +119,9 @@ void RepackedWeight::Unmap::operator()(uint8_t* p) const {
 }
 
 RepackedWeight repack_weight(const WeightView& w, ThreadPool& pool, bool release) {
-  if (w.type != GgmlType::Q4_K && w.type != GgmlType::Q6_K)
-    throw Error(
-        fmt::format("repack '{}': expected Q4_K or Q6_K, got {}", w.name, ggml_type_name(w.type)));
+  if (record_bytes(w.type) == 0)
+    throw Error(fmt::format("repack '{}': expected Q4_K, Q5_K or Q6_K, got {}", w.name,
+                            ggml_type_name(w.type)));
   if (w.n_cols < kSuperBlock || w.n_cols % kSuperBlock != 0 || w.n_rows < 1 || w.data == nullptr)
     throw Error(
         fmt::format("repack '{}': expected rows of a positive multiple of 256, got [{}, {}]",
@@ -145,10 +161,14 @@ RepackedWeight repack_weight(const WeightView& w, ThreadPool& pool, bool release
           const uint8_t* sb[8];
           for (int r = 0; r < 8; ++r) sb[r] = rows[r] + static_cast<size_t>(s) * sb_bytes;
           uint8_t* record = dst + static_cast<size_t>(g) * group + static_cast<size_t>(s) * rec;
-          if (w.type == GgmlType::Q4_K)
-            record_q4_k(sb, record);
-          else
-            record_q6_k(sb, record);
+          switch (w.type) {
+            case GgmlType::Q4_K:
+            case GgmlType::Q5_K:
+              record_q45_k(sb, w.type == GgmlType::Q5_K, record);
+              break;
+            default:
+              record_q6_k(sb, record);
+          }
         }
       }
     });

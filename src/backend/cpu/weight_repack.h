@@ -1,10 +1,10 @@
 #pragma once
 // Weights repacked once for the CPU matmul kernels (matmul_fast.h), as ggml-cpu's repack does:
-// the rows of a Q4_K or Q6_K matrix interleaved 8 at a time and pre-transposed into the SIMD
+// the rows of a Q4_K, Q5_K or Q6_K matrix interleaved 8 at a time and pre-transposed into the SIMD
 // lanes the tile kernels multiply, so that decode reads each record with plain loads instead
 // of gathering and transposing 8 rows' super-blocks on every call (it did: 57 % of a 1B
 // Q4_K_M decode step in the Q4_K tile, most of it that unpacking). Same bytes per row within
-// 1 % (Q4_K: 148 for 144, Q6_K: 212 for 210), rows padded to a multiple of 8 by repeating the
+// 3 % (Q4_K: 148 for 144, Q5_K: 180 for 176, Q6_K: 212 for 210), rows padded to a multiple of 8 by repeating the
 // last one (the padded lanes are computed and never stored).
 //
 // Layout: an 8-row group (rows 8g .. 8g + 7) is its super-blocks' records in order; group g
@@ -19,6 +19,11 @@
 //     1040  dmin[8]   fp16 per row
 //     1056  sc[8][8]  6-bit scale of sub-block j, row r at 1056 + 8 j + r (one byte)
 //     1120  m[8][8]   6-bit min likewise at 1120 + 8 j + r
+//   Q5_K record (8 rows, one super-block), kQ5kRecordBytes = 1440: Q4_K's with the fifth bits
+//     0     qs[4][8]  as Q4_K's (the low 4 bits of each weight)
+//     1024  qh[8]     vector s at 1024 + 32 s: row r's qh bytes 4 s .. 4 s + 3 (bit j of byte l:
+//                     bit 4 of weight l of sub-block j)
+//     1280  d[8], 1296 dmin[8], 1312 sc[8][8], 1376 m[8][8]   as Q4_K's at 1024 .. 1183
 //   Q6_K record (8 rows, one super-block), kQ6kRecordBytes = 1696:
 //     0     ql[4][8]  vector (q, s) at 32 (8 q + s): row r's ql bytes 32 q + 4 s .. + 3
 //     1024  qh[2][8]  vector (h, s) at 1024 + 32 (8 h + s): row r's qh bytes 32 h + 4 s .. + 3
@@ -28,9 +33,9 @@
 // Nothing is decoded to float: the kernels compute d * sc as the in-place kernels do, so the
 // results keep the scalar kernels' bits (matmul_kquant_tile.h's contract).
 //
-// Only the AVX-512 kernels read these layouts (matmul_kernel_q4_k_repacked(),
-// matmul_kernel_q6_k_repacked(); matmul_repacked_tile.h). The AVX2 and scalar kernels read the
-// GGUF layout in place.
+// The AVX-512 kernels (matmul_kernel_q4_k_repacked() ..., matmul_repacked_tile.h) and the AVX2
+// kernels (matmul_kernel_q4_k_repacked_avx2() ..., matmul_repacked_tile_avx2.h) read these
+// layouts; the scalar kernels read the GGUF layout in place.
 
 #include <cstddef>
 #include <cstdint>
@@ -43,11 +48,12 @@
 namespace llmctl::cpu {
 
 constexpr size_t kQ4kRecordBytes = 1184;
+constexpr size_t kQ5kRecordBytes = 1440;
 constexpr size_t kQ6kRecordBytes = 1696;
 constexpr int kRepackRows = 8;
 
-// Whether the kernels of `isa` (resolved, never Auto) read repacked `type` weights: Q4_K and
-// Q6_K on Avx512.
+// Whether the kernels of `isa` (resolved, never Auto) read repacked `type` weights: Q4_K, Q5_K
+// and Q6_K on Avx2 and Avx512.
 bool repack_supported(GgmlType type, MatmulIsa isa);
 // LLMCTL_MATMUL_REPACK: "on" (the default, also unset or empty) or "off" (read once; anything
 // else is an Error): whether the fast CPU backend repacks the weights it can.
@@ -76,7 +82,7 @@ class RepackedWeight {
   size_t bytes_ = 0;
 };
 
-// w (a Q4_K or Q6_K matrix) in the layout above, written by the pool's threads. Throws Error
+// w (a Q4_K, Q5_K or Q6_K matrix) in the layout above, written by the pool's threads. Throws Error
 // for another type or a row length that is not a multiple of 256.
 // release: the whole pages of w.data are handed back as they are read, slice by slice
 // (MADV_PAGEOUT: a file mapping's pages leave the resident set and are read again from the

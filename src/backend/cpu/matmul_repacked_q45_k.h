@@ -1,0 +1,130 @@
+#pragma once
+// Internal to the matmul fast path: the repacked trait (matmul_repacked_tile.h,
+// matmul_repacked_tile_avx2.h) of Q4_K and Q5_K, which share their records (weight_repack.h:
+// the nibble vectors at 0, Q5_K's fifth-bit vectors at 1024, then d, dmin, the 6-bit scales
+// and mins) and the in-place trait KQ45_K (matmul_q45_k.h). matmul_q4_k.cpp and
+// matmul_q5_k.cpp instantiate it.
+//
+// Both decode tiles compute the in-place kernels' exact integer sums (AVX-512: vpdpbusd; AVX2:
+// maddubs steps added KQ::kGroup at a time in int16, as KQ45_K::dots) and the same float
+// steps: acc = fma(float(isum), ds_j * d_x, acc), acc = fma(-(float(xsum) * d_x), dm_j, acc).
+#include "backend/cpu/matmul_q45_k.h"
+#include "backend/cpu/matmul_repacked_tile.h"
+#include "backend/cpu/weight_repack.h"
+
+namespace llmctl::cpu {
+
+#if defined(LLMCTL_HAVE_X86)
+LLMCTL_AVX512_BEGIN
+template <bool kHigh>
+struct RQ45_K {
+  using KQ = KQ45_K<kHigh>;
+  static constexpr size_t kRecordBytes = kHigh ? kQ5kRecordBytes : kQ4kRecordBytes;
+  // weight_repack.h: the qh vectors (Q5_K), then d, dmin, sc, m at kScales, + 16, + 32, + 96
+  static constexpr size_t kQh = 1024, kScales = kHigh ? 1280 : 1024;
+
+  // d * sc_j (ds) and dmin * m_j (dm) of the 8 rows: the products KQ's pack computes.
+  LLMCTL_AVX2 static void scales(const uint8_t* rec, int j, __m256 d, __m256 dmin, __m256* ds,
+                                 __m256* dm) {
+    *ds = _mm256_mul_ps(d, _mm256_cvtepi32_ps(rp_u8_lanes(rec + kScales + 32 + 8 * j)));
+    *dm = _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(rp_u8_lanes(rec + kScales + 96 + 8 * j)));
+  }
+
+  // Step s of sub-blocks 2c (w[0]) and 2c + 1 (w[1]): 4 weights per row lane, q unsigned
+  // (KQ45_K::unpack_pair's values).
+  LLMCTL_AVX2 static void weights(const uint8_t* rec, int c, int s, __m256i w[2]) {
+    const __m256i low = _mm256_set1_epi8(0x0f);
+    const __m256i g = kq_load(rec + 32 * (8 * c + s));
+    w[0] = _mm256_and_si256(g, low);
+    w[1] = _mm256_and_si256(_mm256_srli_epi16(g, 4), low);
+    if constexpr (kHigh) {
+      // bit j of the qh bytes to bit 4 (the 16-bit shifts keep it inside its byte)
+      const __m256i hb = kq_load(rec + kQh + 32 * s), bit4 = _mm256_set1_epi8(0x10);
+      for (int h = 0; h < 2; ++h) {
+        const int j = 2 * c + h;
+        const __m256i b = j <= 4 ? _mm256_slli_epi16(hb, 4 - j) : _mm256_srli_epi16(hb, j - 4);
+        w[h] = _mm256_or_si256(w[h], _mm256_and_si256(b, bit4));
+      }
+    }
+  }
+
+  LLMCTL_AVX2 static void unpack(const uint8_t* rec, uint8_t* p) {
+    const __m256 d = rp_fp16_lanes(rec + kScales), dmin = rp_fp16_lanes(rec + kScales + 16);
+    for (int j = 0; j < 8; ++j) {
+      __m256 ds, dm;
+      scales(rec, j, d, dmin, &ds, &dm);
+      _mm256_storeu_ps(reinterpret_cast<float*>(p + kQ45kDsOffset + 32 * j), ds);
+      _mm256_storeu_ps(reinterpret_cast<float*>(p + kQ45kDmOffset + 32 * j), dm);
+    }
+    for (int c = 0; c < 4; ++c)
+      for (int s = 0; s < 8; ++s) {
+        __m256i w[2];
+        weights(rec, c, s, w);
+        kq_store(p + 256 * (2 * c) + 32 * s, w[0]);
+        kq_store(p + 256 * (2 * c + 1) + 32 * s, w[1]);
+      }
+  }
+
+  // acc over sub-blocks 2c and 2c + 1 (blocks b0, b0 + 1) from their exact sums.
+  LLMCTL_AVX2 static void finish_pair(const uint8_t* rec, const TileArgs& a, int64_t b0, int c,
+                                      const __m256i isum[2], __m256& acc) {
+    const __m256 d = rp_fp16_lanes(rec + kScales), dmin = rp_fp16_lanes(rec + kScales + 16);
+    for (int h = 0; h < 2; ++h) {
+      const int64_t b = b0 + h;
+      __m256 ds, dm;
+      scales(rec, 2 * c + h, d, dmin, &ds, &dm);
+      const float dx = a.qd[b];
+      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[h]), _mm256_mul_ps(ds, _mm256_set1_ps(dx)),
+                            acc);
+      acc = _mm256_fnmadd_ps(_mm256_set1_ps(static_cast<float>(a.qsum[b]) * dx), dm, acc);
+    }
+  }
+
+  // AVX-512 VL VNNI decode: exact int32 sums, one vpdpbusd a step.
+  LLMCTL_AVX512 static void decode(const uint8_t* rec, const TileArgs& a, int64_t sb, __m256& acc) {
+    for (int c = 0; c < 4; ++c) {
+      const int64_t b0 = 8 * sb + 2 * c;  // blocks b0 (low nibbles) and b0 + 1 (high)
+      const int8_t* x0 = a.qs + 32 * b0;
+      __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+      for (int s = 0; s < 8; ++s) {
+        __m256i w[2];
+        weights(rec, c, s, w);
+        isum[0] = rp_dot4(isum[0], w[0], x0 + 4 * s);
+        isum[1] = rp_dot4(isum[1], w[1], x0 + 32 + 4 * s);
+      }
+      finish_pair(rec, a, b0, c, isum, acc);
+    }
+  }
+
+  // AVX2 decode: KQ::kGroup maddubs steps in int16 (they fit: matmul_q45_k.h), then a madd.
+  LLMCTL_AVX2 static void decode_avx2(const uint8_t* rec, const TileArgs& a, int64_t sb,
+                                      __m256& acc) {
+    constexpr int kGroup = KQ::kGroup;
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int c = 0; c < 4; ++c) {
+      const int64_t b0 = 8 * sb + 2 * c;
+      const int8_t* x0 = a.qs + 32 * b0;
+      __m256i isum[2], p[2];
+      for (int s = 0; s < 8; ++s) {
+        __m256i w[2];
+        weights(rec, c, s, w);
+        for (int h = 0; h < 2; ++h) {
+          const __m256i m = rp_maddubs4(w[h], x0 + 32 * h + 4 * s);
+          p[h] = s % kGroup == 0 ? m : _mm256_add_epi16(p[h], m);
+          if (s % kGroup == kGroup - 1) {
+            const __m256i wide = _mm256_madd_epi16(p[h], ones);
+            isum[h] = s < kGroup ? wide : _mm256_add_epi32(isum[h], wide);
+          }
+        }
+      }
+      finish_pair(rec, a, b0, c, isum, acc);
+    }
+  }
+};
+LLMCTL_AVX512_END
+#else
+template <bool kHigh>
+struct RQ45_K;  // x86 only: the kernels' factories give none elsewhere
+#endif
+
+}  // namespace llmctl::cpu

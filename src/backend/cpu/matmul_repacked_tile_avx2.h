@@ -1,0 +1,110 @@
+#pragma once
+// Internal to the matmul fast path: the AVX2 tiles over repacked K-quant weights
+// (weight_repack.h: 8-row groups of pre-transposed super-block records), for a CPU with
+// matmul_fast_has_avx2() (and the AVX-512 machines told LLMCTL_MATMUL_ISA=avx2). Same
+// arithmetic contract as the in-place kernels (matmul_kquant_tile.h), so the same bits as the
+// scalar kernel.
+//
+//   decode (one token)  8 rows: each record is read with plain 32-byte loads, nibbles and high
+//                       bits split with shifts and masks, maddubs steps added in int16 as the
+//                       in-place trait does (KQ::kGroup), widened by a madd; no gathering or
+//                       transposing of rows (RK::decode_avx2). This is what the in-place AVX2
+//                       tile spends most of its time on (kq_transpose32 of 8 rows per vector).
+//   prefill             8 rows: each record unpacked once per token chunk into the in-place
+//                       kernel's panel record (RK::unpack: the same bytes KQ::pack writes from
+//                       the GGUF rows), then KQ's own superblock<T>.
+//
+// Addressing as matmul_repacked_tile.h: TileArgs::w_stride is an eighth of a group's bytes and
+// a tile (8 rows, r a multiple of 8) starts at its group's first record.
+//
+// A repacked trait RK gives, besides matmul_repacked_tile.h's KQ, kRecordBytes and unpack:
+//   decode_avx2(rec, a, sb, acc)   acc (8 rows, token 0) over super-block sb, from its record
+
+#include "backend/cpu/matmul_kquant_tile.h"
+
+namespace llmctl::cpu {
+
+#if defined(LLMCTL_HAVE_X86)
+// The 8 bytes at p, zero-extended (signed: sign-extended) to 8 int32 lanes: the per-row bytes
+// of a record (scales, mins).
+LLMCTL_AVX2 inline __m256i rp_u8_lanes(const uint8_t* p) {
+  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+}
+LLMCTL_AVX2 inline __m256i rp_i8_lanes(const uint8_t* p) {
+  return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+}
+// The 8 fp16 at p as floats.
+LLMCTL_AVX2 inline __m256 rp_fp16_lanes(const uint8_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+// One maddubs step: 4 unsigned weight bytes x 4 activation bytes, per row lane (int16 pairs).
+LLMCTL_AVX2 inline __m256i rp_maddubs4(__m256i w_u8, const int8_t* x) {
+  return _mm256_maddubs_epi16(w_u8, kq_bcast4(x));
+}
+
+template <class RK>
+struct RepackedTileAvx2 {
+  using KQ = typename RK::KQ;
+  static constexpr size_t kPanelBlockBytes = KQ::kPanelBytes / 8;  // per 32-element block
+
+  // Prefill: the group's records as KQ's 8-row panel records, one per super-block.
+  LLMCTL_AVX2 static void pack(const TileArgs& a, int n_rows, uint8_t* panel) {
+    (void)n_rows;  // the group's rows past the matrix's end repeat its last row
+    for (int64_t s = 0; s < a.n / kKQuantSuperBlock; ++s)
+      RK::unpack(a.w + static_cast<size_t>(s) * RK::kRecordBytes,
+                 panel + static_cast<size_t>(s) * KQ::kPanelBytes);
+  }
+
+  template <int T>
+  LLMCTL_AVX2 static void tile(const TileArgs& a, int n_rows) {
+    const int64_t nsb = a.n / kKQuantSuperBlock;
+    __m256 acc[static_cast<size_t>(T)];
+    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+    for (int64_t s = 0; s < nsb; ++s) {
+      if (a.panel != nullptr) {
+        KQ::template superblock<T>(a.panel + static_cast<size_t>(s) * KQ::kPanelBytes, a, s, acc);
+        continue;
+      }
+      const uint8_t* rec = a.w + static_cast<size_t>(s) * RK::kRecordBytes;
+      if constexpr (T == 1) {
+        // the stream two records ahead (the next group's first records at a row's end)
+        const char* ahead = reinterpret_cast<const char*>(rec + 2 * RK::kRecordBytes);
+        for (size_t o = 0; o < RK::kRecordBytes; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T0);
+        RK::decode_avx2(rec, a, s, acc[0]);
+      } else {  // T > 1 without a panel does not occur in run_rows: the same bits anyway
+        alignas(32) uint8_t record[KQ::kPanelBytes];
+        RK::unpack(rec, record);
+        KQ::template superblock<T>(record, a, s, acc);
+      }
+    }
+    for (int t = 0; t < T; ++t) store_lane_tile(a, n_rows, t, acc[t]);
+  }
+};
+#endif  // LLMCTL_HAVE_X86
+
+// The AVX2 MatmulKernel over repacked RK weights (MatmulKernel::repacked): 8-row tiles, KQ's
+// tokens per prefill tile; none (tile == nullptr) off x86.
+template <class RK>
+MatmulKernel make_repacked_kernel_avx2(const char* name) {
+#if defined(LLMCTL_HAVE_X86)
+  using KQ = typename RK::KQ;
+  using Tile = RepackedTileAvx2<RK>;
+  MatmulKernel k;
+  k.name = name;
+  k.quantized = true;
+  k.half_sums = kReadsHalfSums<KQ>;
+  k.rows_decode = kQuantTileRows;
+  k.rows_prefill = kQuantTileRows;
+  k.tokens_prefill = KQ::kTokens;
+  k.tile = &dispatch_quant_tile<Tile>;
+  k.pack = &Tile::pack;
+  k.panel_bytes_per_block = Tile::kPanelBlockBytes;
+  k.repacked = true;
+  return k;
+#else
+  (void)name;
+  return MatmulKernel{};
+#endif
+}
+
+}  // namespace llmctl::cpu
