@@ -6,8 +6,9 @@ tools/gen_moe_fixtures.py), llama-cpp-python's llama_model_quantize with
 LLAMA_FTYPE_MOSTLY_MXFP4_MOE (38; no importance matrix, 2 threads) writes a quantized file,
 and this script stores per tensor its ggml type name and a 64-bit FNV-1a hash of its bytes
 (equal hashes: identical bytes), plus the tensor count, in tests/fixtures/quant_mxfp4_moe_llamacpp.json.
-A family llama.cpp refuses (a row length MXFP4's 32-element block does not divide, e.g.
-qwen3moe's ffn_down_exps rows of 16) is stored as {"error": "..."} with llama.cpp's message.
+(qwen3moe's ffn_down_exps has rows of 16, which MXFP4's 32-element block does not divide:
+llama.cpp 0.3.36 warns and writes them F16, as llmctl does.) A family llama.cpp refuses would
+be stored as {"error": "..."}.
 
     ~/.cache/llmctl/ref-venv/bin/python tools/gen_mxfp4_moe_golden.py tests/fixtures
 """
