@@ -10,6 +10,8 @@ ggml-quants.c) called through ctypes, when a ggml library is given or found:
         gcc -O2 -fPIC -ffp-contract=off -c -Iggml/include -Iggml/src ggml/src/ggml-quants.c
     plus a stub for ggml_abort, ggml_row_size, ggml_type_name, ggml_type_size (unused by
     these two functions), linked with -shared -lm.
+The committed fixture was written with that snapshot library; llama-cpp-python 0.3.36's
+libggml-base.so gives the same data lines (checked 2026-12-03).
 Where gguf-py and ggml disagree the fixture follows ggml and the case is named in a
 "# differs" comment (and on stderr); without a ggml library the script refuses to write.
 

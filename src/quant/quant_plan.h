@@ -20,8 +20,8 @@
 //          Q4_K / Q5_K / Q6_K              % 256 != 0   Q5_0 / Q5_1 / Q8_0 (as llama.cpp)
 //          Q2_K / Q3_K, IQ4_XS             % 256 != 0   Q4_0, IQ4_NL (as llama.cpp)
 //                                          % 32 != 0    F16
-//          Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,   % 32 != 0    F16 (llama.cpp stops with an error)
-//          MXFP4
+//          Q8_0, Q4_0, Q4_1, Q5_0, Q5_1    % 32 != 0    F16 (llama.cpp stops with an error)
+//          MXFP4 (the MXFP4_MOE experts)   % 32 != 0    F16 (as llama.cpp 0.3.36)
 //      F16, BF16 and F32 always fit.
 // A tensor whose chosen type equals its source type is copied byte for byte (never decoded
 // and re-encoded), so quantizing a Q4_0 file to Q4_0 keeps its bytes.
