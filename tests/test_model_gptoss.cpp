@@ -4,8 +4,8 @@
 // biases, SOFTMAX_WEIGHT gating, swiglu_oai): the CPU reference path against llama.cpp's
 // logits (within 1e-3, greedy ids identical), the fast path against the reference, batch and
 // thread invariance (bits), what the reader takes and refuses, the new ops against their
-// definitions; quantize and eval on it. The MXFP4 fixture (family_moe_gptoss_mxfp4) is
-// hidden ([.][mxfp4]) until the engine reads MXFP4. Regenerate the fixtures:
+// definitions; quantize and eval on it; the MXFP4 fixture (family_moe_gptoss_mxfp4) against
+// the generator's float64 pass. Regenerate the fixtures:
 //   V=~/.cache/llmctl/ref-venv/bin/python
 //   $V tools/gen_gptoss_fixture.py --out tests/fixtures
 //   $V tools/gen_gptoss_fixture.py --out tests/fixtures --expert-type MXFP4
@@ -314,19 +314,26 @@ TEST_CASE("quantize gpt-oss: Q8_0 and Q4_K_M keep biases and sinks F32; eval aga
   }
 }
 
-// Hidden until the engine reads MXFP4 (branch mxfp4): run with [mxfp4] after the merge.
 TEST_CASE("gpt-oss MXFP4: experts in MXFP4 match the float64 pass over their dequantized values",
-          "[.][mxfp4][cpu][golden]") {
+          "[mxfp4][cpu][golden]") {
   const Golden g = golden(kMxfp4, /*numpy=*/true);
   const LoadedModel m = load_model(model_of(kMxfp4));
-  CHECK(m.weights.layers[0].ffn_gate_exps.type != GgmlType::F32);
+  CHECK(m.weights.layers[0].ffn_gate_exps.type == GgmlType::MXFP4);
   cpu::CpuBackend be;
   const Run r = run_steps(m, be, g.tokens, g.greedy.size());
   const double diff = max_abs_diff(r.logits, g.logits);
   WARN("gpt-oss MXFP4: max |logit - numpy f64| = " << diff);
   CHECK(diff < 1e-3);
   CHECK(r.greedy == g.greedy);
+  // The fast path rounds activations to Q8_0 blocks for its integer MXFP4 kernels, as llama.cpp's
+  // CPU does, so it is judged against llama.cpp's logits: both sit about 0.15 from the float64
+  // pass on this touchy random model, and close to each other.
+  const Golden lc = golden(kMxfp4);
   cpu::CpuFastBackend fast_be(2);
-  const Run fast = run_steps(m, fast_be, g.tokens, g.greedy.size());
-  CHECK(max_abs_diff(fast.logits, as_double(r.logits)) < 1e-3);
+  const Run fast = run_steps(m, fast_be, lc.tokens, lc.greedy.size());
+  const double fast_lc = max_abs_diff(fast.logits, lc.logits);
+  WARN("gpt-oss MXFP4 fast path: max |logit - llama.cpp| = "
+       << fast_lc << ", |logit - reference| = " << max_abs_diff(fast.logits, as_double(r.logits)));
+  CHECK(fast_lc < 0.05);
+  CHECK(fast.greedy == lc.greedy);
 }
