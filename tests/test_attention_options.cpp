@@ -211,7 +211,7 @@ TEST_CASE("attention options: fast agrees with the reference, never reads before
   cpu::CpuBackend ref;
   cpu::CpuFastBackend fast(2);
   const std::vector<int32_t> positions = {0, 5, 33, 70, 71, 69};
-  for (const AttentionShape base :
+  for (const AttentionShape& base :
        {AttentionShape{4, 2, 8}, AttentionShape{6, 2, 12}, AttentionShape{8, 8, 40}}) {
     for (const int32_t window : {0, 1, 4, 7, 32}) {
       for (const float softcap : {0.0f, 3.0f}) {
@@ -318,7 +318,7 @@ TEST_CASE("attention options: the seam refuses a negative or non-finite scale, c
   Cache c = make_cache(be, p.k, p.v, 4, BufferType::F32, p.positions);
   Buffer q = make(be, p.q), out = be.alloc(4);
   const float inf = std::numeric_limits<float>::infinity();
-  for (const AttentionShape s : {with(p.s, -1.0f, 0, 0), with(p.s, std::nanf(""), 0, 0),
+  for (const AttentionShape& s : {with(p.s, -1.0f, 0, 0), with(p.s, std::nanf(""), 0, 0),
                                  with(p.s, 0, -2.0f, 0), with(p.s, 0, inf, 0), with(p.s, 0, 0, -1)})
     CHECK_THROWS_WITH(be.attention(q, c.kv(), 1, s, out),
                       Catch::Contains("expected finite scale and softcap >= 0 and window >= 0"));
