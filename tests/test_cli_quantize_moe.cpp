@@ -91,8 +91,11 @@ TEST_CASE("quantize moe: llama.cpp's types per tensor, and its logits on its own
       // llama.cpp's quantized matmuls round the activations to Q8_0 as well; llmctl's reference
       // path multiplies the dequantized weights by the float activations, as a float64 numpy
       // pass over llama.cpp's dequantized Q8_0 weights does (0.0415 from llama.cpp for mixtral,
-      // llmctl's 0.0415 too; measured 0.03-0.05 here).
-      CHECK(diff < 0.1);
+      // llmctl's 0.0415 too; measured 0.03-0.05 here). gpt-oss's tiny model is touchier (gate
+      // and up pre-activations of some 4, around swiglu_oai's clamps): 0.51 (Q8_0) and 0.16
+      // (Q4_K_M) measured, and the generator's float64 pass over llmctl's dequantized Q8_0
+      // file is 0.5105 from llama.cpp as well, so the gap is llama.cpp's activation rounding.
+      CHECK(diff < (family == "gptoss" ? 0.75 : 0.1));
     }
   }
 }

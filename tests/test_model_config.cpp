@@ -136,7 +136,8 @@ TEST_CASE("config: missing and invalid metadata are FileErrors naming the key", 
     b.set("general.architecture", gv::string("gpt2"));
     CHECK(config_error(b) ==
           "tiny.gguf: architecture 'gpt2' is not supported (supported: llama, "
-          "qwen2, qwen3, qwen2moe, qwen3moe, olmo2, gemma2, gemma3, mistral3, granite, phi3)");
+          "qwen2, qwen3, qwen2moe, qwen3moe, olmo2, gemma2, gemma3, mistral3, granite, phi3, "
+          "gpt-oss)");
   }
   {
     GgufBuilder b = tiny_llama();

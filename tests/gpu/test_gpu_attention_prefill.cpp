@@ -126,7 +126,7 @@ TEST_CASE("cuda attention options (scale, soft-cap, window) equal the CPU on bot
   const Options options[] = {{0.0f, 0.0f, 1}, {0.0f, 0.0f, 5},   {0.0f, 0.0f, 64},
                              {0.0f, 2.0f, 0}, {0.3f, 0.0f, 0},   {0.0625f, 50.0f, 16},
                              {0.0f, 1.5f, 7}, {0.0f, 0.0f, 4096}};
-  for (const AttentionShape base : {AttentionShape{16, 4, 64}, AttentionShape{6, 2, 100}}) {
+  for (const AttentionShape& base : {AttentionShape{16, 4, 64}, AttentionShape{6, 2, 100}}) {
     for (const Options& o : options) {
       for (const BufferType pool : {BufferType::F32, BufferType::F16}) {
         AttentionShape sh = base;
