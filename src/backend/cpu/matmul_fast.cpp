@@ -149,7 +149,18 @@ MatmulKernel avx512_kernel_for(GgmlType type, MatmulPrecision precision) {
 // The kernel over repacked weights (weight_repack.h), or none.
 MatmulKernel repacked_kernel_for(GgmlType type, MatmulIsa isa, MatmulPrecision precision) {
   if (precision != MatmulPrecision::Fast || !repack_supported(type, isa)) return MatmulKernel{};
-  return type == GgmlType::Q4_K ? matmul_kernel_q4_k_repacked() : matmul_kernel_q6_k_repacked();
+  switch (type) {
+    case GgmlType::Q4_K:
+      return matmul_kernel_q4_k_repacked();
+    case GgmlType::Q6_K:
+      return matmul_kernel_q6_k_repacked();
+    case GgmlType::Q4_0:
+      return matmul_kernel_q4_0_repacked();
+    case GgmlType::Q8_0:
+      return matmul_kernel_q8_0_repacked();
+    default:
+      return MatmulKernel{};
+  }
 }
 
 // isa resolved (never Auto).
@@ -366,7 +377,7 @@ void matmul_fast_isa(MatmulIsa isa, const WeightView& w, const float* x, int64_t
   TileArgs base{};
   base.w = k.repacked ? repacked : static_cast<const uint8_t*>(w.data);
   base.w_stride =
-      k.repacked ? repacked_group_bytes(w.type, n) / kRepackRows : weight_row_bytes(w.type, n);
+      k.repacked ? repacked_group_bytes(w.type, n) / static_cast<size_t>(repack_group_rows(w.type)) : weight_row_bytes(w.type, n);
   base.n = n;
   base.x = x;
   base.out = out;

@@ -99,7 +99,7 @@ struct MatmulKernel {
   PackFn pack = nullptr;             // prefill only; nullptr: tiles read the weights in place
   size_t panel_bytes_per_block = 0;  // per 32-element block of a row tile
   // Reads the weight repacked (weight_repack.h), not the GGUF rows: TileArgs::w is then the
-  // repacked copy and w_stride an eighth of one 8-row group's bytes.
+  // repacked copy and w_stride a group's bytes over its rows (repack_group_rows()).
   bool repacked = false;
 };
 
@@ -146,6 +146,10 @@ MatmulKernel matmul_kernel_iq4_xs_avx512();
 // from the pre-transposed records, 16-row prefill tiles as above.
 MatmulKernel matmul_kernel_q4_k_repacked();
 MatmulKernel matmul_kernel_q6_k_repacked();
+// The same for Q4_0 and Q8_0 (16-row groups; matmul_repacked_quant_tile.h): one tile reads the
+// group's sequential stream for decode and prefill.
+MatmulKernel matmul_kernel_q4_0_repacked();
+MatmulKernel matmul_kernel_q8_0_repacked();
 // Any type dequantize_row() decodes (MatmulPrecision::Float, and any type without an integer
 // kernel): each row of the tile is dequantized to f32 (quant/dequant.h) and multiplied by the
 // F32 kernel, so the result is bit-identical to the F32 kernel on the dequantized weight, with

@@ -34,7 +34,18 @@ void release_pages(uintptr_t begin, size_t bytes) {
 }
 
 size_t record_bytes(GgmlType type) {
-  return type == GgmlType::Q4_K ? kQ4kRecordBytes : kQ6kRecordBytes;
+  switch (type) {
+    case GgmlType::Q4_K:
+      return kQ4kRecordBytes;
+    case GgmlType::Q6_K:
+      return kQ6kRecordBytes;
+    case GgmlType::Q4_0:
+      return kQ4_0RecordBytes;
+    case GgmlType::Q8_0:
+      return kQ8_0RecordBytes;
+    default:
+      return 0;
+  }
 }
 
 // 4 bytes of each of the 8 rows (at byte `off` of each super-block sb[r]) into one 32-byte
@@ -76,7 +87,7 @@ void record_q6_k(const uint8_t* const sb[8], uint8_t* rec) {
 }  // namespace
 
 bool repack_supported(GgmlType type, MatmulIsa isa) {
-  return isa == MatmulIsa::Avx512 && (type == GgmlType::Q4_K || type == GgmlType::Q6_K);
+  return isa == MatmulIsa::Avx512 && record_bytes(type) != 0;
 }
 
 bool repack_enabled() {
@@ -94,8 +105,16 @@ bool repack_active(GgmlType type) {
   return repack_enabled() && repack_supported(type, matmul_fast_auto_isa());
 }
 
+int repack_group_rows(GgmlType type) {
+  return type == GgmlType::Q4_0 || type == GgmlType::Q8_0 ? 16 : kRepackRows;
+}
+
+int64_t repack_record_cols(GgmlType type) {
+  return type == GgmlType::Q4_0 || type == GgmlType::Q8_0 ? 32 : kSuperBlock;
+}
+
 size_t repacked_group_bytes(GgmlType type, int64_t n_cols) {
-  return static_cast<size_t>(n_cols / kSuperBlock) * record_bytes(type);
+  return static_cast<size_t>(n_cols / repack_record_cols(type)) * record_bytes(type);
 }
 
 void RepackedWeight::Unmap::operator()(uint8_t* p) const {
@@ -103,15 +122,17 @@ void RepackedWeight::Unmap::operator()(uint8_t* p) const {
 }
 
 RepackedWeight repack_weight(const WeightView& w, ThreadPool& pool, bool release) {
-  if (w.type != GgmlType::Q4_K && w.type != GgmlType::Q6_K)
+  if (record_bytes(w.type) == 0)
+    throw Error(fmt::format("repack '{}': expected Q4_K, Q6_K, Q4_0 or Q8_0, got {}", w.name,
+                            ggml_type_name(w.type)));
+  const int64_t cols = repack_record_cols(w.type);
+  if (w.n_cols < cols || w.n_cols % cols != 0 || w.n_rows < 1 || w.data == nullptr)
     throw Error(
-        fmt::format("repack '{}': expected Q4_K or Q6_K, got {}", w.name, ggml_type_name(w.type)));
-  if (w.n_cols < kSuperBlock || w.n_cols % kSuperBlock != 0 || w.n_rows < 1 || w.data == nullptr)
-    throw Error(
-        fmt::format("repack '{}': expected rows of a positive multiple of 256, got [{}, {}]",
-                    w.name, w.n_rows, w.n_cols));
-  const int64_t n_groups = (w.n_rows + kRepackRows - 1) / kRepackRows;
-  const int64_t n_sb = w.n_cols / kSuperBlock;
+        fmt::format("repack '{}': expected rows of a positive multiple of {}, got [{}, {}]",
+                    w.name, cols, w.n_rows, w.n_cols));
+  const int64_t g_rows = repack_group_rows(w.type);
+  const int64_t n_groups = (w.n_rows + g_rows - 1) / g_rows;
+  const int64_t n_sb = w.n_cols / cols;
   const size_t group = repacked_group_bytes(w.type, w.n_cols);
   const size_t rec = record_bytes(w.type), row_bytes = weight_row_bytes(w.type, w.n_cols);
   const size_t sb_bytes = ggml_traits(w.type).type_size;
@@ -138,9 +159,13 @@ RepackedWeight repack_weight(const WeightView& w, ThreadPool& pool, bool release
     const int64_t s1 = std::min(n_groups, s0 + kSliceGroups);
     pool.parallel_for(s1 - s0, [&](int64_t g0, int64_t g1, int) {
       for (int64_t g = s0 + g0; g < s0 + g1; ++g) {
-        const uint8_t* rows[8];
-        for (int64_t r = 0; r < 8; ++r)  // past the last row: the last row again
-          rows[r] = src + static_cast<size_t>(std::min(w.n_rows - 1, 8 * g + r)) * row_bytes;
+        const uint8_t* rows[16];
+        for (int64_t r = 0; r < g_rows; ++r)  // past the last row: the last row again
+          rows[r] = src + static_cast<size_t>(std::min(w.n_rows - 1, g_rows * g + r)) * row_bytes;
+        if (g_rows == 16) {
+          repack_group_q16(w.type, rows, n_sb, dst + static_cast<size_t>(g) * group);
+          continue;
+        }
         for (int64_t s = 0; s < n_sb; ++s) {
           const uint8_t* sb[8];
           for (int r = 0; r < 8; ++r) sb[r] = rows[r] + static_cast<size_t>(s) * sb_bytes;
@@ -154,7 +179,7 @@ RepackedWeight repack_weight(const WeightView& w, ThreadPool& pool, bool release
     });
     if (release) {  // the whole pages of the rows read so far, not yet released
       const auto end = reinterpret_cast<uintptr_t>(
-          src + static_cast<size_t>(std::min(w.n_rows, 8 * s1)) * row_bytes);
+          src + static_cast<size_t>(std::min(w.n_rows, g_rows * s1)) * row_bytes);
       const uintptr_t last = end / page * page;
       if (last > released) {
         release_pages(released, last - released);
