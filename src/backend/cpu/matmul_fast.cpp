@@ -376,8 +376,9 @@ void matmul_fast_isa(MatmulIsa isa, const WeightView& w, const float* x, int64_t
 
   TileArgs base{};
   base.w = k.repacked ? repacked : static_cast<const uint8_t*>(w.data);
-  base.w_stride =
-      k.repacked ? repacked_group_bytes(w.type, n) / static_cast<size_t>(repack_group_rows(w.type)) : weight_row_bytes(w.type, n);
+  base.w_stride = k.repacked ? repacked_group_bytes(w.type, n) /
+                                   static_cast<size_t>(repack_group_rows(w.type))
+                             : weight_row_bytes(w.type, n);
   base.n = n;
   base.x = x;
   base.out = out;

@@ -47,7 +47,7 @@ struct FloatTileAvx512 {
     for (int t = 0; t < T; ++t) xs[t] = Act::row(a, t);
     const int64_t n = a.n;
     // Decode: prefetch the next tile (contiguous rows) at the pace this one is read, into L2
-    // (prefetcht1): into L1 it evicts lines still in use (F16 decode 1.07x with L2 on a
+    // (prefetcht1): into L1 it evicts lines still in use (F16 decode 1.09x with L2 on a
     // 1B-shape file; BENCHMARKS.md, 2026-12-03 afternoon).
     const char* next_tile = reinterpret_cast<const char*>(a.w + static_cast<size_t>(R) * a.w_stride);
     constexpr size_t kStepBytes = static_cast<size_t>(R) * 8 * Loader::kElemBytes;
