@@ -112,7 +112,9 @@ TEST_CASE("matmul_fast: the AVX-512 kernels give the scalar kernel's bits", "[cp
   }
 }
 
-TEST_CASE("matmul_fast: repacked Q4_K, Q5_K and Q6_K give the scalar kernel's bits", "[cpu]") {
+TEST_CASE("matmul_fast: repacked Q4_K, Q5_K, Q6_K (AVX2, AVX-512), Q4_0 and Q8_0 (AVX-512) give "
+          "the scalar kernel's bits",
+          "[cpu]") {
   if (!matmul_fast_has_avx2()) {
     WARN("skipped: no AVX2+FMA+F16C on this CPU");
     return;
@@ -132,8 +134,15 @@ TEST_CASE("matmul_fast: repacked Q4_K, Q5_K and Q6_K give the scalar kernel's bi
   // types and isas without a repacked layout: the kernel without, and matmul refuses a copy
   CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_0, MatmulIsa::Avx2,
                                             MatmulPrecision::Fast, true)) == "q4_0 avx2");
+  CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q8_0, MatmulIsa::Avx512,
+                                            MatmulPrecision::Fast, true)) ==
+        "q8_0 avx512-vnni repacked-x16");
+  CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_1, MatmulIsa::Avx512,
+                                            MatmulPrecision::Fast, true)) == "q4_1 avx512-vnni");
   CHECK_FALSE(repack_supported(GgmlType::Q4_K, MatmulIsa::Scalar));
   CHECK_FALSE(repack_supported(GgmlType::Q3_K, MatmulIsa::Avx2));
+  CHECK_FALSE(repack_supported(GgmlType::Q4_0, MatmulIsa::Avx2));
+  CHECK_FALSE(repack_supported(GgmlType::Q4_1, MatmulIsa::Avx512));
   std::mt19937 rng(3);
   const Weight w = make_weight(GgmlType::Q5_K, 9, 256, rng);
   ThreadPool pool(1);
@@ -145,7 +154,41 @@ TEST_CASE("matmul_fast: repacked Q4_K, Q5_K and Q6_K give the scalar kernel's bi
                                     scratch, MatmulPrecision::Fast, copy.data()),
                     Catch::Contains("no repacked layout"));
   CHECK_THROWS_WITH(repack_weight(make_weight(GgmlType::Q3_K, 8, 256, rng).view(), pool),
-                    Catch::Contains("expected Q4_K, Q5_K or Q6_K"));
+                    Catch::Contains("expected Q4_K, Q5_K, Q6_K, Q4_0 or Q8_0"));
+  CHECK_THROWS_WITH(repack_weight(make_weight(GgmlType::Q4_1, 8, 32, rng).view(), pool),
+                    Catch::Contains("expected Q4_K, Q5_K, Q6_K, Q4_0 or Q8_0"));
+}
+
+// The 16-row Q4_0 and Q8_0 records byte by byte, as weight_repack.h describes them (the bits
+// test above would also pass with another layout that the kernel happened to agree with).
+TEST_CASE("repack_weight: the Q4_0 and Q8_0 record layouts", "[cpu]") {
+  std::mt19937 rng(5);
+  ThreadPool pool(2);
+  for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0}) {
+    const bool q8 = type == GgmlType::Q8_0;
+    const int64_t d = 19, nb = 3;  // two groups, the second padded with row 18
+    const Weight w = make_weight(type, d, 32 * nb, rng);
+    const RepackedWeight copy = repack_weight(w.view(), pool);
+    const size_t rec = q8 ? kQ8_0RecordBytes : kQ4_0RecordBytes, blk = q8 ? 34 : 18;
+    REQUIRE(copy.bytes() == 2 * static_cast<size_t>(nb) * rec);
+    CHECK(repacked_group_bytes(type, 32 * nb) == static_cast<size_t>(nb) * rec);
+    CHECK(repack_group_rows(type) == 16);
+    int bad = 0;
+    for (int64_t g = 0; g < 2; ++g)
+      for (int64_t b = 0; b < nb; ++b)
+        for (int64_t r = 0; r < 16; ++r) {
+          const uint8_t* src =
+              w.bytes.data() + static_cast<size_t>(std::min(d - 1, 16 * g + r) * nb + b) * blk;
+          const uint8_t* out = copy.data() + static_cast<size_t>(g * nb + b) * rec;
+          bad += std::memcmp(out + 2 * r, src, 2) != 0;  // fp16 d
+          for (int j = 0; j < (q8 ? 32 : 16); ++j) {     // quant byte j: vector j / 4, byte j % 4
+            const uint8_t want = q8 ? static_cast<uint8_t>(src[2 + j] + 128) : src[2 + j];
+            bad += out[32 + 64 * (j / 4) + 4 * r + j % 4] != want;
+          }
+        }
+    INFO(ggml_type_name(type));
+    CHECK(bad == 0);
+  }
 }
 
 // The fast backend repacks a bound matrix at its first matmul (where repack_active()), keeps
@@ -153,7 +196,8 @@ TEST_CASE("matmul_fast: repacked Q4_K, Q5_K and Q6_K give the scalar kernel's bi
 // bound at the same address.
 TEST_CASE("CpuFastBackend: repacked weights keep matmul's and get_rows' results", "[cpu]") {
   std::mt19937 rng(9);
-  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+  for (GgmlType type :
+       {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q4_0, GgmlType::Q8_0}) {
     Weight w = make_weight(type, 21, 512, rng);
     const std::vector<float> x = make_x(3, 512, rng);
     cpu::CpuFastBackend be(2);
@@ -171,8 +215,11 @@ TEST_CASE("CpuFastBackend: repacked weights keep matmul's and get_rows' results"
         const std::vector<float> want = run(MatmulIsa::Scalar, w, x, n_tokens, 1);
         CHECK(same_bits(test::read(be, out).data(), want.data(), 21 * n_tokens));
       }
-      // 21 rows: three 8-row groups
-      CHECK(be.repacked_bytes() == (repack_active(type) ? 3 * repacked_group_bytes(type, 512) : 0));
+      // 21 rows: three 8-row groups (K-quants) or two 16-row groups (Q4_0, Q8_0)
+      const int g_rows = repack_group_rows(type);
+      const auto groups = static_cast<size_t>((21 + g_rows - 1) / g_rows);
+      CHECK(be.repacked_bytes() ==
+            (repack_active(type) ? groups * repacked_group_bytes(type, 512) : 0));
       be.get_rows(v, test::make_ids(be, {20, 2}), 2, rows);
       const std::vector<float> got = test::read(be, rows);
       CHECK(std::memcmp(got.data(), w.row(20).data(), 512 * sizeof(float)) == 0);

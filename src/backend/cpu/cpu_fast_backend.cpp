@@ -31,9 +31,9 @@ CpuFastBackend::CpuFastBackend(int n_threads, MatmulPrecision precision)
       kv_rows_(static_cast<size_t>(n_threads)) {}
 
 WeightView CpuFastBackend::bind_weight_impl(const WeightView& host) {
-  // a matrix of whole super-blocks (matmul refuses the rest before it looks here)
+  // a matrix of whole records (matmul refuses the rest before it looks here)
   if (precision_ == MatmulPrecision::Fast && host.n_rows > 1 && repack_active(host.type) &&
-      host.n_cols > 0 && host.n_cols % 256 == 0) {
+      host.n_cols > 0 && host.n_cols % repack_record_cols(host.type) == 0) {
     const size_t bytes =
         weight_row_bytes(host.type, host.n_cols) * static_cast<size_t>(host.n_rows);
     const uint64_t fp = weight_fingerprint(host.data, bytes);

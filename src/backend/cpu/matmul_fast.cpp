@@ -161,6 +161,10 @@ MatmulKernel repacked_kernel_for(GgmlType type, MatmulIsa isa, MatmulPrecision p
       return avx512 ? matmul_kernel_q5_k_repacked() : matmul_kernel_q5_k_repacked_avx2();
     case GgmlType::Q6_K:
       return avx512 ? matmul_kernel_q6_k_repacked() : matmul_kernel_q6_k_repacked_avx2();
+    case GgmlType::Q4_0:  // AVX-512 only (repack_supported)
+      return matmul_kernel_q4_0_repacked();
+    case GgmlType::Q8_0:
+      return matmul_kernel_q8_0_repacked();
     default:
       return MatmulKernel{};
   }
@@ -379,8 +383,9 @@ void matmul_fast_isa(MatmulIsa isa, const WeightView& w, const float* x, int64_t
 
   TileArgs base{};
   base.w = k.repacked ? repacked : static_cast<const uint8_t*>(w.data);
-  base.w_stride =
-      k.repacked ? repacked_group_bytes(w.type, n) / kRepackRows : weight_row_bytes(w.type, n);
+  base.w_stride = k.repacked ? repacked_group_bytes(w.type, n) /
+                                   static_cast<size_t>(repack_group_rows(w.type))
+                             : weight_row_bytes(w.type, n);
   base.n = n;
   base.x = x;
   base.out = out;

@@ -94,7 +94,7 @@ struct FloatTileAvx2 {
     for (; i + 8 <= n; i += 8) {
       if constexpr (T == 1) {
         const char* p = next_tile + static_cast<size_t>(i / 8) * kStepBytes;
-        for (size_t off = 0; off < kStepBytes; off += 64) _mm_prefetch(p + off, _MM_HINT_T0);
+        for (size_t off = 0; off < kStepBytes; off += 64) _mm_prefetch(p + off, _MM_HINT_T1);
       }
       __m256 wv[kR];
       for (int r = 0; r < R; ++r) wv[r] = Loader::load8(rows[r], i);

@@ -46,14 +46,16 @@ struct FloatTileAvx512 {
     decltype(Act::row(a, 0)) xs[kT];
     for (int t = 0; t < T; ++t) xs[t] = Act::row(a, t);
     const int64_t n = a.n;
-    // Decode: prefetch the next tile (contiguous rows) at the pace this one is read.
+    // Decode: prefetch the next tile (contiguous rows) at the pace this one is read, into L2
+    // (prefetcht1): into L1 it evicts lines still in use (F16 decode 1.09x with L2 on a
+    // 1B-shape file; BENCHMARKS.md, 2026-12-03 afternoon).
     const char* next_tile = reinterpret_cast<const char*>(a.w + static_cast<size_t>(R) * a.w_stride);
     constexpr size_t kStepBytes = static_cast<size_t>(R) * 8 * Loader::kElemBytes;
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
       if constexpr (T == 1) {
         const char* p = next_tile + static_cast<size_t>(i / 8) * kStepBytes;
-        for (size_t off = 0; off < kStepBytes; off += 64) _mm_prefetch(p + off, _MM_HINT_T0);
+        for (size_t off = 0; off < kStepBytes; off += 64) _mm_prefetch(p + off, _MM_HINT_T1);
       }
       __m512 wv[kP];
       for (int p = 0; p < P; ++p)

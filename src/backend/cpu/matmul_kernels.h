@@ -99,7 +99,7 @@ struct MatmulKernel {
   PackFn pack = nullptr;             // prefill only; nullptr: tiles read the weights in place
   size_t panel_bytes_per_block = 0;  // per 32-element block of a row tile
   // Reads the weight repacked (weight_repack.h), not the GGUF rows: TileArgs::w is then the
-  // repacked copy and w_stride an eighth of one 8-row group's bytes.
+  // repacked copy and w_stride a group's bytes over its rows (repack_group_rows()).
   bool repacked = false;
 };
 
@@ -149,7 +149,11 @@ MatmulKernel matmul_kernel_mxfp4_avx512();
 MatmulKernel matmul_kernel_q4_k_repacked();
 MatmulKernel matmul_kernel_q5_k_repacked();
 MatmulKernel matmul_kernel_q6_k_repacked();
-// AVX2 kernels over the same repacked weights (matmul_repacked_tile_avx2.h): 8-row decode tiles
+// The same for Q4_0 and Q8_0 (16-row groups; matmul_repacked_quant_tile.h): one tile reads the
+// group's sequential stream for decode and prefill.
+MatmulKernel matmul_kernel_q4_0_repacked();
+MatmulKernel matmul_kernel_q8_0_repacked();
+// AVX2 kernels over the repacked K-quants (matmul_repacked_tile_avx2.h): 8-row decode tiles
 // reading the records, prefill tiles over the in-place kernels' panels unpacked from them.
 MatmulKernel matmul_kernel_q4_k_repacked_avx2();
 MatmulKernel matmul_kernel_q5_k_repacked_avx2();

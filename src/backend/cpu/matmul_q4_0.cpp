@@ -1,8 +1,7 @@
 // Q4_0 weights (18-byte blocks: fp16 d, 16 bytes of nibbles; w = (q - 8) * d) against int8
 // activations: the quantized tile (matmul_quant_tile.h) with signed weights q - 8 in -8..7,
 // as ggml's vec_dot_q4_0_q8_0.
-#include "backend/cpu/matmul_quant_tile.h"
-#include "backend/cpu/matmul_quant_tile_avx512.h"
+#include "backend/cpu/matmul_repacked_quant_tile.h"
 
 namespace llmctl::cpu {
 
@@ -24,6 +23,10 @@ MatmulKernel matmul_kernel_q4_0(bool avx2) {
 
 MatmulKernel matmul_kernel_q4_0_avx512() {
   return make_quant_kernel_avx512<BlockQ4_0>("q4_0 avx512-vnni");
+}
+
+MatmulKernel matmul_kernel_q4_0_repacked() {
+  return make_repacked_quant_kernel_avx512<BlockQ4_0>("q4_0 avx512-vnni repacked-x16");
 }
 
 }  // namespace llmctl::cpu

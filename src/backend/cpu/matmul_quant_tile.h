@@ -387,7 +387,7 @@ struct QuantTileAvx2 {
           // tile does not start with 8 cold streams the hardware prefetcher has not learned.
           const size_t pos = static_cast<size_t>(b) * kRowBytes32;
           for (size_t off = 0; off < 8 * kRowBytes32; off += 64)
-            _mm_prefetch(next_tile + 8 * pos + off, _MM_HINT_T0);
+            _mm_prefetch(next_tile + 8 * pos + off, _MM_HINT_T1);
         }
         Unpacked u;
         unpack_block(rows, b, u);

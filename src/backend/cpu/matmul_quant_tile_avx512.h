@@ -207,9 +207,10 @@ struct QuantTileAvx512 {
       for (int64_t b = 0; b < nb; ++b) {
         const size_t blk = static_cast<size_t>(b) * Block::kBytes;
         if constexpr (T == 1) {
-          // as QuantTileAvx2: the next tile's rows, at the pace this one is read
+          // as QuantTileAvx2: the next tile's rows, at the pace this one is read (into L2, as
+          // the float tiles)
           for (size_t off = 0; off < 16 * Block::kBytes; off += 64)
-            _mm_prefetch(next_tile + 16 * blk + off, _MM_HINT_T0);
+            _mm_prefetch(next_tile + 16 * blk + off, _MM_HINT_T1);
         }
         Unpacked u;
         unpack_block(rows, a.w, row_off, blk, u);

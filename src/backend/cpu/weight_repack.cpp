@@ -41,6 +41,10 @@ size_t record_bytes(GgmlType type) {
       return kQ5kRecordBytes;
     case GgmlType::Q6_K:
       return kQ6kRecordBytes;
+    case GgmlType::Q4_0:
+      return kQ4_0RecordBytes;
+    case GgmlType::Q8_0:
+      return kQ8_0RecordBytes;
     default:
       return 0;  // no repacked layout
   }
@@ -90,9 +94,10 @@ void record_q6_k(const uint8_t* const sb[8], uint8_t* rec) {
 }  // namespace
 
 bool repack_supported(GgmlType type, MatmulIsa isa) {
-  // the K-quants: AVX2 tiles too (matmul_repacked_tile_avx2.h)
+  // the K-quants on AVX2 too (matmul_repacked_tile_avx2.h); Q4_0 and Q8_0 on AVX-512 only
+  if (record_bytes(type) == 0) return false;
   const bool kquant = type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K;
-  return kquant && (isa == MatmulIsa::Avx512 || isa == MatmulIsa::Avx2);
+  return isa == MatmulIsa::Avx512 || (kquant && isa == MatmulIsa::Avx2);
 }
 
 bool repack_enabled() {
@@ -110,8 +115,16 @@ bool repack_active(GgmlType type) {
   return repack_enabled() && repack_supported(type, matmul_fast_auto_isa());
 }
 
+int repack_group_rows(GgmlType type) {
+  return type == GgmlType::Q4_0 || type == GgmlType::Q8_0 ? 16 : kRepackRows;
+}
+
+int64_t repack_record_cols(GgmlType type) {
+  return type == GgmlType::Q4_0 || type == GgmlType::Q8_0 ? 32 : kSuperBlock;
+}
+
 size_t repacked_group_bytes(GgmlType type, int64_t n_cols) {
-  return static_cast<size_t>(n_cols / kSuperBlock) * record_bytes(type);
+  return static_cast<size_t>(n_cols / repack_record_cols(type)) * record_bytes(type);
 }
 
 void RepackedWeight::Unmap::operator()(uint8_t* p) const {
@@ -120,14 +133,16 @@ void RepackedWeight::Unmap::operator()(uint8_t* p) const {
 
 RepackedWeight repack_weight(const WeightView& w, ThreadPool& pool, bool release) {
   if (record_bytes(w.type) == 0)
-    throw Error(fmt::format("repack '{}': expected Q4_K, Q5_K or Q6_K, got {}", w.name,
+    throw Error(fmt::format("repack '{}': expected Q4_K, Q5_K, Q6_K, Q4_0 or Q8_0, got {}", w.name,
                             ggml_type_name(w.type)));
-  if (w.n_cols < kSuperBlock || w.n_cols % kSuperBlock != 0 || w.n_rows < 1 || w.data == nullptr)
+  const int64_t cols = repack_record_cols(w.type);
+  if (w.n_cols < cols || w.n_cols % cols != 0 || w.n_rows < 1 || w.data == nullptr)
     throw Error(
-        fmt::format("repack '{}': expected rows of a positive multiple of 256, got [{}, {}]",
-                    w.name, w.n_rows, w.n_cols));
-  const int64_t n_groups = (w.n_rows + kRepackRows - 1) / kRepackRows;
-  const int64_t n_sb = w.n_cols / kSuperBlock;
+        fmt::format("repack '{}': expected rows of a positive multiple of {}, got [{}, {}]",
+                    w.name, cols, w.n_rows, w.n_cols));
+  const int64_t g_rows = repack_group_rows(w.type);
+  const int64_t n_groups = (w.n_rows + g_rows - 1) / g_rows;
+  const int64_t n_sb = w.n_cols / cols;
   const size_t group = repacked_group_bytes(w.type, w.n_cols);
   const size_t rec = record_bytes(w.type), row_bytes = weight_row_bytes(w.type, w.n_cols);
   const size_t sb_bytes = ggml_traits(w.type).type_size;
@@ -154,9 +169,13 @@ RepackedWeight repack_weight(const WeightView& w, ThreadPool& pool, bool release
     const int64_t s1 = std::min(n_groups, s0 + kSliceGroups);
     pool.parallel_for(s1 - s0, [&](int64_t g0, int64_t g1, int) {
       for (int64_t g = s0 + g0; g < s0 + g1; ++g) {
-        const uint8_t* rows[8];
-        for (int64_t r = 0; r < 8; ++r)  // past the last row: the last row again
-          rows[r] = src + static_cast<size_t>(std::min(w.n_rows - 1, 8 * g + r)) * row_bytes;
+        const uint8_t* rows[16];
+        for (int64_t r = 0; r < g_rows; ++r)  // past the last row: the last row again
+          rows[r] = src + static_cast<size_t>(std::min(w.n_rows - 1, g_rows * g + r)) * row_bytes;
+        if (g_rows == 16) {
+          repack_group_q16(w.type, rows, n_sb, dst + static_cast<size_t>(g) * group);
+          continue;
+        }
         for (int64_t s = 0; s < n_sb; ++s) {
           const uint8_t* sb[8];
           for (int r = 0; r < 8; ++r) sb[r] = rows[r] + static_cast<size_t>(s) * sb_bytes;
@@ -174,7 +193,7 @@ RepackedWeight repack_weight(const WeightView& w, ThreadPool& pool, bool release
     });
     if (release) {  // the whole pages of the rows read so far, not yet released
       const auto end = reinterpret_cast<uintptr_t>(
-          src + static_cast<size_t>(std::min(w.n_rows, 8 * s1)) * row_bytes);
+          src + static_cast<size_t>(std::min(w.n_rows, g_rows * s1)) * row_bytes);
       const uintptr_t last = end / page * page;
       if (last > released) {
         release_pages(released, last - released);

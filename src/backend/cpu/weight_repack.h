@@ -4,8 +4,12 @@
 // lanes the tile kernels multiply, so that decode reads each record with plain loads instead
 // of gathering and transposing 8 rows' super-blocks on every call (it did: 57 % of a 1B
 // Q4_K_M decode step in the Q4_K tile, most of it that unpacking). Same bytes per row within
-// 3 % (Q4_K: 148 for 144, Q5_K: 180 for 176, Q6_K: 212 for 210), rows padded to a multiple of 8 by repeating the
-// last one (the padded lanes are computed and never stored).
+// 3 % (Q4_K: 148 for 144, Q5_K: 180 for 176, Q6_K: 212 for 210), rows padded to a multiple of 8
+// by repeating the last one (the padded lanes are computed and never stored). Q4_0 and Q8_0
+// likewise 16 rows at a time (the same bytes per row), so that a decode tile reads one
+// sequential stream instead of 16 row streams with a transpose and a scale gather per block
+// (1B-shape file, loaded Xeon: Q8_0 decode 1.41x, Q4_0 1.19x; BENCHMARKS.md, 2026-12-03
+// afternoon).
 //
 // Layout: an 8-row group (rows 8g .. 8g + 7) is its super-blocks' records in order; group g
 // starts at g * n_sb * kRecordBytes (n_sb = n_cols / 256). Row r of a record is lane r: every
@@ -30,12 +34,28 @@
 //     1536  sc[16][8] int8 scale i of row r at 1536 + 8 i + r
 //     1664  d[8]      fp16 per row
 //     1680  16 zero bytes (records stay 32-byte aligned)
+//
+// Q4_0 and Q8_0 (one 32-element block per record, 16-row groups, as the AVX-512 tiles' 16 int32
+// lanes): a 16-row group (rows 16g .. 16g + 15) is its blocks' records in order, one sequential
+// stream; group g starts at g * (n_cols / 32) * kRecordBytes. Every 64-byte vector holds 4 bytes
+// per row, row 0 first, so one vpdpbusd takes 4 weights of all 16 rows.
+//   Q4_0 record (16 rows, one block), kQ4_0RecordBytes = 288 (16 x 18, the same bytes):
+//     0     d[16]     fp16 per row
+//     32    qs[4]     64-byte vectors; vector k at 32 + 64 k: row r's qs bytes 4 k .. 4 k + 3
+//                     (low nibbles: weights 4 k .. 4 k + 3, high nibbles: 16 + 4 k ..)
+//   Q8_0 record (16 rows, one block), kQ8_0RecordBytes = 544 (16 x 34):
+//     0     d[16]     fp16 per row
+//     32    q[8]      vector s at 32 + 64 s: row r's q[4 s .. 4 s + 3] + 128 as unsigned bytes
+//                     (the unsigned operand of vpdpbusd; the kernel subtracts 128 x the
+//                     activation block's sum, so the integer dot product is exactly ggml's)
 // Nothing is decoded to float: the kernels compute d * sc as the in-place kernels do, so the
 // results keep the scalar kernels' bits (matmul_kquant_tile.h's contract).
 //
 // The AVX-512 kernels (matmul_kernel_q4_k_repacked() ..., matmul_repacked_tile.h) and the AVX2
-// kernels (matmul_kernel_q4_k_repacked_avx2() ..., matmul_repacked_tile_avx2.h) read these
-// layouts; the scalar kernels read the GGUF layout in place.
+// kernels (matmul_kernel_q4_k_repacked_avx2() ..., matmul_repacked_tile_avx2.h) read the K-quant
+// layouts; only the AVX-512 kernels read the Q4_0 and Q8_0 ones (matmul_kernel_q4_0_repacked(),
+// matmul_kernel_q8_0_repacked(): matmul_repacked_quant_tile.h). The scalar kernels read the GGUF
+// layout in place.
 
 #include <cstddef>
 #include <cstdint>
@@ -50,10 +70,12 @@ namespace llmctl::cpu {
 constexpr size_t kQ4kRecordBytes = 1184;
 constexpr size_t kQ5kRecordBytes = 1440;
 constexpr size_t kQ6kRecordBytes = 1696;
+constexpr size_t kQ4_0RecordBytes = 288;
+constexpr size_t kQ8_0RecordBytes = 544;
 constexpr int kRepackRows = 8;
 
 // Whether the kernels of `isa` (resolved, never Auto) read repacked `type` weights: Q4_K, Q5_K
-// and Q6_K on Avx2 and Avx512.
+// and Q6_K on Avx2 and Avx512; Q4_0 and Q8_0 on Avx512.
 bool repack_supported(GgmlType type, MatmulIsa isa);
 // LLMCTL_MATMUL_REPACK: "on" (the default, also unset or empty) or "off" (read once; anything
 // else is an Error): whether the fast CPU backend repacks the weights it can.
@@ -61,7 +83,11 @@ bool repack_enabled();
 // Whether the fast CPU backend multiplies `type` weights repacked in this process:
 // repack_enabled() and repack_supported(type, matmul_fast_auto_isa()).
 bool repack_active(GgmlType type);
-// Bytes of one 8-row group of a repacked `type` weight with rows of n_cols elements.
+// Rows of one group of a repacked `type` weight: 8 (K-quants) or 16 (Q4_0, Q8_0).
+int repack_group_rows(GgmlType type);
+// Elements per record (the row length must be a positive multiple): 256 or 32.
+int64_t repack_record_cols(GgmlType type);
+// Bytes of one group of a repacked `type` weight with rows of n_cols elements.
 size_t repacked_group_bytes(GgmlType type, int64_t n_cols);
 
 // A repacked copy of a weight in anonymous memory (64-byte aligned).
@@ -82,8 +108,14 @@ class RepackedWeight {
   size_t bytes_ = 0;
 };
 
-// w (a Q4_K, Q5_K or Q6_K matrix) in the layout above, written by the pool's threads. Throws Error
-// for another type or a row length that is not a multiple of 256.
+// One 16-row group of a Q4_0 or Q8_0 matrix (rows: the group's 16 rows, n_blocks blocks each)
+// into dst (weight_repack_quant.cpp).
+void repack_group_q16(GgmlType type, const uint8_t* const rows[16], int64_t n_blocks,
+                      uint8_t* dst);
+
+// w (a Q4_K, Q5_K, Q6_K, Q4_0 or Q8_0 matrix) in the layout above, written by the pool's
+// threads. Throws Error for another type or a row length that is not a multiple of
+// repack_record_cols().
 // release: the whole pages of w.data are handed back as they are read, slice by slice
 // (MADV_PAGEOUT: a file mapping's pages leave the resident set and are read again from the
 // file if touched, as get_rows of a tied embedding does; anonymous memory keeps its contents),
