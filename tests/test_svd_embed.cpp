@@ -36,12 +36,19 @@ cpu::CpuFastBackend& cpu2() {  // the CPU backend with 2 BLAS threads
 }  // namespace
 
 TEST_CASE("singular values match a float64 SVD (dgesdd) within 1e-6 sigma_max", "[cpu]") {
+  // expect: the Gram precision the choice must land on, or "" for either. 700 x 96 sits at
+  // the tolerance's edge: its float32 bound is 4.97e-7 (of 5e-7) with OpenBLAS's Haswell
+  // kernels and above it with the SkylakeX/Cooperlake ones, so Auto rightly goes either way
+  // there; the accuracy checks hold for both.
   struct Case {
     int m, n;
     GramPrecision gram;
+    const char* expect;
   };
-  for (const Case c : {Case{700, 96, GramPrecision::Auto}, Case{700, 96, GramPrecision::F64},
-                       Case{48, 200, GramPrecision::Auto}, Case{3000, 64, GramPrecision::Auto}}) {
+  for (const Case c : {Case{700, 96, GramPrecision::Auto, ""},
+                       Case{700, 96, GramPrecision::F64, "f64"},
+                       Case{48, 200, GramPrecision::Auto, "f32"},
+                       Case{3000, 64, GramPrecision::Auto, "f32"}}) {
     const std::vector<float> a = random_matrix(c.m, c.n, 7 + static_cast<uint64_t>(c.m));
     SpectrumOptions opt;
     opt.gram = c.gram;
@@ -51,7 +58,7 @@ TEST_CASE("singular values match a float64 SVD (dgesdd) within 1e-6 sigma_max", 
     CHECK(s.sigma.size() == ref.size());
     CHECK(max_rel_diff(s.sigma, ref) <= 1e-6);
     CHECK(s.error_bound <= 1e-6);
-    CHECK(s.gram_precision == (c.gram == GramPrecision::F64 ? "f64" : "f32"));
+    if (*c.expect != '\0') CHECK(s.gram_precision == c.expect);
   }
 }
 
