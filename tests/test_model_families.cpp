@@ -28,6 +28,7 @@
 #include "support/fixtures.h"
 #include "support/hf_dirs.h"
 #include "support/logit_rows.h"
+#include "support/model_runs.h"
 #include "support/test_data.h"
 
 using namespace llmctl;
@@ -37,6 +38,8 @@ using llmctl::test::edited_hf_copy;
 using llmctl::test::fixture_path;
 using llmctl::test::load_model_error;
 using llmctl::test::max_abs_diff;
+using llmctl::test::Run;
+using llmctl::test::run_steps;
 
 namespace {
 
@@ -55,33 +58,15 @@ nlohmann::json json_file(const std::string& path) {
   return nlohmann::json::parse(llmctl::test::read_file(path));
 }
 
-using Logits = std::vector<std::vector<float>>;  // [position][n_vocab]
-
-struct Run {
-  Logits logits;                // at every position of the tokens
-  std::vector<int32_t> greedy;  // argmax continuation (first maximum)
-};
-
-int32_t argmax(const std::vector<float>& row) {
-  return static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
-}
-
-// One step per token, then `n_greedy` greedy steps; `fast`: the fast CPU backend (2 threads).
+// One step per token, then `n_greedy` greedy steps (support/model_runs.h); `fast`: the fast CPU
+// backend (2 threads).
 Run run(const LoadedModel& m, const std::vector<int32_t>& tokens, size_t n_greedy, bool fast) {
   std::unique_ptr<Backend> be;
   if (fast)
     be = std::make_unique<cpu::CpuFastBackend>(2);
   else
     be = std::make_unique<cpu::CpuBackend>();
-  Forward fwd(m.config, m.weights, *be, static_cast<int64_t>(tokens.size() + n_greedy));
-  Run r;
-  for (const int32_t t : tokens) r.logits.push_back(fwd.step(t));
-  std::vector<float> row = r.logits.back();
-  for (size_t i = 0; i < n_greedy; ++i) {
-    r.greedy.push_back(argmax(row));
-    if (i + 1 < n_greedy) row = fwd.step(r.greedy.back());
-  }
-  return r;
+  return run_steps(m, *be, tokens, n_greedy);
 }
 
 // A reference's logits and greedy ids, checked against a run of the same tokens.
