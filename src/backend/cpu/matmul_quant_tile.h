@@ -303,11 +303,6 @@ struct QuantTileAvx2 {
   LLMCTL_AVX2 static void pack_block(const uint8_t* const rows[8], int64_t b, uint8_t* out) {
     Unpacked u;
     unpack_block(rows, b, u);
-    store_block(u, out);
-  }
-
-  // u in the panel layout (also from the repacked records: matmul_repacked_quant_tile_avx2.h).
-  LLMCTL_AVX2 static void store_block(const Unpacked& u, uint8_t* out) {
     for (size_t s = 0; s < 8; ++s) {
       store(out + 32 * s, u.w[s]);
       if constexpr (kSigned) store(out + kSgnOffset + 32 * s, u.sgn[s]);

@@ -13,9 +13,12 @@
 // stored q + 128: the sign bit flipped back), and the 16-row group is one sequential stream.
 //
 //   decode (one token)  16 rows (two 8-lane halves): each record read once, in order.
-//   prefill             16 rows: the group's records unpacked once per token chunk into two of
-//                       the in-place kernel's 8-row panels (the bytes QuantTileAvx2::pack
-//                       writes from the GGUF rows), then its own block<T> over each.
+//   prefill (T tokens)  16 rows, one 8-row half after the other (T accumulators in registers),
+//                       each step's operands taken from the record (L2-resident while the
+//                       token chunk passes): no packing step. Unpacking into the in-place
+//                       kernel's panels instead was 0.8x the in-place kernel at 2 tokens, this
+//                       is 1.5x (Q4_0) and 2x (Q8_0); at 512 tokens Q4_0 is 0.95x, Q8_0 1.0x
+//                       (2048x2048, one thread; BENCHMARKS.md 2026-12-03 evening).
 //
 // Addressing as matmul_repacked_quant_tile.h: TileArgs::w_stride is a sixteenth of a group's
 // bytes and a tile (r a multiple of 16) starts at its group's first record.
@@ -32,67 +35,71 @@ struct RepackedQuantTileAvx2 {
   static_assert(!Block::kHasMin && Block::kNibbles == Block::kOffset8, "Q4_0 or Q8_0");
   using Q = QuantTileAvx2<Block>;
   static constexpr size_t kRecordBytes = 16 * Block::kBytes;
-  static constexpr size_t kPanelBlockBytes = Q::kPanelBlockBytes;  // per 8-row half
 
-  // Rows 8h .. 8h + 7 of record rec as the in-place tile's block in registers.
-  LLMCTL_AVX2 static void unpack_half(const uint8_t* rec, int h, typename Q::Unpacked& u) {
+  // Step s's operands for rows 8h .. 8h + 7 of record rec (QuantTileAvx2::Unpacked's w[s],
+  // sgn[s]: 4 weights of each of the 8 rows, weights 4s .. 4s + 3; Q4_0: 16 + 4(s - 4) ..
+  // for s >= 4, the high nibbles).
+  LLMCTL_AVX2 static void operands(const uint8_t* rec, int h, int s, __m256i& w, __m256i& sgn) {
     const uint8_t* q = rec + 32 + 32 * h;
     if constexpr (Block::kNibbles) {
-      const __m256i low = _mm256_set1_epi8(0x0f);
-      for (int k = 0; k < 4; ++k) {
-        const __m256i v = Q::load(q + 64 * k);
-        u.w[k] = _mm256_and_si256(v, low);                            // elements 4k..4k+3
-        u.w[k + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);  // 16 + 4k ..
-        u.sgn[k] = u.w[k];  // unused by unsigned blocks
-        u.sgn[k + 4] = u.w[k + 4];
-      }
+      const __m256i v = Q::load(q + 64 * (s % 4));
+      w = _mm256_and_si256(s < 4 ? v : _mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0f));
+      sgn = w;  // unused by unsigned blocks
     } else {
-      const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
-      for (int s = 0; s < 8; ++s) {
-        u.sgn[s] = _mm256_xor_si256(Q::load(q + 64 * s), flip);  // q + 128 back to q
-        u.w[s] = _mm256_sign_epi8(u.sgn[s], u.sgn[s]);
-      }
+      sgn = _mm256_xor_si256(Q::load(q + 64 * s), _mm256_set1_epi8(static_cast<char>(0x80)));
+      w = _mm256_sign_epi8(sgn, sgn);  // q + 128 back to q, then |q|
     }
-    u.dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + 16 * h)));
-    u.mw = _mm256_setzero_ps();
+  }
+  LLMCTL_AVX2 static __m256 scales(const uint8_t* rec, int h) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + 16 * h)));
   }
 
-  // Prefill: the group as two 8-row panels, rows 0..7 then (n_rows > 8) rows 8..15.
-  LLMCTL_AVX2 static void pack(const TileArgs& a, int n_rows, uint8_t* panel) {
-    const int64_t nb = a.n / 32;
-    for (int h = 0; h < (n_rows > 8 ? 2 : 1); ++h)
-      for (int64_t b = 0; b < nb; ++b) {
+  // Decode: the group's stream in order, each record's two halves in turn.
+  LLMCTL_AVX2 static void decode(const TileArgs& a, int halves, __m256* acc) {
+    for (int64_t b = 0; b < a.n / 32; ++b) {
+      const uint8_t* rec = a.w + static_cast<size_t>(b) * kRecordBytes;
+      const char* ahead = reinterpret_cast<const char*>(rec + kRepackedPrefetchBytes);
+      for (size_t o = 0; o < kRecordBytes; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T1);
+      for (int h = 0; h < halves; ++h) {
         typename Q::Unpacked u;
-        unpack_half(a.w + static_cast<size_t>(b) * kRecordBytes, h, u);
-        Q::store_block(u, panel + static_cast<size_t>(h * nb + b) * kPanelBlockBytes);
+        for (int s = 0; s < 8; ++s) operands(rec, h, s, u.w[s], u.sgn[s]);
+        u.dw = scales(rec, h);
+        u.mw = _mm256_setzero_ps();
+        Q::template block_unpacked<1>(u, a, b, acc + h);
       }
+    }
+  }
+
+  // Prefill: half h of the group (L2-resident while the token chunk passes) for T tokens, as
+  // the in-place block<T> over its panel, each step's operands from the record instead.
+  template <int T>
+  LLMCTL_AVX2 static void prefill(const TileArgs& a, int h, __m256* acc) {
+    const int64_t nb = a.n / 32;
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* rec = a.w + static_cast<size_t>(b) * kRecordBytes;
+      __m256i sums[static_cast<size_t>(T)];
+      for (int t = 0; t < T; ++t) sums[t] = _mm256_setzero_si256();  // step 0 overwrites them
+      for (int s = 0; s < 8; ++s) {
+        __m256i w, sgn;
+        operands(rec, h, s, w, sgn);
+        for (int t = 0; t < T; ++t) sums[t] = Q::step(sums[t], w, sgn, a.qs + t * a.n + 32 * b, s);
+      }
+      const __m256 dw = scales(rec, h);
+      for (int t = 0; t < T; ++t)
+        acc[t] = Q::finish(sums[t], dw, _mm256_setzero_ps(), a, t * nb + b, acc[t]);
+    }
   }
 
   template <int T>
   LLMCTL_AVX2 static void tile(const TileArgs& a, int n_rows) {
-    const int64_t nb = a.n / 32;
     const int halves = n_rows > 8 ? 2 : 1;
     __m256 acc[2][static_cast<size_t>(T)];
     for (int h = 0; h < 2; ++h)
       for (int t = 0; t < T; ++t) acc[h][t] = _mm256_setzero_ps();
-    if (a.panel != nullptr) {
-      for (int h = 0; h < halves; ++h)
-        for (int64_t b = 0; b < nb; ++b)
-          Q::template block<T>(a.panel + static_cast<size_t>(h * nb + b) * kPanelBlockBytes, a,
-                               b, acc[h]);
-    } else {  // decode (T > 1 without a panel does not occur in run_rows: the same bits anyway)
-      for (int64_t b = 0; b < nb; ++b) {
-        const uint8_t* rec = a.w + static_cast<size_t>(b) * kRecordBytes;
-        if constexpr (T == 1) {
-          const char* ahead = reinterpret_cast<const char*>(rec + kRepackedPrefetchBytes);
-          for (size_t o = 0; o < kRecordBytes; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T1);
-        }
-        for (int h = 0; h < halves; ++h) {
-          typename Q::Unpacked u;
-          unpack_half(rec, h, u);
-          Q::template block_unpacked<T>(u, a, b, acc[h]);
-        }
-      }
+    if constexpr (T == 1) {
+      decode(a, halves, &acc[0][0]);  // acc[h][0] at h
+    } else {
+      for (int h = 0; h < halves; ++h) prefill<T>(a, h, acc[h]);
     }
     for (int h = 0; h < halves; ++h) {
       TileArgs o = a;
@@ -116,8 +123,6 @@ MatmulKernel make_repacked_quant_kernel_avx2(const char* name) {
   k.rows_prefill = 16;
   k.tokens_prefill = quant_tile_tokens<Block>();
   k.tile = &dispatch_quant_tile<Tile>;
-  k.pack = &Tile::pack;
-  k.panel_bytes_per_block = 2 * Tile::kPanelBlockBytes;
   k.repacked = true;
 #endif
   (void)name;
