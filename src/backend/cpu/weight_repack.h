@@ -9,7 +9,7 @@
 // likewise 16 rows at a time (the same bytes per row), so that a decode tile reads one
 // sequential stream instead of 16 row streams with a transpose and a scale gather per block
 // (1B-shape file, loaded Xeon: Q8_0 decode 1.41x, Q4_0 1.19x; BENCHMARKS.md, 2026-12-03
-// afternoon).
+// afternoon; its AVX2 tiles: Q8_0 1.20x to 1.29x, Q4_0 1.16x to 1.24x, 2026-12-03 evening).
 //
 // Layout: an 8-row group (rows 8g .. 8g + 7) is its super-blocks' records in order; group g
 // starts at g * n_sb * kRecordBytes (n_sb = n_cols / 256). Row r of a record is lane r: every
