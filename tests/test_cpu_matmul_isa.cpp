@@ -112,8 +112,8 @@ TEST_CASE("matmul_fast: the AVX-512 kernels give the scalar kernel's bits", "[cp
   }
 }
 
-TEST_CASE("matmul_fast: repacked Q4_K, Q5_K, Q6_K (AVX2, AVX-512), Q4_0 and Q8_0 (AVX-512) give "
-          "the scalar kernel's bits",
+TEST_CASE("matmul_fast: repacked Q4_K, Q5_K, Q6_K, Q4_0 and Q8_0 (AVX2, AVX-512) give the "
+          "scalar kernel's bits",
           "[cpu]") {
   if (!matmul_fast_has_avx2()) {
     WARN("skipped: no AVX2+FMA+F16C on this CPU");
@@ -129,11 +129,13 @@ TEST_CASE("matmul_fast: repacked Q4_K, Q5_K, Q6_K (AVX2, AVX-512), Q4_0 and Q8_0
         std::tuple{GgmlType::Q5_K, MatmulIsa::Avx512, "q5_k avx512-vnni repacked-x8"},
         std::tuple{GgmlType::Q4_K, MatmulIsa::Avx2, "q4_k avx2 repacked-x8"},
         std::tuple{GgmlType::Q5_K, MatmulIsa::Avx2, "q5_k avx2 repacked-x8"},
-        std::tuple{GgmlType::Q6_K, MatmulIsa::Avx2, "q6_k avx2 repacked-x8"}})
+        std::tuple{GgmlType::Q6_K, MatmulIsa::Avx2, "q6_k avx2 repacked-x8"},
+        std::tuple{GgmlType::Q4_0, MatmulIsa::Avx2, "q4_0 avx2 repacked-x16"},
+        std::tuple{GgmlType::Q8_0, MatmulIsa::Avx2, "q8_0 avx2 repacked-x16"}})
     CHECK(std::string(matmul_fast_kernel_name(type, isa, MatmulPrecision::Fast, true)) == name);
   // types and isas without a repacked layout: the kernel without, and matmul refuses a copy
-  CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_0, MatmulIsa::Avx2,
-                                            MatmulPrecision::Fast, true)) == "q4_0 avx2");
+  CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_0, MatmulIsa::Scalar,
+                                            MatmulPrecision::Fast, true)) == "q4_0 scalar");
   CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q8_0, MatmulIsa::Avx512,
                                             MatmulPrecision::Fast, true)) ==
         "q8_0 avx512-vnni repacked-x16");
@@ -141,7 +143,9 @@ TEST_CASE("matmul_fast: repacked Q4_K, Q5_K, Q6_K (AVX2, AVX-512), Q4_0 and Q8_0
                                             MatmulPrecision::Fast, true)) == "q4_1 avx512-vnni");
   CHECK_FALSE(repack_supported(GgmlType::Q4_K, MatmulIsa::Scalar));
   CHECK_FALSE(repack_supported(GgmlType::Q3_K, MatmulIsa::Avx2));
-  CHECK_FALSE(repack_supported(GgmlType::Q4_0, MatmulIsa::Avx2));
+  CHECK(repack_supported(GgmlType::Q4_0, MatmulIsa::Avx2));
+  CHECK(repack_supported(GgmlType::Q8_0, MatmulIsa::Avx2));
+  CHECK_FALSE(repack_supported(GgmlType::Q8_0, MatmulIsa::Scalar));
   CHECK_FALSE(repack_supported(GgmlType::Q4_1, MatmulIsa::Avx512));
   std::mt19937 rng(3);
   const Weight w = make_weight(GgmlType::Q5_K, 9, 256, rng);

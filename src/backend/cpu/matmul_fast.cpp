@@ -161,10 +161,10 @@ MatmulKernel repacked_kernel_for(GgmlType type, MatmulIsa isa, MatmulPrecision p
       return avx512 ? matmul_kernel_q5_k_repacked() : matmul_kernel_q5_k_repacked_avx2();
     case GgmlType::Q6_K:
       return avx512 ? matmul_kernel_q6_k_repacked() : matmul_kernel_q6_k_repacked_avx2();
-    case GgmlType::Q4_0:  // AVX-512 only (repack_supported)
-      return matmul_kernel_q4_0_repacked();
+    case GgmlType::Q4_0:
+      return avx512 ? matmul_kernel_q4_0_repacked() : matmul_kernel_q4_0_repacked_avx2();
     case GgmlType::Q8_0:
-      return matmul_kernel_q8_0_repacked();
+      return avx512 ? matmul_kernel_q8_0_repacked() : matmul_kernel_q8_0_repacked_avx2();
     default:
       return MatmulKernel{};
   }

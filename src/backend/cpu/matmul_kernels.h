@@ -158,6 +158,10 @@ MatmulKernel matmul_kernel_q8_0_repacked();
 MatmulKernel matmul_kernel_q4_k_repacked_avx2();
 MatmulKernel matmul_kernel_q5_k_repacked_avx2();
 MatmulKernel matmul_kernel_q6_k_repacked_avx2();
+// The same for Q4_0 and Q8_0 (16-row groups; matmul_repacked_quant_tile_avx2.h): 16-row decode
+// tiles reading the records, prefill over two in-place 8-row panels unpacked from them.
+MatmulKernel matmul_kernel_q4_0_repacked_avx2();
+MatmulKernel matmul_kernel_q8_0_repacked_avx2();
 // Any type dequantize_row() decodes (MatmulPrecision::Float, and any type without an integer
 // kernel): each row of the tile is dequantized to f32 (quant/dequant.h) and multiplied by the
 // F32 kernel, so the result is bit-identical to the F32 kernel on the dequantized weight, with

@@ -1,7 +1,7 @@
 // Q4_0 weights (18-byte blocks: fp16 d, 16 bytes of nibbles; w = (q - 8) * d) against int8
 // activations: the quantized tile (matmul_quant_tile.h) with signed weights q - 8 in -8..7,
 // as ggml's vec_dot_q4_0_q8_0.
-#include "backend/cpu/matmul_repacked_quant_tile.h"
+#include "backend/cpu/matmul_repacked_quant_tile_avx2.h"
 
 namespace llmctl::cpu {
 
@@ -27,6 +27,10 @@ MatmulKernel matmul_kernel_q4_0_avx512() {
 
 MatmulKernel matmul_kernel_q4_0_repacked() {
   return make_repacked_quant_kernel_avx512<BlockQ4_0>("q4_0 avx512-vnni repacked-x16");
+}
+
+MatmulKernel matmul_kernel_q4_0_repacked_avx2() {
+  return make_repacked_quant_kernel_avx2<BlockQ4_0>("q4_0 avx2 repacked-x16");
 }
 
 }  // namespace llmctl::cpu

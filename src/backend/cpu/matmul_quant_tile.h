@@ -366,6 +366,19 @@ struct QuantTileAvx2 {
     for (int t = 0; t < T; ++t) acc[t] = finish(sums[t], dw, mw, a, t * nb + b, acc[t]);
   }
 
+  // acc[t] (8 rows) over block b of T tokens, from the block in registers (decode).
+  template <int T>
+  LLMCTL_AVX2 static void block_unpacked(const Unpacked& u, const TileArgs& a, int64_t b,
+                                         __m256* acc) {
+    const int64_t nb = a.n / 32;
+    for (int t = 0; t < T; ++t) {
+      const int8_t* qx = a.qs + t * a.n + 32 * b;
+      __m256i sum = _mm256_setzero_si256();
+      for (int st = 0; st < 8; ++st) sum = step(sum, u.w[st], u.sgn[st], qx, st);
+      acc[t] = finish(sum, u.dw, u.mw, a, t * nb + b, acc[t]);
+    }
+  }
+
   template <int T>
   LLMCTL_AVX2 static void tile(const TileArgs& a, int n_rows) {
     const int64_t nb = a.n / 32;
@@ -391,12 +404,7 @@ struct QuantTileAvx2 {
         }
         Unpacked u;
         unpack_block(rows, b, u);
-        for (int t = 0; t < T; ++t) {
-          const int8_t* qx = a.qs + t * a.n + 32 * b;
-          __m256i sum = _mm256_setzero_si256();
-          for (int st = 0; st < 8; ++st) sum = step(sum, u.w[st], u.sgn[st], qx, st);
-          acc[t] = finish(sum, u.dw, u.mw, a, t * nb + b, acc[t]);
-        }
+        block_unpacked<T>(u, a, b, acc);
       }
     }
     for (int t = 0; t < T; ++t) store_lane_tile(a, n_rows, t, acc[t]);

@@ -1,5 +1,6 @@
 #pragma once
 // Internal to the matmul fast path: the AVX-512 VNNI tiles over repacked Q4_0 and Q8_0 weights
+// (the AVX2 ones: matmul_repacked_quant_tile_avx2.h)
 // (weight_repack.h: 16-row groups, one record of the 16 rows' scales and pre-transposed quants
 // per 32-element block), for a CPU with matmul_fast_has_avx512(). Same arithmetic contract as
 // the in-place tile (matmul_quant_tile_avx512.h), so the same bits as the scalar kernel:

@@ -94,10 +94,9 @@ void record_q6_k(const uint8_t* const sb[8], uint8_t* rec) {
 }  // namespace
 
 bool repack_supported(GgmlType type, MatmulIsa isa) {
-  // the K-quants on AVX2 too (matmul_repacked_tile_avx2.h); Q4_0 and Q8_0 on AVX-512 only
-  if (record_bytes(type) == 0) return false;
-  const bool kquant = type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K;
-  return isa == MatmulIsa::Avx512 || (kquant && isa == MatmulIsa::Avx2);
+  // every layout on AVX-512 and AVX2 (matmul_repacked_tile_avx2.h,
+  // matmul_repacked_quant_tile_avx2.h); the scalar kernels read the GGUF layout
+  return record_bytes(type) != 0 && (isa == MatmulIsa::Avx512 || isa == MatmulIsa::Avx2);
 }
 
 bool repack_enabled() {

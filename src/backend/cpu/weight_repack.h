@@ -9,7 +9,7 @@
 // likewise 16 rows at a time (the same bytes per row), so that a decode tile reads one
 // sequential stream instead of 16 row streams with a transpose and a scale gather per block
 // (1B-shape file, loaded Xeon: Q8_0 decode 1.41x, Q4_0 1.19x; BENCHMARKS.md, 2026-12-03
-// afternoon).
+// afternoon; its AVX2 tiles: Q8_0 1.20x to 1.29x, Q4_0 1.16x to 1.24x, 2026-12-03 evening).
 //
 // Layout: an 8-row group (rows 8g .. 8g + 7) is its super-blocks' records in order; group g
 // starts at g * n_sb * kRecordBytes (n_sb = n_cols / 256). Row r of a record is lane r: every
@@ -53,9 +53,11 @@
 //
 // The AVX-512 kernels (matmul_kernel_q4_k_repacked() ..., matmul_repacked_tile.h) and the AVX2
 // kernels (matmul_kernel_q4_k_repacked_avx2() ..., matmul_repacked_tile_avx2.h) read the K-quant
-// layouts; only the AVX-512 kernels read the Q4_0 and Q8_0 ones (matmul_kernel_q4_0_repacked(),
-// matmul_kernel_q8_0_repacked(): matmul_repacked_quant_tile.h). The scalar kernels read the GGUF
-// layout in place.
+// layouts; the Q4_0 and Q8_0 ones likewise (matmul_kernel_q4_0_repacked() ...:
+// matmul_repacked_quant_tile.h; matmul_kernel_q4_0_repacked_avx2() ...:
+// matmul_repacked_quant_tile_avx2.h, which takes each 64-byte vector as two 32-byte halves of 8
+// rows, the registers the in-place AVX2 tile builds by transposing 8 rows). The scalar kernels
+// read the GGUF layout in place.
 
 #include <cstddef>
 #include <cstdint>
@@ -74,8 +76,8 @@ constexpr size_t kQ4_0RecordBytes = 288;
 constexpr size_t kQ8_0RecordBytes = 544;
 constexpr int kRepackRows = 8;
 
-// Whether the kernels of `isa` (resolved, never Auto) read repacked `type` weights: Q4_K, Q5_K
-// and Q6_K on Avx2 and Avx512; Q4_0 and Q8_0 on Avx512.
+// Whether the kernels of `isa` (resolved, never Auto) read repacked `type` weights: Q4_K, Q5_K,
+// Q6_K, Q4_0 and Q8_0 on Avx2 and Avx512.
 bool repack_supported(GgmlType type, MatmulIsa isa);
 // LLMCTL_MATMUL_REPACK: "on" (the default, also unset or empty) or "off" (read once; anything
 // else is an Error): whether the fast CPU backend repacks the weights it can.

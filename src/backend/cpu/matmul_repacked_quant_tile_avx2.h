@@ -1,0 +1,132 @@
+#pragma once
+// Internal to the matmul fast path: the AVX2 tiles over repacked Q4_0 and Q8_0 weights
+// (weight_repack.h: 16-row groups, one record of the 16 rows' scales and pre-transposed quants
+// per 32-element block), for a CPU with matmul_fast_has_avx2() (and the AVX-512 machines told
+// LLMCTL_MATMUL_ISA=avx2). The in-place AVX2 tile's arithmetic (QuantTileAvx2 of
+// matmul_quant_tile.h: its step and finish, maddubs with the sign trick for Q8_0, int16 sums
+// for Q4_0's nibbles), so the same bits as the scalar kernel; only the weights' source differs.
+//
+// A record's 64-byte vector is 4 bytes of each of the 16 rows: its first 32 bytes are rows
+// 0..7, exactly the register the in-place tile builds with a 4x4 dword transpose of 8 rows,
+// and its last 32 bytes rows 8..15. So a record is two of the in-place tile's blocks
+// (QuantTileAvx2::Unpacked), read with plain loads (Q4_0: a mask or a shift and a mask; Q8_0,
+// stored q + 128: the sign bit flipped back), and the 16-row group is one sequential stream.
+//
+//   decode (one token)  16 rows (two 8-lane halves): each record read once, in order.
+//   prefill (T tokens)  16 rows, one 8-row half after the other (T accumulators in registers),
+//                       each step's operands taken from the record (L2-resident while the
+//                       token chunk passes): no packing step. Unpacking into the in-place
+//                       kernel's panels instead was 0.8x the in-place kernel at 2 tokens, this
+//                       is 1.5x (Q4_0) and 2x (Q8_0); at 512 tokens Q4_0 is 0.95x, Q8_0 1.0x
+//                       (2048x2048, one thread; BENCHMARKS.md 2026-12-03 evening).
+//
+// Addressing as matmul_repacked_quant_tile.h: TileArgs::w_stride is a sixteenth of a group's
+// bytes and a tile (r a multiple of 16) starts at its group's first record.
+
+#include <algorithm>
+
+#include "backend/cpu/matmul_repacked_quant_tile.h"
+
+namespace llmctl::cpu {
+
+#if defined(LLMCTL_HAVE_X86)
+template <class Block>
+struct RepackedQuantTileAvx2 {
+  static_assert(!Block::kHasMin && Block::kNibbles == Block::kOffset8, "Q4_0 or Q8_0");
+  using Q = QuantTileAvx2<Block>;
+  static constexpr size_t kRecordBytes = 16 * Block::kBytes;
+
+  // Step s's operands for rows 8h .. 8h + 7 of record rec (QuantTileAvx2::Unpacked's w[s],
+  // sgn[s]: 4 weights of each of the 8 rows, weights 4s .. 4s + 3; Q4_0: 16 + 4(s - 4) ..
+  // for s >= 4, the high nibbles).
+  LLMCTL_AVX2 static void operands(const uint8_t* rec, int h, int s, __m256i& w, __m256i& sgn) {
+    const uint8_t* q = rec + 32 + 32 * h;
+    if constexpr (Block::kNibbles) {
+      const __m256i v = Q::load(q + 64 * (s % 4));
+      w = _mm256_and_si256(s < 4 ? v : _mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0f));
+      sgn = w;  // unused by unsigned blocks
+    } else {
+      sgn = _mm256_xor_si256(Q::load(q + 64 * s), _mm256_set1_epi8(static_cast<char>(0x80)));
+      w = _mm256_sign_epi8(sgn, sgn);  // q + 128 back to q, then |q|
+    }
+  }
+  LLMCTL_AVX2 static __m256 scales(const uint8_t* rec, int h) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + 16 * h)));
+  }
+
+  // Decode: the group's stream in order, each record's two halves in turn.
+  LLMCTL_AVX2 static void decode(const TileArgs& a, int halves, __m256* acc) {
+    for (int64_t b = 0; b < a.n / 32; ++b) {
+      const uint8_t* rec = a.w + static_cast<size_t>(b) * kRecordBytes;
+      const char* ahead = reinterpret_cast<const char*>(rec + kRepackedPrefetchBytes);
+      for (size_t o = 0; o < kRecordBytes; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T1);
+      for (int h = 0; h < halves; ++h) {
+        typename Q::Unpacked u;
+        for (int s = 0; s < 8; ++s) operands(rec, h, s, u.w[s], u.sgn[s]);
+        u.dw = scales(rec, h);
+        u.mw = _mm256_setzero_ps();
+        Q::template block_unpacked<1>(u, a, b, acc + h);
+      }
+    }
+  }
+
+  // Prefill: half h of the group (L2-resident while the token chunk passes) for T tokens, as
+  // the in-place block<T> over its panel, each step's operands from the record instead.
+  template <int T>
+  LLMCTL_AVX2 static void prefill(const TileArgs& a, int h, __m256* acc) {
+    const int64_t nb = a.n / 32;
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* rec = a.w + static_cast<size_t>(b) * kRecordBytes;
+      __m256i sums[static_cast<size_t>(T)];
+      for (int t = 0; t < T; ++t) sums[t] = _mm256_setzero_si256();  // step 0 overwrites them
+      for (int s = 0; s < 8; ++s) {
+        __m256i w, sgn;
+        operands(rec, h, s, w, sgn);
+        for (int t = 0; t < T; ++t) sums[t] = Q::step(sums[t], w, sgn, a.qs + t * a.n + 32 * b, s);
+      }
+      const __m256 dw = scales(rec, h);
+      for (int t = 0; t < T; ++t)
+        acc[t] = Q::finish(sums[t], dw, _mm256_setzero_ps(), a, t * nb + b, acc[t]);
+    }
+  }
+
+  template <int T>
+  LLMCTL_AVX2 static void tile(const TileArgs& a, int n_rows) {
+    const int halves = n_rows > 8 ? 2 : 1;
+    __m256 acc[2][static_cast<size_t>(T)];
+    for (int h = 0; h < 2; ++h)
+      for (int t = 0; t < T; ++t) acc[h][t] = _mm256_setzero_ps();
+    if constexpr (T == 1) {
+      decode(a, halves, &acc[0][0]);  // acc[h][0] at h
+    } else {
+      for (int h = 0; h < halves; ++h) prefill<T>(a, h, acc[h]);
+    }
+    for (int h = 0; h < halves; ++h) {
+      TileArgs o = a;
+      o.out = a.out + 8 * h;
+      for (int t = 0; t < T; ++t) store_lane_tile(o, std::min(8, n_rows - 8 * h), t, acc[h][t]);
+    }
+  }
+};
+#endif  // LLMCTL_HAVE_X86
+
+// The AVX2 MatmulKernel over repacked Block weights (MatmulKernel::repacked): 16-row tiles,
+// the in-place kernel's tokens per prefill tile; none (tile == nullptr) off x86.
+template <class Block>
+MatmulKernel make_repacked_quant_kernel_avx2(const char* name) {
+  MatmulKernel k;  // off x86: none
+#if defined(LLMCTL_HAVE_X86)
+  using Tile = RepackedQuantTileAvx2<Block>;
+  k.name = name;
+  k.quantized = true;
+  k.rows_decode = 16;
+  k.rows_prefill = 16;
+  k.tokens_prefill = quant_tile_tokens<Block>();
+  k.tile = &dispatch_quant_tile<Tile>;
+  k.repacked = true;
+#endif
+  (void)name;
+  return k;
+}
+
+}  // namespace llmctl::cpu
