@@ -199,11 +199,22 @@ TEST_CASE("f16 activations: scalar and AVX2 round to nearest even and flag overf
           CHECK(xh[static_cast<size_t>(j)] == f32_to_fp16(x[static_cast<size_t>(j)]));
         if (n >= 2) CHECK(xh[0] == 0x3c00);
         if (n >= 2) CHECK(fp16_to_f32(xh[1]) == 1.0f + 0x1p-9f);
+        // widened back to f32 (halves_widened kernels): the f16 values, or x itself on overflow
+        std::vector<float> xr(static_cast<size_t>(n), -1.0f);
+        auto round = [&](const std::vector<float>& v) {
+          return isa != MatmulIsa::Scalar ? activations_round_f16_avx2(v.data(), n, xr.data())
+                                        : activations_round_f16_scalar(v.data(), n, xr.data());
+        };
+        CHECK(round(x));
+        for (int64_t j = 0; j < n; ++j)
+          CHECK(xr[static_cast<size_t>(j)] == fp16_to_f32(xh[static_cast<size_t>(j)]));
         for (int64_t at : {int64_t{0}, n - 1}) {  // one bad value, in the vector part or the tail
           if (n == 0) continue;
           std::vector<float> y = x;
           y[static_cast<size_t>(at)] = bad;
           CHECK_FALSE(convert(y));
+          CHECK_FALSE(round(y));
+          CHECK(std::memcmp(xr.data(), y.data(), static_cast<size_t>(n) * sizeof(float)) == 0);
         }
       }
     }

@@ -236,6 +236,17 @@ void half_tokens(bool avx2, const float* x, int64_t n, int64_t t0, int64_t t1, M
   }
 }
 
+void rounded_tokens(bool avx2, const float* x, int64_t n, int64_t t0, int64_t t1,
+                    MatmulScratch& s) {
+  for (int64_t t = t0; t < t1; ++t) {
+    float* xr = s.xr.data() + t * n;
+    if (avx2)
+      activations_round_f16_avx2(x + t * n, n, xr);
+    else
+      activations_round_f16_scalar(x + t * n, n, xr);
+  }
+}
+
 // Rows [r0, r1) of the output for every token, tile by tile.
 // fits: per-token f16 flags when some token of a half_activations call does not fit, else null.
 void run_rows(const MatmulKernel& k, const TileArgs& base, const uint8_t* fits, int64_t n_tokens,
@@ -375,7 +386,7 @@ void matmul_fast_isa(MatmulIsa isa, const WeightView& w, const float* x, int64_t
   // The activations' conversions give the same bits on every instruction set (their headers'
   // rules); AVX2's serve the AVX-512 kernels too.
   const bool avx2 = isa != MatmulIsa::Scalar;
-  const MatmulKernel k = kernel_for_isa(w.type, isa, precision, repacked != nullptr);
+  MatmulKernel k = kernel_for_isa(w.type, isa, precision, repacked != nullptr);
   if (repacked != nullptr && !k.repacked)
     throw Error(fmt::format("matmul '{}': the {} kernels of {} have no repacked layout", w.name,
                             matmul_isa_name(isa), ggml_type_name(w.type)));
@@ -410,6 +421,20 @@ void matmul_fast_isa(MatmulIsa isa, const WeightView& w, const float* x, int64_t
     base.qd = scratch.d.data();
     base.qsum = scratch.sum.data();
     if (k.half_sums) base.qhalf = scratch.half.data();
+  }
+  if (k.half_activations && k.halves_widened) {
+    // every token through tile_wide, over its f16-rounded values (or its own, if they overflow)
+    const size_t n_x = static_cast<size_t>(n_tokens * n);
+    if (scratch.xr.size() < n_x) scratch.xr.resize(n_x);
+    if (n_tokens == 1 || pool.size() == 1)
+      rounded_tokens(avx2, x, n, 0, n_tokens, scratch);
+    else
+      pool.parallel_for(n_tokens, [&](int64_t t0, int64_t t1, int) {
+        rounded_tokens(avx2, x, n, t0, t1, scratch);
+      });
+    base.x = scratch.xr.data();
+    k.tile = k.tile_wide;
+    k.half_activations = false;
   }
   if (k.half_activations) {
     const size_t n_x = static_cast<size_t>(n_tokens * n);

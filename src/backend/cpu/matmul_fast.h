@@ -48,6 +48,7 @@ struct MatmulScratch {
   std::vector<int32_t> half;  // (n_tokens, n / 32) its halves' sums (kernels with half_sums)
   std::vector<uint16_t> xh;   // (n_tokens, n) f16 activations (F16 weights)
   std::vector<uint8_t> fits;  // (n_tokens,) 1: the token's activations fit f16 (xh is used)
+  std::vector<float> xr;      // (n_tokens, n) f16-rounded activations as f32 (halves_widened)
 };
 
 // How quantized and F16 weights meet the activations.
@@ -70,7 +71,8 @@ enum class MatmulPrecision { Fast, Float };
 // an instruction set the CPU lacks is an Error at the first matmul). Avx512 runs an AVX-512
 // kernel where the dtype has one (matmul_kernel_*_avx512) and the AVX2 kernel otherwise. The
 // kernels of every instruction set give the scalar kernel's bits (the invariant above), so
-// the choice changes the speed only. No kernel issues AMX instructions.
+// the choice changes the speed only. No kernel issues AMX instructions. The fast backend's
+// attention follows the same choice (its AVX-512 loops under Avx512 only).
 enum class MatmulIsa { Auto, Scalar, Avx2, Avx512 };
 
 // x row-major (n_tokens, w.n_cols), out row-major (n_tokens, w.n_rows); n_tokens >= 1.

@@ -115,11 +115,16 @@ MatmulKernel make_float_kernel_avx512(const char* name, bool half_activations = 
   k.rows_decode = kFloatTileRows512;
   k.rows_prefill = kFloatTileRows512;
   k.tokens_prefill = kFloatTileTokens512;
+  // F16 weights: f16-rounded activations, widened back to f32 before the tile
+  // (halves_widened), so the tile reads f32 and broadcasts each token's 8 values from memory.
+  // Converting f16 activations in the tile instead costs a vcvtph2ps and a shuffle per token
+  // and step, on the ports of the 512-bit FMAs: 1 core, 256 tokens, 2048x2048, Zen 4: 62-65
+  // GFLOP/s against 80-97 widened (BENCHMARKS.md, 2026-12-04).
   k.half_activations = half_activations;
+  k.halves_widened = half_activations;
   k.row_blocks = true;
-  k.tile = half_activations ? &FloatTileAvx512<Loader, ActF16>::dispatch
-                            : &FloatTileAvx512<Loader, ActF32>::dispatch;
-  if (half_activations) k.tile_wide = &FloatTileAvx512<Loader, ActF32>::dispatch;
+  k.tile = &FloatTileAvx512<Loader, ActF32>::dispatch;
+  if (half_activations) k.tile_wide = k.tile;
 #else
   (void)name;
   (void)half_activations;

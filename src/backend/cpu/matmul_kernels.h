@@ -89,6 +89,11 @@ struct MatmulKernel {
   // the same tile over x, multiplies those (one token per call).
   bool half_activations = false;
   TileFn tile_wide = nullptr;
+  // With half_activations: tile_wide runs every token, over the f16-rounded values widened back
+  // to f32 (the same numbers, so the same bits as tile over xh; an overflowing token's own x).
+  // The AVX-512 tile then broadcasts activations from memory instead of converting each one
+  // once per row tile, which costs more on its FMA ports than the doubled bytes cost in L2.
+  bool halves_widened = false;
   int rows_decode = 4;   // R for n_tokens == 1
   int rows_prefill = 2;  // R x T for n_tokens > 1
   int tokens_prefill = 4;

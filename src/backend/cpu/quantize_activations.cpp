@@ -2,6 +2,7 @@
 #include "backend/cpu/quantize_activations.h"
 
 #include <cmath>
+#include <cstring>
 
 #include "backend/cpu/matmul_kernels.h"
 #include "core/fp16.h"
@@ -48,7 +49,33 @@ bool activations_to_f16_scalar(const float* x, int64_t n, uint16_t* xh) {
   return fits;
 }
 
+bool activations_round_f16_scalar(const float* x, int64_t n, float* xr) {
+  bool fits = true;
+  for (int64_t j = 0; j < n; ++j) {
+    xr[j] = fp16_to_f32(f32_to_fp16(x[j]));
+    fits = fits && std::fabs(x[j]) < kF16Limit;  // false for NaN
+  }
+  if (!fits) std::memcpy(xr, x, static_cast<size_t>(n) * sizeof(float));
+  return fits;
+}
+
 #if defined(LLMCTL_HAVE_X86)
+LLMCTL_AVX2 bool activations_round_f16_avx2(const float* x, int64_t n, float* xr) {
+  const __m256 sign_bit = _mm256_set1_ps(-0.0f), limit = _mm256_set1_ps(kF16Limit);
+  __m256 all_fit = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m256 v = _mm256_loadu_ps(x + j);
+    _mm256_storeu_ps(xr + j, _mm256_cvtph_ps(_mm256_cvtps_ph(v, 0)));  // imm 0: nearest even
+    all_fit = _mm256_and_ps(all_fit, _mm256_cmp_ps(_mm256_andnot_ps(sign_bit, v), limit,
+                                                   _CMP_LT_OQ));  // false for NaN
+  }
+  const bool fits = activations_round_f16_scalar(x + j, n - j, xr + j) &&
+                    _mm256_movemask_ps(all_fit) == 0xff;
+  if (!fits) std::memcpy(xr, x, static_cast<size_t>(n) * sizeof(float));
+  return fits;
+}
+
 LLMCTL_AVX2 bool activations_to_f16_avx2(const float* x, int64_t n, uint16_t* xh) {
   const __m256 sign_bit = _mm256_set1_ps(-0.0f), limit = _mm256_set1_ps(kF16Limit);
   __m256 all_fit = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
@@ -99,6 +126,9 @@ void quantize_activations_avx2(const float* x, int64_t n, int8_t* qs, float* d) 
 }
 bool activations_to_f16_avx2(const float* x, int64_t n, uint16_t* xh) {
   return activations_to_f16_scalar(x, n, xh);
+}
+bool activations_round_f16_avx2(const float* x, int64_t n, float* xr) {
+  return activations_round_f16_scalar(x, n, xr);
 }
 #endif
 

@@ -36,4 +36,9 @@ void activation_half_sums(const int8_t* qs, int64_t n, int32_t* halves);
 bool activations_to_f16_scalar(const float* x, int64_t n, uint16_t* xh);
 bool activations_to_f16_avx2(const float* x, int64_t n, uint16_t* xh);
 
+// The same values widened back to f32: xr[j] = fp16_to_f32(f32_to_fp16(x[j])) when the token
+// fits (as above), else xr[j] = x[j]. Returns whether it fits. Same bits scalar and AVX2.
+bool activations_round_f16_scalar(const float* x, int64_t n, float* xr);
+bool activations_round_f16_avx2(const float* x, int64_t n, float* xr);
+
 }  // namespace llmctl::cpu
