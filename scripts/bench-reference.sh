@@ -6,6 +6,7 @@
 #
 #   scripts/bench-reference.sh [--make-llama1b DIR] [-m FILE]... [-p 512] [-n 128] [-d 0]
 #                              [-ctk f16] [-ctv f16] [--flash-attn] [-r 3] [-t 2] [--json]
+#                              [--isa avx2]
 #
 #   -d N                the tests run after N positions already in the KV cache (filled untimed),
 #                       as llama-bench's -d and `llmctl bench -d` ("pp512 @ d4096")
@@ -15,11 +16,14 @@
 #                       weights, tools/make_random_model; ~5 GB): F16, and Q8_0, Q4_0 and
 #                       Q4_K_M quantized by llama.cpp's own quantizer (its output tensor Q6_K,
 #                       as llama-quantize does), and bench them
+#   --isa avx2          both engines held to AVX2 (an AVX-512 machine standing in for an AVX2-only
+#                       one): llama.cpp built without AVX-512 (install-reference.sh --isa avx2, its
+#                       own venv), llmctl with LLMCTL_MATMUL_ISA=avx2
 # Without -m: SmolLM2-135M-Instruct Q4_1 and Gemma 3 270M Q4_K_M from the test data, plus the
 # DIR files when --make-llama1b is given. Needs build/llmctl (scripts/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-venv="${LLMCTL_REF_VENV:-$HOME/.cache/llmctl/ref-venv}"
+isa=native
 data="${LLMCTL_TEST_DATA:-$(cd .. && pwd)/shared}"
 cache="${LLMCTL_MODEL_CACHE:-$HOME/.cache/llmctl/models}"
 make_dir=""
@@ -29,12 +33,18 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --make-llama1b) make_dir="$2"; shift 2 ;;
     -m) models+=("$2"); shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    --isa) isa="$2"; shift 2 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) rest+=("$1"); shift ;;
   esac
 done
 [ -x build/llmctl ] || { echo "bench-reference: build/llmctl is missing; run scripts/setup.sh" >&2; exit 1; }
-scripts/install-reference.sh >&2
+case "$isa" in
+  native) venv="${LLMCTL_REF_VENV:-$HOME/.cache/llmctl/ref-venv}" ;;
+  avx2) venv="${LLMCTL_REF_VENV:-$HOME/.cache/llmctl/ref-venv-avx2}"; export LLMCTL_MATMUL_ISA=avx2 ;;
+  *) echo "bench-reference: --isa takes native or avx2, got '$isa'" >&2; exit 2 ;;
+esac
+scripts/install-reference.sh --isa "$isa" >&2
 
 if [ -n "$make_dir" ]; then
   mkdir -p "$make_dir"

@@ -25,6 +25,7 @@ constexpr int64_t kMinParallelElements = int64_t{1} << 15;     // element-wise: 
 
 CpuFastBackend::CpuFastBackend(int n_threads, MatmulPrecision precision)
     : simd_(attention_fast_available()),
+      wide_(attention_fast_has_avx512() && matmul_fast_auto_isa() == MatmulIsa::Avx512),
       precision_(precision),
       pool_(n_threads),
       scores_(static_cast<size_t>(n_threads)),
@@ -92,7 +93,8 @@ void CpuFastBackend::attention_tasks(const Buffer& q, const PagedKv& kv, int64_t
       const int64_t sub = task % per_token;
       if (simd_) {
         attend_group_fast(q, kv, t, sub, s, out, scores,
-                          stats != nullptr ? stats + t * s.n_heads * kAttnStatFields : nullptr);
+                          stats != nullptr ? stats + t * s.n_heads * kAttnStatFields : nullptr,
+                          wide_);
       } else {
         float* st = stats != nullptr ? stats + (t * s.n_heads + sub) * kAttnStatFields : nullptr;
         attend_head(q, kv, t, sub, s, out, scores, kv_row, st);

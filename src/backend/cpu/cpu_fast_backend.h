@@ -71,6 +71,9 @@ class CpuFastBackend final : public CpuBackend {
                        const AttentionShape& s, Buffer& out, float* stats);
   bool simd_;  // AVX2, FMA and F16C (attention_fast_available()): the SIMD attention and
                // element-wise ops
+  bool wide_;  // attention's AVX-512 loops: the CPU has them and LLMCTL_MATMUL_ISA (the
+               // process's kernel ISA, matmul_fast_auto_isa()) is avx512, so that avx2 holds
+               // the whole forward to AVX2 (a stand-in for an AVX2-only CPU); same bits
   MatmulPrecision precision_;
   ThreadPool pool_;
   ThreadPool serial_{1};  // ops too small to be worth waking the other threads
