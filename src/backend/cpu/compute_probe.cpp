@@ -1,8 +1,9 @@
 // Arithmetic peak probe (compute_probe.h).
 #include "backend/cpu/compute_probe.h"
 
+#include <time.h>
+
 #include <algorithm>
-#include <chrono>
 #include <vector>
 
 #include "backend/cpu/matmul_kernels.h"
@@ -132,26 +133,41 @@ double int8_scalar(int64_t iters) {
   return s;
 }
 
-// The best rate (1e9 ops/s) of `loop` run on every thread of the pool at once.
+// This thread's CPU time: it stops while another process has the core, the wall clock does not.
+double thread_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// The best rate (1e9 ops/s) of `loop` run on every thread of the pool at once: the sum of each
+// thread's ops over its own CPU time, so that the machine's peak comes out on a shared machine
+// too (threads that take turns on one core each count the time they ran; two on one core's
+// SMT siblings each run at half speed all the time, and so count half).
 double best_rate(ThreadPool& pool, Loop loop, double ops_per_iter, int reps) {
-  const int n = pool.size();
-  std::vector<double> sink(static_cast<size_t>(n));
-  const auto run = [&](int64_t iters) {
-    const auto t0 = std::chrono::steady_clock::now();
-    pool.parallel_for(
-        n, [&](int64_t, int64_t, int t) { sink[static_cast<size_t>(t)] += loop(iters); });
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const auto n = static_cast<size_t>(pool.size());
+  std::vector<double> sink(n), seconds(n);
+  // One run of `iters` on every thread: the sum of their rates, and their shortest CPU time.
+  const auto run = [&](int64_t iters, double* shortest) {
+    pool.parallel_for(pool.size(), [&](int64_t, int64_t, int t) {
+      const double t0 = thread_seconds();
+      sink[static_cast<size_t>(t)] += loop(iters);
+      seconds[static_cast<size_t>(t)] = thread_seconds() - t0;
+    });
+    *shortest = *std::min_element(seconds.begin(), seconds.end());
+    double rate = 0;
+    for (double s : seconds) rate += ops_per_iter * static_cast<double>(iters) / s / 1e9;
+    return rate;  // inf when a loop took no measurable time (folded away)
   };
   // Warm-up and calibration (wide units powered up, clocks settled): grow to a millisecond,
   // then scale to about 20 ms a repetition. The cap ends the growth where a loop did no work
   // (a compiler that folded it): its rate is then absurd rather than the probe endless.
   int64_t iters = 1024;
-  double s = run(iters);
-  for (; s < 1e-3 && iters < (int64_t{1} << 40); s = run(iters)) iters *= 4;
-  iters = std::max(iters, static_cast<int64_t>(static_cast<double>(iters) * 0.02 / s));
+  double s = 0;
+  for (run(iters, &s); s < 1e-3 && iters < (int64_t{1} << 40); run(iters, &s)) iters *= 4;
+  if (s > 0) iters = std::max(iters, static_cast<int64_t>(static_cast<double>(iters) * 0.02 / s));
   double best = 0;
-  for (int r = 0; r < std::max(reps, 1); ++r)
-    best = std::max(best, ops_per_iter * static_cast<double>(iters) * n / run(iters) / 1e9);
+  for (int r = 0; r < std::max(reps, 1); ++r) best = std::max(best, run(iters, &s));
   volatile double keep = sink[0];  // the loops' results are used
   (void)keep;
   return best;

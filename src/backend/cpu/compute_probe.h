@@ -26,7 +26,10 @@ struct ComputeResult {
 };
 
 // Runs each loop on n_threads threads at once (one loop per thread, ThreadPool), calibrated to
-// about 20 ms a repetition, `reps` repetitions after a warm-up, and returns the best rates.
+// about 20 ms of CPU time a repetition, `reps` repetitions after a warm-up, and returns the best
+// rates. A repetition's rate is the sum of every thread's ops over its own CPU time, so another
+// process taking turns on the cores does not lower it (the machine's peak, not this moment's
+// share of it); threads on one core's SMT siblings do share its units, and count so.
 // isa Auto: matmul_fast_auto_isa(). Throws Error for an instruction set the CPU lacks (what
 // matmul_fast_has_avx2() / _avx512() require) and for n_threads < 1.
 ComputeResult measure_compute_peak(int n_threads, int reps, MatmulIsa isa = MatmulIsa::Auto);
