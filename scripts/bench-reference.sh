@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # llmctl against the reference engine (llama.cpp through the PyPI package llama-cpp-python
 # 0.3.36, built for this CPU in a virtual environment outside the checkout) on the same GGUF
-# files, interleaved, timed around its own C decode calls; prints medians and
-# ratios (tools/bench_reference.py has the method).
+# files, interleaved, timed around its own C decode calls; prints medians, ratios and llmctl's
+# shares of its probes (--no-probes: without them; tools/bench_reference.py has the method).
 #
 #   scripts/bench-reference.sh [--make-llama1b DIR] [-m FILE]... [-p 512] [-n 128] [-d 0]
 #                              [-ctk f16] [-ctv f16] [--flash-attn] [-r 3] [-t 2] [--json]

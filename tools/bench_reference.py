@@ -21,6 +21,13 @@ d4096"; it too refills, or restores, the D positions before every repetition), a
 q4_0. llama.cpp runs without flash attention (llama-cpp-python's default) unless V is
 quantized, which llama.cpp only supports with flash attention; then it runs with it, and
 --flash-attn turns it on for every run. llmctl uses its default path.
+
+llmctl's probes run once, in the first `llmctl bench` call (its probes come before its timed
+tests; the other calls pass --probe-mib 0): the memory read bandwidth and the compute peaks at
+-t threads. The table and JSON then add, beside the ratios, llmctl's decode GB/s and its share
+of the bandwidth probe (tg rows), and its prefill share of the compute peak its matmul kernels
+run at (pp rows: f32 FMA or int8 dot products, as `llmctl bench` picks per main type). With
+--no-probes, or a binary without the compute probe, those cells stay empty.
 """
 import argparse
 import json
@@ -82,13 +89,41 @@ class Reference:
         return n / sum(self._decode([t]) for t in token_ids(n, self.n_vocab))
 
 
-def llmctl_once(exe, path, n_prompt, n_gen, threads, depth=0, type_k="f16", type_v="f16"):
+PROBE_KEYS = ("probe_gb_s", "peak_gflop_s_f32", "peak_gop_s_int8")
+
+
+def llmctl_once(exe, path, n_prompt, n_gen, threads, depth=0, type_k="f16", type_v="f16",
+                probes=False):
+    """{"pp"/"tg": row} of one `llmctl bench -r 1`, and its probes (PROBE_KEYS; None where it
+    did not measure one: probes off, or a binary without the compute probe)."""
     out = subprocess.run([exe, "bench", "-m", path, "-p", str(n_prompt), "-n", str(n_gen), "-r", "1",
-                          "-d", str(depth), "-ctk", type_k, "-ctv", type_v,
-                          "-t", str(threads), "--probe-mib", "0", "--json"],
+                          "-d", str(depth), "-ctk", type_k, "-ctv", type_v, "-t", str(threads)]
+                         + ([] if probes else ["--probe-mib", "0"]) + ["--json"],
                          check=True, capture_output=True, text=True).stdout
-    rows = json.loads(out)["rows"]
-    return {r["test"][:2]: (r["tok_s"], r["type"]) for r in rows}
+    j = json.loads(out)
+    return ({r["test"][:2]: r for r in j["rows"]},
+            {k: (j.get(k) or None) if probes else None for k in PROBE_KEYS})
+
+
+def probe_shares(test, rows, probes):
+    """llmctl's medians against its probes: (GB/s, % of the bandwidth probe, % of the compute
+    peak, the peak's kind); None where the row or the probe lacks the figure."""
+    def median(key):
+        v = [r.get(key) for r in rows]
+        return statistics.median(v) if v and all(isinstance(x, (int, float)) for x in v) else None
+
+    if test == "tg":
+        gb_s = median("gb_s")
+        bw = probes["probe_gb_s"]
+        return gb_s, (100 * gb_s / bw if gb_s and bw else None), None, None
+    kind = rows[0].get("peak_kind") if rows else None
+    peak = {"f32": probes["peak_gflop_s_f32"], "int8": probes["peak_gop_s_int8"]}.get(kind)
+    gflop_s = median("gflop_s")
+    return None, None, (100 * gflop_s / peak if gflop_s and peak else None), kind
+
+
+def cell(x, fmt):
+    return "" if x is None else fmt.format(x)
 
 
 def main():
@@ -111,6 +146,9 @@ def main():
                     help="run llama.cpp with flash attention even when V is not quantized")
     ap.add_argument("-r", "--repetitions", type=int, default=3)
     ap.add_argument("-t", "--threads", type=int, default=2)
+    ap.add_argument("--no-probes", action="store_true",
+                    help="skip llmctl's bandwidth and compute-peak probes (their columns stay "
+                         "empty)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     if a.n_depth < 0:
@@ -120,48 +158,69 @@ def main():
     suffix = f" @ d{a.n_depth}" if a.n_depth > 0 else ""
 
     results = []
+    probes = dict.fromkeys(PROBE_KEYS)  # filled by the first llmctl call, unless --no-probes
+    probe_next = not a.no_probes
     for path in a.model:
         print(f"bench-reference: {path}", file=sys.stderr)
         ref = Reference(path, a.n_prompt, a.n_gen, a.threads, *kv, flash_attn=flash_attn)
         ref.pp(min(a.n_prompt, 32))  # warm-up, as llmctl bench does
         rates = {("ref", "pp"): [], ("ref", "tg"): [], ("llmctl", "pp"): [], ("llmctl", "tg"): []}
+        ours_rows = {"pp": [], "tg": []}
         wtype = "?"
         for _ in range(a.repetitions):
             if a.n_prompt > 0:
                 rates[("ref", "pp")].append(ref.pp(a.n_prompt))
             if a.n_gen > 0:
                 rates[("ref", "tg")].append(ref.tg(a.n_gen))
-            ours = llmctl_once(a.llmctl, path, a.n_prompt, a.n_gen, a.threads, *kv)
-            for test, (tok_s, wtype) in ours.items():
-                rates[("llmctl", test)].append(tok_s)
+            ours, measured = llmctl_once(a.llmctl, path, a.n_prompt, a.n_gen, a.threads, *kv,
+                                         probes=probe_next)
+            if probe_next:
+                probes, probe_next = measured, False
+            for test, row in ours.items():
+                rates[("llmctl", test)].append(row["tok_s"])
+                ours_rows[test].append(row)
+                wtype = row["type"]
         del ref
         for test, n in (("pp", a.n_prompt), ("tg", a.n_gen)):
             if n <= 0:
                 continue
             r = statistics.median(rates[("ref", test)])
             o = statistics.median(rates[("llmctl", test)])
+            gb_s, bw_pct, peak_pct, peak_kind = probe_shares(test, ours_rows[test], probes)
             results.append({"model": path, "type": wtype, "test": f"{test}{n}{suffix}",
                             "threads": a.threads, "depth": a.n_depth,
                             "cache_type_k": a.cache_type_k, "cache_type_v": a.cache_type_v,
                             "reference_flash_attn": flash_attn,
                             "reference_tok_s": r, "llmctl_tok_s": o, "ratio": o / r,
+                            "llmctl_gb_s": gb_s, "llmctl_bw_pct": bw_pct,
+                            "llmctl_peak_pct": peak_pct, "llmctl_peak_kind": peak_kind,
                             "reference_runs": rates[("ref", test)],
                             "llmctl_runs": rates[("llmctl", test)]})
 
     if a.json:
         print(json.dumps({"reference": f"llama-cpp-python {llama_cpp.__version__}",
-                          "repetitions": a.repetitions, "rows": results}, indent=2))
+                          "repetitions": a.repetitions, "llmctl_probes": probes,
+                          "rows": results}, indent=2))
         return
     kv_note = (f", KV {a.cache_type_k}/{a.cache_type_v}"
                if (a.cache_type_k, a.cache_type_v) != ("f16", "f16") else "")
     fa_note = ", reference with flash attention" if flash_attn else ""
     print(f"reference: llama-cpp-python {llama_cpp.__version__}; medians of {a.repetitions} "
           f"interleaved runs, {a.threads} threads{kv_note}{fa_note}\n")
-    print("| file | main type | test | reference t/s | llmctl t/s | llmctl / reference |")
-    print("|---|---|---|---:|---:|---:|")
+    print("| file | main type | test | reference t/s | llmctl t/s | llmctl / reference | "
+          "llmctl GB/s | % of bandwidth probe | % of compute peak |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|")
     for r in results:
+        peak = cell(r["llmctl_peak_pct"], "{:.0f}%")
         print(f"| {r['model'].rsplit('/', 1)[-1]} | {r['type']} | {r['test']} | "
-              f"{r['reference_tok_s']:.2f} | {r['llmctl_tok_s']:.2f} | **{r['ratio']:.2f}** |")
+              f"{r['reference_tok_s']:.2f} | {r['llmctl_tok_s']:.2f} | **{r['ratio']:.2f}** | "
+              f"{cell(r['llmctl_gb_s'], '{:.1f}')} | {cell(r['llmctl_bw_pct'], '{:.0f}%')} | "
+              f"{peak + ' ' + r['llmctl_peak_kind'] if peak else ''} |")
+    measured = [cell(probes[k], f) for k, f in (("probe_gb_s", "memory read {:.1f} GB/s"),
+                                                ("peak_gflop_s_f32", "f32 FMA {:.1f} GFLOP/s"),
+                                                ("peak_gop_s_int8", "int8 {:.1f} GOP/s"))]
+    if any(measured):
+        print(f"\nllmctl probes ({a.threads} threads): {', '.join(m for m in measured if m)}")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 // llmctl bench: prefill (ppN) and decode (tgN) speed of the engine that serves `run`, as
-// llama-bench measures them, with decode put against the machine's measured read bandwidth.
+// llama-bench measures them, with decode put against the machine's measured read bandwidth and,
+// on the CPU, prefill against its measured arithmetic peak.
 //
 // For each model and thread count: one warm-up, then -r repetitions of
 //   ppN  a fresh sequence, N prompt tokens in one forward pass (-b chunks), logits of the last
@@ -8,8 +9,14 @@
 // Reported: tokens/s mean and sample sd over the repetitions; for tg the bytes one step reads
 // (weights per token, weight_stats(), plus the K/V rows of the positions attended to, on
 // average) times tokens/s, and that as a percentage of the probe's bandwidth; for pp GFLOP/s
-// (2 flops per matrix element per token plus attention's 4 * head_dim per (head, query, key)).
-// The probe: on the CPU a multi-threaded read of a large buffer; for a GPU (--device cuda[:N], or
+// (2 flops per matrix element per token plus attention's 4 * head_dim per (head, query, key)),
+// on the CPU also as a percentage of the compute peak its matmul kernels run at (issue 19's
+// prefill target): the f32 FMA peak for a main type multiplied in f32 (F32, F16, BF16), the
+// int8 dot-product peak for one multiplied with int8 activations (Q8_0, Q4_0, K-quants ...;
+// matmul_fast_int8_activations()), at the row's thread count.
+// The probes (--probe-mib 0 skips them all): on the CPU a multi-threaded read of a large buffer
+// and, per thread count, the f32 FMA and int8 dot-product peaks in the matmul kernels'
+// instruction set (compute_probe.h; about 0.25 s each); for a GPU (--device cuda[:N], or
 // auto when a GPU is visible) the device's copy bandwidth (cudaMemcpy device to device,
 // 2 * bytes / time), the yardstick of issue 4's decode targets; with --batch-invariant off also
 // cuBLAS's f16 GEMM rate (the prefill target's yardstick).
@@ -17,9 +24,10 @@
 // "q4_1 avx512-vnni", "q4_k avx512-vnni repacked-x8"; LLMCTL_MATMUL_REPACK=off keeps the
 // GGUF layout) and their instruction set (LLMCTL_MATMUL_ISA forces one) are reported
 // too: stderr, below the Markdown table, and in the JSON rows (matmul_isa, matmul_kernels).
-// Output: a Markdown table (default), --json or --csv on stdout; progress on stderr; stderr
-// ends with one summary line: llmctl-bench: rows=N probe_gb_s=F probe=cpu-read|gpu-copy
-// [gemm_gflop_s=F, when the cuBLAS probe ran]
+// Output (bench_report.h): a Markdown table (default), --json or --csv on stdout; progress on
+// stderr; stderr ends with one summary line: llmctl-bench: rows=N probe_gb_s=F
+// probe=cpu-read|gpu-copy [peak_gflop_s_f32=F peak_gop_s_int8=F, when the compute probe ran: at
+// the most threads] [gemm_gflop_s=F, when the cuBLAS probe ran]
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -30,11 +38,13 @@
 #include <set>
 
 #include "backend/cpu/bandwidth_probe.h"
+#include "backend/cpu/compute_probe.h"
 #include "backend/cpu/matmul_fast.h"
 #include "backend/cpu/weight_repack.h"
 #include "backend/gpu_utilities.h"
 #include "backend/selection.h"
 #include "cli/app.h"
+#include "cli/bench_report.h"
 #include "cli/cli_style.h"
 #include "cli/engine_options.h"
 #include "cli/interrupt.h"
@@ -47,30 +57,6 @@
 namespace llmctl::cli {
 
 namespace {
-
-// The engine's -m (several), -t (a list), --device, --kv-type, -b, --batch-invariant,
-// --cuda-graphs (engine_options.h) and bench's own.
-struct BenchOptions : EngineOptions {
-  int64_t n_prompt = 512;
-  int64_t n_gen = 128;
-  int64_t n_depth = 0;  // -d: positions filled before each test (llama-bench's -d)
-  int reps = 3;
-  int64_t probe_mib = 1024;
-  bool json = false;
-  bool csv = false;
-};
-
-struct Row {
-  std::string model, type, test;
-  std::string matmul_isa, matmul_kernels;  // CPU only: "avx512", "q4_1 avx512-vnni, ..."
-  uint64_t bytes = 0, params = 0;
-  int threads = 0;
-  double tok_s = 0, sd = 0, gb_s = 0, bw_pct = 0, gflop_s = 0;
-  double step_bytes = 0;  // tg: bytes one decode step reads (weights + K/V)
-};
-
-constexpr const char* kByteUnits[4] = {"B", "KiB", "MiB", "GiB"};
-constexpr const char* kCountUnits[4] = {"", "K", "M", "B"};
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) {
@@ -137,15 +123,6 @@ std::string cpu_matmul_kernels(const ModelWeights& w) {
   return s;
 }
 
-std::string human_count(double x, const char* const units[4], double step) {
-  int u = 0;
-  while (u < 3 && x >= step) {
-    x /= step;
-    ++u;
-  }
-  return fmt::format("{:.2f} {}", x, units[u]);
-}
-
 std::pair<double, double> mean_sd(const std::vector<double>& v) {
   const double mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
   double ss = 0;
@@ -153,8 +130,8 @@ std::pair<double, double> mean_sd(const std::vector<double>& v) {
   return {mean, v.size() > 1 ? std::sqrt(ss / static_cast<double>(v.size() - 1)) : 0.0};
 }
 
-void bench_model(const BenchOptions& opt, const std::string& path, int threads, double probe_gb_s,
-                 std::vector<Row>& rows) {
+void bench_model(const BenchOptions& opt, const std::string& path, int threads,
+                 const BenchProbes& probes, std::vector<BenchRow>& rows) {
   const LoadedModel m = load_model(path);
   const ModelConfig& c = m.config;
   const WeightStats ws = weight_stats(m.weights);
@@ -169,7 +146,7 @@ void bench_model(const BenchOptions& opt, const std::string& path, int threads, 
   Forward fwd(c, m.weights, *backend, fo);
   const auto n_vocab = static_cast<int32_t>(c.n_vocab);
 
-  Row base;
+  BenchRow base;
   base.model = path;
   base.type = ggml_type_name(ws.main_type);
   base.bytes = ws.bytes;
@@ -180,7 +157,7 @@ void bench_model(const BenchOptions& opt, const std::string& path, int threads, 
     base.matmul_kernels = cpu_matmul_kernels(m.weights);
   }
   fmt::print(stderr, "llmctl: bench {} ({}, {}) threads {}{}\n", path, base.type,
-             human_count(static_cast<double>(ws.bytes), kByteUnits, 1024.0), base.threads,
+             bench_bytes(static_cast<double>(ws.bytes)), base.threads,
              base.matmul_isa.empty() ? ""
                                      : fmt::format(", matmul isa {} ({})", base.matmul_isa,
                                                    base.matmul_kernels));
@@ -194,14 +171,14 @@ void bench_model(const BenchOptions& opt, const std::string& path, int threads, 
     const std::vector<int32_t> depth = token_ids(opt.n_depth, n_vocab);
     for (int r = 0; r < opt.reps; ++r)
       rates.push_back(static_cast<double>(n) / time_one(fwd, ids, decode_steps, depth));
-    Row row = base;
+    BenchRow row = base;
     row.test = opt.n_depth > 0 ? fmt::format("{}{} @ d{}", name, n, opt.n_depth)
                                : fmt::format("{}{}", name, n);
     std::tie(row.tok_s, row.sd) = mean_sd(rates);
     return row;
   };
   if (opt.n_prompt > 0) {
-    Row row = measure("pp", opt.n_prompt, false);
+    BenchRow row = measure("pp", opt.n_prompt, false);
     const double p = static_cast<double>(opt.n_prompt), dp = static_cast<double>(opt.n_depth);
     // query i (0-based) of the test attends to depth + i + 1 keys
     const double attn =
@@ -209,10 +186,15 @@ void bench_model(const BenchOptions& opt, const std::string& path, int threads, 
     const double flops = 2.0 * static_cast<double>(ws.matmul_params) * p + attn +
                          2.0 * static_cast<double>(ws.output_params);
     row.gflop_s = flops / (p / row.tok_s) / 1e9;
+    if (!base.matmul_isa.empty()) {
+      row.peak_kind = cpu::matmul_fast_int8_activations(ws.main_type) ? "int8" : "f32";
+      const double peak = probes.peak_rate(row.peak_kind, row.threads);
+      row.peak_pct = peak > 0 ? 100.0 * row.gflop_s / peak : 0.0;
+    }
     rows.push_back(row);
   }
   if (opt.n_gen > 0) {
-    Row row = measure("tg", opt.n_gen, true);
+    BenchRow row = measure("tg", opt.n_gen, true);
     // K and V rows of every layer, over the mean number of positions a step reads
     const double kv_row = static_cast<double>(kv_row_bytes(fo.kv.type, c.kv_dim()) +
                                               kv_row_bytes(kv_v_type(fo.kv), c.kv_dim()));
@@ -221,89 +203,9 @@ void bench_model(const BenchOptions& opt, const std::string& path, int threads, 
         (static_cast<double>(opt.n_depth) + static_cast<double>(opt.n_gen + 1) / 2.0);
     row.step_bytes = static_cast<double>(ws.bytes_per_token) + kv_bytes;
     row.gb_s = row.step_bytes * row.tok_s / 1e9;
-    row.bw_pct = probe_gb_s > 0 ? 100.0 * row.gb_s / probe_gb_s : 0.0;
+    row.bw_pct = probes.gb_s > 0 ? 100.0 * row.gb_s / probes.gb_s : 0.0;
     rows.push_back(row);
   }
-}
-
-
-// What the rates are put against: the bandwidth probe (decode) and, for a GPU in the cuBLAS
-// mode, cuBLAS's own GEMM rate (prefill).
-struct Probes {
-  double gb_s = 0;
-  const char* kind = "cpu-read";  // or "gpu-copy"
-  double gemm_gflop_s = 0;        // 0: not measured
-};
-
-void print_rows(const BenchOptions& opt, const std::vector<Row>& rows, const Probes& probes) {
-  const double probe_gb_s = probes.gb_s;
-  if (opt.json) {
-    nlohmann::json j = nlohmann::json::array();
-    for (const Row& r : rows)
-      j.push_back({{"model", r.model},
-                   {"type", r.type},
-                   {"bytes", r.bytes},
-                   {"params", r.params},
-                   {"threads", r.threads},
-                   {"test", r.test},
-                   {"tok_s", r.tok_s},
-                   {"sd", r.sd},
-                   {"gb_s", r.gb_s},
-                   {"bw_pct", r.bw_pct},
-                   {"gflop_s", r.gflop_s},
-                   {"matmul_isa", r.matmul_isa},
-                   {"matmul_kernels", r.matmul_kernels}});
-    fmt::print("{}\n", nlohmann::json{{"probe_gb_s", probe_gb_s},
-                                      {"probe", probes.kind},
-                                      {"gemm_gflop_s", probes.gemm_gflop_s > 0
-                                                           ? nlohmann::json(probes.gemm_gflop_s)
-                                                           : nlohmann::json()},
-                                      {"batch_invariant", opt.batch_invariant},
-                                      {"cuda_graphs", opt.cuda_graphs},
-                                      {"rows", j}}
-                           .dump(2));
-    return;
-  }
-  if (opt.csv) {
-    fmt::print("model,type,bytes,params,threads,test,tok_s,sd,gb_s,bw_pct,gflop_s\n");
-    for (const Row& r : rows)
-      fmt::print("{},{},{},{},{},{},{:.3f},{:.3f},{:.3f},{:.1f},{:.3f}\n", r.model, r.type, r.bytes,
-                 r.params, r.threads, r.test, r.tok_s, r.sd, r.gb_s, r.bw_pct, r.gflop_s);
-    return;
-  }
-  fmt::print(
-      "| model | type | size | params | threads | test | t/s | GB/s | % of probe | GFLOP/s |\n");
-  fmt::print("|---|---|---:|---:|---:|---|---:|---:|---:|---:|\n");
-  for (const Row& r : rows)
-    fmt::print("| {} | {} | {} | {} | {} | {} | {:.2f} ± {:.2f} | {} | {} | {} |\n", r.model,
-               r.type, human_count(static_cast<double>(r.bytes), kByteUnits, 1024.0),
-               human_count(static_cast<double>(r.params), kCountUnits, 1000.0), r.threads, r.test,
-               r.tok_s, r.sd, r.gb_s > 0 ? fmt::format("{:.1f}", r.gb_s) : "",
-               r.bw_pct > 0 ? fmt::format("{:.0f}%{}", r.bw_pct, r.bw_pct > 100 ? "*" : "") : "",
-               r.gflop_s > 0 ? fmt::format("{:.1f}", r.gflop_s) : "");
-  std::set<std::string> kernel_lines;
-  for (const Row& r : rows)
-    if (!r.matmul_isa.empty())
-      kernel_lines.insert(fmt::format("CPU matmul isa {}: {}", r.matmul_isa, r.matmul_kernels));
-  if (!kernel_lines.empty()) fmt::print("\n");
-  for (const std::string& l : kernel_lines) fmt::print("{}\n", l);
-  if (probe_gb_s > 0)
-    fmt::print("\n{} bandwidth (probe): {:.1f} GB/s\n",
-               std::string(probes.kind) == "gpu-copy" ? "GPU copy" : "memory read", probe_gb_s);
-  if (probes.gemm_gflop_s > 0)
-    fmt::print("cuBLAS f16 GEMM rate (probe): {:.0f} GFLOP/s\n", probes.gemm_gflop_s);
-  // Above 100 %: what a step reads is small enough to stay in the caches, which are faster
-  // than the memory the probe's large buffer measures.
-  for (const Row& r : rows)
-    if (r.bw_pct > 100) {
-      fmt::print(
-          "* above 100% of the probe: a decode step reads only {}, which stays in the {}'s caches; "
-          "the probe reads {} from memory, so this rate is cache bandwidth, not memory's\n",
-          human_count(r.step_bytes, kByteUnits, 1024.0),
-          std::string(probes.kind) == "gpu-copy" ? "GPU" : "CPU",
-          human_count(static_cast<double>(opt.probe_mib) * 1024 * 1024, kByteUnits, 1024.0));
-      break;
-    }
 }
 
 int run_bench(const BenchOptions& opt) {
@@ -317,49 +219,53 @@ int run_bench(const BenchOptions& opt) {
     gpu = probe_gpus().gpus.empty() ? -1 : 0;
   else if (opt.device != "cpu")
     gpu = cuda_device_index(opt.device);
-  Probes probes;
+  BenchProbes probes;
   probes.kind = gpu >= 0 ? "gpu-copy" : "cpu-read";
-  double probe_gb_s = 0;
   if (opt.probe_mib > 0 && gpu >= 0) {
-    probe_gb_s = measure_gpu_copy_bandwidth(gpu, static_cast<size_t>(opt.probe_mib) << 20, 10);
+    probes.gb_s = measure_gpu_copy_bandwidth(gpu, static_cast<size_t>(opt.probe_mib) << 20, 10);
     fmt::print(stderr,
                "llmctl: GPU {} copy bandwidth probe: {:.1f} GB/s ({} MiB device to device)\n", gpu,
-               probe_gb_s, opt.probe_mib);
+               probes.gb_s, opt.probe_mib);
     if (!opt.batch_invariant) {
       probes.gemm_gflop_s = measure_gpu_gemm_rate(gpu, 8192, 5);
       fmt::print(stderr, "llmctl: GPU {} cuBLAS GEMM probe: {:.0f} GFLOP/s (f16 8192^3)\n", gpu,
                  probes.gemm_gflop_s);
     }
   } else if (opt.probe_mib > 0) {
-    int n = 1;  // the most threads a row runs with (0: every core)
-    for (const int t : threads) n = std::max(n, t > 0 ? t : default_cpu_threads());
+    std::set<int> counts;  // the thread counts the rows run with (0: every core)
+    for (const int t : threads) counts.insert(t > 0 ? t : default_cpu_threads());
+    const int n = *counts.rbegin();
     const cpu::BandwidthResult bw =
         cpu::measure_read_bandwidth(static_cast<uint64_t>(opt.probe_mib) << 20, n, 5);
-    probe_gb_s = bw.gb_per_s;
+    probes.gb_s = bw.gb_per_s;
     fmt::print(stderr, "llmctl: bandwidth probe: {:.1f} GB/s ({} MiB, {} threads, {})\n",
                bw.gb_per_s, opt.probe_mib, bw.n_threads, bw.isa);
+    // Compute peaks scale with the threads, so each thread count gets its own (about 0.25 s).
+    for (const int t : counts) {
+      const cpu::ComputeResult c = cpu::measure_compute_peak(t, 5);
+      probes.peaks.push_back(BenchPeak{t, c.gflop_s_f32_fma, c.gop_s_int8, c.isa});
+      fmt::print(stderr,
+                 "llmctl: compute peak probe: f32 FMA {:.1f} GFLOP/s, int8 {:.1f} GOP/s ({} "
+                 "threads, {})\n",
+                 c.gflop_s_f32_fma, c.gop_s_int8, t, c.isa);
+    }
   }
-  std::vector<Row> rows;
+  std::vector<BenchRow> rows;
   bool stopped = false;
   try {
     for (const std::string& m : opt.models)
-      for (int t : threads) bench_model(opt, m, t, probe_gb_s, rows);
+      for (int t : threads) bench_model(opt, m, t, probes, rows);
   } catch (const Stopped&) {
     // Ctrl-C (or a closed stdout): the rows measured so far are complete, so they are printed.
     if (output_closed()) throw;
     stopped = true;
   }
-  probes.gb_s = probe_gb_s;
-  if (!stopped || !rows.empty()) print_rows(opt, rows, probes);
+  if (!stopped || !rows.empty()) print_bench_rows(opt, rows, probes);
   if (stopped) {
     fmt::print(stderr, "llmctl: interrupted; {} rows measured\n", rows.size());
     return kExitInterrupted;
   }
-  // gemm_gflop_s only when measured (a GPU with --batch-invariant off): 0 would read as a rate.
-  fmt::print(stderr, "llmctl-bench: rows={} probe_gb_s={:.1f} probe={}{}\n", rows.size(),
-             probe_gb_s, probes.kind,
-             probes.gemm_gflop_s > 0 ? fmt::format(" gemm_gflop_s={:.0f}", probes.gemm_gflop_s)
-                                     : "");
+  print_bench_summary(rows.size(), probes);
   return kExitOk;
 }
 
@@ -368,7 +274,9 @@ int run_bench(const BenchOptions& opt) {
 void add_bench_command(CLI::App& app, Action& action) {
   static BenchOptions opt;
   CLI::App* sub = app.add_subcommand(
-      "bench", "Prefill and decode speed, decode against the machine's memory bandwidth");
+      "bench",
+      "Prefill and decode speed, decode against the machine's memory bandwidth, prefill "
+      "against its compute peak");
   sub->footer(
       "Examples:\n"
       "  llmctl bench -m model-q4_0.gguf,model-q8_0.gguf -t 1,2\n"
@@ -377,8 +285,10 @@ void add_bench_command(CLI::App& app, Action& action) {
       "empty context (with -d D: after D positions, 'pp512 @ d4096'). t/s is mean ± sd over -r\n"
       "repetitions after a warm-up. GB/s = bytes one decode step reads (weights + K/V) x t/s;\n"
       "'% of probe' divides by the bandwidth probe (CPU: memory read; GPU: device copy\n"
-      "bandwidth; --probe-mib 0 skips it). Benchmark on an idle machine; compare ratios from one\n"
-      "run.\n"
+      "bandwidth). '% of peak' (CPU prefill) divides GFLOP/s by the compute peak the matmul\n"
+      "kernels run at, measured with as many threads: f32 FMA for F32/F16/BF16 weights, int8\n"
+      "dot products (AVX-512 VNNI, AVX2 maddubs) for quantized ones. --probe-mib 0 skips the\n"
+      "probes. Benchmark on an idle machine; compare ratios from one run.\n"
       "Exit codes: 0 ok, 1 error, 2 usage error, 130 stopped by Ctrl-C.");
   add_engine_options(sub, opt,
                      {kModelList | kThreadList | kDevice | kKvType | kBatchSize | kBatchInvariant |
@@ -399,7 +309,8 @@ void add_bench_command(CLI::App& app, Action& action) {
       ->capture_default_str()
       ->check(in_range(1, 1000));
   sub->add_option("--probe-mib", opt.probe_mib,
-                  "Buffer of the bandwidth probe in MiB (0: no probe)")
+                  "Buffer of the bandwidth probe in MiB (0: no probes, neither bandwidth nor "
+                  "compute peak)")
       ->capture_default_str()
       ->check(in_range(int64_t{0}, int64_t{65536}));
   sub->add_flag("--json", opt.json, "JSON instead of a Markdown table");

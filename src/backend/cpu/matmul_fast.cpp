@@ -328,6 +328,11 @@ void run_rows(const MatmulKernel& k, const TileArgs& base, const uint8_t* fits, 
 
 }  // namespace
 
+bool matmul_fast_int8_activations(GgmlType type, MatmulPrecision precision) {
+  // the flag does not depend on the instruction set: the scalar kernel's is the same
+  return kernel_for(type, false, precision).quantized;
+}
+
 bool matmul_fast_has_avx2() {
 #if defined(LLMCTL_HAVE_X86)
   return cpu_has_avx2();

@@ -104,6 +104,13 @@ const char* matmul_fast_kernel_name(GgmlType type, MatmulIsa isa,
                                     MatmulPrecision precision = MatmulPrecision::Fast,
                                     bool repacked = false);
 
+// Whether matmul_fast multiplies `type` weights with int8 activations (integer dot products:
+// VNNI dpbusd, AVX2 maddubs, their scalar equivalent) rather than with f32 FMAs (F32, F16,
+// BF16, a dtype read through the dequantizing kernel, and every dtype in the Float precision).
+// `llmctl bench` puts prefill against the int8 or the f32 peak by it (compute_probe.h).
+bool matmul_fast_int8_activations(GgmlType type,
+                                  MatmulPrecision precision = MatmulPrecision::Fast);
+
 // Whether this CPU runs the AVX2 kernels (AVX2, FMA and F16C).
 bool matmul_fast_has_avx2();
 // Whether this CPU runs the AVX-512 kernels: the AVX2 set plus AVX-512 F, BW, VL, DQ and VNNI.
