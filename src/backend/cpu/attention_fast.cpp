@@ -35,9 +35,9 @@ __attribute__((target("avx2,fma,f16c"))) inline float hsum(__m256 v) {
 
 #define LLMCTL_ATTN_AVX2 __attribute__((target("avx2,fma,f16c")))
 
-// Byte offsets, from the base of a pool of `type`, of KV head g's rows at positions first ..
-// first + n_kv - 1 (off[i] is position first + i): walked block by block once per (token,
-// group), so the loops below do no division per key.
+}  // namespace
+
+// Walked block by block once per (token, group), so the loops below do no division per key.
 void kv_row_offsets(const PagedKv& kv, const int32_t* blocks, int64_t first, int64_t n_kv,
                     int64_t kv_dim, int64_t g, int64_t d, BufferType type, std::vector<size_t>& off) {
   const int64_t n_blocks = kv.k_pool->size() / (kv_dim * kv.block_size);
@@ -54,6 +54,8 @@ void kv_row_offsets(const PagedKv& kv, const int32_t* blocks, int64_t first, int
     j += n;
   }
 }
+
+namespace {
 
 // Scaled scores of HN heads (query rows q, q + d, ...) against keys 0 .. n_kv-1, two keys at a
 // time: each K row is loaded once for the HN heads of its group. Per (head, key) the dot
@@ -230,15 +232,6 @@ LLMCTL_ATTN_AVX512 void group_values_avx512(const float* a, const uint8_t* vbase
   if (c < d) group_values<T, HN>(a, vbase, off, d, n_kv, o, c);
 }
 
-// The keys one query token reads: positions first .. first + n_kv - 1 (its window), scores
-// scaled by `scale`, then capped when softcap > 0.
-struct KeyRange {
-  int64_t first, n_kv;
-  float scale, softcap;
-  bool avx512;  // the AVX-512 loops where the CPU has them (the same bits either way)
-  const float* sinks;  // the first head's sink logit (heads consecutive), or nullptr
-};
-
 // Up to 4 heads of one query token and their keys, for the score and value loops: K rows at
 // kbase + koff[j] in a pool of type kt, V rows at vbase + voff[j] in a pool of type vt.
 struct HeadChunk {
@@ -298,22 +291,23 @@ LLMCTL_ATTN_AVX2 void chunk_values(const HeadChunk& c, bool avx512) {
   with_pool_type(c.vt, [&](auto t) { chunk_values_of<decltype(t)::value, HN>(c, avx512); });
 }
 
-// Heads h0 .. h0 + nh - 1 of one query token, all in KV group g: q and out rows of consecutive
-// heads (stride d). stats: nh rows of kAttnStatFields, or nullptr.
-LLMCTL_ATTN_AVX2 void attend(const float* q, const PagedKv& kv, const int32_t* blocks,
-                             const KeyRange& keys, int64_t kv_dim, int64_t g, int64_t d, int64_t nh,
-                             float* out, std::vector<float>& scores, float* stats) {
-  const BufferType kt = kv.k_pool->type(), vt = kv.v_pool->type();
+#pragma GCC diagnostic pop
+
+}  // namespace
+
+// The heads' loops are inlined here, so the AVX-512 diagnostics stay off (see above).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+LLMCTL_ATTN_AVX2 void attend_rows_fast(const float* q, const GroupRows& rows, const KeyRange& keys,
+                                       int64_t d, int64_t nh, float* out,
+                                       std::vector<float>& scores, float* stats) {
+  const BufferType kt = rows.k_type, vt = rows.v_type;
   const int64_t n_kv = keys.n_kv;
   const float scale = keys.scale;
-  // per thread, reused: no allocation per call; V's only when its type differs from K's
-  thread_local std::vector<size_t> k_offsets, v_offsets;
-  kv_row_offsets(kv, blocks, keys.first, n_kv, kv_dim, g, d, kt, k_offsets);
-  if (vt != kt) kv_row_offsets(kv, blocks, keys.first, n_kv, kv_dim, g, d, vt, v_offsets);
-  const size_t* koff = k_offsets.data();
-  const size_t* voff = vt != kt ? v_offsets.data() : koff;
-  const auto* kbase = static_cast<const uint8_t*>(kv.k_pool->raw());
-  const auto* vbase = static_cast<const uint8_t*>(kv.v_pool->raw());
+  const size_t *koff = rows.k_off, *voff = rows.v_off;
+  const uint8_t *kbase = rows.k, *vbase = rows.v;
   scores.resize(static_cast<size_t>(nh * n_kv));
   // heads in chunks of up to 4: 2 keys x 4 heads (scores) and 4 heads x 32 dims (values) of
   // accumulators fit the 16 registers (AVX2; AVX-512: 4 keys, 64 dims)
@@ -364,8 +358,6 @@ LLMCTL_ATTN_AVX2 void attend(const float* q, const PagedKv& kv, const int32_t* b
 
 #pragma GCC diagnostic pop
 
-}  // namespace
-
 bool attention_fast_available() {
   const CpuFeatures& f = cpu_features();
   return f.avx2 && f.fma && f.f16c;
@@ -379,25 +371,41 @@ bool attention_fast_has_avx512() {
   return has;
 }
 
-namespace {
-// Heads h0 .. h0 + nh - 1 (one KV group) of query token t: checks the token's cache row and
-// position, then attend(). stats: the first of those heads' rows, or nullptr.
-void attend_heads(const Buffer& q, const PagedKv& kv, int64_t t, int64_t h0, int64_t nh,
-                  const AttentionShape& s, Buffer& out, std::vector<float>& scores, float* stats,
-                  bool avx512) {
-  const int64_t group = s.n_heads / s.n_kv_heads;
-  const int64_t kv_dim = s.n_kv_heads * s.head_dim;
+QueryKeys query_keys(const PagedKv& kv, int64_t t, const AttentionShape& s) {
   const int32_t row = kv.token_seq->i32()[t];
   const int32_t pos = kv.positions->i32()[t];
   LLMCTL_ASSERT(row >= 0 && pos >= 0 && (pos / kv.block_size) < kv.max_blocks);
   LLMCTL_ASSERT((static_cast<int64_t>(row) + 1) * kv.max_blocks <= kv.block_table->size());
   const int64_t first = attention_first_position(pos, s.window);
-  const float* sinks = s.sinks.present() ? static_cast<const float*>(s.sinks.data) + h0 : nullptr;
-  const KeyRange keys{first,     int64_t{pos} + 1 - first, attention_scale(s), s.softcap, avx512,
-                      sinks};
-  attend(q.data() + (t * s.n_heads + h0) * s.head_dim, kv,
-         kv.block_table->i32() + row * kv.max_blocks, keys, kv_dim, h0 / group, s.head_dim, nh,
-         out.data() + (t * s.n_heads + h0) * s.head_dim, scores, stats);
+  return QueryKeys{row, first, int64_t{pos} + 1 - first};
+}
+
+namespace {
+// Heads h0 .. h0 + nh - 1 (one KV group) of query token t: checks the token's cache row and
+// position, walks its rows' offsets, then attend_rows_fast(). stats: the first of those heads'
+// rows, or nullptr.
+void attend_heads(const Buffer& q, const PagedKv& kv, int64_t t, int64_t h0, int64_t nh,
+                  const AttentionShape& s, Buffer& out, std::vector<float>& scores, float* stats,
+                  bool avx512) {
+  const int64_t group = s.n_heads / s.n_kv_heads;
+  const int64_t kv_dim = s.n_kv_heads * s.head_dim, g = h0 / group, d = s.head_dim;
+  const QueryKeys qk = query_keys(kv, t, s);
+  const int32_t* blocks = kv.block_table->i32() + int64_t{qk.row} * kv.max_blocks;
+  const BufferType kt = kv.k_pool->type(), vt = kv.v_pool->type();
+  // per thread, reused: no allocation per call; V's only when its type differs from K's
+  thread_local std::vector<size_t> k_offsets, v_offsets;
+  kv_row_offsets(kv, blocks, qk.first, qk.n_kv, kv_dim, g, d, kt, k_offsets);
+  if (vt != kt) kv_row_offsets(kv, blocks, qk.first, qk.n_kv, kv_dim, g, d, vt, v_offsets);
+  const GroupRows rows{static_cast<const uint8_t*>(kv.k_pool->raw()),
+                       static_cast<const uint8_t*>(kv.v_pool->raw()),
+                       k_offsets.data(),
+                       vt != kt ? v_offsets.data() : k_offsets.data(),
+                       kt,
+                       vt};
+  const KeyRange keys{qk.n_kv, attention_scale(s), s.softcap, avx512,
+                      s.sinks.present() ? static_cast<const float*>(s.sinks.data) + h0 : nullptr};
+  attend_rows_fast(q.data() + (t * s.n_heads + h0) * d, rows, keys, d, nh,
+                   out.data() + (t * s.n_heads + h0) * d, scores, stats);
 }
 }  // namespace
 

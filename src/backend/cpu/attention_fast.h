@@ -47,4 +47,43 @@ void attend_group_fast(const Buffer& q, const PagedKv& kv, int64_t t, int64_t g,
                        const AttentionShape& s, Buffer& out, std::vector<float>& scores,
                        float* stats = nullptr, bool avx512 = true);
 
+// -- the pieces, for kernels that gather the rows themselves (attention_prefill_tile.h) ------
+
+// Where a query token's keys are: row `row` of the block table, key positions first ..
+// first + n_kv - 1 (its window). Checks the token's row and position against the cache.
+struct QueryKeys {
+  int32_t row;
+  int64_t first, n_kv;
+};
+QueryKeys query_keys(const PagedKv& kv, int64_t t, const AttentionShape& s);
+
+// Byte offsets, from the base of a pool of `type`, of KV head g's rows at positions first ..
+// first + n_kv - 1 (off[i] is position first + i); `blocks` is the sequence's block-table row.
+void kv_row_offsets(const PagedKv& kv, const int32_t* blocks, int64_t first, int64_t n_kv,
+                    int64_t kv_dim, int64_t g, int64_t d, BufferType type, std::vector<size_t>& off);
+
+// The K and V rows of one KV group that a query reads, wherever they lie: key j's K row (j = 0
+// .. n_kv - 1, the window's first position first) at k + k_off[j], of type k_type (F32, F16,
+// Q8_0 or Q4_0), its V row at v + v_off[j], of type v_type.
+struct GroupRows {
+  const uint8_t *k, *v;
+  const size_t *k_off, *v_off;
+  BufferType k_type, v_type;
+};
+
+// The scores of a query's n_kv keys scaled by `scale`, then capped when softcap > 0.
+struct KeyRange {
+  int64_t n_kv;
+  float scale, softcap;
+  bool avx512;  // the AVX-512 loops where the CPU has them (the same bits either way)
+  const float* sinks;  // the first head's sink logit (heads consecutive), or nullptr
+};
+
+// Heads 0 .. nh - 1 of one query token and one KV group: q and out rows of consecutive heads
+// (stride d), stats nh rows of kAttnStatFields or nullptr. attend_group_fast is this over the
+// rows where they lie in the pools; a row holding the very f32 values the pool's loads give
+// (attention_kv_load.h) gives the same bits.
+void attend_rows_fast(const float* q, const GroupRows& rows, const KeyRange& keys, int64_t d,
+                      int64_t nh, float* out, std::vector<float>& scores, float* stats);
+
 }  // namespace llmctl::cpu
