@@ -33,8 +33,8 @@ constexpr BufferType kQ8 = BufferType::Q8_0, kQ4 = BufferType::Q4_0, kF16 = Buff
 struct PoolTypes {
   BufferType k, v;
 };
-const std::vector<PoolTypes> kPoolTypes = {{kQ8, kQ8},  {kQ4, kQ4},  {kQ8, kF16},
-                                           {kF16, kQ4}, {kQ4, kQ8},  {kF32, kQ8}};
+const std::vector<PoolTypes> kPoolTypes = {{kQ8, kQ8},  {kQ4, kQ4}, {kQ8, kF16},
+                                           {kF16, kQ4}, {kQ4, kQ8}, {kF32, kQ8}};
 
 std::string name(PoolTypes t) {
   return std::string("K ") + buffer_type_name(t.k) + " V " + buffer_type_name(t.v);
@@ -81,18 +81,22 @@ struct Shape {
   int64_t n_heads, n_kv_heads, head_dim;
 };
 
-// The batches: a prefill of 37 tokens after 5 cached ones (sequence 0), and a mixed batch
-// whose tiles straddle both sequences with positions out of order.
+// The batches: prefills of 37 tokens after 5 and after 263 cached ones (sequence 0; the keys
+// of the later one span several of the kernel's chunks of keys at every head_dim: 256 keys at
+// 32 dims, 128 at 64, 32 at 256), and a mixed batch whose tiles straddle both sequences with
+// positions out of order.
 struct Batch {
   const char* what;
   std::vector<int32_t> rows, positions;
 };
 std::vector<Batch> batches() {
-  Batch prefill{"prefill of 37 at 5", {}, {}};
+  Batch prefill{"prefill of 37 at 5", {}, {}}, deep{"prefill of 37 at 263", {}, {}};
   for (int32_t p = 5; p < 42; ++p) prefill.rows.push_back(0), prefill.positions.push_back(p);
-  Batch mixed{"two sequences, out of order", {0, 0, 1, 1, 1, 0, 0, 1, 0, 1, 1},
-              {40, 3, 0, 1, 2, 41, 17, 30, 0, 29, 41}};
-  return {prefill, mixed};
+  for (int32_t p = 263; p < 300; ++p) deep.rows.push_back(0), deep.positions.push_back(p);
+  Batch mixed{"two sequences, out of order",
+              {0, 0, 1, 1, 1, 0, 0, 1, 0, 1, 1},
+              {40, 3, 0, 1, 2, 299, 17, 30, 0, 290, 41}};
+  return {prefill, deep, mixed};
 }
 
 }  // namespace
@@ -105,10 +109,10 @@ TEST_CASE("attend_tile_fast: every token's bits and stats as attend_group_fast g
   }
   cpu::CpuBackend be;  // buffers only
   std::mt19937 rng(2026);
-  const std::vector<float> sink_logits = {0.5f, -1.0f, 2.0f, 0.0f, 1.5f, -0.5f, 0.25f, 3.0f,
-                                          -2.0f, 1.0f};
-  for (const Shape sh : {Shape{2, 2, 32}, Shape{6, 2, 64}, Shape{9, 3, 64}, Shape{4, 1, 256},
-                         Shape{10, 2, 96}})
+  const std::vector<float> sink_logits = {0.5f,  -1.0f, 2.0f, 0.0f,  1.5f,
+                                          -0.5f, 0.25f, 3.0f, -2.0f, 1.0f};
+  for (const Shape sh :
+       {Shape{2, 2, 32}, Shape{6, 2, 64}, Shape{9, 3, 64}, Shape{4, 1, 256}, Shape{10, 2, 96}})
     for (const PoolTypes t : kPoolTypes)
       for (const int32_t window : {0, 7})
         for (const Batch& batch : batches()) {
@@ -117,12 +121,12 @@ TEST_CASE("attend_tile_fast: every token's bits and stats as attend_group_fast g
           if (window > 0 && sh.head_dim == 64) s.softcap = 30.0f;  // a soft-cap and sinks too
           if (window > 0 && sh.n_heads == 6)
             s.sinks = WeightView{"sinks", GgmlType::F32, 6, 1, sink_logits.data()};
-          INFO("heads " << sh.n_heads << "/" << sh.n_kv_heads << " head_dim " << sh.head_dim
-                        << " " << name(t) << " window " << window << " " << batch.what);
+          INFO("heads " << sh.n_heads << "/" << sh.n_kv_heads << " head_dim " << sh.head_dim << " "
+                        << name(t) << " window " << window << " " << batch.what);
           const int64_t n_tok = static_cast<int64_t>(batch.positions.size());
           const int64_t n_out = n_tok * sh.n_heads * sh.head_dim;
           const Cache c =
-              make_cache(be, rng, 42, sh.n_kv_heads * sh.head_dim, t, batch.rows, batch.positions);
+              make_cache(be, rng, 300, sh.n_kv_heads * sh.head_dim, t, batch.rows, batch.positions);
           const Buffer q = make(be, random_floats(rng, static_cast<size_t>(n_out)));
           const int64_t n_stats = n_tok * sh.n_heads * kAttnStatFields;
           Buffer want = be.alloc(n_out);
@@ -146,8 +150,7 @@ TEST_CASE("attend_tile_fast: every token's bits and stats as attend_group_fast g
         }
 }
 
-TEST_CASE("attend_tile_fast: far-apart windows of one sequence share no rows, same bits",
-          "[cpu]") {
+TEST_CASE("attend_tile_fast: far-apart windows of one sequence share no rows, same bits", "[cpu]") {
   if (!cpu::attention_fast_available()) return;
   cpu::CpuBackend be;
   std::mt19937 rng(7);
@@ -159,7 +162,8 @@ TEST_CASE("attend_tile_fast: far-apart windows of one sequence share no rows, sa
   Buffer want = be.alloc(3 * 4 * 64), got = be.alloc(3 * 4 * 64);
   std::vector<float> scores;
   for (int64_t g = 0; g < 2; ++g) {
-    for (int64_t tok = 0; tok < 3; ++tok) cpu::attend_group_fast(q, c.kv(), tok, g, s, want, scores);
+    for (int64_t tok = 0; tok < 3; ++tok)
+      cpu::attend_group_fast(q, c.kv(), tok, g, s, want, scores);
     cpu::attend_tile_fast(q, c.kv(), 0, 3, g, s, got, scores);
   }
   CHECK(same_bits(read(be, got), read(be, want)));
@@ -179,11 +183,12 @@ TEST_CASE("fast backend prefill over a quantized cache: each token's bits as dec
         for (int32_t p = 3; p < n_pos; ++p) positions.push_back(p);
         std::vector<float> first;
         for (const int n_threads : {1, 2, 3}) {
-          INFO("heads " << sh.n_heads << "/" << sh.n_kv_heads << " head_dim " << sh.head_dim
-                        << " " << name(t) << " window " << window << " threads " << n_threads);
+          INFO("heads " << sh.n_heads << "/" << sh.n_kv_heads << " head_dim " << sh.head_dim << " "
+                        << name(t) << " window " << window << " threads " << n_threads);
           cpu::CpuFastBackend be(n_threads);
           std::mt19937 rng(99);
-          const Cache c = make_cache(be, rng, n_pos, sh.n_kv_heads * sh.head_dim, t, rows, positions);
+          const Cache c =
+              make_cache(be, rng, n_pos, sh.n_kv_heads * sh.head_dim, t, rows, positions);
           const std::vector<float> q = random_floats(rng, static_cast<size_t>(n_tok * hd));
           Buffer all = be.alloc(n_tok * hd);
           be.attention(make(be, q), c.kv(), n_tok, s, all);
@@ -194,7 +199,8 @@ TEST_CASE("fast backend prefill over a quantized cache: each token's bits as dec
             CHECK(same_bits(batched, first));
           if (n_threads != 2) continue;
           for (int64_t tok = 0; tok < n_tok; ++tok) {  // one token a call: the decode path
-            const Buffer row = make_ids(be, {0}), pos = make_ids(be, {positions[static_cast<size_t>(tok)]});
+            const Buffer row = make_ids(be, {0}),
+                         pos = make_ids(be, {positions[static_cast<size_t>(tok)]});
             const PagedKv one{&c.k_pool, &c.v_pool, 4, &c.table, c.max_blocks, &row, &pos};
             const std::vector<float> qt(q.begin() + tok * hd, q.begin() + (tok + 1) * hd);
             Buffer out = be.alloc(hd);
@@ -207,8 +213,7 @@ TEST_CASE("fast backend prefill over a quantized cache: each token's bits as dec
       }
 }
 
-TEST_CASE("attention_tile_tokens: up to 16, at least 4 tasks a thread, 1 for one token",
-          "[cpu]") {
+TEST_CASE("attention_tile_tokens: up to 16, at least 4 tasks a thread, 1 for one token", "[cpu]") {
   CHECK(cpu::attention_tile_tokens(512, 3, 2) == 16);
   CHECK(cpu::attention_tile_tokens(512, 1, 2) == 16);
   CHECK(cpu::attention_tile_tokens(16, 1, 2) == 2);  // 8 tiles = 4 a thread

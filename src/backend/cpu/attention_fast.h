@@ -86,4 +86,18 @@ struct KeyRange {
 void attend_rows_fast(const float* q, const GroupRows& rows, const KeyRange& keys, int64_t d,
                       int64_t nh, float* out, std::vector<float>& scores, float* stats);
 
+// attend_rows_fast in three steps, for a kernel that takes the keys in chunks (each step's
+// per-element arithmetic is attend_rows_fast's, so a query gives the same bits):
+//   attend_rows_scores  scores + h * ld + j = q_h . K[j] * scale, keys j = 0 .. n - 1 of rows
+//   attend_rows_softmax on nh rows of keys.n_kv scores (at stride keys.n_kv): the soft-cap,
+//                       softmax with sinks, statistics (nh rows of kAttnStatFields or nullptr)
+//   attend_rows_values  out_h (+)= sum_j a[h * ld + j] V[j], keys j = 0 .. n - 1 of rows; with
+//                       `more` each output's fma chain goes on from the value out holds (an
+//                       earlier chunk's), else it starts from zero
+void attend_rows_scores(const float* q, const GroupRows& rows, int64_t n, float scale, int64_t d,
+                        int64_t nh, float* scores, int64_t ld, bool avx512);
+void attend_rows_softmax(float* scores, const KeyRange& keys, int64_t nh, float* stats);
+void attend_rows_values(const float* a, int64_t ld, const GroupRows& rows, int64_t n, int64_t d,
+                        int64_t nh, float* out, bool more, bool avx512);
+
 }  // namespace llmctl::cpu

@@ -20,6 +20,8 @@ namespace {
 constexpr int64_t kMaxTile = 16;
 // (tile, group) tasks wanted per thread, so the static split balances (tasks differ in cost).
 constexpr int64_t kTasksPerThread = 4;
+// Bytes of f32 K or V rows per chunk of keys: a chunk stays in L1 while the tile's tokens read it.
+constexpr int64_t kChunkBytes = int64_t{32} << 10;
 
 // n rows of head_dim d (a multiple of 32: whole blocks), at base + off[j], as f32 rows of d
 // into dst: each 8 lanes by load8, the kernel's own load, so dst holds the values it computes.
@@ -33,59 +35,90 @@ LLMCTL_KV_AVX2 void decode_rows(const uint8_t* base, const size_t* off, int64_t 
   }
 }
 
-// One pool's rows for a run of tokens: decoded into `f32` when the pool is of a block type
-// (then rows j at f32 + f32_off[j]), else where they lie (pool base + off[j]).
-struct PoolRows {
-  const uint8_t* base;
-  const size_t* off;
-  BufferType type;
-};
-
-PoolRows gather(const Buffer& pool, const PagedKv& kv, const int32_t* blocks, int64_t lo,
-                int64_t n_keys, int64_t kv_dim, int64_t g, int64_t d, std::vector<size_t>& off,
-                std::vector<float>& f32, const std::vector<size_t>& f32_off) {
+// Rows of one pool for a chunk of keys: decoded into `f32` when the pool is of a block type
+// (row j at f32 + f32_off[j]), else where they lie (row j at the pool's base + off[j]).
+GroupRows chunk_rows(const Buffer& pool, const size_t* off, int64_t n, int64_t d,
+                     std::vector<float>& f32, const size_t* f32_off) {
   const BufferType t = pool.type();
-  kv_row_offsets(kv, blocks, lo, n_keys, kv_dim, g, d, t, off);
   const auto* base = static_cast<const uint8_t*>(pool.raw());
-  if (!buffer_type_is_block(t)) return PoolRows{base, off.data(), t};
+  if (!buffer_type_is_block(t)) return GroupRows{base, base, off, off, t, t};
   LLMCTL_ASSERT(d % 32 == 0);
-  const auto need = static_cast<size_t>(n_keys * d);
+  const auto need = static_cast<size_t>(n * d);
   if (f32.size() < need) f32.resize(need);  // grows only: no zero-fill per call
   if (t == BufferType::Q8_0)
-    decode_rows<BufferType::Q8_0>(base, off.data(), n_keys, d, f32.data());
+    decode_rows<BufferType::Q8_0>(base, off, n, d, f32.data());
   else
-    decode_rows<BufferType::Q4_0>(base, off.data(), n_keys, d, f32.data());
-  return PoolRows{reinterpret_cast<const uint8_t*>(f32.data()), f32_off.data(), BufferType::F32};
+    decode_rows<BufferType::Q4_0>(base, off, n, d, f32.data());
+  const auto* rows = reinterpret_cast<const uint8_t*>(f32.data());
+  return GroupRows{rows, rows, f32_off, f32_off, BufferType::F32, BufferType::F32};
 }
 
 // Tokens a .. b - 1, all of block-table row `row`, whose windows lie in key positions lo .. hi
-// - 1; qk[i] is token a + i's keys.
+// - 1; qk[i] is token a + i's keys. The keys go in chunks of about kChunkBytes of f32 rows,
+// each chunk decoded once and read by every token while it is in L1: first the scores of all
+// tokens, chunk by chunk, then each token's softmax, then the values, chunk by chunk (each
+// output's fma chain going on from chunk to chunk).
 void attend_run(const Buffer& q, const PagedKv& kv, int64_t a, int64_t b, const QueryKeys* qk,
                 int64_t lo, int64_t hi, int64_t g, const AttentionShape& s, Buffer& out,
                 std::vector<float>& scores, float* stats, bool avx512) {
   const int64_t d = s.head_dim, kv_dim = s.n_kv_heads * d, group = s.n_heads / s.n_kv_heads;
   const int64_t h0 = g * group, n_keys = hi - lo;
+  const int64_t chunk = std::max<int64_t>(8, kChunkBytes / (d * int64_t{sizeof(float)}));
   const int32_t* blocks = kv.block_table->i32() + int64_t{qk[0].row} * kv.max_blocks;
-  // per thread, reused across calls (never allocated per query): the pools' row offsets, the
-  // decoded K and V rows (n_keys x d floats each), and the decoded rows' offsets
-  thread_local std::vector<size_t> k_off, v_off, f32_off;
-  thread_local std::vector<float> k_f32, v_f32;
-  thread_local int64_t f32_row = 0;  // the d f32_off was made for
-  if (f32_row != d) f32_off.clear(), f32_row = d;
-  for (auto j = static_cast<int64_t>(f32_off.size()); j < n_keys; ++j)
-    f32_off.push_back(static_cast<size_t>(j * d) * sizeof(float));
-  const PoolRows k = gather(*kv.k_pool, kv, blocks, lo, n_keys, kv_dim, g, d, k_off, k_f32, f32_off);
-  const PoolRows v = gather(*kv.v_pool, kv, blocks, lo, n_keys, kv_dim, g, d, v_off, v_f32, f32_off);
+  // per thread, reused across calls (never allocated per query): the pools' row offsets over
+  // lo .. hi - 1 (V's only when its type differs from K's), one chunk of decoded rows and
+  // their offsets, where each token's scores start in `scores` (the caller's, per thread)
+  thread_local std::vector<size_t> k_off, v_off_own, f32_off;
+  thread_local std::vector<float> f32;
+  thread_local std::vector<int64_t> score_at;
+  const BufferType kt = kv.k_pool->type(), vt = kv.v_pool->type();
+  kv_row_offsets(kv, blocks, lo, n_keys, kv_dim, g, d, kt, k_off);
+  if (vt != kt) kv_row_offsets(kv, blocks, lo, n_keys, kv_dim, g, d, vt, v_off_own);
+  const std::vector<size_t>& v_off = vt != kt ? v_off_own : k_off;
+  f32_off.resize(static_cast<size_t>(chunk));
+  for (int64_t j = 0; j < chunk; ++j)
+    f32_off[static_cast<size_t>(j)] = static_cast<size_t>(j * d) * sizeof(float);
+  score_at.resize(static_cast<size_t>(b - a) + 1);
+  score_at[0] = 0;
+  for (int64_t i = 0; i < b - a; ++i)
+    score_at[static_cast<size_t>(i) + 1] = score_at[static_cast<size_t>(i)] + group * qk[i].n_kv;
+  if (scores.size() < static_cast<size_t>(score_at.back()))  // grows only
+    scores.resize(static_cast<size_t>(score_at.back()));
   const float scale = attention_scale(s);
+  const auto in_chunk = [&](int64_t i, int64_t c0, int64_t c1, int64_t& x0, int64_t& x1) {
+    x0 = std::max(c0, qk[i].first);
+    x1 = std::min(c1, qk[i].first + qk[i].n_kv);
+    return x0 < x1;
+  };
+  for (int64_t c0 = lo; c0 < hi; c0 += chunk) {
+    const int64_t c1 = std::min(hi, c0 + chunk);
+    const GroupRows k =
+        chunk_rows(*kv.k_pool, k_off.data() + (c0 - lo), c1 - c0, d, f32, f32_off.data());
+    for (int64_t i = 0, x0, x1; i < b - a; ++i) {
+      if (!in_chunk(i, c0, c1, x0, x1)) continue;
+      const GroupRows rows{k.k, k.v, k.k_off + (x0 - c0), k.v_off, k.k_type, k.v_type};
+      attend_rows_scores(q.data() + ((a + i) * s.n_heads + h0) * d, rows, x1 - x0, scale, d, group,
+                         scores.data() + score_at[static_cast<size_t>(i)] + (x0 - qk[i].first),
+                         qk[i].n_kv, avx512);
+    }
+  }
   const float* sinks = s.sinks.present() ? static_cast<const float*>(s.sinks.data) + h0 : nullptr;
-  for (int64_t t = a; t < b; ++t) {
-    const QueryKeys& keys = qk[t - a];
-    const auto skip = static_cast<size_t>(keys.first - lo);
-    const GroupRows rows{k.base, v.base, k.off + skip, v.off + skip, k.type, v.type};
-    const int64_t at = (t * s.n_heads + h0) * d;
-    attend_rows_fast(q.data() + at, rows, KeyRange{keys.n_kv, scale, s.softcap, avx512, sinks}, d,
-                     group, out.data() + at, scores,
-                     stats != nullptr ? stats + (t * s.n_heads + h0) * kAttnStatFields : nullptr);
+  for (int64_t i = 0; i < b - a; ++i)
+    attend_rows_softmax(
+        scores.data() + score_at[static_cast<size_t>(i)],
+        KeyRange{qk[i].n_kv, scale, s.softcap, avx512, sinks}, group,
+        stats != nullptr ? stats + ((a + i) * s.n_heads + h0) * kAttnStatFields : nullptr);
+  for (int64_t c0 = lo; c0 < hi; c0 += chunk) {
+    const int64_t c1 = std::min(hi, c0 + chunk);
+    const GroupRows v =
+        chunk_rows(*kv.v_pool, v_off.data() + (c0 - lo), c1 - c0, d, f32, f32_off.data());
+    for (int64_t i = 0, x0, x1; i < b - a; ++i) {
+      if (!in_chunk(i, c0, c1, x0, x1)) continue;
+      const GroupRows rows{v.k, v.v, v.k_off, v.v_off + (x0 - c0), v.k_type, v.v_type};
+      attend_rows_values(scores.data() + score_at[static_cast<size_t>(i)] + (x0 - qk[i].first),
+                         qk[i].n_kv, rows, x1 - x0, d, group,
+                         out.data() + ((a + i) * s.n_heads + h0) * d, x0 > qk[i].first, avx512);
+    }
   }
 }
 
@@ -96,8 +129,8 @@ bool attention_tile_pays(const PagedKv& kv) {
 }
 
 int64_t attention_tile_tokens(int64_t n_tokens, int64_t n_kv_heads, int n_threads) {
-  const int64_t want_tiles =
-      (kTasksPerThread * std::max(n_threads, 1) + n_kv_heads - 1) / std::max<int64_t>(n_kv_heads, 1);
+  const int64_t want_tiles = (kTasksPerThread * std::max(n_threads, 1) + n_kv_heads - 1) /
+                             std::max<int64_t>(n_kv_heads, 1);
   return std::clamp<int64_t>(n_tokens / std::max<int64_t>(want_tiles, 1), 1, kMaxTile);
 }
 
