@@ -35,9 +35,9 @@ __attribute__((target("avx2,fma,f16c"))) inline float hsum(__m256 v) {
 
 #define LLMCTL_ATTN_AVX2 __attribute__((target("avx2,fma,f16c")))
 
-// Byte offsets, from the base of a pool of `type`, of KV head g's rows at positions first ..
-// first + n_kv - 1 (off[i] is position first + i): walked block by block once per (token,
-// group), so the loops below do no division per key.
+}  // namespace
+
+// Walked block by block once per (token, group), so the loops below do no division per key.
 void kv_row_offsets(const PagedKv& kv, const int32_t* blocks, int64_t first, int64_t n_kv,
                     int64_t kv_dim, int64_t g, int64_t d, BufferType type, std::vector<size_t>& off) {
   const int64_t n_blocks = kv.k_pool->size() / (kv_dim * kv.block_size);
@@ -55,15 +55,18 @@ void kv_row_offsets(const PagedKv& kv, const int32_t* blocks, int64_t first, int
   }
 }
 
+namespace {
+
 // Scaled scores of HN heads (query rows q, q + d, ...) against keys 0 .. n_kv-1, two keys at a
 // time: each K row is loaded once for the HN heads of its group. Per (head, key) the dot
 // product is one 8-lane FMA chain over the dimensions in order, then hsum and the scalar tail:
 // the same arithmetic whatever HN and whichever key it is paired with.
-// Keys j0 .. n_kv - 1 (the AVX-512 loop hands over its last keys).
+// Keys j0 .. n_kv - 1 (the AVX-512 loop hands over its last keys); head h's score of key j at
+// scores[h * ld + j] (ld >= n_kv: a chunk of keys writes into a query's longer rows).
 template <BufferType T, size_t HN>
 LLMCTL_ATTN_AVX2 void group_scores(const float* q, const uint8_t* kbase, const size_t* off,
                                    int64_t d, int64_t j0, int64_t n_kv, float scale,
-                                   float* scores) {
+                                   float* scores, int64_t ld) {
   const int64_t d8 = d / 8 * 8;
   const auto dot_tail = [&](const float* qh, const void* k, float dot) {
     for (int64_t i = d8; i < d; ++i) dot = std::fma(qh[i], load1<T>(k, i), dot);
@@ -85,7 +88,7 @@ LLMCTL_ATTN_AVX2 void group_scores(const float* q, const uint8_t* kbase, const s
     }
     for (size_t h = 0; h < HN; ++h)
       for (size_t e = 0; e < 2; ++e)
-        scores[static_cast<int64_t>(h) * n_kv + j + static_cast<int64_t>(e)] =
+        scores[static_cast<int64_t>(h) * ld + j + static_cast<int64_t>(e)] =
             dot_tail(q + static_cast<int64_t>(h) * d, k[e], hsum(acc[e][h])) * scale;
   }
   for (; j < n_kv; ++j) {
@@ -98,26 +101,32 @@ LLMCTL_ATTN_AVX2 void group_scores(const float* q, const uint8_t* kbase, const s
         acc[h] = _mm256_fmadd_ps(_mm256_loadu_ps(q + static_cast<int64_t>(h) * d + i), kv, acc[h]);
     }
     for (size_t h = 0; h < HN; ++h)
-      scores[static_cast<int64_t>(h) * n_kv + j] =
+      scores[static_cast<int64_t>(h) * ld + j] =
           dot_tail(q + static_cast<int64_t>(h) * d, k, hsum(acc[h])) * scale;
   }
 }
 
 // Dimensions c .. c + 8 W - 1 of the HN heads' outputs: W x HN accumulators in registers over
 // all keys, each V slice loaded once for the group. Per output element one fma chain over the
-// keys in order, starting from zero, whatever HN and W.
+// keys in order, starting from zero, whatever HN and W; or, with `more`, from the value o
+// holds (an earlier chunk of keys' chain, stored exactly: chunks give the whole chain's bits).
+// Head h's weight of key j at a[h * ld + j].
 template <BufferType T, size_t HN, size_t W>
 LLMCTL_ATTN_AVX2 void values_slice(const float* a, const uint8_t* vbase, const size_t* off,
-                                   int64_t d, int64_t n_kv, int64_t c, float* o) {
+                                   int64_t d, int64_t n_kv, int64_t c, float* o, int64_t ld,
+                                   bool more) {
   __m256 acc[HN][W];
   for (size_t h = 0; h < HN; ++h)
-    for (size_t u = 0; u < W; ++u) acc[h][u] = _mm256_setzero_ps();
+    for (size_t u = 0; u < W; ++u)
+      acc[h][u] = more ? _mm256_loadu_ps(o + static_cast<int64_t>(h) * d + c +
+                                         8 * static_cast<int64_t>(u))
+                       : _mm256_setzero_ps();
   for (int64_t j = 0; j < n_kv; ++j) {
     const void* v = vbase + off[j];
     __m256 vv[W];
     for (size_t u = 0; u < W; ++u) vv[u] = load8<T>(v, c + 8 * static_cast<int64_t>(u));
     for (size_t h = 0; h < HN; ++h) {
-      const __m256 a8 = _mm256_set1_ps(a[static_cast<int64_t>(h) * n_kv + j]);
+      const __m256 a8 = _mm256_set1_ps(a[static_cast<int64_t>(h) * ld + j]);
       for (size_t u = 0; u < W; ++u) acc[h][u] = _mm256_fmadd_ps(a8, vv[u], acc[h][u]);
     }
   }
@@ -130,20 +139,22 @@ LLMCTL_ATTN_AVX2 void values_slice(const float* a, const uint8_t* vbase, const s
 // out rows (o, o + d, ...) of HN heads = sum_j a[h][j] V[j], in slices of kW x 8 dimensions
 // (compile-time widths, so the accumulators stay in registers: 2 x 8 for 3 or 4 heads, 4 x 8
 // for 1 or 2), then the last < 8 dimensions one scalar chain each. From dimension c0 (a
-// multiple of 8: the AVX-512 loop hands over the dimensions it leaves).
+// multiple of 8: the AVX-512 loop hands over the dimensions it leaves). ld, more: values_slice.
 template <BufferType T, size_t HN>
 LLMCTL_ATTN_AVX2 void group_values(const float* a, const uint8_t* vbase, const size_t* off,
-                                   int64_t d, int64_t n_kv, float* o, int64_t c0 = 0) {
+                                   int64_t d, int64_t n_kv, float* o, int64_t ld, bool more,
+                                   int64_t c0 = 0) {
   constexpr size_t kW = HN > 2 ? 2 : 4;
   const int64_t d8 = d / 8 * 8, step = 8 * static_cast<int64_t>(kW);
   int64_t c = c0;
-  for (; c + step <= d8; c += step) values_slice<T, HN, kW>(a, vbase, off, d, n_kv, c, o);
-  for (; c < d8; c += 8) values_slice<T, HN, 1>(a, vbase, off, d, n_kv, c, o);
+  for (; c + step <= d8; c += step)
+    values_slice<T, HN, kW>(a, vbase, off, d, n_kv, c, o, ld, more);
+  for (; c < d8; c += 8) values_slice<T, HN, 1>(a, vbase, off, d, n_kv, c, o, ld, more);
   for (size_t h = 0; h < HN; ++h) {
     for (int64_t i = d8; i < d; ++i) {
-      float out = 0.0f;
+      float out = more ? o[static_cast<int64_t>(h) * d + i] : 0.0f;
       for (int64_t j = 0; j < n_kv; ++j)
-        out = std::fma(a[static_cast<int64_t>(h) * n_kv + j], load1<T>(vbase + off[j], i), out);
+        out = std::fma(a[static_cast<int64_t>(h) * ld + j], load1<T>(vbase + off[j], i), out);
       o[static_cast<int64_t>(h) * d + i] = out;
     }
   }
@@ -166,7 +177,7 @@ LLMCTL_ATTN_AVX2 void group_values(const float* a, const uint8_t* vbase, const s
 template <BufferType T, size_t HN>
 LLMCTL_ATTN_AVX512 void group_scores_avx512(const float* q, const uint8_t* kbase, const size_t* off,
                                             int64_t d, int64_t n_kv, float scale,
-                                            float* scores) {
+                                            float* scores, int64_t ld) {
   const int64_t d8 = d / 8 * 8;
   int64_t j = 0;
   for (; j + 4 <= n_kv; j += 4) {
@@ -189,26 +200,30 @@ LLMCTL_ATTN_AVX512 void group_scores_avx512(const float* q, const uint8_t* kbase
         const __m256 lanes = e % 2 == 0 ? _mm512_castps512_ps256(pair) : _mm512_extractf32x8_ps(pair, 1);
         float dot = hsum(lanes);
         for (int64_t i = d8; i < d; ++i) dot = std::fma(qh[i], load1<T>(k[e], i), dot);
-        scores[static_cast<int64_t>(h) * n_kv + j + static_cast<int64_t>(e)] = dot * scale;
+        scores[static_cast<int64_t>(h) * ld + j + static_cast<int64_t>(e)] = dot * scale;
       }
     }
   }
-  group_scores<T, HN>(q, kbase, off, d, j, n_kv, scale, scores);  // the last < 4 keys
+  group_scores<T, HN>(q, kbase, off, d, j, n_kv, scale, scores, ld);  // the last < 4 keys
 }
 
 // values_slice over 16 W dimensions (c .. c + 16 W - 1).
 template <BufferType T, size_t HN, size_t W>
 LLMCTL_ATTN_AVX512 void values_slice_avx512(const float* a, const uint8_t* vbase, const size_t* off,
-                                            int64_t d, int64_t n_kv, int64_t c, float* o) {
+                                            int64_t d, int64_t n_kv, int64_t c, float* o,
+                                            int64_t ld, bool more) {
   __m512 acc[HN][W];
   for (size_t h = 0; h < HN; ++h)
-    for (size_t u = 0; u < W; ++u) acc[h][u] = _mm512_setzero_ps();
+    for (size_t u = 0; u < W; ++u)
+      acc[h][u] = more ? _mm512_loadu_ps(o + static_cast<int64_t>(h) * d + c +
+                                         16 * static_cast<int64_t>(u))
+                       : _mm512_setzero_ps();
   for (int64_t j = 0; j < n_kv; ++j) {
     const void* v = vbase + off[j];
     __m512 vv[W];
     for (size_t u = 0; u < W; ++u) vv[u] = load16<T>(v, c + 16 * static_cast<int64_t>(u));
     for (size_t h = 0; h < HN; ++h) {
-      const __m512 a16 = _mm512_set1_ps(a[static_cast<int64_t>(h) * n_kv + j]);
+      const __m512 a16 = _mm512_set1_ps(a[static_cast<int64_t>(h) * ld + j]);
       for (size_t u = 0; u < W; ++u) acc[h][u] = _mm512_fmadd_ps(a16, vv[u], acc[h][u]);
     }
   }
@@ -222,25 +237,19 @@ LLMCTL_ATTN_AVX512 void values_slice_avx512(const float* a, const uint8_t* vbase
 // left (an 8-lane slice, the scalar tail).
 template <BufferType T, size_t HN>
 LLMCTL_ATTN_AVX512 void group_values_avx512(const float* a, const uint8_t* vbase, const size_t* off,
-                                            int64_t d, int64_t n_kv, float* o) {
+                                            int64_t d, int64_t n_kv, float* o, int64_t ld,
+                                            bool more) {
   const int64_t d16 = d / 16 * 16;
   int64_t c = 0;
-  for (; c + 64 <= d16; c += 64) values_slice_avx512<T, HN, 4>(a, vbase, off, d, n_kv, c, o);
-  for (; c < d16; c += 16) values_slice_avx512<T, HN, 1>(a, vbase, off, d, n_kv, c, o);
-  if (c < d) group_values<T, HN>(a, vbase, off, d, n_kv, o, c);
+  for (; c + 64 <= d16; c += 64)
+    values_slice_avx512<T, HN, 4>(a, vbase, off, d, n_kv, c, o, ld, more);
+  for (; c < d16; c += 16) values_slice_avx512<T, HN, 1>(a, vbase, off, d, n_kv, c, o, ld, more);
+  if (c < d) group_values<T, HN>(a, vbase, off, d, n_kv, o, ld, more, c);
 }
 
-// The keys one query token reads: positions first .. first + n_kv - 1 (its window), scores
-// scaled by `scale`, then capped when softcap > 0.
-struct KeyRange {
-  int64_t first, n_kv;
-  float scale, softcap;
-  bool avx512;  // the AVX-512 loops where the CPU has them (the same bits either way)
-  const float* sinks;  // the first head's sink logit (heads consecutive), or nullptr
-};
-
 // Up to 4 heads of one query token and their keys, for the score and value loops: K rows at
-// kbase + koff[j] in a pool of type kt, V rows at vbase + voff[j] in a pool of type vt.
+// kbase + koff[j] in a pool of type kt, V rows at vbase + voff[j] in a pool of type vt; head
+// h's scores at scores + h * ld; `more`: the values add to out's chains (values_slice).
 struct HeadChunk {
   const float* q;
   const uint8_t *kbase, *vbase;
@@ -251,22 +260,24 @@ struct HeadChunk {
   float scale;
   float* scores;
   float* out;
+  int64_t ld;
+  bool more;
 };
 
 template <BufferType T, size_t HN>
 LLMCTL_ATTN_AVX2 void chunk_scores_of(const HeadChunk& c, bool avx512) {
   if (avx512)
-    group_scores_avx512<T, HN>(c.q, c.kbase, c.koff, c.d, c.n_kv, c.scale, c.scores);
+    group_scores_avx512<T, HN>(c.q, c.kbase, c.koff, c.d, c.n_kv, c.scale, c.scores, c.ld);
   else
-    group_scores<T, HN>(c.q, c.kbase, c.koff, c.d, 0, c.n_kv, c.scale, c.scores);
+    group_scores<T, HN>(c.q, c.kbase, c.koff, c.d, 0, c.n_kv, c.scale, c.scores, c.ld);
 }
 
 template <BufferType T, size_t HN>
 LLMCTL_ATTN_AVX2 void chunk_values_of(const HeadChunk& c, bool avx512) {
   if (avx512)
-    group_values_avx512<T, HN>(c.scores, c.vbase, c.voff, c.d, c.n_kv, c.out);
+    group_values_avx512<T, HN>(c.scores, c.vbase, c.voff, c.d, c.n_kv, c.out, c.ld, c.more);
   else
-    group_values<T, HN>(c.scores, c.vbase, c.voff, c.d, c.n_kv, c.out);
+    group_values<T, HN>(c.scores, c.vbase, c.voff, c.d, c.n_kv, c.out, c.ld, c.more);
 }
 
 // f(type constant) for a pool type: the loops are compiled once per type.
@@ -298,73 +309,100 @@ LLMCTL_ATTN_AVX2 void chunk_values(const HeadChunk& c, bool avx512) {
   with_pool_type(c.vt, [&](auto t) { chunk_values_of<decltype(t)::value, HN>(c, avx512); });
 }
 
-// Heads h0 .. h0 + nh - 1 of one query token, all in KV group g: q and out rows of consecutive
-// heads (stride d). stats: nh rows of kAttnStatFields, or nullptr.
-LLMCTL_ATTN_AVX2 void attend(const float* q, const PagedKv& kv, const int32_t* blocks,
-                             const KeyRange& keys, int64_t kv_dim, int64_t g, int64_t d, int64_t nh,
-                             float* out, std::vector<float>& scores, float* stats) {
-  const BufferType kt = kv.k_pool->type(), vt = kv.v_pool->type();
-  const int64_t n_kv = keys.n_kv;
-  const float scale = keys.scale;
-  // per thread, reused: no allocation per call; V's only when its type differs from K's
-  thread_local std::vector<size_t> k_offsets, v_offsets;
-  kv_row_offsets(kv, blocks, keys.first, n_kv, kv_dim, g, d, kt, k_offsets);
-  if (vt != kt) kv_row_offsets(kv, blocks, keys.first, n_kv, kv_dim, g, d, vt, v_offsets);
-  const size_t* koff = k_offsets.data();
-  const size_t* voff = vt != kt ? v_offsets.data() : koff;
-  const auto* kbase = static_cast<const uint8_t*>(kv.k_pool->raw());
-  const auto* vbase = static_cast<const uint8_t*>(kv.v_pool->raw());
-  scores.resize(static_cast<size_t>(nh * n_kv));
-  // heads in chunks of up to 4: 2 keys x 4 heads (scores) and 4 heads x 32 dims (values) of
-  // accumulators fit the 16 registers (AVX2; AVX-512: 4 keys, 64 dims)
-  for (int64_t h0 = 0; h0 < nh; h0 += 4) {
-    const int64_t hn = std::min<int64_t>(4, nh - h0);
-    const HeadChunk c{q + h0 * d, kbase, vbase, koff, voff, kt, vt, d, n_kv, scale,
-                      scores.data() + h0 * n_kv, out + h0 * d};
-    const bool wide = attention_fast_has_avx512() && keys.avx512;
-    switch (hn) {
-      case 1:
-        chunk_scores<1>(c, wide);
-        break;
-      case 2:
-        chunk_scores<2>(c, wide);
-        break;
-      case 3:
-        chunk_scores<3>(c, wide);
-        break;
-      default:
-        chunk_scores<4>(c, wide);
-        break;
-    }
-    for (int64_t h = 0; h < hn; ++h) {
-      float* sh = c.scores + h * n_kv;
-      float* st = stats != nullptr ? stats + (h0 + h) * kAttnStatFields : nullptr;
-      if (st != nullptr) attn_raw_score_stats(sh, n_kv, st);
-      if (keys.softcap > 0.0f) softcap_fast(sh, n_kv, keys.softcap);
-      if (st != nullptr) attn_score_stats(sh, n_kv, st);
-      softmax_fast(sh, n_kv, keys.sinks != nullptr ? keys.sinks + h0 + h : nullptr);
-      if (st != nullptr) attn_softmax_entropy(sh, n_kv, st);
-    }
-    switch (hn) {
-      case 1:
-        chunk_values<1>(c, wide);
-        break;
-      case 2:
-        chunk_values<2>(c, wide);
-        break;
-      case 3:
-        chunk_values<3>(c, wide);
-        break;
-      default:
-        chunk_values<4>(c, wide);
-        break;
-    }
+inline HeadChunk head_chunk(const GroupRows& r, const float* q, int64_t d, int64_t n_kv,
+                            float scale, float* scores, float* out, int64_t ld, bool more) {
+  return HeadChunk{q, r.k, r.v, r.k_off, r.v_off, r.k_type, r.v_type, d, n_kv, scale, scores,
+                   out, ld, more};
+}
+
+// f(head count constant) for a chunk of hn = 1 .. 4 heads.
+template <typename F>
+LLMCTL_ATTN_AVX2 void with_heads(int64_t hn, F&& f) {
+  switch (hn) {
+    case 1:
+      f(std::integral_constant<size_t, 1>{});
+      break;
+    case 2:
+      f(std::integral_constant<size_t, 2>{});
+      break;
+    case 3:
+      f(std::integral_constant<size_t, 3>{});
+      break;
+    default:
+      f(std::integral_constant<size_t, 4>{});
+      break;
   }
 }
 
 #pragma GCC diagnostic pop
 
 }  // namespace
+
+// The heads' loops are inlined from here on, so the AVX-512 diagnostics stay off (see above).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+// Heads go in chunks of up to 4: 2 keys x 4 heads (scores) and 4 heads x 32 dims (values) of
+// accumulators fit the 16 registers (AVX2; AVX-512: 4 keys, 64 dims).
+LLMCTL_ATTN_AVX2 void attend_rows_fast(const float* q, const GroupRows& rows, const KeyRange& keys,
+                                       int64_t d, int64_t nh, float* out,
+                                       std::vector<float>& scores, float* stats) {
+  const int64_t n_kv = keys.n_kv;
+  scores.resize(static_cast<size_t>(nh * n_kv));
+  const bool wide = attention_fast_has_avx512() && keys.avx512;
+  for (int64_t h0 = 0; h0 < nh; h0 += 4) {  // a chunk's scores, softmax, values: in cache
+    const int64_t hn = std::min<int64_t>(4, nh - h0);
+    const HeadChunk c = head_chunk(rows, q + h0 * d, d, n_kv, keys.scale,
+                                   scores.data() + h0 * n_kv, out + h0 * d, n_kv, false);
+    with_heads(hn, [&](auto n) { chunk_scores<decltype(n)::value>(c, wide); });
+    KeyRange chunk_keys = keys;
+    if (keys.sinks != nullptr) chunk_keys.sinks = keys.sinks + h0;
+    attend_rows_softmax(c.scores, chunk_keys, hn,
+                        stats != nullptr ? stats + h0 * kAttnStatFields : nullptr);
+    with_heads(hn, [&](auto n) { chunk_values<decltype(n)::value>(c, wide); });
+  }
+}
+
+LLMCTL_ATTN_AVX2 void attend_rows_scores(const float* q, const GroupRows& rows, int64_t n,
+                                         float scale, int64_t d, int64_t nh, float* scores,
+                                         int64_t ld, bool avx512) {
+  const bool wide = attention_fast_has_avx512() && avx512;
+  for (int64_t h0 = 0; h0 < nh; h0 += 4) {
+    const HeadChunk c =
+        head_chunk(rows, q + h0 * d, d, n, scale, scores + h0 * ld, nullptr, ld, false);
+    with_heads(std::min<int64_t>(4, nh - h0),
+               [&](auto hn) { chunk_scores<decltype(hn)::value>(c, wide); });
+  }
+}
+
+void attend_rows_softmax(float* scores, const KeyRange& keys, int64_t nh, float* stats) {
+  const int64_t n_kv = keys.n_kv;
+  for (int64_t h = 0; h < nh; ++h) {
+    float* sh = scores + h * n_kv;
+    float* st = stats != nullptr ? stats + h * kAttnStatFields : nullptr;
+    if (st != nullptr) attn_raw_score_stats(sh, n_kv, st);
+    if (keys.softcap > 0.0f) softcap_fast(sh, n_kv, keys.softcap);
+    if (st != nullptr) attn_score_stats(sh, n_kv, st);
+    softmax_fast(sh, n_kv, keys.sinks != nullptr ? keys.sinks + h : nullptr);
+    if (st != nullptr) attn_softmax_entropy(sh, n_kv, st);
+  }
+}
+
+LLMCTL_ATTN_AVX2 void attend_rows_values(const float* a, int64_t ld, const GroupRows& rows,
+                                         int64_t n, int64_t d, int64_t nh, float* out, bool more,
+                                         bool avx512) {
+  const bool wide = attention_fast_has_avx512() && avx512;
+  for (int64_t h0 = 0; h0 < nh; h0 += 4) {
+    // the weights are only read by the values loops
+    const HeadChunk c = head_chunk(rows, nullptr, d, n, 0.0f, const_cast<float*>(a + h0 * ld),
+                                   out + h0 * d, ld, more);
+    with_heads(std::min<int64_t>(4, nh - h0),
+               [&](auto hn) { chunk_values<decltype(hn)::value>(c, wide); });
+  }
+}
+
+#pragma GCC diagnostic pop
 
 bool attention_fast_available() {
   const CpuFeatures& f = cpu_features();
@@ -379,25 +417,41 @@ bool attention_fast_has_avx512() {
   return has;
 }
 
-namespace {
-// Heads h0 .. h0 + nh - 1 (one KV group) of query token t: checks the token's cache row and
-// position, then attend(). stats: the first of those heads' rows, or nullptr.
-void attend_heads(const Buffer& q, const PagedKv& kv, int64_t t, int64_t h0, int64_t nh,
-                  const AttentionShape& s, Buffer& out, std::vector<float>& scores, float* stats,
-                  bool avx512) {
-  const int64_t group = s.n_heads / s.n_kv_heads;
-  const int64_t kv_dim = s.n_kv_heads * s.head_dim;
+QueryKeys query_keys(const PagedKv& kv, int64_t t, const AttentionShape& s) {
   const int32_t row = kv.token_seq->i32()[t];
   const int32_t pos = kv.positions->i32()[t];
   LLMCTL_ASSERT(row >= 0 && pos >= 0 && (pos / kv.block_size) < kv.max_blocks);
   LLMCTL_ASSERT((static_cast<int64_t>(row) + 1) * kv.max_blocks <= kv.block_table->size());
   const int64_t first = attention_first_position(pos, s.window);
-  const float* sinks = s.sinks.present() ? static_cast<const float*>(s.sinks.data) + h0 : nullptr;
-  const KeyRange keys{first,     int64_t{pos} + 1 - first, attention_scale(s), s.softcap, avx512,
-                      sinks};
-  attend(q.data() + (t * s.n_heads + h0) * s.head_dim, kv,
-         kv.block_table->i32() + row * kv.max_blocks, keys, kv_dim, h0 / group, s.head_dim, nh,
-         out.data() + (t * s.n_heads + h0) * s.head_dim, scores, stats);
+  return QueryKeys{row, first, int64_t{pos} + 1 - first};
+}
+
+namespace {
+// Heads h0 .. h0 + nh - 1 (one KV group) of query token t: checks the token's cache row and
+// position, walks its rows' offsets, then attend_rows_fast(). stats: the first of those heads'
+// rows, or nullptr.
+void attend_heads(const Buffer& q, const PagedKv& kv, int64_t t, int64_t h0, int64_t nh,
+                  const AttentionShape& s, Buffer& out, std::vector<float>& scores, float* stats,
+                  bool avx512) {
+  const int64_t group = s.n_heads / s.n_kv_heads;
+  const int64_t kv_dim = s.n_kv_heads * s.head_dim, g = h0 / group, d = s.head_dim;
+  const QueryKeys qk = query_keys(kv, t, s);
+  const int32_t* blocks = kv.block_table->i32() + int64_t{qk.row} * kv.max_blocks;
+  const BufferType kt = kv.k_pool->type(), vt = kv.v_pool->type();
+  // per thread, reused: no allocation per call; V's only when its type differs from K's
+  thread_local std::vector<size_t> k_offsets, v_offsets;
+  kv_row_offsets(kv, blocks, qk.first, qk.n_kv, kv_dim, g, d, kt, k_offsets);
+  if (vt != kt) kv_row_offsets(kv, blocks, qk.first, qk.n_kv, kv_dim, g, d, vt, v_offsets);
+  const GroupRows rows{static_cast<const uint8_t*>(kv.k_pool->raw()),
+                       static_cast<const uint8_t*>(kv.v_pool->raw()),
+                       k_offsets.data(),
+                       vt != kt ? v_offsets.data() : k_offsets.data(),
+                       kt,
+                       vt};
+  const KeyRange keys{qk.n_kv, attention_scale(s), s.softcap, avx512,
+                      s.sinks.present() ? static_cast<const float*>(s.sinks.data) + h0 : nullptr};
+  attend_rows_fast(q.data() + (t * s.n_heads + h0) * d, rows, keys, d, nh,
+                   out.data() + (t * s.n_heads + h0) * d, scores, stats);
 }
 }  // namespace
 

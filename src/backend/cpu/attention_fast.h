@@ -47,4 +47,57 @@ void attend_group_fast(const Buffer& q, const PagedKv& kv, int64_t t, int64_t g,
                        const AttentionShape& s, Buffer& out, std::vector<float>& scores,
                        float* stats = nullptr, bool avx512 = true);
 
+// -- the pieces, for kernels that gather the rows themselves (attention_prefill_tile.h) ------
+
+// Where a query token's keys are: row `row` of the block table, key positions first ..
+// first + n_kv - 1 (its window). Checks the token's row and position against the cache.
+struct QueryKeys {
+  int32_t row;
+  int64_t first, n_kv;
+};
+QueryKeys query_keys(const PagedKv& kv, int64_t t, const AttentionShape& s);
+
+// Byte offsets, from the base of a pool of `type`, of KV head g's rows at positions first ..
+// first + n_kv - 1 (off[i] is position first + i); `blocks` is the sequence's block-table row.
+void kv_row_offsets(const PagedKv& kv, const int32_t* blocks, int64_t first, int64_t n_kv,
+                    int64_t kv_dim, int64_t g, int64_t d, BufferType type, std::vector<size_t>& off);
+
+// The K and V rows of one KV group that a query reads, wherever they lie: key j's K row (j = 0
+// .. n_kv - 1, the window's first position first) at k + k_off[j], of type k_type (F32, F16,
+// Q8_0 or Q4_0), its V row at v + v_off[j], of type v_type.
+struct GroupRows {
+  const uint8_t *k, *v;
+  const size_t *k_off, *v_off;
+  BufferType k_type, v_type;
+};
+
+// The scores of a query's n_kv keys scaled by `scale`, then capped when softcap > 0.
+struct KeyRange {
+  int64_t n_kv;
+  float scale, softcap;
+  bool avx512;  // the AVX-512 loops where the CPU has them (the same bits either way)
+  const float* sinks;  // the first head's sink logit (heads consecutive), or nullptr
+};
+
+// Heads 0 .. nh - 1 of one query token and one KV group: q and out rows of consecutive heads
+// (stride d), stats nh rows of kAttnStatFields or nullptr. attend_group_fast is this over the
+// rows where they lie in the pools; a row holding the very f32 values the pool's loads give
+// (attention_kv_load.h) gives the same bits.
+void attend_rows_fast(const float* q, const GroupRows& rows, const KeyRange& keys, int64_t d,
+                      int64_t nh, float* out, std::vector<float>& scores, float* stats);
+
+// attend_rows_fast in three steps, for a kernel that takes the keys in chunks (each step's
+// per-element arithmetic is attend_rows_fast's, so a query gives the same bits):
+//   attend_rows_scores  scores + h * ld + j = q_h . K[j] * scale, keys j = 0 .. n - 1 of rows
+//   attend_rows_softmax on nh rows of keys.n_kv scores (at stride keys.n_kv): the soft-cap,
+//                       softmax with sinks, statistics (nh rows of kAttnStatFields or nullptr)
+//   attend_rows_values  out_h (+)= sum_j a[h * ld + j] V[j], keys j = 0 .. n - 1 of rows; with
+//                       `more` each output's fma chain goes on from the value out holds (an
+//                       earlier chunk's), else it starts from zero
+void attend_rows_scores(const float* q, const GroupRows& rows, int64_t n, float scale, int64_t d,
+                        int64_t nh, float* scores, int64_t ld, bool avx512);
+void attend_rows_softmax(float* scores, const KeyRange& keys, int64_t nh, float* stats);
+void attend_rows_values(const float* a, int64_t ld, const GroupRows& rows, int64_t n, int64_t d,
+                        int64_t nh, float* out, bool more, bool avx512);
+
 }  // namespace llmctl::cpu

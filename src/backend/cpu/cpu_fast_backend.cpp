@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "backend/cpu/attention_fast.h"
+#include "backend/cpu/attention_prefill_tile.h"
 #include "backend/cpu/gelu_mul_fast.h"
 #include "backend/cpu/rmsnorm_fast.h"
 #include "backend/cpu/silu_mul_fast.h"
@@ -82,16 +83,25 @@ void CpuFastBackend::attention_tasks(const Buffer& q, const PagedKv& kv, int64_t
   // contiguous range of tasks: take the tokens alternately from both ends (0, N-1, 1, N-2,
   // ...; all tasks of a token together, as they share the K/V rows) so that every range holds
   // early and late tokens alike. A fast task is a whole KV group (its heads read each K/V row
-  // once), a reference task one head.
+  // once), a reference task one head. With a quantized pool a prefill's unit is a tile of
+  // tokens instead of one (attention_prefill_tile.h: it decodes the rows once per tile), taken
+  // from both ends the same way.
   const int64_t per_token = simd_ ? s.n_kv_heads : s.n_heads;
-  pool.parallel_for(n_tokens * per_token, [&](int64_t begin, int64_t end, int thread) {
+  const int64_t tile = simd_ && n_tokens > 1 && attention_tile_pays(kv)
+                           ? attention_tile_tokens(n_tokens, s.n_kv_heads, pool.size())
+                           : 1;
+  const int64_t n_units = (n_tokens + tile - 1) / tile;
+  pool.parallel_for(n_units * per_token, [&](int64_t begin, int64_t end, int thread) {
     auto& scores = scores_[static_cast<size_t>(thread)];
     auto& kv_row = kv_rows_[static_cast<size_t>(thread)];
     for (int64_t task = begin; task < end; ++task) {
       const int64_t k = task / per_token;
-      const int64_t t = k % 2 == 0 ? k / 2 : n_tokens - 1 - k / 2;
+      const int64_t t = k % 2 == 0 ? k / 2 : n_units - 1 - k / 2;  // a token, or a tile
       const int64_t sub = task % per_token;
-      if (simd_) {
+      if (tile > 1) {
+        attend_tile_fast(q, kv, t * tile, std::min(tile, n_tokens - t * tile), sub, s, out,
+                         scores, stats);
+      } else if (simd_) {
         attend_group_fast(q, kv, t, sub, s, out, scores,
                           stats != nullptr ? stats + t * s.n_heads * kAttnStatFields : nullptr,
                           wide_);

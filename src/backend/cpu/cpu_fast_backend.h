@@ -1,8 +1,10 @@
 #pragma once
 // The fast CPU backend: the reference backend (cpu_backend.h) with its heavy ops replaced by
 // threaded SIMD versions: matmul through matmul_fast (AVX2 kernels chosen at run time, int8
-// activations for quantized weights) and attention split over (token, head) pairs, each run by
-// attend_head_fast (AVX2/F16C, attention_fast.h) or, without AVX2, the reference code.
+// activations for quantized weights) and attention split over (token, KV group) pairs, each run
+// by attend_group_fast (AVX2/F16C, attention_fast.h) or, without AVX2, the reference code per
+// (token, head); a prefill over a Q8_0/Q4_0 cache over (tile of tokens, KV group) pairs
+// (attend_tile_fast, attention_prefill_tile.h: its rows decoded once per tile).
 // The element-wise ops are the reference ones or 8-lane versions of them (SiLU and GELU with an
 // 8-lane exp, tanh for the soft-cap: silu_mul_fast.h, gelu_mul_fast.h, softcap_fast.h), split
 // over the threads when a batch is big enough to pay for waking them (prefill).
@@ -65,7 +67,7 @@ class CpuFastBackend final : public CpuBackend {
   // computes [i0, i1) with the SIMD function or the reference, as simd_ says.
   template <class Run>
   void elementwise(int64_t n, const Run& run);
-  // Both attention ops: (token, head) tasks over the pool; stats nullptr or
+  // Both attention ops: (token or tile, group) tasks over the pool; stats nullptr or
   // (n_tokens, n_heads, kAttnStatFields), each task writing its own row.
   void attention_tasks(const Buffer& q, const PagedKv& kv, int64_t n_tokens,
                        const AttentionShape& s, Buffer& out, float* stats);
