@@ -100,7 +100,7 @@ void CpuFastBackend::attention_tasks(const Buffer& q, const PagedKv& kv, int64_t
       const int64_t sub = task % per_token;
       if (tile > 1) {
         attend_tile_fast(q, kv, t * tile, std::min(tile, n_tokens - t * tile), sub, s, out,
-                         scores, stats);
+                         scores, stats, wide_);
       } else if (simd_) {
         attend_group_fast(q, kv, t, sub, s, out, scores,
                           stats != nullptr ? stats + t * s.n_heads * kAttnStatFields : nullptr,
