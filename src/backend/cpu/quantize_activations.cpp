@@ -1,6 +1,7 @@
 // Activation quantization (quantize_activations.h): scalar and AVX2, same results.
 #include "backend/cpu/quantize_activations.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -49,32 +50,16 @@ bool activations_to_f16_scalar(const float* x, int64_t n, uint16_t* xh) {
   return fits;
 }
 
-bool activations_round_f16_scalar(const float* x, int64_t n, float* xr) {
-  bool fits = true;
-  for (int64_t j = 0; j < n; ++j) {
-    xr[j] = fp16_to_f32(f32_to_fp16(x[j]));
-    fits = fits && std::fabs(x[j]) < kF16Limit;  // false for NaN
-  }
-  if (!fits) std::memcpy(xr, x, static_cast<size_t>(n) * sizeof(float));
-  return fits;
-}
-
 #if defined(LLMCTL_HAVE_X86)
-LLMCTL_AVX2 bool activations_round_f16_avx2(const float* x, int64_t n, float* xr) {
-  const __m256 sign_bit = _mm256_set1_ps(-0.0f), limit = _mm256_set1_ps(kF16Limit);
-  __m256 all_fit = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8) {
-    const __m256 v = _mm256_loadu_ps(x + j);
-    _mm256_storeu_ps(xr + j, _mm256_cvtph_ps(_mm256_cvtps_ph(v, 0)));  // imm 0: nearest even
-    all_fit = _mm256_and_ps(all_fit, _mm256_cmp_ps(_mm256_andnot_ps(sign_bit, v), limit,
-                                                   _CMP_LT_OQ));  // false for NaN
-  }
-  const bool fits = activations_round_f16_scalar(x + j, n - j, xr + j) &&
-                    _mm256_movemask_ps(all_fit) == 0xff;
-  if (!fits) std::memcpy(xr, x, static_cast<size_t>(n) * sizeof(float));
-  return fits;
+namespace {
+// h[0 .. m) widened to f32 (exact).
+LLMCTL_AVX2 void widen_f16_avx2(const uint16_t* h, int64_t m, float* out) {
+  int64_t k = 0;
+  for (; k + 8 <= m; k += 8)
+    _mm256_storeu_ps(out + k, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + k))));
+  for (; k < m; ++k) out[k] = fp16_to_f32(h[k]);
 }
+}  // namespace
 
 LLMCTL_AVX2 bool activations_to_f16_avx2(const float* x, int64_t n, uint16_t* xh) {
   const __m256 sign_bit = _mm256_set1_ps(-0.0f), limit = _mm256_set1_ps(kF16Limit);
@@ -127,9 +112,41 @@ void quantize_activations_avx2(const float* x, int64_t n, int8_t* qs, float* d) 
 bool activations_to_f16_avx2(const float* x, int64_t n, uint16_t* xh) {
   return activations_to_f16_scalar(x, n, xh);
 }
-bool activations_round_f16_avx2(const float* x, int64_t n, float* xr) {
-  return activations_round_f16_scalar(x, n, xr);
-}
 #endif
+
+namespace {
+void widen_f16_scalar(const uint16_t* h, int64_t m, float* out) {
+  for (int64_t k = 0; k < m; ++k) out[k] = fp16_to_f32(h[k]);
+}
+
+// The f16 rounding of activations_to_f16_* widened back to f32, a stack chunk at a time (the
+// widening is exact, so scalar and AVX2 agree); a token that does not fit keeps x.
+bool round_f16(const float* x, int64_t n, float* xr,
+               bool (*to_f16)(const float*, int64_t, uint16_t*),
+               void (*widen)(const uint16_t*, int64_t, float*)) {
+  constexpr int64_t kChunk = 256;
+  uint16_t h[kChunk];
+  bool fits = true;
+  for (int64_t j = 0; j < n; j += kChunk) {
+    const int64_t m = std::min(kChunk, n - j);
+    fits = to_f16(x + j, m, h) && fits;
+    widen(h, m, xr + j);
+  }
+  if (!fits) std::memcpy(xr, x, static_cast<size_t>(n) * sizeof(float));
+  return fits;
+}
+}  // namespace
+
+bool activations_round_f16_scalar(const float* x, int64_t n, float* xr) {
+  return round_f16(x, n, xr, activations_to_f16_scalar, widen_f16_scalar);
+}
+
+bool activations_round_f16_avx2(const float* x, int64_t n, float* xr) {
+#if defined(LLMCTL_HAVE_X86)
+  return round_f16(x, n, xr, activations_to_f16_avx2, widen_f16_avx2);
+#else
+  return round_f16(x, n, xr, activations_to_f16_scalar, widen_f16_scalar);
+#endif
+}
 
 }  // namespace llmctl::cpu
