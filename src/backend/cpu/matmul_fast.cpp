@@ -213,6 +213,16 @@ void check_args(const WeightView& w, const float* x, int64_t n_tokens, const flo
     throw Error(fmt::format("matmul '{}': null weight, input or output pointer", w.name));
 }
 
+// fn(t0, t1) over the tokens [0, n_tokens): on the caller for one token (decode: waking the
+// pool costs more than the work) or a one-thread pool, else split over the pool.
+template <class Fn>
+void for_tokens(ThreadPool& pool, int64_t n_tokens, const Fn& fn) {
+  if (n_tokens == 1 || pool.size() == 1)
+    fn(int64_t{0}, n_tokens);
+  else
+    pool.parallel_for(n_tokens, [&](int64_t t0, int64_t t1, int) { fn(t0, t1); });
+}
+
 void quantize_tokens(bool avx2, bool halves, const float* x, int64_t n, int64_t t0, int64_t t1,
                      MatmulScratch& s) {
   const int64_t nb = n / 32;
@@ -415,13 +425,9 @@ void matmul_fast_isa(MatmulIsa isa, const WeightView& w, const float* x, int64_t
     if (scratch.d.size() < n_b) scratch.d.resize(n_b);
     if (scratch.sum.size() < n_b) scratch.sum.resize(n_b);
     if (k.half_sums && scratch.half.size() < n_b) scratch.half.resize(n_b);
-    // One token (decode) is quantized on the caller: waking the pool costs more than it.
-    if (n_tokens == 1 || pool.size() == 1)
-      quantize_tokens(avx2, k.half_sums, x, n, 0, n_tokens, scratch);
-    else
-      pool.parallel_for(n_tokens, [&](int64_t t0, int64_t t1, int) {
-        quantize_tokens(avx2, k.half_sums, x, n, t0, t1, scratch);
-      });
+    for_tokens(pool, n_tokens, [&](int64_t t0, int64_t t1) {
+      quantize_tokens(avx2, k.half_sums, x, n, t0, t1, scratch);
+    });
     base.qs = scratch.qs.data();
     base.qd = scratch.d.data();
     base.qsum = scratch.sum.data();
@@ -431,12 +437,8 @@ void matmul_fast_isa(MatmulIsa isa, const WeightView& w, const float* x, int64_t
     // every token through tile_wide, over its f16-rounded values (or its own, if they overflow)
     const size_t n_x = static_cast<size_t>(n_tokens * n);
     if (scratch.xr.size() < n_x) scratch.xr.resize(n_x);
-    if (n_tokens == 1 || pool.size() == 1)
-      rounded_tokens(avx2, x, n, 0, n_tokens, scratch);
-    else
-      pool.parallel_for(n_tokens, [&](int64_t t0, int64_t t1, int) {
-        rounded_tokens(avx2, x, n, t0, t1, scratch);
-      });
+    for_tokens(pool, n_tokens,
+               [&](int64_t t0, int64_t t1) { rounded_tokens(avx2, x, n, t0, t1, scratch); });
     base.x = scratch.xr.data();
     k.tile = k.tile_wide;
     k.half_activations = false;
@@ -446,11 +448,8 @@ void matmul_fast_isa(MatmulIsa isa, const WeightView& w, const float* x, int64_t
     if (scratch.xh.size() < n_x) scratch.xh.resize(n_x);
     if (scratch.fits.size() < static_cast<size_t>(n_tokens))
       scratch.fits.resize(static_cast<size_t>(n_tokens));
-    if (n_tokens == 1 || pool.size() == 1)
-      half_tokens(avx2, x, n, 0, n_tokens, scratch);
-    else
-      pool.parallel_for(
-          n_tokens, [&](int64_t t0, int64_t t1, int) { half_tokens(avx2, x, n, t0, t1, scratch); });
+    for_tokens(pool, n_tokens,
+               [&](int64_t t0, int64_t t1) { half_tokens(avx2, x, n, t0, t1, scratch); });
     base.xh = scratch.xh.data();
   }
   // Per-token fit flags only when some token does not fit f16 (the rare case).
