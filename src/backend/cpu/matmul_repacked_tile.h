@@ -51,9 +51,9 @@ struct RepackedTile {
     for (int64_t s = 0; s < nsb; ++s) {
       const uint8_t* rec = a.w + static_cast<size_t>(s) * RK::kRecordBytes;
       if constexpr (T == 1) {
-        // the stream two records ahead (the next group's first records at a row's end)
-        const char* ahead = reinterpret_cast<const char*>(rec + 2 * RK::kRecordBytes);
-        for (size_t o = 0; o < RK::kRecordBytes; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T0);
+        // the stream kKQuantPrefetchBytes ahead (the next group's first records at a row's end)
+        const char* ahead = reinterpret_cast<const char*>(rec + kKQuantPrefetchBytes);
+        for (size_t o = 0; o < RK::kRecordBytes; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T1);
         RK::decode(rec, a, s, acc[0]);
       } else {
         alignas(32) uint8_t panel[KQ::kPanelBytes];

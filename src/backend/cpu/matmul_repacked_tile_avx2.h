@@ -24,6 +24,15 @@
 
 namespace llmctl::cpu {
 
+// Decode prefetch distance (both decode tiles, matmul_repacked_tile.h too), into L2
+// (prefetcht1) as matmul_repacked_quant_tile.h's: the hardware L1 prefetcher fills L1 from
+// there. Two records ahead into L1, as before, kept one core at 14 to 19 GB/s on Q4_K (AVX-512
+// slower than AVX2, for no reason in its code); 6144 bytes into L2 gives 22 to 27, both
+// ISAs alike, and Q5_K / Q6_K gain as much (2048x8192 and 8192x2048, tools/bench_matmul, one
+// thread, 2-core AVX-512 EPYC; 4096 and 8192 bytes fall between). At two threads, where
+// memory bandwidth binds, the three distances are within the machine's noise.
+constexpr size_t kKQuantPrefetchBytes = 6144;
+
 #if defined(LLMCTL_HAVE_X86)
 // The 8 bytes at p, zero-extended (signed: sign-extended) to 8 int32 lanes: the per-row bytes
 // of a record (scales, mins).
@@ -67,9 +76,9 @@ struct RepackedTileAvx2 {
       }
       const uint8_t* rec = a.w + static_cast<size_t>(s) * RK::kRecordBytes;
       if constexpr (T == 1) {
-        // the stream two records ahead (the next group's first records at a row's end)
-        const char* ahead = reinterpret_cast<const char*>(rec + 2 * RK::kRecordBytes);
-        for (size_t o = 0; o < RK::kRecordBytes; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T0);
+        // the stream kKQuantPrefetchBytes ahead (the next group's first records at a row's end)
+        const char* ahead = reinterpret_cast<const char*>(rec + kKQuantPrefetchBytes);
+        for (size_t o = 0; o < RK::kRecordBytes; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T1);
         RK::decode_avx2(rec, a, s, acc[0]);
       } else {  // T > 1 without a panel does not occur in run_rows: the same bits anyway
         alignas(32) uint8_t record[KQ::kPanelBytes];
