@@ -22,12 +22,15 @@ q4_0. llama.cpp runs without flash attention (llama-cpp-python's default) unless
 quantized, which llama.cpp only supports with flash attention; then it runs with it, and
 --flash-attn turns it on for every run. llmctl uses its default path.
 
-llmctl's probes run once, in the first `llmctl bench` call (its probes come before its timed
-tests; the other calls pass --probe-mib 0): the memory read bandwidth and the compute peaks at
--t threads. The table and JSON then add, beside the ratios, llmctl's decode GB/s and its share
-of the bandwidth probe (tg rows), and its prefill share of the compute peak its matmul kernels
-run at (pp rows: f32 FMA or int8 dot products, as `llmctl bench` picks per main type). With
---no-probes, or a binary without the compute probe, those cells stay empty.
+llmctl's probes run in every `llmctl bench` call, just before its timed tests: the memory
+read bandwidth and the compute peaks at -t threads. A shared machine's bandwidth can move by
+half within minutes (31 and 55 GB/s in one hour on the 2-core EPYC), so each run's figures are
+divided by the probes of its own call and the table gives the median of those shares: beside
+the ratios, llmctl's decode GB/s and its share of the bandwidth probe (tg rows), and its
+prefill share of the compute peak its matmul kernels run at (pp rows: f32 FMA or int8 dot
+products, as `llmctl bench` picks per main type). The probe line under the table gives the
+probes' medians and ranges over all calls. With --no-probes, or a binary without the compute
+probe, those cells stay empty.
 """
 import argparse
 import json
@@ -106,20 +109,28 @@ def llmctl_once(exe, path, n_prompt, n_gen, threads, depth=0, type_k="f16", type
 
 
 def probe_shares(test, rows, probes):
-    """llmctl's medians against its probes: (GB/s, % of the bandwidth probe, % of the compute
-    peak, the peak's kind); None where the row or the probe lacks the figure."""
-    def median(key):
-        v = [r.get(key) for r in rows]
+    """llmctl's runs against the probes of their own calls (rows[i] with probes[i]): (median
+    GB/s, median % of the bandwidth probe, median % of the compute peak, the peak's kind);
+    None where the rows or the probes lack the figure."""
+    def median(values):
+        v = list(values)
         return statistics.median(v) if v and all(isinstance(x, (int, float)) for x in v) else None
 
+    def share(key, probe_key):
+        return median(100 * r[key] / p[probe_key] if r.get(key) and p.get(probe_key) else None
+                      for r, p in zip(rows, probes))
+
     if test == "tg":
-        gb_s = median("gb_s")
-        bw = probes["probe_gb_s"]
-        return gb_s, (100 * gb_s / bw if gb_s and bw else None), None, None
+        return median(r.get("gb_s") for r in rows), share("gb_s", "probe_gb_s"), None, None
     kind = rows[0].get("peak_kind") if rows else None
-    peak = {"f32": probes["peak_gflop_s_f32"], "int8": probes["peak_gop_s_int8"]}.get(kind)
-    gflop_s = median("gflop_s")
-    return None, None, (100 * gflop_s / peak if gflop_s and peak else None), kind
+    key = {"f32": "peak_gflop_s_f32", "int8": "peak_gop_s_int8"}.get(kind)
+    return None, None, (share("gflop_s", key) if key else None), kind
+
+
+def probe_summary(values):
+    """{median, min, max} of one probe over the calls that measured it, or None."""
+    v = [x for x in values if isinstance(x, (int, float))]
+    return {"median": statistics.median(v), "min": min(v), "max": max(v)} if v else None
 
 
 def cell(x, fmt):
@@ -158,14 +169,14 @@ def main():
     suffix = f" @ d{a.n_depth}" if a.n_depth > 0 else ""
 
     results = []
-    probes = dict.fromkeys(PROBE_KEYS)  # filled by the first llmctl call, unless --no-probes
-    probe_next = not a.no_probes
+    all_probes = []  # every llmctl call's probes (none with --no-probes)
     for path in a.model:
         print(f"bench-reference: {path}", file=sys.stderr)
         ref = Reference(path, a.n_prompt, a.n_gen, a.threads, *kv, flash_attn=flash_attn)
         ref.pp(min(a.n_prompt, 32))  # warm-up, as llmctl bench does
         rates = {("ref", "pp"): [], ("ref", "tg"): [], ("llmctl", "pp"): [], ("llmctl", "tg"): []}
         ours_rows = {"pp": [], "tg": []}
+        ours_probes = {"pp": [], "tg": []}  # the probes of each row's own call
         wtype = "?"
         for _ in range(a.repetitions):
             if a.n_prompt > 0:
@@ -173,12 +184,13 @@ def main():
             if a.n_gen > 0:
                 rates[("ref", "tg")].append(ref.tg(a.n_gen))
             ours, measured = llmctl_once(a.llmctl, path, a.n_prompt, a.n_gen, a.threads, *kv,
-                                         probes=probe_next)
-            if probe_next:
-                probes, probe_next = measured, False
+                                         probes=not a.no_probes)
+            if not a.no_probes:
+                all_probes.append(measured)
             for test, row in ours.items():
                 rates[("llmctl", test)].append(row["tok_s"])
                 ours_rows[test].append(row)
+                ours_probes[test].append(measured)
                 wtype = row["type"]
         del ref
         for test, n in (("pp", a.n_prompt), ("tg", a.n_gen)):
@@ -186,7 +198,8 @@ def main():
                 continue
             r = statistics.median(rates[("ref", test)])
             o = statistics.median(rates[("llmctl", test)])
-            gb_s, bw_pct, peak_pct, peak_kind = probe_shares(test, ours_rows[test], probes)
+            gb_s, bw_pct, peak_pct, peak_kind = probe_shares(test, ours_rows[test],
+                                                              ours_probes[test])
             results.append({"model": path, "type": wtype, "test": f"{test}{n}{suffix}",
                             "threads": a.threads, "depth": a.n_depth,
                             "cache_type_k": a.cache_type_k, "cache_type_v": a.cache_type_v,
@@ -197,6 +210,7 @@ def main():
                             "reference_runs": rates[("ref", test)],
                             "llmctl_runs": rates[("llmctl", test)]})
 
+    probes = {k: probe_summary([p[k] for p in all_probes]) for k in PROBE_KEYS}
     if a.json:
         print(json.dumps({"reference": f"llama-cpp-python {llama_cpp.__version__}",
                           "repetitions": a.repetitions, "llmctl_probes": probes,
@@ -216,12 +230,13 @@ def main():
               f"{r['reference_tok_s']:.2f} | {r['llmctl_tok_s']:.2f} | **{r['ratio']:.2f}** | "
               f"{cell(r['llmctl_gb_s'], '{:.1f}')} | {cell(r['llmctl_bw_pct'], '{:.0f}%')} | "
               f"{peak + ' ' + r['llmctl_peak_kind'] if peak else ''} |")
-    measured = [cell(probes[k], f) for k, f in (("probe_gb_s", "memory read {:.1f} GB/s"),
-                                                ("peak_gflop_s_f32", "f32 FMA {:.1f} GFLOP/s"),
-                                                ("peak_gop_s_int8", "int8 {:.1f} GOP/s"))]
+    measured = [cell(probes[k], f) for k, f in (
+        ("probe_gb_s", "memory read {0[median]:.1f} GB/s ({0[min]:.1f} to {0[max]:.1f})"),
+        ("peak_gflop_s_f32", "f32 FMA {0[median]:.1f} GFLOP/s ({0[min]:.1f} to {0[max]:.1f})"),
+        ("peak_gop_s_int8", "int8 {0[median]:.1f} GOP/s ({0[min]:.1f} to {0[max]:.1f})"))]
     if any(measured):
-        print(f"\nllmctl probes ({a.threads} threads): {', '.join(m for m in measured if m)}")
-
+        print(f"\nllmctl probes ({a.threads} threads; median and range over "
+              f"{len(all_probes)} calls): {', '.join(m for m in measured if m)}")
 
 if __name__ == "__main__":
     main()
