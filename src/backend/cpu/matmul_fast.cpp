@@ -150,24 +150,29 @@ MatmulKernel avx512_kernel_for(GgmlType type, MatmulPrecision precision) {
   }
 }
 
-// The kernel over repacked weights (weight_repack.h), or none.
+// The kernels over repacked weights (weight_repack.h), per type: AVX-512, AVX2.
+struct RepackedKernels {
+  GgmlType type;
+  MatmulKernel (*avx512)();
+  MatmulKernel (*avx2)();
+};
+constexpr RepackedKernels kRepackedKernels[] = {
+    {GgmlType::Q4_K, &matmul_kernel_q4_k_repacked, &matmul_kernel_q4_k_repacked_avx2},
+    {GgmlType::Q5_K, &matmul_kernel_q5_k_repacked, &matmul_kernel_q5_k_repacked_avx2},
+    {GgmlType::Q6_K, &matmul_kernel_q6_k_repacked, &matmul_kernel_q6_k_repacked_avx2},
+    {GgmlType::Q4_0, &matmul_kernel_q4_0_repacked, &matmul_kernel_q4_0_repacked_avx2},
+    {GgmlType::Q4_1, &matmul_kernel_q4_1_repacked, &matmul_kernel_q4_1_repacked_avx2},
+    {GgmlType::Q5_0, &matmul_kernel_q5_0_repacked, &matmul_kernel_q5_0_repacked_avx2},
+    {GgmlType::Q5_1, &matmul_kernel_q5_1_repacked, &matmul_kernel_q5_1_repacked_avx2},
+    {GgmlType::Q8_0, &matmul_kernel_q8_0_repacked, &matmul_kernel_q8_0_repacked_avx2},
+};
+
+// The kernel over repacked weights, or none.
 MatmulKernel repacked_kernel_for(GgmlType type, MatmulIsa isa, MatmulPrecision precision) {
   if (precision != MatmulPrecision::Fast || !repack_supported(type, isa)) return MatmulKernel{};
-  const bool avx512 = isa == MatmulIsa::Avx512;
-  switch (type) {
-    case GgmlType::Q4_K:
-      return avx512 ? matmul_kernel_q4_k_repacked() : matmul_kernel_q4_k_repacked_avx2();
-    case GgmlType::Q5_K:
-      return avx512 ? matmul_kernel_q5_k_repacked() : matmul_kernel_q5_k_repacked_avx2();
-    case GgmlType::Q6_K:
-      return avx512 ? matmul_kernel_q6_k_repacked() : matmul_kernel_q6_k_repacked_avx2();
-    case GgmlType::Q4_0:
-      return avx512 ? matmul_kernel_q4_0_repacked() : matmul_kernel_q4_0_repacked_avx2();
-    case GgmlType::Q8_0:
-      return avx512 ? matmul_kernel_q8_0_repacked() : matmul_kernel_q8_0_repacked_avx2();
-    default:
-      return MatmulKernel{};
-  }
+  for (const RepackedKernels& k : kRepackedKernels)
+    if (k.type == type) return isa == MatmulIsa::Avx512 ? k.avx512() : k.avx2();
+  return MatmulKernel{};
 }
 
 // isa resolved (never Auto).
