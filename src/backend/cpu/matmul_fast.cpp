@@ -329,7 +329,7 @@ void run_rows(const MatmulKernel& k, const TileArgs& base, const uint8_t* fits, 
     for (int64_t r = r0; r < r1; r += k.rows_prefill) {
       const int64_t n_r = std::min<int64_t>(k.rows_prefill, r1 - r);
       const uint8_t* packed = nullptr;
-      if (k.pack != nullptr) {
+      if (k.pack != nullptr && c1 - c0 >= k.pack_min_tokens) {
         TileArgs a = base;
         a.w = base.w + static_cast<size_t>(r) * base.w_stride;
         k.pack(a, static_cast<int>(n_r), panel.data());

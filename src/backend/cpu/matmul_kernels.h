@@ -103,6 +103,9 @@ struct MatmulKernel {
   bool row_blocks = false;
   PackFn pack = nullptr;             // prefill only; nullptr: tiles read the weights in place
   size_t panel_bytes_per_block = 0;  // per 32-element block of a row tile
+  // Packs only for a token chunk of at least this many tokens; a smaller one's tiles read the
+  // weights (a.panel == nullptr, the same bits): there the pass costs more than it saves.
+  int64_t pack_min_tokens = 0;
   // Reads the weight repacked (weight_repack.h), not the GGUF rows: TileArgs::w is then the
   // repacked copy and w_stride a group's bytes over its rows (repack_group_rows()).
   bool repacked = false;

@@ -21,7 +21,9 @@
 //                       token chunk passes): no packing step. Unpacking into the in-place
 //                       kernel's panels instead was 0.8x the in-place kernel at 2 tokens, this
 //                       is 1.5x (Q4_0) and 2x (Q8_0); at 512 tokens Q4_0 is 0.95x, Q8_0 1.0x
-//                       (2048x2048, one thread; BENCHMARKS.md 2026-12-03 evening).
+//                       (2048x2048, one thread; BENCHMARKS.md 2026-12-03 evening). Q5 (its
+//                       operands cost more): in-place panels unpacked from the record once per
+//                       chunk of 3 token tiles or more (pack below).
 //
 // Addressing as matmul_repacked_quant_tile.h: TileArgs::w_stride is a sixteenth of a group's
 // bytes and a tile (r a multiple of 16) starts at its group's first record.
@@ -70,6 +72,30 @@ struct RepackedQuantTileAvx2 {
     mw = Block::kHasMin ? fp16x8(rec + kRec.m + 16 * h) : _mm256_setzero_ps();
   }
 
+  // The operands of rows 8h .. 8h + 7 of record rec (the in-place tile's block in registers).
+  LLMCTL_AVX2 static void unpack(const uint8_t* rec, int h, typename Q::Unpacked& u) {
+    for (int s = 0; s < 8; ++s) operands(rec, h, s, u.w[s], u.sgn[s]);
+    scales(rec, h, u.dw, u.mw);
+  }
+
+  // Q5 prefill packs (MatmulKernel::pack) a chunk of 3 token tiles or more: its operands cost
+  // 5 instructions a step against a panel's one load, so they are unpacked once per token
+  // chunk into the in-place tile's panels (half h's blocks from h * nb) instead of once per
+  // token tile: 1.08x to 1.35x at 32 and 512 tokens (2 threads, 576x576 .. 2048x2048); at 2
+  // tokens packing was 0.57x to 0.84x, hence the minimum. The other types' operands are one or
+  // two instructions: they read the record. (The AVX-512 tile's Q5 operands, 3 instructions a
+  // 64-byte step, gained 2 to 5 % from packing, within the noise: it reads the record.)
+  static constexpr bool kPacks = Block::kHighBit;
+  LLMCTL_AVX2 static void pack(const TileArgs& a, int n_rows, uint8_t* panel) {
+    const int64_t nb = a.n / 32;
+    for (int h = 0; h < (n_rows > 8 ? 2 : 1); ++h)
+      for (int64_t b = 0; b < nb; ++b) {
+        typename Q::Unpacked u;
+        unpack(a.w + static_cast<size_t>(b) * kRec.bytes, h, u);
+        Q::store_block(u, panel + static_cast<size_t>(h * nb + b) * Q::kPanelBlockBytes);
+      }
+  }
+
   // Decode: the group's stream in order, each record's two halves in turn.
   LLMCTL_AVX2 static void decode(const TileArgs& a, int halves, __m256* acc) {
     for (int64_t b = 0; b < a.n / 32; ++b) {
@@ -78,8 +104,7 @@ struct RepackedQuantTileAvx2 {
       for (size_t o = 0; o < kRec.bytes; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T1);
       for (int h = 0; h < halves; ++h) {
         typename Q::Unpacked u;
-        for (int s = 0; s < 8; ++s) operands(rec, h, s, u.w[s], u.sgn[s]);
-        scales(rec, h, u.dw, u.mw);
+        unpack(rec, h, u);
         Q::template block_unpacked<1>(u, a, b, acc + h);
       }
     }
@@ -113,6 +138,12 @@ struct RepackedQuantTileAvx2 {
       for (int t = 0; t < T; ++t) acc[h][t] = _mm256_setzero_ps();
     if constexpr (T == 1) {
       decode(a, halves, &acc[0][0]);  // acc[h][0] at h
+    } else if (a.panel != nullptr) {
+      const int64_t nb = a.n / 32;
+      for (int h = 0; h < halves; ++h)
+        for (int64_t b = 0; b < nb; ++b)
+          Q::template block<T>(a.panel + static_cast<size_t>(h * nb + b) * Q::kPanelBlockBytes, a,
+                               b, acc[h]);
     } else {
       for (int h = 0; h < halves; ++h) prefill<T>(a, h, acc[h]);
     }
@@ -138,6 +169,11 @@ MatmulKernel make_repacked_quant_kernel_avx2(const char* name) {
   k.rows_prefill = 16;
   k.tokens_prefill = quant_tile_tokens<Block>();
   k.tile = &dispatch_quant_tile<Tile>;
+  if constexpr (Tile::kPacks) {
+    k.pack = &Tile::pack;
+    k.panel_bytes_per_block = 2 * QuantTileAvx2<Block>::kPanelBlockBytes;
+    k.pack_min_tokens = 3 * k.tokens_prefill;
+  }
   k.repacked = true;
 #endif
   (void)name;
