@@ -83,8 +83,7 @@ struct RepackedQuantTileAvx2 {
   // chunk into the in-place tile's panels (half h's blocks from h * nb) instead of once per
   // token tile: 1.08x to 1.35x at 32 and 512 tokens (2 threads, 576x576 .. 2048x2048); at 2
   // tokens packing was 0.57x to 0.84x, hence the minimum. The other types' operands are one or
-  // two instructions: they read the record. (The AVX-512 tile's Q5 operands, 3 instructions a
-  // 64-byte step, gained 2 to 5 % from packing, within the noise: it reads the record.)
+  // two instructions: they read the record.
   static constexpr bool kPacks = Block::kHighBit;
   LLMCTL_AVX2 static void pack(const TileArgs& a, int n_rows, uint8_t* panel) {
     const int64_t nb = a.n / 32;
