@@ -5,11 +5,14 @@
 // of gathering and transposing 8 rows' super-blocks on every call (it did: 57 % of a 1B
 // Q4_K_M decode step in the Q4_K tile, most of it that unpacking). Same bytes per row within
 // 3 % (Q4_K: 148 for 144, Q5_K: 180 for 176, Q6_K: 212 for 210), rows padded to a multiple of 8
-// by repeating the last one (the padded lanes are computed and never stored). Q4_0 and Q8_0
-// likewise 16 rows at a time (the same bytes per row), so that a decode tile reads one
-// sequential stream instead of 16 row streams with a transpose and a scale gather per block
-// (1B-shape file, loaded Xeon: Q8_0 decode 1.41x, Q4_0 1.19x; BENCHMARKS.md, 2026-12-03
-// afternoon; its AVX2 tiles: Q8_0 1.20x to 1.29x, Q4_0 1.16x to 1.24x, 2026-12-03 evening).
+// by repeating the last one (the padded lanes are computed and never stored). The 32-element
+// block types Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 likewise 16 rows at a time (the same bytes per
+// row), so that a decode tile reads one sequential stream instead of 16 row streams with a
+// transpose and a scale gather per block (1B-shape file, loaded Xeon: Q8_0 decode 1.41x, Q4_0
+// 1.19x; BENCHMARKS.md, 2026-12-03 afternoon; its AVX2 tiles: Q8_0 1.20x to 1.29x, Q4_0 1.16x
+// to 1.24x, 2026-12-03 evening; 2-core Zen 4, 2 threads, 2026-12-04: SmolLM2-135M Q4_1 decode
+// 1.22x, Gemma 3 270M Q4_K_M, mostly Q5_0, 1.16x; matmul decode Q4_1 1.2x to 1.8x, Q5_0 and
+// Q5_1 1.4x to 2x, whose in-place AVX-512 kernels decode with 8-row AVX2 tiles).
 //
 // Layout: an 8-row group (rows 8g .. 8g + 7) is its super-blocks' records in order; group g
 // starts at g * n_sb * kRecordBytes (n_sb = n_cols / 256). Row r of a record is lane r: every
