@@ -112,8 +112,8 @@ TEST_CASE("matmul_fast: the AVX-512 kernels give the scalar kernel's bits", "[cp
   }
 }
 
-TEST_CASE("matmul_fast: repacked Q4_K, Q5_K, Q6_K, Q4_0 and Q8_0 (AVX2, AVX-512) give the "
-          "scalar kernel's bits",
+TEST_CASE("matmul_fast: repacked Q4_K, Q5_K, Q6_K, Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 (AVX2, "
+          "AVX-512) give the scalar kernel's bits",
           "[cpu]") {
   if (!matmul_fast_has_avx2()) {
     WARN("skipped: no AVX2+FMA+F16C on this CPU");
@@ -131,7 +131,13 @@ TEST_CASE("matmul_fast: repacked Q4_K, Q5_K, Q6_K, Q4_0 and Q8_0 (AVX2, AVX-512)
         std::tuple{GgmlType::Q5_K, MatmulIsa::Avx2, "q5_k avx2 repacked-x8"},
         std::tuple{GgmlType::Q6_K, MatmulIsa::Avx2, "q6_k avx2 repacked-x8"},
         std::tuple{GgmlType::Q4_0, MatmulIsa::Avx2, "q4_0 avx2 repacked-x16"},
-        std::tuple{GgmlType::Q8_0, MatmulIsa::Avx2, "q8_0 avx2 repacked-x16"}})
+        std::tuple{GgmlType::Q8_0, MatmulIsa::Avx2, "q8_0 avx2 repacked-x16"},
+        std::tuple{GgmlType::Q4_1, MatmulIsa::Avx512, "q4_1 avx512-vnni repacked-x16"},
+        std::tuple{GgmlType::Q5_0, MatmulIsa::Avx512, "q5_0 avx512-vnni repacked-x16"},
+        std::tuple{GgmlType::Q5_1, MatmulIsa::Avx512, "q5_1 avx512-vnni repacked-x16"},
+        std::tuple{GgmlType::Q4_1, MatmulIsa::Avx2, "q4_1 avx2 repacked-x16"},
+        std::tuple{GgmlType::Q5_0, MatmulIsa::Avx2, "q5_0 avx2 repacked-x16"},
+        std::tuple{GgmlType::Q5_1, MatmulIsa::Avx2, "q5_1 avx2 repacked-x16"}})
     CHECK(std::string(matmul_fast_kernel_name(type, isa, MatmulPrecision::Fast, true)) == name);
   // types and isas without a repacked layout: the kernel without, and matmul refuses a copy
   CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_0, MatmulIsa::Scalar,
@@ -140,13 +146,20 @@ TEST_CASE("matmul_fast: repacked Q4_K, Q5_K, Q6_K, Q4_0 and Q8_0 (AVX2, AVX-512)
                                             MatmulPrecision::Fast, true)) ==
         "q8_0 avx512-vnni repacked-x16");
   CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_1, MatmulIsa::Avx512,
-                                            MatmulPrecision::Fast, true)) == "q4_1 avx512-vnni");
+                                            MatmulPrecision::Fast, false)) == "q4_1 avx512-vnni");
+  CHECK(std::string(matmul_fast_kernel_name(GgmlType::IQ4_NL, MatmulIsa::Avx512,
+                                            MatmulPrecision::Fast, true))
+            .find("repacked") == std::string::npos);
   CHECK_FALSE(repack_supported(GgmlType::Q4_K, MatmulIsa::Scalar));
   CHECK_FALSE(repack_supported(GgmlType::Q3_K, MatmulIsa::Avx2));
   CHECK(repack_supported(GgmlType::Q4_0, MatmulIsa::Avx2));
   CHECK(repack_supported(GgmlType::Q8_0, MatmulIsa::Avx2));
   CHECK_FALSE(repack_supported(GgmlType::Q8_0, MatmulIsa::Scalar));
-  CHECK_FALSE(repack_supported(GgmlType::Q4_1, MatmulIsa::Avx512));
+  CHECK_FALSE(repack_supported(GgmlType::IQ4_NL, MatmulIsa::Avx512));
+  CHECK(repack_supported(GgmlType::Q4_1, MatmulIsa::Avx512));
+  CHECK(repack_supported(GgmlType::Q5_0, MatmulIsa::Avx2));
+  CHECK(repack_supported(GgmlType::Q5_1, MatmulIsa::Avx512));
+  CHECK_FALSE(repack_supported(GgmlType::Q5_0, MatmulIsa::Scalar));
   std::mt19937 rng(3);
   const Weight w = make_weight(GgmlType::Q5_K, 9, 256, rng);
   ThreadPool pool(1);
@@ -157,37 +170,58 @@ TEST_CASE("matmul_fast: repacked Q4_K, Q5_K, Q6_K, Q4_0 and Q8_0 (AVX2, AVX-512)
   CHECK_THROWS_WITH(matmul_fast_isa(MatmulIsa::Scalar, w.view(), x.data(), 1, out.data(), pool,
                                     scratch, MatmulPrecision::Fast, copy.data()),
                     Catch::Contains("no repacked layout"));
+  const char* const expected = "expected Q4_K, Q5_K, Q6_K, Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0, got";
   CHECK_THROWS_WITH(repack_weight(make_weight(GgmlType::Q3_K, 8, 256, rng).view(), pool),
-                    Catch::Contains("expected Q4_K, Q5_K, Q6_K, Q4_0 or Q8_0"));
-  CHECK_THROWS_WITH(repack_weight(make_weight(GgmlType::Q4_1, 8, 32, rng).view(), pool),
-                    Catch::Contains("expected Q4_K, Q5_K, Q6_K, Q4_0 or Q8_0"));
+                    Catch::Contains(expected));
+  CHECK_THROWS_WITH(repack_weight(make_weight(GgmlType::IQ4_NL, 8, 32, rng).view(), pool),
+                    Catch::Contains(expected));
 }
 
-// The 16-row Q4_0 and Q8_0 records byte by byte, as weight_repack.h describes them (the bits
-// test above would also pass with another layout that the kernel happened to agree with).
-TEST_CASE("repack_weight: the Q4_0 and Q8_0 record layouts", "[cpu]") {
+// The 16-row records byte by byte, as weight_repack.h describes them (the bits test above would
+// also pass with another layout that the kernel happened to agree with). The GGUF blocks: fp16
+// d, fp16 m (Q4_1, Q5_1), u32 qh (Q5_0, Q5_1), then the quants.
+TEST_CASE("repack_weight: the 16-row record layouts", "[cpu]") {
   std::mt19937 rng(5);
   ThreadPool pool(2);
-  for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0}) {
+  struct Case {
+    GgmlType type;
+    size_t rec, blk;
+    bool min, high;  // has m; has qh
+  };
+  for (const Case& c : {Case{GgmlType::Q4_0, kQ4_0RecordBytes, 18, false, false},
+                        Case{GgmlType::Q4_1, kQ4_1RecordBytes, 20, true, false},
+                        Case{GgmlType::Q5_0, kQ5_0RecordBytes, 22, false, true},
+                        Case{GgmlType::Q5_1, kQ5_1RecordBytes, 24, true, true},
+                        Case{GgmlType::Q8_0, kQ8_0RecordBytes, 34, false, false}}) {
+    const GgmlType type = c.type;
     const bool q8 = type == GgmlType::Q8_0;
     const int64_t d = 19, nb = 3;  // two groups, the second padded with row 18
-    const Weight w = make_weight(type, d, 32 * nb, rng);
+    const Weight w{type, d, 32 * nb, random_blocks(type, static_cast<size_t>(d * 32 * nb), rng)};
     const RepackedWeight copy = repack_weight(w.view(), pool);
-    const size_t rec = q8 ? kQ8_0RecordBytes : kQ4_0RecordBytes, blk = q8 ? 34 : 18;
-    REQUIRE(copy.bytes() == 2 * static_cast<size_t>(nb) * rec);
-    CHECK(repacked_group_bytes(type, 32 * nb) == static_cast<size_t>(nb) * rec);
+    REQUIRE(c.rec == 16 * c.blk);
+    REQUIRE(copy.bytes() == 2 * static_cast<size_t>(nb) * c.rec);
+    CHECK(repacked_group_bytes(type, 32 * nb) == static_cast<size_t>(nb) * c.rec);
     CHECK(repack_group_rows(type) == 16);
+    // record offsets: d at 0, then m, qh (64 bytes), quants, each only where the type has it
+    const size_t m_at = 32, qh_at = m_at + (c.min ? 32 : 0), q_at = qh_at + (c.high ? 64 : 0);
+    const size_t src_qh = c.min ? 4 : 2, src_q = src_qh + (c.high ? 4 : 0);
     int bad = 0;
     for (int64_t g = 0; g < 2; ++g)
       for (int64_t b = 0; b < nb; ++b)
         for (int64_t r = 0; r < 16; ++r) {
           const uint8_t* src =
-              w.bytes.data() + static_cast<size_t>(std::min(d - 1, 16 * g + r) * nb + b) * blk;
-          const uint8_t* out = copy.data() + static_cast<size_t>(g * nb + b) * rec;
+              w.bytes.data() + static_cast<size_t>(std::min(d - 1, 16 * g + r) * nb + b) * c.blk;
+          const uint8_t* out = copy.data() + static_cast<size_t>(g * nb + b) * c.rec;
           bad += std::memcmp(out + 2 * r, src, 2) != 0;  // fp16 d
-          for (int j = 0; j < (q8 ? 32 : 16); ++j) {     // quant byte j: vector j / 4, byte j % 4
-            const uint8_t want = q8 ? static_cast<uint8_t>(src[2 + j] + 128) : src[2 + j];
-            bad += out[32 + 64 * (j / 4) + 4 * r + j % 4] != want;
+          if (c.min) bad += std::memcmp(out + m_at + 2 * r, src + 2, 2) != 0;
+          const auto lane = static_cast<size_t>(4 * r);
+          for (size_t j = 0; j < 32 && c.high; ++j) {  // weight j = 4 s + i: bit s of byte 4 r + i
+            const int qh_bit = (src[src_qh + j / 8] >> (j % 8)) & 1;
+            bad += ((out[qh_at + lane + j % 4] >> (j / 4)) & 1) != qh_bit;
+          }
+          for (size_t j = 0; j < (q8 ? 32u : 16u); ++j) {  // quant byte j: vector j / 4, byte j % 4
+            const uint8_t want = q8 ? static_cast<uint8_t>(src[src_q + j] + 128) : src[src_q + j];
+            bad += out[q_at + 64 * (j / 4) + lane + j % 4] != want;
           }
         }
     INFO(ggml_type_name(type));
@@ -200,8 +234,8 @@ TEST_CASE("repack_weight: the Q4_0 and Q8_0 record layouts", "[cpu]") {
 // bound at the same address.
 TEST_CASE("CpuFastBackend: repacked weights keep matmul's and get_rows' results", "[cpu]") {
   std::mt19937 rng(9);
-  for (GgmlType type :
-       {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q4_0, GgmlType::Q8_0}) {
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q4_0,
+                        GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0}) {
     Weight w = make_weight(type, 21, 512, rng);
     const std::vector<float> x = make_x(3, 512, rng);
     cpu::CpuFastBackend be(2);
@@ -219,7 +253,7 @@ TEST_CASE("CpuFastBackend: repacked weights keep matmul's and get_rows' results"
         const std::vector<float> want = run(MatmulIsa::Scalar, w, x, n_tokens, 1);
         CHECK(same_bits(test::read(be, out).data(), want.data(), 21 * n_tokens));
       }
-      // 21 rows: three 8-row groups (K-quants) or two 16-row groups (Q4_0, Q8_0)
+      // 21 rows: three 8-row groups (K-quants) or two 16-row groups (32-element blocks)
       const int g_rows = repack_group_rows(type);
       const auto groups = static_cast<size_t>((21 + g_rows - 1) / g_rows);
       CHECK(be.repacked_bytes() ==

@@ -150,24 +150,29 @@ MatmulKernel avx512_kernel_for(GgmlType type, MatmulPrecision precision) {
   }
 }
 
-// The kernel over repacked weights (weight_repack.h), or none.
+// The kernels over repacked weights (weight_repack.h), per type: AVX-512, AVX2.
+struct RepackedKernels {
+  GgmlType type;
+  MatmulKernel (*avx512)();
+  MatmulKernel (*avx2)();
+};
+constexpr RepackedKernels kRepackedKernels[] = {
+    {GgmlType::Q4_K, &matmul_kernel_q4_k_repacked, &matmul_kernel_q4_k_repacked_avx2},
+    {GgmlType::Q5_K, &matmul_kernel_q5_k_repacked, &matmul_kernel_q5_k_repacked_avx2},
+    {GgmlType::Q6_K, &matmul_kernel_q6_k_repacked, &matmul_kernel_q6_k_repacked_avx2},
+    {GgmlType::Q4_0, &matmul_kernel_q4_0_repacked, &matmul_kernel_q4_0_repacked_avx2},
+    {GgmlType::Q4_1, &matmul_kernel_q4_1_repacked, &matmul_kernel_q4_1_repacked_avx2},
+    {GgmlType::Q5_0, &matmul_kernel_q5_0_repacked, &matmul_kernel_q5_0_repacked_avx2},
+    {GgmlType::Q5_1, &matmul_kernel_q5_1_repacked, &matmul_kernel_q5_1_repacked_avx2},
+    {GgmlType::Q8_0, &matmul_kernel_q8_0_repacked, &matmul_kernel_q8_0_repacked_avx2},
+};
+
+// The kernel over repacked weights, or none.
 MatmulKernel repacked_kernel_for(GgmlType type, MatmulIsa isa, MatmulPrecision precision) {
   if (precision != MatmulPrecision::Fast || !repack_supported(type, isa)) return MatmulKernel{};
-  const bool avx512 = isa == MatmulIsa::Avx512;
-  switch (type) {
-    case GgmlType::Q4_K:
-      return avx512 ? matmul_kernel_q4_k_repacked() : matmul_kernel_q4_k_repacked_avx2();
-    case GgmlType::Q5_K:
-      return avx512 ? matmul_kernel_q5_k_repacked() : matmul_kernel_q5_k_repacked_avx2();
-    case GgmlType::Q6_K:
-      return avx512 ? matmul_kernel_q6_k_repacked() : matmul_kernel_q6_k_repacked_avx2();
-    case GgmlType::Q4_0:
-      return avx512 ? matmul_kernel_q4_0_repacked() : matmul_kernel_q4_0_repacked_avx2();
-    case GgmlType::Q8_0:
-      return avx512 ? matmul_kernel_q8_0_repacked() : matmul_kernel_q8_0_repacked_avx2();
-    default:
-      return MatmulKernel{};
-  }
+  for (const RepackedKernels& k : kRepackedKernels)
+    if (k.type == type) return isa == MatmulIsa::Avx512 ? k.avx512() : k.avx2();
+  return MatmulKernel{};
 }
 
 // isa resolved (never Auto).
@@ -324,7 +329,7 @@ void run_rows(const MatmulKernel& k, const TileArgs& base, const uint8_t* fits, 
     for (int64_t r = r0; r < r1; r += k.rows_prefill) {
       const int64_t n_r = std::min<int64_t>(k.rows_prefill, r1 - r);
       const uint8_t* packed = nullptr;
-      if (k.pack != nullptr) {
+      if (k.pack != nullptr && c1 - c0 >= k.pack_min_tokens) {
         TileArgs a = base;
         a.w = base.w + static_cast<size_t>(r) * base.w_stride;
         k.pack(a, static_cast<int>(n_r), panel.data());

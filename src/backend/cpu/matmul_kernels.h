@@ -103,6 +103,9 @@ struct MatmulKernel {
   bool row_blocks = false;
   PackFn pack = nullptr;             // prefill only; nullptr: tiles read the weights in place
   size_t panel_bytes_per_block = 0;  // per 32-element block of a row tile
+  // Packs only for a token chunk of at least this many tokens; a smaller one's tiles read the
+  // weights (a.panel == nullptr, the same bits): there the pass costs more than it saves.
+  int64_t pack_min_tokens = 0;
   // Reads the weight repacked (weight_repack.h), not the GGUF rows: TileArgs::w is then the
   // repacked copy and w_stride a group's bytes over its rows (repack_group_rows()).
   bool repacked = false;
@@ -154,18 +157,24 @@ MatmulKernel matmul_kernel_mxfp4_avx512();
 MatmulKernel matmul_kernel_q4_k_repacked();
 MatmulKernel matmul_kernel_q5_k_repacked();
 MatmulKernel matmul_kernel_q6_k_repacked();
-// The same for Q4_0 and Q8_0 (16-row groups; matmul_repacked_quant_tile.h): one tile reads the
-// group's sequential stream for decode and prefill.
+// The same for the 32-element block types (16-row groups; matmul_repacked_quant_tile.h): one
+// tile reads the group's sequential stream for decode and prefill.
 MatmulKernel matmul_kernel_q4_0_repacked();
+MatmulKernel matmul_kernel_q4_1_repacked();
+MatmulKernel matmul_kernel_q5_0_repacked();
+MatmulKernel matmul_kernel_q5_1_repacked();
 MatmulKernel matmul_kernel_q8_0_repacked();
 // AVX2 kernels over the repacked K-quants (matmul_repacked_tile_avx2.h): 8-row decode tiles
 // reading the records, prefill tiles over the in-place kernels' panels unpacked from them.
 MatmulKernel matmul_kernel_q4_k_repacked_avx2();
 MatmulKernel matmul_kernel_q5_k_repacked_avx2();
 MatmulKernel matmul_kernel_q6_k_repacked_avx2();
-// The same for Q4_0 and Q8_0 (16-row groups; matmul_repacked_quant_tile_avx2.h): 16-row decode
-// tiles reading the records, prefill over two in-place 8-row panels unpacked from them.
+// The same for the 32-element block types (16-row groups; matmul_repacked_quant_tile_avx2.h):
+// 16-row decode tiles reading the records, prefill one 8-row half of the record at a time.
 MatmulKernel matmul_kernel_q4_0_repacked_avx2();
+MatmulKernel matmul_kernel_q4_1_repacked_avx2();
+MatmulKernel matmul_kernel_q5_0_repacked_avx2();
+MatmulKernel matmul_kernel_q5_1_repacked_avx2();
 MatmulKernel matmul_kernel_q8_0_repacked_avx2();
 // Any type dequantize_row() decodes (MatmulPrecision::Float, and any type without an integer
 // kernel): each row of the tile is dequantized to f32 (quant/dequant.h) and multiplied by the

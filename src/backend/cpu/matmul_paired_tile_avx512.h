@@ -20,6 +20,9 @@
 // So these kernels' decode tiles are 8 rows (AVX2) and their prefill tiles 16. (Tried: decode
 // through the 16-row record built one unit at a time, Q4_K / Q6_K / Q5_0 at 2048x2048 and
 // 8192x2048, 2 threads, 2-core AVX-512 EPYC: 30 to 60 % fewer GB/s than the AVX2 tile.)
+// Weights repacked once at load (weight_repack.h) have VNNI decode tiles that read the
+// records: matmul_repacked_tile.h (K-quants, 8 rows), matmul_repacked_quant_tile.h (Q5_0,
+// Q5_1, 16 rows).
 //
 // A Unit gives:
 //   kRecordBytes, kElements        the AVX2 record of one unit of 8 rows; elements per unit

@@ -303,6 +303,11 @@ struct QuantTileAvx2 {
   LLMCTL_AVX2 static void pack_block(const uint8_t* const rows[8], int64_t b, uint8_t* out) {
     Unpacked u;
     unpack_block(rows, b, u);
+    store_block(u, out);
+  }
+
+  // A block in registers into its panel layout at out.
+  LLMCTL_AVX2 static void store_block(const Unpacked& u, uint8_t* out) {
     for (size_t s = 0; s < 8; ++s) {
       store(out + 32 * s, u.w[s]);
       if constexpr (kSigned) store(out + kSgnOffset + 32 * s, u.sgn[s]);

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <string>
 
 #include "core/error.h"
@@ -33,21 +34,47 @@ void release_pages(uintptr_t begin, size_t bytes) {
 #endif
 }
 
-size_t record_bytes(GgmlType type) {
-  switch (type) {
-    case GgmlType::Q4_K:
-      return kQ4kRecordBytes;
-    case GgmlType::Q5_K:
-      return kQ5kRecordBytes;
-    case GgmlType::Q6_K:
-      return kQ6kRecordBytes;
-    case GgmlType::Q4_0:
-      return kQ4_0RecordBytes;
-    case GgmlType::Q8_0:
-      return kQ8_0RecordBytes;
-    default:
-      return 0;  // no repacked layout
-  }
+// Every repacked layout (weight_repack.h): the one table the functions below read.
+struct Layout {
+  GgmlType type;
+  int group_rows;       // 8 (K-quants) or 16
+  int64_t record_cols;  // elements per record
+  size_t record_bytes;
+  Q16Record q16;  // the 16-row record's fields (group_rows == 16 only)
+};
+constexpr Layout k_layout(GgmlType type, size_t record_bytes) {
+  return Layout{type, kRepackRows, kSuperBlock, record_bytes, Q16Record{false, false, false, 0, 0, 0, 0, 0}};
+}
+constexpr Layout q16_layout(GgmlType type, bool has_min, bool high_bit, bool nibbles) {
+  const Q16Record r = q16_record(has_min, high_bit, nibbles);
+  return Layout{type, 16, 32, r.bytes, r};
+}
+constexpr Layout kLayouts[] = {
+    k_layout(GgmlType::Q4_K, kQ4kRecordBytes),
+    k_layout(GgmlType::Q5_K, kQ5kRecordBytes),
+    k_layout(GgmlType::Q6_K, kQ6kRecordBytes),
+    //                          min    fifth bit  nibbles
+    q16_layout(GgmlType::Q4_0, false, false, true),
+    q16_layout(GgmlType::Q4_1, true, false, true),
+    q16_layout(GgmlType::Q5_0, false, true, true),
+    q16_layout(GgmlType::Q5_1, true, true, true),
+    q16_layout(GgmlType::Q8_0, false, false, false),
+};
+
+// type's layout, or nullptr (none)
+const Layout* layout_of(GgmlType type) {
+  for (const Layout& l : kLayouts)
+    if (l.type == type) return &l;
+  return nullptr;
+}
+
+// "Q4_K, Q5_K, ... or Q8_0": the types with a layout, for errors.
+std::string layout_type_names() {
+  std::string s;
+  const size_t n = std::size(kLayouts);
+  for (size_t i = 0; i < n; ++i)
+    s += (i == 0 ? "" : i + 1 == n ? " or " : ", ") + std::string(ggml_type_name(kLayouts[i].type));
+  return s;
 }
 
 // 4 bytes of each of the 8 rows (at byte `off` of each super-block sb[r]) into one 32-byte
@@ -96,7 +123,7 @@ void record_q6_k(const uint8_t* const sb[8], uint8_t* rec) {
 bool repack_supported(GgmlType type, MatmulIsa isa) {
   // every layout on AVX-512 and AVX2 (matmul_repacked_tile_avx2.h,
   // matmul_repacked_quant_tile_avx2.h); the scalar kernels read the GGUF layout
-  return record_bytes(type) != 0 && (isa == MatmulIsa::Avx512 || isa == MatmulIsa::Avx2);
+  return layout_of(type) != nullptr && (isa == MatmulIsa::Avx512 || isa == MatmulIsa::Avx2);
 }
 
 bool repack_enabled() {
@@ -115,15 +142,18 @@ bool repack_active(GgmlType type) {
 }
 
 int repack_group_rows(GgmlType type) {
-  return type == GgmlType::Q4_0 || type == GgmlType::Q8_0 ? 16 : kRepackRows;
+  const Layout* l = layout_of(type);
+  return l != nullptr ? l->group_rows : kRepackRows;
 }
 
 int64_t repack_record_cols(GgmlType type) {
-  return type == GgmlType::Q4_0 || type == GgmlType::Q8_0 ? 32 : kSuperBlock;
+  const Layout* l = layout_of(type);
+  return l != nullptr ? l->record_cols : kSuperBlock;
 }
 
 size_t repacked_group_bytes(GgmlType type, int64_t n_cols) {
-  return static_cast<size_t>(n_cols / repack_record_cols(type)) * record_bytes(type);
+  const Layout* l = layout_of(type);
+  return l != nullptr ? static_cast<size_t>(n_cols / l->record_cols) * l->record_bytes : 0;
 }
 
 void RepackedWeight::Unmap::operator()(uint8_t* p) const {
@@ -131,19 +161,20 @@ void RepackedWeight::Unmap::operator()(uint8_t* p) const {
 }
 
 RepackedWeight repack_weight(const WeightView& w, ThreadPool& pool, bool release) {
-  if (record_bytes(w.type) == 0)
-    throw Error(fmt::format("repack '{}': expected Q4_K, Q5_K, Q6_K, Q4_0 or Q8_0, got {}", w.name,
+  const Layout* layout = layout_of(w.type);
+  if (layout == nullptr)
+    throw Error(fmt::format("repack '{}': expected {}, got {}", w.name, layout_type_names(),
                             ggml_type_name(w.type)));
-  const int64_t cols = repack_record_cols(w.type);
+  const int64_t cols = layout->record_cols;
   if (w.n_cols < cols || w.n_cols % cols != 0 || w.n_rows < 1 || w.data == nullptr)
     throw Error(
         fmt::format("repack '{}': expected rows of a positive multiple of {}, got [{}, {}]",
                     w.name, cols, w.n_rows, w.n_cols));
-  const int64_t g_rows = repack_group_rows(w.type);
+  const int64_t g_rows = layout->group_rows;
   const int64_t n_groups = (w.n_rows + g_rows - 1) / g_rows;
   const int64_t n_sb = w.n_cols / cols;
   const size_t group = repacked_group_bytes(w.type, w.n_cols);
-  const size_t rec = record_bytes(w.type), row_bytes = weight_row_bytes(w.type, w.n_cols);
+  const size_t rec = layout->record_bytes, row_bytes = weight_row_bytes(w.type, w.n_cols);
   const size_t sb_bytes = ggml_traits(w.type).type_size;
   RepackedWeight out;
   out.bytes_ = group * static_cast<size_t>(n_groups);
@@ -172,7 +203,7 @@ RepackedWeight repack_weight(const WeightView& w, ThreadPool& pool, bool release
         for (int64_t r = 0; r < g_rows; ++r)  // past the last row: the last row again
           rows[r] = src + static_cast<size_t>(std::min(w.n_rows - 1, g_rows * g + r)) * row_bytes;
         if (g_rows == 16) {
-          repack_group_q16(w.type, rows, n_sb, dst + static_cast<size_t>(g) * group);
+          repack_group_q16(layout->q16, sb_bytes, rows, n_sb, dst + static_cast<size_t>(g) * group);
           continue;
         }
         for (int64_t s = 0; s < n_sb; ++s) {

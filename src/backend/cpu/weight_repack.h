@@ -5,11 +5,14 @@
 // of gathering and transposing 8 rows' super-blocks on every call (it did: 57 % of a 1B
 // Q4_K_M decode step in the Q4_K tile, most of it that unpacking). Same bytes per row within
 // 3 % (Q4_K: 148 for 144, Q5_K: 180 for 176, Q6_K: 212 for 210), rows padded to a multiple of 8
-// by repeating the last one (the padded lanes are computed and never stored). Q4_0 and Q8_0
-// likewise 16 rows at a time (the same bytes per row), so that a decode tile reads one
-// sequential stream instead of 16 row streams with a transpose and a scale gather per block
-// (1B-shape file, loaded Xeon: Q8_0 decode 1.41x, Q4_0 1.19x; BENCHMARKS.md, 2026-12-03
-// afternoon; its AVX2 tiles: Q8_0 1.20x to 1.29x, Q4_0 1.16x to 1.24x, 2026-12-03 evening).
+// by repeating the last one (the padded lanes are computed and never stored). The 32-element
+// block types Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 likewise 16 rows at a time (the same bytes per
+// row), so that a decode tile reads one sequential stream instead of 16 row streams with a
+// transpose and a scale gather per block (1B-shape file, loaded Xeon: Q8_0 decode 1.41x, Q4_0
+// 1.19x; BENCHMARKS.md, 2026-12-03 afternoon; its AVX2 tiles: Q8_0 1.20x to 1.29x, Q4_0 1.16x
+// to 1.24x, 2026-12-03 evening; 2-core Zen 4, 2 threads, 2026-12-04: SmolLM2-135M Q4_1 decode
+// 1.22x, Gemma 3 270M Q4_K_M, mostly Q5_0, 1.16x; matmul decode Q4_1 1.2x to 1.8x, Q5_0 and
+// Q5_1 1.4x to 2x, whose in-place AVX-512 kernels decode with 8-row AVX2 tiles).
 //
 // Layout: an 8-row group (rows 8g .. 8g + 7) is its super-blocks' records in order; group g
 // starts at g * n_sb * kRecordBytes (n_sb = n_cols / 256). Row r of a record is lane r: every
@@ -35,25 +38,32 @@
 //     1664  d[8]      fp16 per row
 //     1680  16 zero bytes (records stay 32-byte aligned)
 //
-// Q4_0 and Q8_0 (one 32-element block per record, 16-row groups, as the AVX-512 tiles' 16 int32
-// lanes): a 16-row group (rows 16g .. 16g + 15) is its blocks' records in order, one sequential
-// stream; group g starts at g * (n_cols / 32) * kRecordBytes. Every 64-byte vector holds 4 bytes
-// per row, row 0 first, so one vpdpbusd takes 4 weights of all 16 rows.
-//   Q4_0 record (16 rows, one block), kQ4_0RecordBytes = 288 (16 x 18, the same bytes):
-//     0     d[16]     fp16 per row
-//     32    qs[4]     64-byte vectors; vector k at 32 + 64 k: row r's qs bytes 4 k .. 4 k + 3
-//                     (low nibbles: weights 4 k .. 4 k + 3, high nibbles: 16 + 4 k ..)
-//   Q8_0 record (16 rows, one block), kQ8_0RecordBytes = 544 (16 x 34):
-//     0     d[16]     fp16 per row
-//     32    q[8]      vector s at 32 + 64 s: row r's q[4 s .. 4 s + 3] + 128 as unsigned bytes
-//                     (the unsigned operand of vpdpbusd; the kernel subtracts 128 x the
-//                     activation block's sum, so the integer dot product is exactly ggml's)
+// The 32-element block types Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 (one block per record, 16-row
+// groups, as the AVX-512 tiles' 16 int32 lanes): a 16-row group (rows 16g .. 16g + 15) is its
+// blocks' records in order, one sequential stream; group g starts at g * (n_cols / 32) *
+// kRecordBytes. Every 64-byte vector holds 4 bytes per row, row 0 first, so one vpdpbusd takes
+// 4 weights of all 16 rows. A record is these fields in this order, each only where the type
+// has it (q16_record() below: the offsets), the same bytes as the 16 rows' blocks:
+//     d[16]     fp16 per row (32 bytes)
+//     m[16]     Q4_1, Q5_1: fp16 min per row (32 bytes)
+//     qh        Q5_0, Q5_1: one 64-byte vector, the fifth bits sorted by step: bit s of byte
+//               4 r + i is bit 4 s + i of row r's qh (the fifth bit of weight 4 s + i), so that
+//               step s's 64 fifth bits are bit s of every byte (one shift by 4 - s and a mask
+//               put them at bit 4 of the weight bytes)
+//     qs[4]     nibble types: 64-byte vectors; vector k: row r's qs bytes 4 k .. 4 k + 3 (low
+//               nibbles: weights 4 k .. 4 k + 3 (step k), high nibbles: 16 + 4 k .. (step
+//               4 + k))
+//     q[8]      Q8_0: vector s: row r's q[4 s .. 4 s + 3] + 128 as unsigned bytes (the unsigned
+//               operand of vpdpbusd; the kernel subtracts 128 x the activation block's sum, so
+//               the integer dot product is exactly ggml's)
+//   record bytes (16 x the block):  Q4_0 288 (d 0, qs 32)        Q4_1 320 (d 0, m 32, qs 64)
+//     Q5_0 352 (d 0, qh 32, qs 96)  Q5_1 384 (d 0, m 32, qh 64, qs 128)  Q8_0 544 (d 0, q 32)
 // Nothing is decoded to float: the kernels compute d * sc as the in-place kernels do, so the
 // results keep the scalar kernels' bits (matmul_kquant_tile.h's contract).
 //
 // The AVX-512 kernels (matmul_kernel_q4_k_repacked() ..., matmul_repacked_tile.h) and the AVX2
 // kernels (matmul_kernel_q4_k_repacked_avx2() ..., matmul_repacked_tile_avx2.h) read the K-quant
-// layouts; the Q4_0 and Q8_0 ones likewise (matmul_kernel_q4_0_repacked() ...:
+// layouts; the 32-element block types' likewise (matmul_kernel_q4_0_repacked() ...:
 // matmul_repacked_quant_tile.h; matmul_kernel_q4_0_repacked_avx2() ...:
 // matmul_repacked_quant_tile_avx2.h, which takes each 64-byte vector as two 32-byte halves of 8
 // rows, the registers the in-place AVX2 tile builds by transposing 8 rows). The scalar kernels
@@ -72,12 +82,30 @@ namespace llmctl::cpu {
 constexpr size_t kQ4kRecordBytes = 1184;
 constexpr size_t kQ5kRecordBytes = 1440;
 constexpr size_t kQ6kRecordBytes = 1696;
-constexpr size_t kQ4_0RecordBytes = 288;
-constexpr size_t kQ8_0RecordBytes = 544;
 constexpr int kRepackRows = 8;
 
+// The 16-row record of a 32-element block type (the layout above): which fields it has, their
+// byte offsets (a field the type does not have takes no bytes) and the record's size.
+struct Q16Record {
+  bool has_min, high_bit, nibbles;  // m (Q4_1, Q5_1); qh (Q5_0, Q5_1); qs, not q (Q8_0)
+  size_t d, m, qh, q, bytes;
+};
+constexpr Q16Record q16_record(bool has_min, bool high_bit, bool nibbles) {
+  const size_t m = 32, qh = m + (has_min ? 32 : 0), q = qh + (high_bit ? 64 : 0);
+  return Q16Record{has_min, high_bit, nibbles, 0, m, qh, q, q + (nibbles ? 4 : 8) * 64};
+}
+constexpr size_t kQ4_0RecordBytes = q16_record(false, false, true).bytes;
+constexpr size_t kQ4_1RecordBytes = q16_record(true, false, true).bytes;
+constexpr size_t kQ5_0RecordBytes = q16_record(false, true, true).bytes;
+constexpr size_t kQ5_1RecordBytes = q16_record(true, true, true).bytes;
+constexpr size_t kQ8_0RecordBytes = q16_record(false, false, false).bytes;
+static_assert(kQ4_0RecordBytes == 16 * 18 && kQ4_1RecordBytes == 16 * 20 &&
+                  kQ5_0RecordBytes == 16 * 22 && kQ5_1RecordBytes == 16 * 24 &&
+                  kQ8_0RecordBytes == 16 * 34,
+              "a record holds the 16 rows' blocks in the same bytes");
+
 // Whether the kernels of `isa` (resolved, never Auto) read repacked `type` weights: Q4_K, Q5_K,
-// Q6_K, Q4_0 and Q8_0 on Avx2 and Avx512.
+// Q6_K, Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 on Avx2 and Avx512.
 bool repack_supported(GgmlType type, MatmulIsa isa);
 // LLMCTL_MATMUL_REPACK: "on" (the default, also unset or empty) or "off" (read once; anything
 // else is an Error): whether the fast CPU backend repacks the weights it can.
@@ -85,7 +113,7 @@ bool repack_enabled();
 // Whether the fast CPU backend multiplies `type` weights repacked in this process:
 // repack_enabled() and repack_supported(type, matmul_fast_auto_isa()).
 bool repack_active(GgmlType type);
-// Rows of one group of a repacked `type` weight: 8 (K-quants) or 16 (Q4_0, Q8_0).
+// Rows of one group of a repacked `type` weight: 8 (K-quants) or 16 (the 32-element blocks).
 int repack_group_rows(GgmlType type);
 // Elements per record (the row length must be a positive multiple): 256 or 32.
 int64_t repack_record_cols(GgmlType type);
@@ -110,13 +138,13 @@ class RepackedWeight {
   size_t bytes_ = 0;
 };
 
-// One 16-row group of a Q4_0 or Q8_0 matrix (rows: the group's 16 rows, n_blocks blocks each)
-// into dst (weight_repack_quant.cpp).
-void repack_group_q16(GgmlType type, const uint8_t* const rows[16], int64_t n_blocks,
-                      uint8_t* dst);
+// One 16-row group of a matrix of 32-element blocks (rows: the group's 16 rows, n_blocks blocks
+// each; blocks of `block_bytes` with the fields `rec` says) into dst (weight_repack_quant.cpp).
+void repack_group_q16(const Q16Record& rec, size_t block_bytes, const uint8_t* const rows[16],
+                      int64_t n_blocks, uint8_t* dst);
 
-// w (a Q4_K, Q5_K, Q6_K, Q4_0 or Q8_0 matrix) in the layout above, written by the pool's
-// threads. Throws Error for another type or a row length that is not a multiple of
+// w (of a type repack_supported() names) in the layout above, written by the pool's threads.
+// Throws Error for another type or a row length that is not a multiple of
 // repack_record_cols().
 // release: the whole pages of w.data are handed back as they are read, slice by slice
 // (MADV_PAGEOUT: a file mapping's pages leave the resident set and are read again from the
