@@ -1,7 +1,6 @@
-// Prefill attention over a quantized KV cache a tile of queries at a time
-// (backend/cpu/attention_prefill_tile.h): every token's output and statistics have the bits of
-// the untiled kernel (attend_group_fast, which decodes each block where it reads it), for Q8_0
-// and Q4_0 pools, mixed K/V types (with f16 and f32), GQA groups of 1 to 5 heads, head dims of
+// Prefill attention a tile of queries at a time (backend/cpu/attention_prefill_tile.h): every
+// token's output and statistics have the bits of the untiled kernel (attend_group_fast, which
+// decodes each block where it reads it), for Q8_0, Q4_0, F16 and F32 pools, mixed K/V types, GQA groups of 1 to 5 heads, head dims of
 // 32 to 256, sliding windows, soft-caps and sinks, tiles of 1 to the whole batch including
 // sizes that do not divide the key or token count, runs of two sequences inside one tile, and
 // far-apart windows; AVX-512 tiles give AVX2 tiles' bits; and the fast backend's whole-batch
@@ -33,8 +32,8 @@ constexpr BufferType kQ8 = BufferType::Q8_0, kQ4 = BufferType::Q4_0, kF16 = Buff
 struct PoolTypes {
   BufferType k, v;
 };
-const std::vector<PoolTypes> kPoolTypes = {{kQ8, kQ8},  {kQ4, kQ4}, {kQ8, kF16},
-                                           {kF16, kQ4}, {kQ4, kQ8}, {kF32, kQ8}};
+const std::vector<PoolTypes> kPoolTypes = {{kQ8, kQ8}, {kQ4, kQ4},   {kQ8, kF16}, {kF16, kQ4},
+                                           {kQ4, kQ8}, {kF32, kQ8},  {kF16, kF16}, {kF32, kF32}};
 
 std::string name(PoolTypes t) {
   return std::string("K ") + buffer_type_name(t.k) + " V " + buffer_type_name(t.v);
@@ -169,7 +168,7 @@ TEST_CASE("attend_tile_fast: far-apart windows of one sequence share no rows, sa
   CHECK(same_bits(read(be, got), read(be, want)));
 }
 
-TEST_CASE("fast backend prefill over a quantized cache: each token's bits as decoded alone",
+TEST_CASE("fast backend prefill over any cache: each token's bits as decoded alone",
           "[cpu]") {
   // 70 tokens: tiles of 16 (and what is left) at 1 and 2 threads, of fewer at 3
   const int64_t n_tok = 70, n_pos = 73;

@@ -1,5 +1,4 @@
-// Prefill attention over a quantized KV cache, a tile of query tokens at a time
-// (attention_prefill_tile.h).
+// Prefill attention a tile of query tokens at a time (attention_prefill_tile.h).
 #include "backend/cpu/attention_prefill_tile.h"
 
 #include <immintrin.h>
@@ -123,10 +122,6 @@ void attend_run(const Buffer& q, const PagedKv& kv, int64_t a, int64_t b, const 
 }
 
 }  // namespace
-
-bool attention_tile_pays(const PagedKv& kv) {
-  return buffer_type_is_block(kv.k_pool->type()) || buffer_type_is_block(kv.v_pool->type());
-}
 
 int64_t attention_tile_tokens(int64_t n_tokens, int64_t n_kv_heads, int n_threads) {
   const int64_t want_tiles = (kTasksPerThread * std::max(n_threads, 1) + n_kv_heads - 1) /

@@ -1,12 +1,12 @@
 #pragma once
-// Prefill attention over a quantized KV cache, a tile of query tokens at a time: the tile's
-// tokens (of one KV group) read the union of their windows chunk by chunk, a chunk of keys
-// being decoded once into per-thread f32 scratch that stays in L1 while every token of the
-// tile reads it: first all the tokens' scores, then each token's softmax, then the values,
-// each output's fma chain going on from chunk to chunk. The untiled kernel (attend_group_fast,
-// attention_fast.h) instead decodes every Q8_0 / Q4_0 block it reads, in its inner loop, for
-// every query, and streams every query's rows from memory: a tile of n tokens at depth p
-// decodes and reads about p rows instead of n x p.
+// Prefill attention a tile of query tokens at a time: the tile's tokens (of one KV group) read
+// the union of their windows chunk by chunk, a chunk of keys staying in L1 while every token of
+// the tile reads it: first all the tokens' scores, then each token's softmax, then the values,
+// each output's fma chain going on from chunk to chunk. A chunk of a block-type pool (Q8_0,
+// Q4_0) is decoded once into per-thread f32 scratch; F32 and F16 rows are read where they lie.
+// The untiled kernel (attend_group_fast, attention_fast.h) instead streams every query's rows
+// from memory (and decodes every block it reads, in its inner loop, for every query): a tile of
+// n tokens at depth p reads (and decodes) about p rows instead of n x p.
 //
 // Bits: a block element loads as float(q) * d, one rounding (attention_kv_load.h), and the
 // scratch holds exactly those values, stored by the very loads the kernel uses; the f32 loops
@@ -15,8 +15,10 @@
 // bits attend_group_fast gives it alone: batch and thread invariance, and AVX2 = AVX-512,
 // keep holding whatever the tiling (tests/test_attention_prefill_tile.cpp).
 //
-// A pool of type F32 or F16 (the other pool of a mixed cache) is read where it lies; a cache
-// with no block-type pool keeps the untiled kernel.
+// Every cache type tiles. Against the untiled kernel, 2 threads, AVX-512 EPYC, medians of 4
+// interleaved runs: SmolLM2 pp512 @ d4096 F16 cache 1.18x, F32 1.24x, pp512 at depth 0 F16
+// 1.04x; 1B-shape Q4_0 pp512 @ d2048 F16 1.10x (BENCHMARKS.md, 2026-12-04 (later)). The Q8_0
+// cache gained 1.7x when this tile was written.
 
 #include <cstdint>
 #include <vector>
@@ -24,9 +26,6 @@
 #include "backend/backend.h"
 
 namespace llmctl::cpu {
-
-// Whether tiling pays for this cache: its K or V pool is of a block type (Q8_0, Q4_0).
-bool attention_tile_pays(const PagedKv& kv);
 
 // The tile size for a batch of n_tokens over n_kv_heads groups on n_threads: up to 16 tokens,
 // fewer when tiles that large would leave under 4 (tile, group) tasks per thread. 1 means: do

@@ -83,13 +83,12 @@ void CpuFastBackend::attention_tasks(const Buffer& q, const PagedKv& kv, int64_t
   // contiguous range of tasks: take the tokens alternately from both ends (0, N-1, 1, N-2,
   // ...; all tasks of a token together, as they share the K/V rows) so that every range holds
   // early and late tokens alike. A fast task is a whole KV group (its heads read each K/V row
-  // once), a reference task one head. With a quantized pool a prefill's unit is a tile of
-  // tokens instead of one (attention_prefill_tile.h: it decodes the rows once per tile), taken
-  // from both ends the same way.
+  // once), a reference task one head. A fast prefill's unit is a tile of tokens instead of one
+  // (attention_prefill_tile.h: it reads, or decodes, the rows once per tile), taken from both
+  // ends the same way.
   const int64_t per_token = simd_ ? s.n_kv_heads : s.n_heads;
-  const int64_t tile = simd_ && n_tokens > 1 && attention_tile_pays(kv)
-                           ? attention_tile_tokens(n_tokens, s.n_kv_heads, pool.size())
-                           : 1;
+  const int64_t tile =
+      simd_ && n_tokens > 1 ? attention_tile_tokens(n_tokens, s.n_kv_heads, pool.size()) : 1;
   const int64_t n_units = (n_tokens + tile - 1) / tile;
   pool.parallel_for(n_units * per_token, [&](int64_t begin, int64_t end, int thread) {
     auto& scores = scores_[static_cast<size_t>(thread)];
