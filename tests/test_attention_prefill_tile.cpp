@@ -219,3 +219,16 @@ TEST_CASE("attention_tile_tokens: up to 16, at least 4 tasks a thread, 1 for one
   CHECK(cpu::attention_tile_tokens(1, 8, 16) == 1);
   CHECK(cpu::attention_tile_tokens(7, 1, 1) == 1);
 }
+
+TEST_CASE("attention_tile_tokens: a tile's scores stay within 4 MiB a thread", "[cpu]") {
+  // 1B shape (8 groups of 4 heads), 512 tokens on 2 threads: 16 up to 16k keys, then halving
+  CHECK(cpu::attention_tile_tokens(512, 8, 2, 4, 4096) == 16);
+  CHECK(cpu::attention_tile_tokens(512, 8, 2, 4, 16384) == 16);
+  CHECK(cpu::attention_tile_tokens(512, 8, 2, 4, 32768) == 8);
+  CHECK(cpu::attention_tile_tokens(512, 8, 2, 4, 131072) == 2);
+  CHECK(cpu::attention_tile_tokens(512, 8, 2, 4, 1 << 20) == 1);  // 16 MiB for one token: untiled
+  for (const int64_t keys : {int64_t{100}, int64_t{5000}, int64_t{40000}, int64_t{300000}}) {
+    const int64_t tile = cpu::attention_tile_tokens(512, 8, 2, 4, keys);
+    CHECK((tile == 1 || tile * 4 * keys * 4 <= (int64_t{4} << 20)));
+  }
+}

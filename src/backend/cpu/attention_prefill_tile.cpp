@@ -19,6 +19,9 @@ namespace {
 constexpr int64_t kMaxTile = 16;
 // (tile, group) tasks wanted per thread, so the static split balances (tasks differ in cost).
 constexpr int64_t kTasksPerThread = 4;
+// Per-thread bytes of one tile's scores at most (they grow with the context: a tile holds all
+// its tokens' scores between the passes): tiles shrink at long contexts instead.
+constexpr int64_t kMaxTileScoreBytes = int64_t{4} << 20;
 // Bytes of f32 K or V rows per chunk of keys: a chunk stays in L1 while the tile's tokens read it.
 constexpr int64_t kChunkBytes = int64_t{32} << 10;
 
@@ -123,10 +126,15 @@ void attend_run(const Buffer& q, const PagedKv& kv, int64_t a, int64_t b, const 
 
 }  // namespace
 
-int64_t attention_tile_tokens(int64_t n_tokens, int64_t n_kv_heads, int n_threads) {
+int64_t attention_tile_tokens(int64_t n_tokens, int64_t n_kv_heads, int n_threads,
+                              int64_t group_heads, int64_t max_keys) {
   const int64_t want_tiles = (kTasksPerThread * std::max(n_threads, 1) + n_kv_heads - 1) /
                              std::max<int64_t>(n_kv_heads, 1);
-  return std::clamp<int64_t>(n_tokens / std::max<int64_t>(want_tiles, 1), 1, kMaxTile);
+  const int64_t score_bytes =
+      std::max<int64_t>(group_heads, 1) * std::max<int64_t>(max_keys, 1) * int64_t{sizeof(float)};
+  const int64_t fit = std::max<int64_t>(kMaxTileScoreBytes / score_bytes, 1);
+  return std::clamp<int64_t>(n_tokens / std::max<int64_t>(want_tiles, 1), 1,
+                             std::min(kMaxTile, fit));
 }
 
 void attend_tile_fast(const Buffer& q, const PagedKv& kv, int64_t t0, int64_t n, int64_t g,

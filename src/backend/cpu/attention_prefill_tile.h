@@ -27,10 +27,13 @@
 
 namespace llmctl::cpu {
 
-// The tile size for a batch of n_tokens over n_kv_heads groups on n_threads: up to 16 tokens,
-// fewer when tiles that large would leave under 4 (tile, group) tasks per thread. 1 means: do
-// not tile. Any size gives the same bits.
-int64_t attention_tile_tokens(int64_t n_tokens, int64_t n_kv_heads, int n_threads);
+// The tile size for a batch of n_tokens over n_kv_heads groups of group_heads heads on
+// n_threads, whose tokens see up to max_keys keys: up to 16 tokens, fewer when tiles that large
+// would leave under 4 (tile, group) tasks per thread, and fewer when a tile's scores (tokens x
+// group_heads x max_keys floats, per thread) would pass 4 MiB (1B-shape at 32k keys: 8 tokens;
+// at 128k: 2). 1 means: do not tile. Any size gives the same bits.
+int64_t attention_tile_tokens(int64_t n_tokens, int64_t n_kv_heads, int n_threads,
+                              int64_t group_heads = 1, int64_t max_keys = 0);
 
 // Query tokens t0 .. t0 + n - 1 of the batch, all heads of KV group g, into out (n_tokens,
 // n_heads, head_dim) as attend_group_fast writes them, bit for bit. Consecutive tokens of one

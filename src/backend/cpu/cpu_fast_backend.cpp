@@ -87,8 +87,14 @@ void CpuFastBackend::attention_tasks(const Buffer& q, const PagedKv& kv, int64_t
   // (attention_prefill_tile.h: it reads, or decodes, the rows once per tile), taken from both
   // ends the same way.
   const int64_t per_token = simd_ ? s.n_kv_heads : s.n_heads;
-  const int64_t tile =
-      simd_ && n_tokens > 1 ? attention_tile_tokens(n_tokens, s.n_kv_heads, pool.size()) : 1;
+  int64_t max_keys = 0;  // the tile's score memory: any token's keys (sequences differ)
+  if (simd_ && n_tokens > 1)
+    for (int64_t t = 0; t < n_tokens; ++t)
+      max_keys = std::max<int64_t>(max_keys, int64_t{kv.positions->i32()[t]} + 1);
+  const int64_t tile = simd_ && n_tokens > 1
+                           ? attention_tile_tokens(n_tokens, s.n_kv_heads, pool.size(),
+                                                   s.n_heads / s.n_kv_heads, max_keys)
+                           : 1;
   const int64_t n_units = (n_tokens + tile - 1) / tile;
   pool.parallel_for(n_units * per_token, [&](int64_t begin, int64_t end, int thread) {
     auto& scores = scores_[static_cast<size_t>(thread)];
