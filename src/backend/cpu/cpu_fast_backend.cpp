@@ -28,7 +28,7 @@ CpuFastBackend::CpuFastBackend(int n_threads, MatmulPrecision precision)
     : simd_(attention_fast_available()),
       wide_(attention_fast_has_avx512() && matmul_fast_auto_isa() == MatmulIsa::Avx512),
       precision_(precision),
-      pool_(n_threads),
+      pool_(n_threads, /*serial_fallback=*/true),
       scores_(static_cast<size_t>(n_threads)),
       kv_rows_(static_cast<size_t>(n_threads)) {}
 

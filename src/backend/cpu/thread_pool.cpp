@@ -20,6 +20,14 @@ constexpr auto kSpinTime = std::chrono::microseconds(200);
 // cores, the thread we wait for may be queued behind us on our own core, and pure spinning
 // would hold it off for a whole time slice.
 constexpr int kPauseSpins = 32;
+// Serial fallback (thread_pool.h): a job is late when the caller waits for its workers longer
+// than kLateFactor x its own range plus kLateSlack (a wake-up from sleep takes about 0.1 ms, a
+// worker descheduled for another process a time slice, milliseconds); kLateJobs late jobs
+// within kLateWindow jobs turn the fallback on for kSerialFallbackTime. An idle 2-core VM has
+// a late job about once in 64 (a 1 to 8 ms stall); with one core busy, nearly every job is.
+constexpr int kLateFactor = 4, kLateJobs = 8, kLateWindow = 32;
+constexpr auto kLateSlack = std::chrono::microseconds(500);
+constexpr auto kSerialFallbackTime = std::chrono::milliseconds(500);
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -50,7 +58,8 @@ void ThreadPool::task_range(int64_t n_tasks, int n_threads, int i, int64_t* begi
   *end = std::min(n_tasks, chunk * (i + 1));
 }
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads) {
+ThreadPool::ThreadPool(int n_threads, bool serial_fallback)
+    : n_threads_(n_threads), fallback_(serial_fallback) {
   if (n_threads < 1)
     throw Error(fmt::format("thread pool: expected at least 1 thread, got {}", n_threads));
   workers_.reserve(static_cast<size_t>(n_threads - 1));
@@ -90,15 +99,38 @@ void ThreadPool::run(int64_t n_tasks, void* ctx, Call call) {
     std::lock_guard<std::mutex> lock(mutex_);  // a worker between predicate and wait holds it
     wake_.notify_all();
   }
+  const auto t0 = fallback_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   run_range(0);
   const int n_workers = n_threads_ - 1;
   auto all_done = [&] { return n_done_.load(std::memory_order_acquire) == n_workers; };
-  while (!spin_until(all_done)) std::this_thread::yield();
+  if (fallback_) {
+    const auto t1 = std::chrono::steady_clock::now();
+    while (!spin_until(all_done)) std::this_thread::yield();
+    note_wait(t1 - t0, std::chrono::steady_clock::now() - t1);
+  } else {
+    while (!spin_until(all_done)) std::this_thread::yield();
+  }
   if (error_) {
     std::exception_ptr e;
     std::swap(e, error_);
     std::rethrow_exception(e);
   }
+}
+
+bool ThreadPool::serial_now() const {
+  return fallback_ && serial_until_ != std::chrono::steady_clock::time_point{} &&
+         std::chrono::steady_clock::now() < serial_until_;
+}
+
+void ThreadPool::note_wait(std::chrono::steady_clock::duration own,
+                           std::chrono::steady_clock::duration wait) {
+  if (wait > kLateFactor * own + kLateSlack) ++late_jobs_;
+  if (late_jobs_ >= kLateJobs) {
+    serial_until_ = std::chrono::steady_clock::now() + kSerialFallbackTime;
+    late_jobs_ = jobs_seen_ = 0;
+    return;
+  }
+  if (++jobs_seen_ >= kLateWindow) late_jobs_ = jobs_seen_ = 0;
 }
 
 void ThreadPool::worker_main(int thread_index) {

@@ -15,9 +15,21 @@
 // shared counter, first come first served: which thread runs a task is not fixed, so use it
 // only where the result does not depend on that (matmul rows). It keeps both threads busy
 // when one runs slower (a shared core, another process), where the static split waits.
+//
+// Serial fallback (opt-in, the inference backend's pool): when the caller, done with its own
+// range, waits for the workers more than 4 x its own time + 0.5 ms in 8 jobs out of 32, a
+// worker is being descheduled (an oversubscribed machine: another process on its core), and
+// each job would wait for it for up to a scheduler time slice. The pool then runs every job
+// on the caller alone, as a 1-thread pool, for 500 ms (thread_pool.cpp), and tries its workers
+// again after that. Results do not change where the caller's results do not depend on the
+// partition (the backend's ops: thread invariance), but the static partition above no longer
+// holds while it lasts, so pools whose callers need it leave the fallback off. With one of two
+// cores shared by a busy loop, 2 threads gave SmolLM2 decode 75 t/s and 1 thread 208; with the
+// fallback 2 threads give 173 to 188 (1B-shape Q4_0: 16 before, 30 to 31 after, 1 thread 33).
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -31,12 +43,15 @@ namespace llmctl::cpu {
 class ThreadPool {
  public:
   // n_threads >= 1 (throws Error otherwise); 1 runs every job inline on the caller.
-  explicit ThreadPool(int n_threads);
+  // serial_fallback: see above.
+  explicit ThreadPool(int n_threads, bool serial_fallback = false);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int size() const { return n_threads_; }
+  // Whether jobs run on the caller alone just now (serial fallback; caller thread only).
+  bool serial_now() const;
 
   // Calls fn(begin, end, thread_index) for each thread's non-empty range of [0, n_tasks) and
   // returns when all calls have returned. An exception thrown by fn is rethrown here (the
@@ -45,7 +60,7 @@ class ThreadPool {
   template <class F>
   void parallel_for(int64_t n_tasks, F&& fn) {
     if (n_tasks <= 0) return;
-    if (n_threads_ == 1) {
+    if (n_threads_ == 1 || (fallback_ && serial_now())) {
       fn(int64_t{0}, n_tasks, 0);
       return;
     }
@@ -80,11 +95,19 @@ class ThreadPool {
   using Call = void (*)(void* ctx, int64_t begin, int64_t end, int thread_index);
 
   void run(int64_t n_tasks, void* ctx, Call call);
+  // Serial fallback bookkeeping after a job: the caller's own time and its wait for workers.
+  void note_wait(std::chrono::steady_clock::duration own, std::chrono::steady_clock::duration wait);
   void run_range(int thread_index);
   void worker_main(int thread_index);
 
   int n_threads_;
   std::vector<std::thread> workers_;  // thread indices 1 .. n_threads_ - 1
+
+  // Serial fallback state, the caller's alone (one caller thread at a time): late jobs among
+  // the recent ones, and until when jobs run serially.
+  bool fallback_;
+  int late_jobs_ = 0, jobs_seen_ = 0;
+  std::chrono::steady_clock::time_point serial_until_{};
 
   // The current job, published by incrementing generation_ (release) and read by workers
   // after they observe the new generation (acquire).
