@@ -1,10 +1,11 @@
 // Prefill attention a tile of queries at a time (backend/cpu/attention_prefill_tile.h): every
 // token's output and statistics have the bits of the untiled kernel (attend_group_fast, which
-// decodes each block where it reads it), for Q8_0, Q4_0, F16 and F32 pools, mixed K/V types, GQA groups of 1 to 5 heads, head dims of
-// 32 to 256, sliding windows, soft-caps and sinks, tiles of 1 to the whole batch including
-// sizes that do not divide the key or token count, runs of two sequences inside one tile, and
-// far-apart windows; AVX-512 tiles give AVX2 tiles' bits; and the fast backend's whole-batch
-// prefill gives each token the bits of that token attended alone (the decode path).
+// decodes each block where it reads it), for Q8_0, Q4_0, F16 and F32 pools, mixed K/V types,
+// GQA groups of 1 to 5 heads, head dims of 32 to 256, sliding windows, soft-caps and sinks,
+// tiles of 1 to the whole batch including sizes that do not divide the key or token count,
+// runs of two sequences inside one tile, and far-apart windows; AVX-512 tiles give AVX2
+// tiles' bits; and the fast backend's whole-batch prefill gives each token the bits of that
+// token attended alone (the decode path).
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <random>

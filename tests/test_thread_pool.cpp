@@ -3,8 +3,8 @@
 // exceptions reaching the caller, and the opt-in serial fallback (late workers: every task on
 // the caller; off by default, where the partition holds whatever the workers' delays).
 #include <atomic>
-#include <chrono>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdint>
 #include <stdexcept>
 #include <thread>
@@ -106,8 +106,7 @@ std::vector<int> owners(ThreadPool& pool) {
 
 }  // namespace
 
-TEST_CASE("thread pool: late workers turn the serial fallback on, only where asked for",
-          "[cpu]") {
+TEST_CASE("thread pool: late workers turn the serial fallback on, only where asked for", "[cpu]") {
   ThreadPool with(2, /*serial_fallback=*/true), without(2);
   CHECK_FALSE(with.serial_now());
   for (int i = 0; i < 7; ++i) late_job(with);

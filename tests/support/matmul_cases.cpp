@@ -127,7 +127,8 @@ void check_repacked_bits(MatmulIsa isa) {
           for (int64_t n_tokens : {1, 3, 9, 33}) {
             const std::vector<float> x = make_x(n_tokens, n, rng);
             const int threads = 1 + static_cast<int>(d % 3);
-            INFO(ggml_type_name(type) << " " << matmul_isa_name(isa) << " repacked d=" << d << " n=" << n << " random=" << random
+            INFO(ggml_type_name(type) << " " << matmul_isa_name(isa) << " repacked d=" << d
+                                      << " n=" << n << " random=" << random
                                       << " n_tokens=" << n_tokens << " threads=" << threads);
             CHECK(same_bits(
                 run(MatmulIsa::Scalar, w, x, n_tokens, 1).data(),

@@ -99,17 +99,14 @@ void ThreadPool::run(int64_t n_tasks, void* ctx, Call call) {
     std::lock_guard<std::mutex> lock(mutex_);  // a worker between predicate and wait holds it
     wake_.notify_all();
   }
-  const auto t0 = fallback_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point t0 = fallback_ ? Clock::now() : Clock::time_point{};
   run_range(0);
+  const Clock::time_point t1 = fallback_ ? Clock::now() : Clock::time_point{};
   const int n_workers = n_threads_ - 1;
   auto all_done = [&] { return n_done_.load(std::memory_order_acquire) == n_workers; };
-  if (fallback_) {
-    const auto t1 = std::chrono::steady_clock::now();
-    while (!spin_until(all_done)) std::this_thread::yield();
-    note_wait(t1 - t0, std::chrono::steady_clock::now() - t1);
-  } else {
-    while (!spin_until(all_done)) std::this_thread::yield();
-  }
+  while (!spin_until(all_done)) std::this_thread::yield();
+  if (fallback_) note_wait(t1 - t0, Clock::now() - t1);
   if (error_) {
     std::exception_ptr e;
     std::swap(e, error_);
@@ -118,8 +115,7 @@ void ThreadPool::run(int64_t n_tasks, void* ctx, Call call) {
 }
 
 bool ThreadPool::serial_now() const {
-  return fallback_ && serial_until_ != std::chrono::steady_clock::time_point{} &&
-         std::chrono::steady_clock::now() < serial_until_;
+  return fallback_ && std::chrono::steady_clock::now() < serial_until_;
 }
 
 void ThreadPool::note_wait(std::chrono::steady_clock::duration own,

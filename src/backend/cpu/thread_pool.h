@@ -50,7 +50,8 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int size() const { return n_threads_; }
-  // Whether jobs run on the caller alone just now (serial fallback; caller thread only).
+  // Whether jobs run on the caller alone just now (serial fallback; caller thread only; false,
+  // without reading the clock, for a pool without the fallback).
   bool serial_now() const;
 
   // Calls fn(begin, end, thread_index) for each thread's non-empty range of [0, n_tasks) and
@@ -60,7 +61,7 @@ class ThreadPool {
   template <class F>
   void parallel_for(int64_t n_tasks, F&& fn) {
     if (n_tasks <= 0) return;
-    if (n_threads_ == 1 || (fallback_ && serial_now())) {
+    if (n_threads_ == 1 || serial_now()) {
       fn(int64_t{0}, n_tasks, 0);
       return;
     }

@@ -43,7 +43,7 @@ struct Layout {
   Q16Record q16;  // the 16-row record's fields (group_rows == 16 only)
 };
 constexpr Layout k_layout(GgmlType type, size_t record_bytes) {
-  return Layout{type, kRepackRows, kSuperBlock, record_bytes, Q16Record{false, false, false, 0, 0, 0, 0, 0}};
+  return Layout{type, kRepackRows, kSuperBlock, record_bytes, Q16Record{}};
 }
 constexpr Layout q16_layout(GgmlType type, bool has_min, bool high_bit, bool nibbles) {
   const Q16Record r = q16_record(has_min, high_bit, nibbles);
