@@ -5,11 +5,13 @@
 
 #include "backend/cpu/attention_fast.h"
 #include "backend/cpu/attention_prefill_tile.h"
+#include "backend/cpu/f16_store_fast.h"
 #include "backend/cpu/gelu_mul_fast.h"
 #include "backend/cpu/rmsnorm_fast.h"
 #include "backend/cpu/silu_mul_fast.h"
 #include "backend/cpu/swiglu_oai_fast.h"
 #include "backend/cpu/softcap_fast.h"
+#include "core/error.h"
 #include "core/fingerprint.h"
 
 namespace llmctl::cpu {
@@ -147,6 +149,25 @@ void CpuFastBackend::rope_impl(Buffer& x, const Buffer& positions, int64_t n_tok
   const RopeTables::Table& table = rope_tables_.prepare(p, positions.i32(), n_tokens);
   pool.parallel_for(n_tokens, [&](int64_t t0, int64_t t1, int) {
     rope_rows(x, positions, t0, t1, n_heads, p, table);
+  });
+}
+
+void CpuFastBackend::kv_store_impl(const Buffer& k, const Buffer& v, const Buffer& slots,
+                                   int64_t n_tokens, int64_t kv_dim, Buffer& k_pool,
+                                   Buffer& v_pool) {
+  if (!simd_ || k_pool.type() != BufferType::F16 || v_pool.type() != BufferType::F16) {
+    CpuBackend::kv_store_impl(k, v, slots, n_tokens, kv_dim, k_pool, v_pool);
+    return;
+  }
+  const int64_t n_slots = k_pool.size() / kv_dim;
+  ThreadPool& pool = 2 * n_tokens * kv_dim >= kMinParallelElements ? pool_ : serial_;
+  pool.parallel_for(n_tokens, [&](int64_t t0, int64_t t1, int) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int32_t slot = slots.i32()[t];
+      LLMCTL_ASSERT(slot >= 0 && slot < n_slots);
+      f32_to_f16_fast(k.data() + t * kv_dim, kv_dim, k_pool.f16() + slot * kv_dim);
+      f32_to_f16_fast(v.data() + t * kv_dim, kv_dim, v_pool.f16() + slot * kv_dim);
+    }
   });
 }
 

@@ -3,11 +3,12 @@
 // threaded SIMD versions: matmul through matmul_fast (AVX2 kernels chosen at run time, int8
 // activations for quantized weights) and attention split over (token, KV group) pairs, each run
 // by attend_group_fast (AVX2/F16C, attention_fast.h) or, without AVX2, the reference code per
-// (token, head); a prefill over a Q8_0/Q4_0 cache over (tile of tokens, KV group) pairs
+// (token, head); a prefill over (tile of tokens, KV group) pairs
 // (attend_tile_fast, attention_prefill_tile.h: its rows decoded once per tile).
 // The element-wise ops are the reference ones or 8-lane versions of them (SiLU and GELU with an
-// 8-lane exp, tanh for the soft-cap: silu_mul_fast.h, gelu_mul_fast.h, softcap_fast.h), split
-// over the threads when a batch is big enough to pay for waking them (prefill).
+// 8-lane exp, tanh for the soft-cap: silu_mul_fast.h, gelu_mul_fast.h, softcap_fast.h; the
+// store into an F16 KV cache: f16_store_fast.h), split over the threads when a batch is big
+// enough to pay for waking them (prefill).
 //
 // Batch invariance holds as in the reference: matmul_fast gives bit-identical rows whatever
 // the batch and thread count, and each (token, head) of attention and each element of the
@@ -61,6 +62,10 @@ class CpuFastBackend final : public CpuBackend {
   void gelu_mul_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) override;
   void swiglu_oai_impl(const Buffer& gate, const Buffer& up, int64_t n, Buffer& out) override;
   void softcap_impl(Buffer& x, int64_t n, float cap) override;
+  // F16 pools: rows converted 8 at a time (f16_store_fast.h, the reference's bits), split over
+  // the threads in a prefill; other pool types: the reference's store.
+  void kv_store_impl(const Buffer& k, const Buffer& v, const Buffer& slots, int64_t n_tokens,
+                     int64_t kv_dim, Buffer& k_pool, Buffer& v_pool) override;
 
  private:
   // Elements [0, n) in chunks over the pool (or the calling thread for small n): run(i0, i1)
