@@ -172,14 +172,52 @@ LLMCTL_ATTN_AVX2 void group_values(const float* a, const uint8_t* vbase, const s
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
-// group_scores over keys 4 at a time (two zmm of two keys each); the last < 4 keys go to
-// group_scores itself.
+// hsum of 8 keys' 8-lane chains at once, z[p] = (key 2p | key 2p + 1): the same additions as
+// hsum (lanes l and l + 4, then 0 + 2 and 1 + 3, then those two), on 8 keys side by side, so
+// the same bits for a quarter of the shuffles. Returns the 8 sums in key order.
+LLMCTL_ATTN_AVX512 inline __m256 hsum_keys8(const __m512 z[4]) {
+  // lanes 0-3 of each key with its lanes 4-7: keys 0-3 in s01, 4-7 in s45 (4 lanes each)
+  const __m512 s01 = _mm512_add_ps(_mm512_shuffle_f32x4(z[0], z[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_f32x4(z[0], z[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m512 s45 = _mm512_add_ps(_mm512_shuffle_f32x4(z[2], z[3], _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_f32x4(z[2], z[3], _MM_SHUFFLE(3, 1, 3, 1)));
+  // 128-bit lane L: (s0 + s2, s1 + s3) of key L, then of key L + 4
+  const __m512 t = _mm512_add_ps(_mm512_shuffle_ps(s01, s45, _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm512_shuffle_ps(s01, s45, _MM_SHUFFLE(3, 2, 3, 2)));
+  // lane L: the sums of key L and key L + 4 in its first two elements
+  const __m512 u = _mm512_add_ps(_mm512_shuffle_ps(t, t, _MM_SHUFFLE(2, 0, 2, 0)),
+                                 _mm512_shuffle_ps(t, t, _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0);
+  return _mm512_castps512_ps256(_mm512_permutexvar_ps(order, u));
+}
+
+// group_scores over keys 8 at a time when d is a multiple of 8 (four zmm of two keys each,
+// reduced together by hsum_keys8), then 4 at a time (two zmm, hsum per key: the dimensions
+// past the last 8 follow one by one); the last < 4 keys go to group_scores itself.
 template <BufferType T, size_t HN>
 LLMCTL_ATTN_AVX512 void group_scores_avx512(const float* q, const uint8_t* kbase, const size_t* off,
                                             int64_t d, int64_t n_kv, float scale,
                                             float* scores, int64_t ld) {
   const int64_t d8 = d / 8 * 8;
   int64_t j = 0;
+  for (; d8 == d && j + 8 <= n_kv; j += 8) {
+    __m512 acc[HN][4];
+    for (size_t h = 0; h < HN; ++h)
+      for (size_t p = 0; p < 4; ++p) acc[h][p] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < d; i += 8) {
+      __m512 kp[4];
+      for (size_t p = 0; p < 4; ++p)
+        kp[p] = load8x2<T>(kbase + off[j + 2 * static_cast<int64_t>(p)],
+                           kbase + off[j + 2 * static_cast<int64_t>(p) + 1], i);
+      for (size_t h = 0; h < HN; ++h) {
+        const __m512 qv = _mm512_broadcast_f32x8(_mm256_loadu_ps(q + static_cast<int64_t>(h) * d + i));
+        for (size_t p = 0; p < 4; ++p) acc[h][p] = _mm512_fmadd_ps(qv, kp[p], acc[h][p]);
+      }
+    }
+    for (size_t h = 0; h < HN; ++h)
+      _mm256_storeu_ps(scores + static_cast<int64_t>(h) * ld + j,
+                       _mm256_mul_ps(hsum_keys8(acc[h]), _mm256_set1_ps(scale)));
+  }
   for (; j + 4 <= n_kv; j += 4) {
     const void* k[4] = {kbase + off[j], kbase + off[j + 1], kbase + off[j + 2], kbase + off[j + 3]};
     __m512 acc[2][HN];
