@@ -35,6 +35,23 @@ __attribute__((target("avx2,fma,f16c"))) inline float hsum(__m256 v) {
 
 #define LLMCTL_ATTN_AVX2 __attribute__((target("avx2,fma,f16c")))
 
+// hsum of 4 chains at once: the same additions as hsum (lanes l and l + 4, then 0 + 2 and
+// 1 + 3, then those two), so the same bits for fewer shuffles. Returns the 4 sums in order.
+LLMCTL_ATTN_AVX2 inline __m128 hsum4(const __m256 a[4]) {
+  // lanes 0-3 of a chain with its lanes 4-7: (a0 | a1) and (a2 | a3)
+  const __m256 s01 = _mm256_add_ps(_mm256_permute2f128_ps(a[0], a[1], 0x20),
+                                   _mm256_permute2f128_ps(a[0], a[1], 0x31));
+  const __m256 s23 = _mm256_add_ps(_mm256_permute2f128_ps(a[2], a[3], 0x20),
+                                   _mm256_permute2f128_ps(a[2], a[3], 0x31));
+  // (s0 + s2, s1 + s3) of a0, a2 | of a1, a3
+  const __m256 t = _mm256_add_ps(_mm256_shuffle_ps(s01, s23, _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm256_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 2, 3, 2)));
+  // (sum a0, sum a2, ...) | (sum a1, sum a3, ...)
+  const __m256 u = _mm256_add_ps(_mm256_shuffle_ps(t, t, _MM_SHUFFLE(2, 0, 2, 0)),
+                                 _mm256_shuffle_ps(t, t, _MM_SHUFFLE(3, 1, 3, 1)));
+  return _mm_unpacklo_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1));
+}
+
 }  // namespace
 
 // Walked block by block once per (token, group), so the loops below do no division per key.
@@ -73,6 +90,39 @@ LLMCTL_ATTN_AVX2 void group_scores(const float* q, const uint8_t* kbase, const s
     return dot;
   };
   int64_t j = j0;
+  // d a multiple of 8: 4 keys at a time for 1 or 2 heads, 2 for 3 or 4 (what the 16 ymm
+  // registers hold), their chains reduced 4 at a time by hsum4
+  constexpr size_t kKeys = HN <= 2 ? 4 : 2;
+  for (; d8 == d && j + static_cast<int64_t>(kKeys) <= n_kv; j += static_cast<int64_t>(kKeys)) {
+    __m256 acc[HN][kKeys];
+    for (size_t h = 0; h < HN; ++h)
+      for (size_t e = 0; e < kKeys; ++e) acc[h][e] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < d; i += 8) {
+      __m256 kv[kKeys];
+      for (size_t e = 0; e < kKeys; ++e) kv[e] = load8<T>(kbase + off[j + static_cast<int64_t>(e)], i);
+      for (size_t h = 0; h < HN; ++h) {
+        const __m256 qv = _mm256_loadu_ps(q + static_cast<int64_t>(h) * d + i);
+        for (size_t e = 0; e < kKeys; ++e) acc[h][e] = _mm256_fmadd_ps(qv, kv[e], acc[h][e]);
+      }
+    }
+    const __m128 sc = _mm_set1_ps(scale);
+    if constexpr (kKeys == 4) {
+      for (size_t h = 0; h < HN; ++h)
+        _mm_storeu_ps(scores + static_cast<int64_t>(h) * ld + j, _mm_mul_ps(hsum4(acc[h]), sc));
+    } else {
+      for (size_t h = 0; h + 1 < HN; h += 2) {  // heads h and h + 1, keys j and j + 1
+        const __m256 four[4] = {acc[h][0], acc[h][1], acc[h + 1][0], acc[h + 1][1]};
+        float r[4];
+        _mm_storeu_ps(r, _mm_mul_ps(hsum4(four), sc));
+        for (size_t u = 0; u < 4; ++u)
+          scores[static_cast<int64_t>(h + u / 2) * ld + j + static_cast<int64_t>(u % 2)] = r[u];
+      }
+      if constexpr (HN % 2 == 1)
+        for (size_t e = 0; e < 2; ++e)
+          scores[static_cast<int64_t>(HN - 1) * ld + j + static_cast<int64_t>(e)] =
+              hsum(acc[HN - 1][e]) * scale;
+    }
+  }
   for (; j + 2 <= n_kv; j += 2) {
     const void* k[2] = {kbase + off[j], kbase + off[j + 1]};
     __m256 acc[2][HN];
