@@ -105,3 +105,20 @@ TEST_CASE("softmax_fast: NaN rows as the reference (NaN), one element gives 1", 
   softmax_fast(&one, 1);
   CHECK(one == 1.0f);
 }
+
+TEST_CASE("softmax_fast: the max is found at every lane and in the tail (no overflow)", "[cpu]") {
+  if (!have_avx2()) return;
+  // One score 400 above the rest: with the right max its exp is exactly 1 and the others
+  // underflow to 0; a max taken from the wrong element overflows exp to inf and gives NaN.
+  for (int64_t n = 1; n <= 40; ++n)
+    for (int64_t p = 0; p < n; ++p) {
+      std::vector<float> x(static_cast<size_t>(n), -200.0f);
+      x[static_cast<size_t>(p)] = 200.0f;
+      softmax_fast(x.data(), n);
+      CAPTURE(n, p);
+      size_t bad = 0;
+      for (int64_t i = 0; i < n; ++i)
+        bad += x[static_cast<size_t>(i)] != (i == p ? 1.0f : 0.0f) ? 1u : 0u;
+      CHECK(bad == 0);
+    }
+}

@@ -39,10 +39,21 @@ LLMCTL_SOFTMAX_AVX2 void exp_fast(const float* x, int64_t n, float* y) {
 }
 
 LLMCTL_SOFTMAX_AVX2 void softmax_fast(float* x, int64_t n, const float* sink) {
-  // The max exactly as softmax_inplace takes it (a NaN x[0] stays, later NaNs never win).
-  float max_v = x[0];
-  for (int64_t i = 1; i < n; ++i)
-    if (x[i] > max_v) max_v = x[i];
+  // The max exactly as softmax_inplace takes it (a NaN x[0] stays, later NaNs never win), 8
+  // lanes at a time: every lane starts at x[0], and max_ps(v, m) returns m when v is NaN (and
+  // stays NaN when m is). The max of the rest is exact, so any order gives it; only the sign
+  // of a zero max can differ, and x - (+0) equals x - (-0) but for x = -0, whose exp is 1
+  // either way.
+  __m256 mv = _mm256_set1_ps(x[0]);
+  int64_t j = 1;
+  for (; j + 8 <= n; j += 8) mv = _mm256_max_ps(_mm256_loadu_ps(x + j), mv);
+  float lanes[8];
+  _mm256_storeu_ps(lanes, mv);
+  float max_v = lanes[0];
+  for (int k = 1; k < 8; ++k)
+    if (lanes[k] > max_v) max_v = lanes[k];
+  for (; j < n; ++j)
+    if (x[j] > max_v) max_v = x[j];
   if (sink != nullptr && *sink > max_v) max_v = *sink;
   const __m256 m = _mm256_set1_ps(max_v);
   __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
