@@ -228,8 +228,8 @@ void for_tokens(ThreadPool& pool, int64_t n_tokens, const Fn& fn) {
     pool.parallel_for(n_tokens, [&](int64_t t0, int64_t t1, int) { fn(t0, t1); });
 }
 
-void quantize_tokens(bool avx2, bool halves, const float* x, int64_t n, int64_t t0, int64_t t1,
-                     MatmulScratch& s) {
+void quantize_tokens(const MatmulKernel& k, bool avx2, const float* x, int64_t n, int64_t t0,
+                     int64_t t1, MatmulScratch& s) {
   const int64_t nb = n / 32;
   for (int64_t t = t0; t < t1; ++t) {
     const size_t q = static_cast<size_t>(t * n), b = static_cast<size_t>(t * nb);
@@ -238,7 +238,11 @@ void quantize_tokens(bool avx2, bool halves, const float* x, int64_t n, int64_t 
     else
       quantize_activations_scalar(x + t * n, n, s.qs.data() + q, s.d.data() + b);
     activation_block_sums(s.qs.data() + q, n, s.sum.data() + b);
-    if (halves) activation_half_sums(s.qs.data() + q, n, s.half.data() + b);
+    if (k.half_sums) activation_half_sums(s.qs.data() + q, n, s.half.data() + b);
+    for (size_t i = b; i < b + static_cast<size_t>(nb); ++i) {
+      if (k.sum_offset != 0) s.off[i] = -k.sum_offset * s.sum[i];
+      if (k.sum_scaled) s.sumd[i] = static_cast<float>(s.sum[i]) * s.d[i];
+    }
   }
 }
 
@@ -277,6 +281,8 @@ void run_rows(const MatmulKernel& k, const TileArgs& base, const uint8_t* fits, 
       a.qd = base.qd + t * nb;
       a.qsum = base.qsum + t * nb;
       if (k.half_sums) a.qhalf = base.qhalf + t * nb;
+      if (k.sum_offset != 0) a.qoff = base.qoff + t * nb;
+      if (k.sum_scaled) a.qsumd = base.qsumd + t * nb;
     } else {
       a.x = base.x + t * n;
       if (k.half_activations) a.xh = base.xh + t * n;
@@ -430,13 +436,17 @@ void matmul_fast_isa(MatmulIsa isa, const WeightView& w, const float* x, int64_t
     if (scratch.d.size() < n_b) scratch.d.resize(n_b);
     if (scratch.sum.size() < n_b) scratch.sum.resize(n_b);
     if (k.half_sums && scratch.half.size() < n_b) scratch.half.resize(n_b);
+    if (k.sum_offset != 0 && scratch.off.size() < n_b) scratch.off.resize(n_b);
+    if (k.sum_scaled && scratch.sumd.size() < n_b) scratch.sumd.resize(n_b);
     for_tokens(pool, n_tokens, [&](int64_t t0, int64_t t1) {
-      quantize_tokens(avx2, k.half_sums, x, n, t0, t1, scratch);
+      quantize_tokens(k, avx2, x, n, t0, t1, scratch);
     });
     base.qs = scratch.qs.data();
     base.qd = scratch.d.data();
     base.qsum = scratch.sum.data();
     if (k.half_sums) base.qhalf = scratch.half.data();
+    if (k.sum_offset != 0) base.qoff = scratch.off.data();
+    if (k.sum_scaled) base.qsumd = scratch.sumd.data();
   }
   if (k.half_activations && k.halves_widened) {
     // every token through tile_wide, over its f16-rounded values (or its own, if they overflow)

@@ -65,6 +65,12 @@ struct TileArgs {
   // per block: the sums of its two 16-element halves, xa | xb << 16 (activation_half_sums),
   // stride n / 32; only for a kernel with MatmulKernel::half_sums (else nullptr)
   const int32_t* qhalf;
+  // per block, stride n / 32, computed once per call for the kernels that ask for them
+  // (MatmulKernel::sum_offset, ::sum_scaled; else nullptr), so that a tile loads what it would
+  // otherwise compute per row group: -sum_offset * qsum (exact in int32), and
+  // float(qsum) * qd (the same single rounding as the tile's own product).
+  const int32_t* qoff;
+  const float* qsumd;
   float* out;           // out[t * out_stride + r]
   int64_t out_stride;   // d (the weight's row count)
   GgmlType type;        // the weight's dtype (the dequantizing kernel decodes rows with it)
@@ -85,6 +91,8 @@ struct MatmulKernel {
   TileFn tile = nullptr;
   bool quantized = false;  // reads qs/qd instead of x
   bool half_sums = false;  // reads qhalf too (the 16-element sub-block K-quants)
+  int32_t sum_offset = 0;  // non-zero: reads qoff (= -sum_offset * qsum)
+  bool sum_scaled = false;  // reads qsumd (= float(qsum) * qd)
   // Reads xh instead of x, except for the tokens whose activations overflow f16: tile_wide,
   // the same tile over x, multiplies those (one token per call).
   bool half_activations = false;

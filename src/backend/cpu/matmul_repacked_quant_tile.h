@@ -145,8 +145,11 @@ struct RepackedQuantTile {
       const __m512 dw =
           _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + kRec.d)));
       const int8_t* qx = a.qs + 32 * b;
+      // isum starts at -offset * sum(x block) (TileArgs::qoff, a broadcast load), so the
+      // dot products land on it exactly as if subtracted after.
       __m512i sum[static_cast<size_t>(T)];
-      for (int t = 0; t < T; ++t) sum[t] = _mm512_setzero_si512();
+      for (int t = 0; t < T; ++t)
+        sum[t] = kOffset != 0 ? _mm512_set1_epi32(a.qoff[t * nb + b]) : _mm512_setzero_si512();
       if (kPacks && a.panel != nullptr) {
         const uint8_t* p = a.panel + static_cast<size_t>(b) * kPanelBlockBytes;
         for (int s = 0; s < 8; ++s) {
@@ -171,14 +174,10 @@ struct RepackedQuantTile {
         mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + kRec.m)));
       for (int t = 0; t < T; ++t) {
         const int64_t tb = t * nb + b;
-        __m512i isum = sum[t];
-        if constexpr (kOffset != 0)
-          isum = _mm512_sub_epi32(isum, _mm512_set1_epi32(kOffset * a.qsum[tb]));
-        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum),
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[t]),
                                  _mm512_mul_ps(dw, _mm512_set1_ps(a.qd[tb])), acc[t]);
-        if constexpr (Block::kHasMin)
-          acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(static_cast<float>(a.qsum[tb]) * a.qd[tb]), mw,
-                                   acc[t]);
+        if constexpr (Block::kHasMin)  // float(xsum) * d_x, TileArgs::qsumd
+          acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(a.qsumd[tb]), mw, acc[t]);
       }
     }
     const __mmask16 store = static_cast<__mmask16>((1u << n_rows) - 1u);
@@ -203,6 +202,8 @@ MatmulKernel make_repacked_quant_kernel_avx512(const char* name) {
   k.tokens_prefill = 8;
   using Tile = RepackedQuantTile<Block>;
   k.tile = &dispatch_quant_tile<Tile>;
+  k.sum_offset = Tile::kOffset;
+  k.sum_scaled = Block::kHasMin;
   if constexpr (Tile::kPacks) {
     k.pack = &Tile::pack;
     k.panel_bytes_per_block = Tile::kPanelBlockBytes;
