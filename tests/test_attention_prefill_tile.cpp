@@ -17,6 +17,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_fast_backend.h"
 #include "support/backend_buffers.h"
+#include "support/paged_cache.h"
 #include "support/random_data.h"
 
 using namespace llmctl;
@@ -24,58 +25,18 @@ using llmctl::test::make;
 using llmctl::test::make_ids;
 using llmctl::test::random_floats;
 using llmctl::test::read;
+using llmctl::test::Cache;
+using llmctl::test::kPoolTypes;
+using llmctl::test::make_cache;
+using llmctl::test::name;
+using llmctl::test::PoolTypes;
+using llmctl::test::same_bits;
+using llmctl::test::kF16;
+using llmctl::test::kF32;
+using llmctl::test::kQ4;
+using llmctl::test::kQ8;
 
 namespace {
-
-constexpr BufferType kQ8 = BufferType::Q8_0, kQ4 = BufferType::Q4_0, kF16 = BufferType::F16,
-                     kF32 = BufferType::F32;
-
-struct PoolTypes {
-  BufferType k, v;
-};
-const std::vector<PoolTypes> kPoolTypes = {{kQ8, kQ8}, {kQ4, kQ4},   {kQ8, kF16}, {kF16, kQ4},
-                                           {kQ4, kQ8}, {kF32, kQ8},  {kF16, kF16}, {kF32, kF32}};
-
-std::string name(PoolTypes t) {
-  return std::string("K ") + buffer_type_name(t.k) + " V " + buffer_type_name(t.v);
-}
-
-// Two sequences of n_pos positions each in blocks of 4, their blocks interleaved and reversed
-// in the pool (sequence r's block b at pool block 2 (n_blocks - 1 - b) + r); a batch of query
-// tokens given by (sequence, position).
-struct Cache {
-  Buffer k_pool, v_pool, table, rows, pos;
-  int64_t max_blocks = 0;
-  PagedKv kv() const { return PagedKv{&k_pool, &v_pool, 4, &table, max_blocks, &rows, &pos}; }
-};
-
-Cache make_cache(Backend& be, std::mt19937& rng, int64_t n_pos, int64_t kv_dim, PoolTypes t,
-                 const std::vector<int32_t>& rows, const std::vector<int32_t>& positions) {
-  Cache c;
-  c.max_blocks = (n_pos + 3) / 4;
-  c.k_pool = be.alloc(2 * c.max_blocks * 4 * kv_dim, t.k);
-  c.v_pool = be.alloc(2 * c.max_blocks * 4 * kv_dim, t.v);
-  std::vector<int32_t> table, slots;
-  for (int32_t r = 0; r < 2; ++r)
-    for (int64_t b = 0; b < c.max_blocks; ++b)
-      table.push_back(static_cast<int32_t>(2 * (c.max_blocks - 1 - b) + r));
-  for (int64_t r = 0; r < 2; ++r)
-    for (int64_t j = 0; j < n_pos; ++j)
-      slots.push_back(table[static_cast<size_t>(r * c.max_blocks + j / 4)] * 4 +
-                      static_cast<int32_t>(j % 4));
-  const auto n = static_cast<int64_t>(slots.size());
-  const Buffer k = make(be, random_floats(rng, static_cast<size_t>(n * kv_dim)));
-  const Buffer v = make(be, random_floats(rng, static_cast<size_t>(n * kv_dim)));
-  be.kv_store(k, v, make_ids(be, slots), n, kv_dim, c.k_pool, c.v_pool);
-  c.table = make_ids(be, table);
-  c.rows = make_ids(be, rows);
-  c.pos = make_ids(be, positions);
-  return c;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
-}
 
 struct Shape {
   int64_t n_heads, n_kv_heads, head_dim;

@@ -57,22 +57,45 @@ LLMCTL_ATTN_AVX2 inline __m128 hsum4(const __m256 a[4]) {
 // Walked block by block once per (token, group), so the loops below do no division per key.
 void kv_row_offsets(const PagedKv& kv, const int32_t* blocks, int64_t first, int64_t n_kv,
                     int64_t kv_dim, int64_t g, int64_t d, BufferType type, std::vector<size_t>& off) {
-  const int64_t n_blocks = kv.k_pool->size() / (kv_dim * kv.block_size);
   off.resize(static_cast<size_t>(n_kv));
+  kv_row_offsets(kv, blocks, first, n_kv, kv_dim, g, d, type, off.data());
+}
+
+void kv_row_offsets(const PagedKv& kv, const int32_t* blocks, int64_t first, int64_t n_kv,
+                    int64_t kv_dim, int64_t g, int64_t d, BufferType type, size_t* off) {
+  const int64_t n_blocks = kv.k_pool->size() / (kv_dim * kv.block_size);
+  // A row and a head start on whole blocks of the pool's type (check_kv_types_head_dim), so
+  // pool_offset(row * kv_dim + g * d) = row * row_bytes + head_bytes: the type's block size
+  // is looked up once, not per key (it was 8 % of a decode step at 4k positions).
+  const int64_t per_block = buffer_block_elems(type);
+  LLMCTL_ASSERT(kv_dim % per_block == 0 && (g * d) % per_block == 0);
+  const auto row_bytes = static_cast<size_t>(kv_load::pool_offset(type, kv_dim));
+  const auto head_bytes = static_cast<size_t>(kv_load::pool_offset(type, g * d));
   const int64_t end = first + n_kv;
   for (int64_t j = first; j < end;) {
     const int32_t b = blocks[j / kv.block_size];
     LLMCTL_ASSERT(b >= 0 && b < n_blocks);
     const int64_t in_block = j % kv.block_size;
     const int64_t n = std::min<int64_t>(kv.block_size - in_block, end - j);
-    for (int64_t i = 0; i < n; ++i)
-      off[static_cast<size_t>(j - first + i)] = kv_load::pool_offset(
-          type, (int64_t{b} * kv.block_size + in_block + i) * kv_dim + g * d);
+    const size_t row0 = static_cast<size_t>(int64_t{b} * kv.block_size + in_block);
+    size_t* o = off + (j - first);
+    for (int64_t i = 0; i < n; ++i) o[i] = (row0 + static_cast<size_t>(i)) * row_bytes + head_bytes;
     j += n;
   }
 }
 
 namespace {
+
+// The K and V rows a key loop reads lie one per key, a row's bytes apart in the cache's pages
+// (3 KV groups: 128 bytes of every 384 at head dim 64), which the hardware prefetchers follow
+// badly: 35 % of the scores loop's time at 4k positions waited on its first load of a row.
+// The key loops ask for the rows this many keys ahead (a few hundred cycles of work).
+constexpr int64_t kPrefetchKeys = 32;
+
+// Every 64-byte line of bytes at p (into L1: the loop reads it within microseconds).
+LLMCTL_ATTN_AVX2 inline void prefetch_row(const uint8_t* p, int64_t bytes) {
+  for (int64_t o = 0; o < bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T0);
+}
 
 // Scaled scores of HN heads (query rows q, q + d, ...) against keys 0 .. n_kv-1, two keys at a
 // time: each K row is loaded once for the HN heads of its group. Per (head, key) the dot
@@ -93,7 +116,11 @@ LLMCTL_ATTN_AVX2 void group_scores(const float* q, const uint8_t* kbase, const s
   // d a multiple of 8: 4 keys at a time for 1 or 2 heads, 2 for 3 or 4 (what the 16 ymm
   // registers hold), their chains reduced 4 at a time by hsum4
   constexpr size_t kKeys = HN <= 2 ? 4 : 2;
+  const auto row_bytes = static_cast<int64_t>(kv_load::pool_offset(T, d));
   for (; d8 == d && j + static_cast<int64_t>(kKeys) <= n_kv; j += static_cast<int64_t>(kKeys)) {
+    if (j + kPrefetchKeys + static_cast<int64_t>(kKeys) <= n_kv)
+      for (size_t p = 0; p < kKeys; ++p)
+        prefetch_row(kbase + off[j + kPrefetchKeys + static_cast<int64_t>(p)], row_bytes);
     __m256 acc[HN][kKeys];
     for (size_t h = 0; h < HN; ++h)
       for (size_t e = 0; e < kKeys; ++e) acc[h][e] = _mm256_setzero_ps();
@@ -171,8 +198,12 @@ LLMCTL_ATTN_AVX2 void values_slice(const float* a, const uint8_t* vbase, const s
       acc[h][u] = more ? _mm256_loadu_ps(o + static_cast<int64_t>(h) * d + c +
                                          8 * static_cast<int64_t>(u))
                        : _mm256_setzero_ps();
+  const int64_t slice_bytes =
+      std::max<int64_t>(1, static_cast<int64_t>(kv_load::pool_offset(T, 8 * W)));
+  const size_t slice_at = kv_load::pool_offset(T, c);
   for (int64_t j = 0; j < n_kv; ++j) {
     const void* v = vbase + off[j];
+    if (j + kPrefetchKeys < n_kv) prefetch_row(vbase + off[j + kPrefetchKeys] + slice_at, slice_bytes);
     __m256 vv[W];
     for (size_t u = 0; u < W; ++u) vv[u] = load8<T>(v, c + 8 * static_cast<int64_t>(u));
     for (size_t h = 0; h < HN; ++h) {
@@ -188,20 +219,22 @@ LLMCTL_ATTN_AVX2 void values_slice(const float* a, const uint8_t* vbase, const s
 
 // out rows (o, o + d, ...) of HN heads = sum_j a[h][j] V[j], in slices of kW x 8 dimensions
 // (compile-time widths, so the accumulators stay in registers: 2 x 8 for 3 or 4 heads, 4 x 8
-// for 1 or 2), then the last < 8 dimensions one scalar chain each. From dimension c0 (a
-// multiple of 8: the AVX-512 loop hands over the dimensions it leaves). ld, more: values_slice.
+// for 1 or 2), then the last < 8 dimensions one scalar chain each. Dimensions c0 .. c1 - 1
+// only (c0 a multiple of 8; c1 a multiple of 8 or d): the AVX-512 loop hands over the
+// dimensions it leaves, and attend_rows_values_dims splits a head's dimensions over threads.
+// ld, more: values_slice.
 template <BufferType T, size_t HN>
 LLMCTL_ATTN_AVX2 void group_values(const float* a, const uint8_t* vbase, const size_t* off,
                                    int64_t d, int64_t n_kv, float* o, int64_t ld, bool more,
-                                   int64_t c0 = 0) {
+                                   int64_t c0, int64_t c1) {
   constexpr size_t kW = HN > 2 ? 2 : 4;
-  const int64_t d8 = d / 8 * 8, step = 8 * static_cast<int64_t>(kW);
+  const int64_t d8 = std::min(c1, d / 8 * 8), step = 8 * static_cast<int64_t>(kW);
   int64_t c = c0;
   for (; c + step <= d8; c += step)
     values_slice<T, HN, kW>(a, vbase, off, d, n_kv, c, o, ld, more);
   for (; c < d8; c += 8) values_slice<T, HN, 1>(a, vbase, off, d, n_kv, c, o, ld, more);
   for (size_t h = 0; h < HN; ++h) {
-    for (int64_t i = d8; i < d; ++i) {
+    for (int64_t i = d8; i < c1; ++i) {
       float out = more ? o[static_cast<int64_t>(h) * d + i] : 0.0f;
       for (int64_t j = 0; j < n_kv; ++j)
         out = std::fma(a[static_cast<int64_t>(h) * ld + j], load1<T>(vbase + off[j], i), out);
@@ -249,8 +282,11 @@ LLMCTL_ATTN_AVX512 void group_scores_avx512(const float* q, const uint8_t* kbase
                                             int64_t d, int64_t n_kv, float scale,
                                             float* scores, int64_t ld) {
   const int64_t d8 = d / 8 * 8;
+  const auto row_bytes = static_cast<int64_t>(kv_load::pool_offset(T, d));
   int64_t j = 0;
   for (; d8 == d && j + 8 <= n_kv; j += 8) {
+    if (j + kPrefetchKeys + 8 <= n_kv)
+      for (int64_t p = 0; p < 8; ++p) prefetch_row(kbase + off[j + kPrefetchKeys + p], row_bytes);
     __m512 acc[HN][4];
     for (size_t h = 0; h < HN; ++h)
       for (size_t p = 0; p < 4; ++p) acc[h][p] = _mm512_setzero_ps();
@@ -306,8 +342,11 @@ LLMCTL_ATTN_AVX512 void values_slice_avx512(const float* a, const uint8_t* vbase
       acc[h][u] = more ? _mm512_loadu_ps(o + static_cast<int64_t>(h) * d + c +
                                          16 * static_cast<int64_t>(u))
                        : _mm512_setzero_ps();
+  const int64_t slice_bytes = std::max<int64_t>(1, static_cast<int64_t>(kv_load::pool_offset(T, 16 * W)));
+  const size_t slice_at = kv_load::pool_offset(T, c);
   for (int64_t j = 0; j < n_kv; ++j) {
     const void* v = vbase + off[j];
+    if (j + kPrefetchKeys < n_kv) prefetch_row(vbase + off[j + kPrefetchKeys] + slice_at, slice_bytes);
     __m512 vv[W];
     for (size_t u = 0; u < W; ++u) vv[u] = load16<T>(v, c + 16 * static_cast<int64_t>(u));
     for (size_t h = 0; h < HN; ++h) {
@@ -321,18 +360,20 @@ LLMCTL_ATTN_AVX512 void values_slice_avx512(const float* a, const uint8_t* vbase
                        acc[h][u]);
 }
 
-// group_values in slices of 4 x 16 dimensions, then 16, then group_values itself for what is
-// left (an 8-lane slice, the scalar tail).
+// group_values in slices of 4 x 16 dimensions, then 2 x 16, then 16, then group_values itself
+// for what is left (an 8-lane slice, the scalar tail). Dimensions c0 .. c1 - 1 (group_values).
 template <BufferType T, size_t HN>
 LLMCTL_ATTN_AVX512 void group_values_avx512(const float* a, const uint8_t* vbase, const size_t* off,
                                             int64_t d, int64_t n_kv, float* o, int64_t ld,
-                                            bool more) {
-  const int64_t d16 = d / 16 * 16;
-  int64_t c = 0;
+                                            bool more, int64_t c0, int64_t c1) {
+  const int64_t d16 = std::min(c1, d / 16 * 16);
+  int64_t c = c0;
   for (; c + 64 <= d16; c += 64)
     values_slice_avx512<T, HN, 4>(a, vbase, off, d, n_kv, c, o, ld, more);
+  for (; c + 32 <= d16; c += 32)
+    values_slice_avx512<T, HN, 2>(a, vbase, off, d, n_kv, c, o, ld, more);
   for (; c < d16; c += 16) values_slice_avx512<T, HN, 1>(a, vbase, off, d, n_kv, c, o, ld, more);
-  if (c < d) group_values<T, HN>(a, vbase, off, d, n_kv, o, ld, more, c);
+  if (c < c1) group_values<T, HN>(a, vbase, off, d, n_kv, o, ld, more, c, c1);
 }
 
 // Up to 4 heads of one query token and their keys, for the score and value loops: K rows at
@@ -350,6 +391,7 @@ struct HeadChunk {
   float* out;
   int64_t ld;
   bool more;
+  int64_t c0, c1;  // the values loops' dimensions: c0 .. c1 - 1 (0 .. d for a whole head)
 };
 
 template <BufferType T, size_t HN>
@@ -363,9 +405,10 @@ LLMCTL_ATTN_AVX2 void chunk_scores_of(const HeadChunk& c, bool avx512) {
 template <BufferType T, size_t HN>
 LLMCTL_ATTN_AVX2 void chunk_values_of(const HeadChunk& c, bool avx512) {
   if (avx512)
-    group_values_avx512<T, HN>(c.scores, c.vbase, c.voff, c.d, c.n_kv, c.out, c.ld, c.more);
+    group_values_avx512<T, HN>(c.scores, c.vbase, c.voff, c.d, c.n_kv, c.out, c.ld, c.more, c.c0,
+                               c.c1);
   else
-    group_values<T, HN>(c.scores, c.vbase, c.voff, c.d, c.n_kv, c.out, c.ld, c.more);
+    group_values<T, HN>(c.scores, c.vbase, c.voff, c.d, c.n_kv, c.out, c.ld, c.more, c.c0, c.c1);
 }
 
 // f(type constant) for a pool type: the loops are compiled once per type.
@@ -399,8 +442,8 @@ LLMCTL_ATTN_AVX2 void chunk_values(const HeadChunk& c, bool avx512) {
 
 inline HeadChunk head_chunk(const GroupRows& r, const float* q, int64_t d, int64_t n_kv,
                             float scale, float* scores, float* out, int64_t ld, bool more) {
-  return HeadChunk{q, r.k, r.v, r.k_off, r.v_off, r.k_type, r.v_type, d, n_kv, scale, scores,
-                   out, ld, more};
+  return HeadChunk{q,   r.k,    r.v,    r.k_off, r.v_off, r.k_type, r.v_type, d, n_kv,
+                   scale, scores, out, ld, more, 0, d};
 }
 
 // f(head count constant) for a chunk of hn = 1 .. 4 heads.
@@ -485,6 +528,21 @@ LLMCTL_ATTN_AVX2 void attend_rows_values(const float* a, int64_t ld, const Group
     // the weights are only read by the values loops
     const HeadChunk c = head_chunk(rows, nullptr, d, n, 0.0f, const_cast<float*>(a + h0 * ld),
                                    out + h0 * d, ld, more);
+    with_heads(std::min<int64_t>(4, nh - h0),
+               [&](auto hn) { chunk_values<decltype(hn)::value>(c, wide); });
+  }
+}
+
+LLMCTL_ATTN_AVX2 void attend_rows_values_dims(const float* a, int64_t ld, const GroupRows& rows,
+                                              int64_t n, int64_t d, int64_t nh, int64_t c0,
+                                              int64_t c1, float* out, bool avx512) {
+  LLMCTL_ASSERT(c0 >= 0 && c0 % 8 == 0 && c0 < c1 && c1 <= d && (c1 % 8 == 0 || c1 == d));
+  const bool wide = attention_fast_has_avx512() && avx512;
+  for (int64_t h0 = 0; h0 < nh; h0 += 4) {
+    HeadChunk c = head_chunk(rows, nullptr, d, n, 0.0f, const_cast<float*>(a + h0 * ld),
+                             out + h0 * d, ld, false);
+    c.c0 = c0;
+    c.c1 = c1;
     with_heads(std::min<int64_t>(4, nh - h0),
                [&](auto hn) { chunk_values<decltype(hn)::value>(c, wide); });
   }

@@ -61,6 +61,9 @@ QueryKeys query_keys(const PagedKv& kv, int64_t t, const AttentionShape& s);
 // first + n_kv - 1 (off[i] is position first + i); `blocks` is the sequence's block-table row.
 void kv_row_offsets(const PagedKv& kv, const int32_t* blocks, int64_t first, int64_t n_kv,
                     int64_t kv_dim, int64_t g, int64_t d, BufferType type, std::vector<size_t>& off);
+// The same into off[0 .. n_kv - 1] (a part of a longer array, filled by several threads).
+void kv_row_offsets(const PagedKv& kv, const int32_t* blocks, int64_t first, int64_t n_kv,
+                    int64_t kv_dim, int64_t g, int64_t d, BufferType type, size_t* off);
 
 // The K and V rows of one KV group that a query reads, wherever they lie: key j's K row (j = 0
 // .. n_kv - 1, the window's first position first) at k + k_off[j], of type k_type (F32, F16,
@@ -99,5 +102,11 @@ void attend_rows_scores(const float* q, const GroupRows& rows, int64_t n, float 
 void attend_rows_softmax(float* scores, const KeyRange& keys, int64_t nh, float* stats);
 void attend_rows_values(const float* a, int64_t ld, const GroupRows& rows, int64_t n, int64_t d,
                         int64_t nh, float* out, bool more, bool avx512);
+// attend_rows_values (without `more`) for dimensions c0 .. c1 - 1 of each head only (c0 a
+// multiple of 8, c1 one or d): every output element is the same fma chain over the keys as
+// attend_rows_values gives it, so slices of a head's dimensions can run on different threads.
+void attend_rows_values_dims(const float* a, int64_t ld, const GroupRows& rows, int64_t n,
+                             int64_t d, int64_t nh, int64_t c0, int64_t c1, float* out,
+                             bool avx512);
 
 }  // namespace llmctl::cpu

@@ -97,6 +97,10 @@ void CpuFastBackend::attention_tasks(const Buffer& q, const PagedKv& kv, int64_t
                            ? attention_tile_tokens(n_tokens, s.n_kv_heads, pool.size(),
                                                    s.n_heads / s.n_kv_heads, max_keys)
                            : 1;
+  if (simd_ && tile == 1 && attention_split_pays(n_tokens, s, pool.size())) {
+    attend_split(q, kv, n_tokens, s, out, stats, wide_, pool, split_);
+    return;
+  }
   const int64_t n_units = (n_tokens + tile - 1) / tile;
   pool.parallel_for(n_units * per_token, [&](int64_t begin, int64_t end, int thread) {
     auto& scores = scores_[static_cast<size_t>(thread)];

@@ -31,6 +31,7 @@
 #include <memory>
 #include <vector>
 
+#include "backend/cpu/attention_split.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/matmul_fast.h"
 #include "backend/cpu/thread_pool.h"
@@ -99,6 +100,7 @@ class CpuFastBackend final : public CpuBackend {
   const uint8_t* repacked_for(const WeightView& w);
   // Per thread: attention scores and one converted K/V head.
   std::vector<std::vector<float>> scores_, kv_rows_;
+  SplitAttentionScratch split_;  // attention split over keys and dimensions (decode)
 };
 
 }  // namespace llmctl::cpu
