@@ -31,16 +31,13 @@ using llmctl::test::make_cache;
 using llmctl::test::name;
 using llmctl::test::PoolTypes;
 using llmctl::test::same_bits;
+using llmctl::test::Shape;
 using llmctl::test::kF16;
 using llmctl::test::kF32;
 using llmctl::test::kQ4;
 using llmctl::test::kQ8;
 
 namespace {
-
-struct Shape {
-  int64_t n_heads, n_kv_heads, head_dim;
-};
 
 // The batches: prefills of 37 tokens after 5 and after 263 cached ones (sequence 0; the keys
 // of the later one span several of the kernel's chunks of keys at every head_dim: 256 keys at
@@ -90,12 +87,11 @@ TEST_CASE("attend_tile_fast: every token's bits and stats as attend_group_fast g
               make_cache(be, rng, 300, sh.n_kv_heads * sh.head_dim, t, batch.rows, batch.positions);
           const Buffer q = make(be, random_floats(rng, static_cast<size_t>(n_out)));
           const int64_t n_stats = n_tok * sh.n_heads * kAttnStatFields;
-          Buffer want = be.alloc(n_out);
-          std::vector<float> want_stats(static_cast<size_t>(n_stats)), scores;
-          for (int64_t tok = 0; tok < n_tok; ++tok)
-            for (int64_t g = 0; g < sh.n_kv_heads; ++g)
-              cpu::attend_group_fast(q, c.kv(), tok, g, s, want, scores,
-                                     want_stats.data() + tok * sh.n_heads * kAttnStatFields);
+          const llmctl::test::GroupResults ref =
+              llmctl::test::attend_every_group(be, q, c.kv(), n_tok, s);
+          const Buffer& want = ref.out;
+          const std::vector<float>& want_stats = ref.stats;
+          std::vector<float> scores;
           for (const int64_t tile : {int64_t{1}, int64_t{3}, int64_t{5}, int64_t{16}, n_tok})
             for (const bool avx512 : {true, false}) {
               INFO("tile " << tile << (avx512 ? " avx512" : " avx2"));

@@ -26,12 +26,9 @@ using llmctl::test::PoolTypes;
 using llmctl::test::random_floats;
 using llmctl::test::read;
 using llmctl::test::same_bits;
+using llmctl::test::Shape;
 
 namespace {
-
-struct Shape {
-  int64_t n_heads, n_kv_heads, head_dim;
-};
 
 // The K/V types a head dim allows (block types need whole blocks of 32).
 std::vector<PoolTypes> pool_types(int64_t head_dim) {
@@ -77,12 +74,10 @@ TEST_CASE("attend_split: every token's bits and stats as attend_group_fast gives
           const Cache c = make_cache(be, rng, 1200, sh.n_kv_heads * sh.head_dim, t, batch.rows,
                                      batch.positions);
           const Buffer q = make(be, random_floats(rng, static_cast<size_t>(n_out)));
-          Buffer want = be.alloc(n_out);
-          std::vector<float> want_stats(static_cast<size_t>(n_stats)), scores;
-          for (int64_t tok = 0; tok < n_tok; ++tok)
-            for (int64_t g = 0; g < sh.n_kv_heads; ++g)
-              cpu::attend_group_fast(q, c.kv(), tok, g, s, want, scores,
-                                     want_stats.data() + tok * sh.n_heads * kAttnStatFields);
+          const llmctl::test::GroupResults ref =
+              llmctl::test::attend_every_group(be, q, c.kv(), n_tok, s);
+          const Buffer& want = ref.out;
+          const std::vector<float>& want_stats = ref.stats;
           for (cpu::ThreadPool& pool : pools)
             for (const bool avx512 : {true, false}) {
               INFO(pool.size() << " threads" << (avx512 ? " avx512" : " avx2"));

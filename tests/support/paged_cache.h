@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/attention_fast.h"
 #include "support/backend_buffers.h"
 #include "support/random_data.h"
 
@@ -15,6 +16,11 @@ namespace llmctl::test {
 
 constexpr BufferType kQ8 = BufferType::Q8_0, kQ4 = BufferType::Q4_0, kF16 = BufferType::F16,
                      kF32 = BufferType::F32;
+
+// An attention shape of the tests: heads, KV heads (groups), head dim.
+struct Shape {
+  int64_t n_heads, n_kv_heads, head_dim;
+};
 
 struct PoolTypes {
   BufferType k, v;
@@ -61,6 +67,24 @@ inline Cache make_cache(Backend& be, std::mt19937& rng, int64_t n_pos, int64_t k
 
 inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
+}
+
+// The per-group kernel's output and statistics for every token of a batch (the tests' yardstick:
+// attend_group_fast over each (token, KV group)).
+struct GroupResults {
+  Buffer out;
+  std::vector<float> stats;
+};
+inline GroupResults attend_every_group(Backend& be, const Buffer& q, const PagedKv& kv,
+                                       int64_t n_tok, const AttentionShape& s) {
+  GroupResults r{be.alloc(n_tok * s.n_heads * s.head_dim),
+                 std::vector<float>(static_cast<size_t>(n_tok * s.n_heads * kAttnStatFields))};
+  std::vector<float> scores;
+  for (int64_t tok = 0; tok < n_tok; ++tok)
+    for (int64_t g = 0; g < s.n_kv_heads; ++g)
+      cpu::attend_group_fast(q, kv, tok, g, s, r.out, scores,
+                             r.stats.data() + tok * s.n_heads * kAttnStatFields);
+  return r;
 }
 
 }  // namespace llmctl::test
