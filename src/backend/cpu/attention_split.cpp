@@ -3,8 +3,6 @@
 
 #include <algorithm>
 
-#include "core/error.h"
-
 namespace llmctl::cpu {
 
 namespace {
