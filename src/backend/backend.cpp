@@ -225,6 +225,30 @@ void Backend::matmul(const WeightView& w, const Buffer& x, int64_t n_tokens, Buf
   matmul_impl(w, x, n_tokens, out);
 }
 
+void Backend::matmul_shared(const WeightView* const* ws, Buffer* const* outs, int count,
+                            const Buffer& x, int64_t n_tokens) {
+  if (count < 1 || count > kMaxSharedMatmuls)
+    throw Error(fmt::format("backend matmul_shared: expected 1 to {} weights, got {}",
+                            kMaxSharedMatmuls, count));
+  check_n_tokens("matmul_shared", n_tokens);
+  for (int i = 0; i < count; ++i) {
+    const WeightView& w = *ws[i];
+    check_quantizable_weight("matmul_shared", w);
+    if (w.n_cols != ws[0]->n_cols)
+      throw Error(fmt::format("backend matmul_shared: '{}' has rows of {} elements, '{}' of {}",
+                              w.name, w.n_cols, ws[0]->name, ws[0]->n_cols));
+    check_f32("matmul_shared", "out", *outs[i], n_tokens * w.n_rows);
+    if (x.raw() == outs[i]->raw())
+      throw Error(fmt::format("backend matmul_shared: the output of '{}' aliases x", w.name));
+    for (int j = 0; j < i; ++j)
+      if (outs[j]->raw() == outs[i]->raw())
+        throw Error(fmt::format("backend matmul_shared: '{}' and '{}' write the same buffer",
+                                ws[j]->name, w.name));
+  }
+  check_f32("matmul_shared", "x", x, n_tokens * ws[0]->n_cols);
+  matmul_shared_impl(ws, outs, count, x, n_tokens);
+}
+
 void Backend::add_bias(Buffer& x, const WeightView& b, int64_t n_tokens) {
   check_weight_data("add_bias", b);
   check_f32_vector("add_bias", b, b.n_cols);

@@ -226,6 +226,14 @@ class Backend {
   void rmsnorm(const Buffer& x, const WeightView& w, float eps, int64_t n_tokens, Buffer& out);
   // out (n_tokens, d) = x (n_tokens, n) @ W^T    W (d, n) any supported dtype
   void matmul(const WeightView& w, const Buffer& x, int64_t n_tokens, Buffer& out);
+  // The matmuls of one input (attention's q, k and v; the feed-forward's gate and up):
+  // *outs[i] = x @ ws[i]^T for i < count (1 to kMaxSharedMatmuls weights of one row length;
+  // the outputs distinct and apart from x). Each output is the one matmul gives, bit for bit;
+  // a backend may run them as one op (the CPU fast backend: x converted once, one hand-off to
+  // its threads). Default: one matmul after another.
+  static constexpr int kMaxSharedMatmuls = 3;
+  void matmul_shared(const WeightView* const* ws, Buffer* const* outs, int count, const Buffer& x,
+                     int64_t n_tokens);
   // x (n_tokens, n) += b (n,) per row    b F32 (attention q/k/v biases)
   void add_bias(Buffer& x, const WeightView& b, int64_t n_tokens);
   // x (n_tokens, n_heads, head_dim): token t's heads rotated for position positions[t]
@@ -388,6 +396,10 @@ class Backend {
   virtual void rmsnorm_impl(const Buffer& x, const WeightView& w, float eps, int64_t n_tokens,
                             Buffer& out) = 0;
   virtual void matmul_impl(const WeightView& w, const Buffer& x, int64_t n_tokens, Buffer& out) = 0;
+  virtual void matmul_shared_impl(const WeightView* const* ws, Buffer* const* outs, int count,
+                                  const Buffer& x, int64_t n_tokens) {
+    for (int i = 0; i < count; ++i) matmul_impl(*ws[i], x, n_tokens, *outs[i]);
+  }
   virtual void add_bias_impl(Buffer& x, const WeightView& b, int64_t n_tokens) = 0;
   virtual void rope_impl(Buffer& x, const Buffer& positions, int64_t n_tokens, int64_t n_heads,
                          const RopeParams& p) = 0;

@@ -132,6 +132,7 @@ void Forward::allocate(int32_t max_device_top_k) {
   att_ = b.alloc(n * c.q_dim());
   k_ = b.alloc(n * c.kv_dim());
   v_ = b.alloc(n * c.kv_dim());
+  if (c.qk_norm != QkNorm::None) k_raw_ = b.alloc(n * c.kv_dim());
   const int64_t n_ff_dense = c.n_experts > 0 ? 0 : c.n_ff;
   if (n_ff_dense > 0) {
     gate_ = b.alloc(n * n_ff_dense);
@@ -143,7 +144,9 @@ void Forward::allocate(int32_t max_device_top_k) {
   logits_ = b.alloc(kLogitsRows * c.n_vocab);
   batch_.allocate(n);                   // ids, positions, rows, slots (forward_batch.h)
   results_.allocate(max_device_top_k);  // top-k candidates (forward_logits.h)
-  const int64_t floats = n * (4 * c.n_embd + 2 * c.q_dim() + 2 * c.kv_dim() + 2 * n_ff_dense) +
+  const int64_t kv_bufs = c.qk_norm != QkNorm::None ? 3 : 2;  // k_, v_ (and k_raw_)
+  const int64_t floats =
+      n * (4 * c.n_embd + 2 * c.q_dim() + kv_bufs * c.kv_dim() + 2 * n_ff_dense) +
                          kLogitsRows * (2 * c.n_embd + c.n_vocab);
   const auto n_groups = static_cast<uint64_t>(cache_.n_groups());
   scratch_bytes_ = static_cast<uint64_t>(floats) * sizeof(float) +
@@ -169,6 +172,14 @@ void Forward::matmul(const WeightView& w, const Buffer& x, int64_t n, Buffer& ou
   if (observer_ != nullptr && observer_->wants_matmul_inputs())
     observer_->on_matmul_input(w, observed_, observe(x, n * w.n_cols), n);
   backend_.matmul(w, x, n, out);
+}
+
+void Forward::matmul_shared(std::initializer_list<const WeightView*> ws,
+                            std::initializer_list<Buffer*> outs, const Buffer& x, int64_t n) {
+  if (observer_ != nullptr && observer_->wants_matmul_inputs())
+    for (const WeightView* w : ws)
+      observer_->on_matmul_input(*w, observed_, observe(x, n * w->n_cols), n);
+  backend_.matmul_shared(ws.begin(), outs.begin(), static_cast<int>(ws.size()), x, n);
 }
 
 const float* Forward::observe(const Buffer& buf, int64_t n) {
@@ -255,15 +266,13 @@ void Forward::compute_chunk(int64_t n, int64_t max_blocks, bool with_output) {
       // of head_dim ((n * n_heads) and (n * n_kv_heads) of them); whole vector, n rows of
       // q_dim and of kv_dim.
       const bool per_head = c.qk_norm == QkNorm::PerHead;
-      matmul(l.wq, in, n, att_);  // (n, q_dim)
+      matmul_shared({&l.wq, &l.wk, &l.wv}, {&att_, &k_raw_, &v_}, in, n);
       b.rmsnorm(att_, l.attn_q_norm, c.rms_eps, per_head ? n * c.n_heads : n, q_);
-      matmul(l.wk, in, n, att_);  // (n, kv_dim)
-      b.rmsnorm(att_, l.attn_k_norm, c.rms_eps, per_head ? n * c.n_kv_heads : n, k_);
+      b.rmsnorm(k_raw_, l.attn_k_norm, c.rms_eps, per_head ? n * c.n_kv_heads : n, k_);
     } else {
-      matmul(l.wq, in, n, q_);  // (n, q_dim)
-      matmul(l.wk, in, n, k_);  // (n, kv_dim)
+      // q (n, q_dim), k and v (n, kv_dim)
+      matmul_shared({&l.wq, &l.wk, &l.wv}, {&q_, &k_, &v_}, in, n);
     }
-    matmul(l.wv, in, n, v_);  // (n, kv_dim)
     if (c.has_qkv_bias) {
       b.add_bias(q_, l.bq, n);
       b.add_bias(k_, l.bk, n);
@@ -297,8 +306,7 @@ void Forward::compute_chunk(int64_t n, int64_t max_blocks, bool with_output) {
           },
           l, ffn_in, n, ffn_, il, obs, observed_);
     } else {
-      matmul(l.w_gate, ffn_in, n, gate_);  // (n, n_ff)
-      matmul(l.w_up, ffn_in, n, up_);      // (n, n_ff)
+      matmul_shared({&l.w_gate, &l.w_up}, {&gate_, &up_}, ffn_in, n);  // (n, n_ff) each
       if (c.activation == Activation::GeluTanhGlu)
         b.gelu_mul(gate_, up_, n * c.n_ff, gate_);  // elementwise, in place is fine
       else if (c.activation == Activation::SwiGluOai)

@@ -30,6 +30,7 @@
 // which rope-probe maps RoPE positions.
 
 #include <cstdint>
+#include <initializer_list>
 #include <vector>
 
 #include "backend/backend.h"
@@ -118,6 +119,10 @@ class Forward final : public SequenceModel {
   void output_pass(int64_t r0, int64_t m);
   // backend.matmul(), showing the input to the observer first when it asks for it.
   void matmul(const WeightView& w, const Buffer& x, int64_t n, Buffer& out);
+  // backend.matmul_shared() over the weights of one input (q, k, v; gate, up), the observer
+  // shown the input once per weight as with matmul().
+  void matmul_shared(std::initializer_list<const WeightView*> ws,
+                     std::initializer_list<Buffer*> outs, const Buffer& x, int64_t n);
   // Downloads `buf`'s first n floats into obs_host_ (for the observer).
   const float* observe(const Buffer& buf, int64_t n);
 
@@ -131,6 +136,7 @@ class Forward final : public SequenceModel {
   uint64_t scratch_bytes_ = 0;
   // Activations, (max_batch_, dim) each.
   Buffer x_, h_, q_, k_, v_, att_, proj_, gate_, up_, ffn_;  // gate_, up_: dense FFN only
+  Buffer k_raw_;  // the k projection before its norm (qk_norm only; q's goes to att_)
   MoeFfn moe_;  // the routed FFN and its scratch (n_experts > 0)
   // Output projection, kLogitsRows rows at a time.
   Buffer x_out_, h_out_, logits_;

@@ -72,7 +72,20 @@ void CpuFastBackend::matmul_impl(const WeightView& w, const Buffer& x, int64_t n
                                  Buffer& out) {
   const auto bytes = static_cast<int64_t>(weight_row_bytes(w.type, w.n_cols)) * w.n_rows;
   ThreadPool& pool = bytes * n_tokens >= kMinParallelWeightBytes ? pool_ : serial_;
-  matmul_fast(w, x.data(), n_tokens, out.data(), pool, scratch_, precision_, repacked_for(w));
+  matmul_fast(w, x.data(), n_tokens, out.data(), pool, scratch_[0], precision_, repacked_for(w));
+}
+
+void CpuFastBackend::matmul_shared_impl(const WeightView* const* ws, Buffer* const* outs,
+                                        int count, const Buffer& x, int64_t n_tokens) {
+  MatmulJob jobs[kMaxSharedMatmuls];
+  int64_t bytes = 0;
+  for (int i = 0; i < count; ++i) {
+    const WeightView& w = *ws[i];
+    jobs[i] = MatmulJob{&w, outs[i]->data(), repacked_for(w)};
+    bytes += static_cast<int64_t>(weight_row_bytes(w.type, w.n_cols)) * w.n_rows;
+  }
+  ThreadPool& pool = bytes * n_tokens >= kMinParallelWeightBytes ? pool_ : serial_;
+  matmul_fast_shared(jobs, count, x.data(), n_tokens, pool, scratch_, precision_);
 }
 
 // Tasks are (token, KV group) pairs for the fast kernel, (token, head) pairs for the reference. The

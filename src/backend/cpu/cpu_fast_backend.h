@@ -51,6 +51,9 @@ class CpuFastBackend final : public CpuBackend {
  protected:
   WeightView bind_weight_impl(const WeightView& host) override;
   void matmul_impl(const WeightView& w, const Buffer& x, int64_t n_tokens, Buffer& out) override;
+  // matmul_fast_shared: x converted once per activation format, one hand-off to the pool.
+  void matmul_shared_impl(const WeightView* const* ws, Buffer* const* outs, int count,
+                          const Buffer& x, int64_t n_tokens) override;
   void attention_impl(const Buffer& q, const PagedKv& kv, int64_t n_tokens, const AttentionShape& s,
                       Buffer& out) override;
   void attention_with_stats_impl(const Buffer& q, const PagedKv& kv, int64_t n_tokens,
@@ -85,7 +88,8 @@ class CpuFastBackend final : public CpuBackend {
   MatmulPrecision precision_;
   ThreadPool pool_;
   ThreadPool serial_{1};  // ops too small to be worth waking the other threads
-  MatmulScratch scratch_;
+  // matmul's conversions of x; matmul_shared's, one per weight (matmul_fast_shared)
+  MatmulScratch scratch_[kMaxSharedMatmuls];
   // Bound matrices to repack, keyed by the view's data pointer: the shape and a fingerprint
   // (core/fingerprint.h) say it is still the weight that was bound; copy is made at the first
   // matmul.

@@ -1,5 +1,6 @@
-// matmul_fast (matmul_fast.h): checks, kernel choice, activation quantization, and the walk
-// of rows (across threads) and tokens (in L2-sized chunks) over the dtype's tile kernel.
+// matmul_fast and matmul_fast_shared (matmul_fast.h): checks, kernel choice, and the walk of
+// rows (across threads) and tokens (in L2-sized chunks) over the dtype's tile kernel; the
+// activations' conversions are in matmul_activations.cpp.
 #include "backend/cpu/matmul_fast.h"
 
 #include <algorithm>
@@ -10,7 +11,7 @@
 #include <vector>
 
 #include "backend/cpu/matmul_kernels.h"
-#include "backend/cpu/quantize_activations.h"
+#include "backend/cpu/matmul_prepared.h"
 #include "backend/cpu/weight_repack.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
@@ -218,58 +219,12 @@ void check_args(const WeightView& w, const float* x, int64_t n_tokens, const flo
     throw Error(fmt::format("matmul '{}': null weight, input or output pointer", w.name));
 }
 
-// fn(t0, t1) over the tokens [0, n_tokens): on the caller for one token (decode: waking the
-// pool costs more than the work) or a one-thread pool, else split over the pool.
-template <class Fn>
-void for_tokens(ThreadPool& pool, int64_t n_tokens, const Fn& fn) {
-  if (n_tokens == 1 || pool.size() == 1)
-    fn(int64_t{0}, n_tokens);
-  else
-    pool.parallel_for(n_tokens, [&](int64_t t0, int64_t t1, int) { fn(t0, t1); });
-}
+}  // namespace
 
-void quantize_tokens(const MatmulKernel& k, bool avx2, const float* x, int64_t n, int64_t t0,
-                     int64_t t1, MatmulScratch& s) {
-  const int64_t nb = n / 32;
-  for (int64_t t = t0; t < t1; ++t) {
-    const size_t q = static_cast<size_t>(t * n), b = static_cast<size_t>(t * nb);
-    if (avx2)
-      quantize_activations_avx2(x + t * n, n, s.qs.data() + q, s.d.data() + b);
-    else
-      quantize_activations_scalar(x + t * n, n, s.qs.data() + q, s.d.data() + b);
-    activation_block_sums(s.qs.data() + q, n, s.sum.data() + b);
-    if (k.half_sums) activation_half_sums(s.qs.data() + q, n, s.half.data() + b);
-    for (size_t i = b; i < b + static_cast<size_t>(nb); ++i) {
-      if (k.sum_offset != 0) s.off[i] = -k.sum_offset * s.sum[i];
-      if (k.sum_scaled) s.sumd[i] = static_cast<float>(s.sum[i]) * s.d[i];
-    }
-  }
-}
-
-void half_tokens(bool avx2, const float* x, int64_t n, int64_t t0, int64_t t1, MatmulScratch& s) {
-  for (int64_t t = t0; t < t1; ++t) {
-    uint16_t* xh = s.xh.data() + t * n;
-    const bool fits = avx2 ? activations_to_f16_avx2(x + t * n, n, xh)
-                           : activations_to_f16_scalar(x + t * n, n, xh);
-    s.fits[static_cast<size_t>(t)] = fits ? 1 : 0;
-  }
-}
-
-void rounded_tokens(bool avx2, const float* x, int64_t n, int64_t t0, int64_t t1,
-                    MatmulScratch& s) {
-  for (int64_t t = t0; t < t1; ++t) {
-    float* xr = s.xr.data() + t * n;
-    if (avx2)
-      activations_round_f16_avx2(x + t * n, n, xr);
-    else
-      activations_round_f16_scalar(x + t * n, n, xr);
-  }
-}
-
-// Rows [r0, r1) of the output for every token, tile by tile.
-// fits: per-token f16 flags when some token of a half_activations call does not fit, else null.
-void run_rows(const MatmulKernel& k, const TileArgs& base, const uint8_t* fits, int64_t n_tokens,
-              int64_t r0, int64_t r1) {
+void run_rows(const PreparedMatmul& p, int64_t n_tokens, int64_t r0, int64_t r1) {
+  const MatmulKernel& k = p.k;
+  const TileArgs& base = p.base;
+  const uint8_t* fits = p.fits;
   const int64_t n = base.n, nb = n / 32;
   auto tile_with = [&](TileFn fn, int64_t r, int64_t t, int64_t n_r, int64_t n_t,
                        const uint8_t* packed) {
@@ -347,8 +302,6 @@ void run_rows(const MatmulKernel& k, const TileArgs& base, const uint8_t* fits, 
   }
 }
 
-}  // namespace
-
 bool matmul_fast_int8_activations(GgmlType type, MatmulPrecision precision) {
   // the flag does not depend on the instruction set: the scalar kernel's is the same
   return kernel_for(type, false, precision).quantized;
@@ -399,30 +352,34 @@ const char* matmul_fast_kernel_name(GgmlType type, MatmulPrecision precision) {
   return matmul_fast_kernel_name(type, MatmulIsa::Auto, precision);
 }
 
-void matmul_fast_isa(MatmulIsa isa, const WeightView& w, const float* x, int64_t n_tokens,
-                     float* out, ThreadPool& pool, MatmulScratch& scratch,
-                     MatmulPrecision precision, const uint8_t* repacked) {
-  check_args(w, x, n_tokens, out);
+namespace {
+
+MatmulIsa resolved_isa(MatmulIsa isa) {
   if (isa == MatmulIsa::Auto) isa = matmul_fast_auto_isa();
   if (isa == MatmulIsa::Avx2 && !matmul_fast_has_avx2())
     throw Error("matmul: the AVX2 kernels need a CPU with AVX2, FMA and F16C");
   if (isa == MatmulIsa::Avx512 && !matmul_fast_has_avx512())
     throw Error("matmul: the AVX-512 kernels need a CPU with AVX2, FMA, F16C and AVX-512 F, BW, "
                 "VL, DQ and VNNI");
-  // The activations' conversions give the same bits on every instruction set (their headers'
-  // rules); AVX2's serve the AVX-512 kernels too.
-  const bool avx2 = isa != MatmulIsa::Scalar;
-  MatmulKernel k = kernel_for_isa(w.type, isa, precision, repacked != nullptr);
-  if (repacked != nullptr && !k.repacked)
+  return isa;
+}
+
+// The kernel and tile arguments of one weight (isa resolved); its activations still to come.
+PreparedMatmul prepared(MatmulIsa isa, const WeightView& w, const float* x, int64_t n_tokens,
+                        float* out, MatmulPrecision precision, const uint8_t* repacked) {
+  check_args(w, x, n_tokens, out);
+  PreparedMatmul p;
+  p.k = kernel_for_isa(w.type, isa, precision, repacked != nullptr);
+  if (repacked != nullptr && !p.k.repacked)
     throw Error(fmt::format("matmul '{}': the {} kernels of {} have no repacked layout", w.name,
                             matmul_isa_name(isa), ggml_type_name(w.type)));
   const int64_t n = w.n_cols;
-
-  TileArgs base{};
-  base.w = k.repacked ? repacked : static_cast<const uint8_t*>(w.data);
-  base.w_stride = k.repacked ? repacked_group_bytes(w.type, n) /
-                                   static_cast<size_t>(repack_group_rows(w.type))
-                             : weight_row_bytes(w.type, n);
+  TileArgs& base = p.base;
+  base = TileArgs{};
+  base.w = p.k.repacked ? repacked : static_cast<const uint8_t*>(w.data);
+  base.w_stride = p.k.repacked ? repacked_group_bytes(w.type, n) /
+                                     static_cast<size_t>(repack_group_rows(w.type))
+                               : weight_row_bytes(w.type, n);
   base.n = n;
   base.x = x;
   base.out = out;
@@ -430,60 +387,86 @@ void matmul_fast_isa(MatmulIsa isa, const WeightView& w, const float* x, int64_t
   base.type = w.type;
   static std::atomic<uint64_t> calls{0};
   base.call_id = ++calls;
-  if (k.quantized) {
-    const size_t n_q = static_cast<size_t>(n_tokens * n), n_b = n_q / 32;
-    if (scratch.qs.size() < n_q) scratch.qs.resize(n_q);
-    if (scratch.d.size() < n_b) scratch.d.resize(n_b);
-    if (scratch.sum.size() < n_b) scratch.sum.resize(n_b);
-    if (k.half_sums && scratch.half.size() < n_b) scratch.half.resize(n_b);
-    if (k.sum_offset != 0 && scratch.off.size() < n_b) scratch.off.resize(n_b);
-    if (k.sum_scaled && scratch.sumd.size() < n_b) scratch.sumd.resize(n_b);
-    for_tokens(pool, n_tokens, [&](int64_t t0, int64_t t1) {
-      quantize_tokens(k, avx2, x, n, t0, t1, scratch);
-    });
-    base.qs = scratch.qs.data();
-    base.qd = scratch.d.data();
-    base.qsum = scratch.sum.data();
-    if (k.half_sums) base.qhalf = scratch.half.data();
-    if (k.sum_offset != 0) base.qoff = scratch.off.data();
-    if (k.sum_scaled) base.qsumd = scratch.sumd.data();
-  }
-  if (k.half_activations && k.halves_widened) {
-    // every token through tile_wide, over its f16-rounded values (or its own, if they overflow)
-    const size_t n_x = static_cast<size_t>(n_tokens * n);
-    if (scratch.xr.size() < n_x) scratch.xr.resize(n_x);
-    for_tokens(pool, n_tokens,
-               [&](int64_t t0, int64_t t1) { rounded_tokens(avx2, x, n, t0, t1, scratch); });
-    base.x = scratch.xr.data();
-    k.tile = k.tile_wide;
-    k.half_activations = false;
-  }
-  if (k.half_activations) {
-    const size_t n_x = static_cast<size_t>(n_tokens * n);
-    if (scratch.xh.size() < n_x) scratch.xh.resize(n_x);
-    if (scratch.fits.size() < static_cast<size_t>(n_tokens))
-      scratch.fits.resize(static_cast<size_t>(n_tokens));
-    for_tokens(pool, n_tokens,
-               [&](int64_t t0, int64_t t1) { half_tokens(avx2, x, n, t0, t1, scratch); });
-    base.xh = scratch.xh.data();
-  }
-  // Per-token fit flags only when some token does not fit f16 (the rare case).
-  const uint8_t* fits = nullptr;
-  if (k.half_activations && !std::all_of(scratch.fits.begin(), scratch.fits.begin() + n_tokens,
-                                         [](uint8_t f) { return f; }))
-    fits = scratch.fits.data();
-  const int64_t task_rows = rows_per_task(k);
-  const int64_t n_tasks = (w.n_rows + task_rows - 1) / task_rows;
-  auto rows = [&](int64_t b, int64_t e, int) {
-    run_rows(k, base, fits, n_tokens, b * task_rows, std::min(w.n_rows, e * task_rows));
+  p.n_rows = w.n_rows;
+  p.task_rows = rows_per_task(p.k);
+  p.n_tasks = (w.n_rows + p.task_rows - 1) / p.task_rows;
+  return p;
+}
+
+// Every row of every prepared product, in one hand-off to the pool.
+// Decode: each thread a fixed contiguous share of each weight (streams the weights in order,
+// nothing to balance at these sizes; thread t's share of a weight is the one matmul_fast alone
+// gives it). Prefill: row blocks of all the weights on demand, so a thread slowed by a
+// neighbour does not leave the other waiting at the end of every matmul.
+void run_prepared(const PreparedMatmul* ps, int count, int64_t n_tokens, ThreadPool& pool) {
+  auto rows = [&](const PreparedMatmul& p, int64_t b, int64_t e) {
+    run_rows(p, n_tokens, b * p.task_rows, std::min(p.n_rows, e * p.task_rows));
   };
-  // Decode: a fixed contiguous share per thread (streams the weights in order, nothing to
-  // balance at these sizes). Prefill: row blocks on demand, so a thread slowed by a neighbour
-  // does not leave the other waiting at the end of every matmul.
-  if (n_tokens == 1)
-    pool.parallel_for(n_tasks, rows);
-  else
-    pool.parallel_for_dynamic(n_tasks, kPrefillGrainTasks, rows);
+  if (n_tokens == 1) {
+    const int n_threads = pool.size();
+    pool.parallel_for(n_threads, [&](int64_t t0, int64_t t1, int) {
+      for (int64_t t = t0; t < t1; ++t)  // more than one share: the serial fallback
+        for (int j = 0; j < count; ++j) {
+          int64_t b = 0, e = 0;
+          ThreadPool::task_range(ps[j].n_tasks, n_threads, static_cast<int>(t), &b, &e);
+          if (b < e) rows(ps[j], b, e);
+        }
+    });
+    return;
+  }
+  int64_t total = 0;
+  for (int j = 0; j < count; ++j) total += ps[j].n_tasks;
+  pool.parallel_for_dynamic(total, kPrefillGrainTasks, [&](int64_t b, int64_t e, int) {
+    int64_t first = 0;  // weight j's tasks are [first, first + n_tasks) of the total
+    for (int j = 0; j < count && first < e; first += ps[j].n_tasks, ++j) {
+      const int64_t lo = std::max(b, first), hi = std::min(e, first + ps[j].n_tasks);
+      if (lo < hi) rows(ps[j], lo - first, hi - first);
+    }
+  });
+}
+
+}  // namespace
+
+void matmul_fast_isa(MatmulIsa isa, const WeightView& w, const float* x, int64_t n_tokens,
+                     float* out, ThreadPool& pool, MatmulScratch& scratch,
+                     MatmulPrecision precision, const uint8_t* repacked) {
+  isa = resolved_isa(isa);
+  PreparedMatmul p = prepared(isa, w, x, n_tokens, out, precision, repacked);
+  // The activations' conversions give the same bits on every instruction set (their headers'
+  // rules); AVX2's serve the AVX-512 kernels too.
+  prepare_activations(p, isa != MatmulIsa::Scalar, x, n_tokens, pool, scratch);
+  run_prepared(&p, 1, n_tokens, pool);
+}
+
+void matmul_fast_shared(const MatmulJob* jobs, int count, const float* x, int64_t n_tokens,
+                        ThreadPool& pool, MatmulScratch* scratch, MatmulPrecision precision,
+                        MatmulIsa isa) {
+  if (count < 1 || count > kMaxSharedMatmuls)
+    throw Error(fmt::format("matmul_fast_shared: expected 1 to {} weights, got {}",
+                            kMaxSharedMatmuls, count));
+  isa = resolved_isa(isa);
+  const int64_t n = jobs[0].w->n_cols;
+  PreparedMatmul ps[kMaxSharedMatmuls];
+  MatmulKernel chosen[kMaxSharedMatmuls];  // before prepare_activations adjusts them
+  for (int j = 0; j < count; ++j) {
+    const MatmulJob& job = jobs[j];
+    if (job.w->n_cols != n)
+      throw Error(fmt::format("matmul_fast_shared: '{}' has rows of {} elements, '{}' of {}",
+                              job.w->name, job.w->n_cols, jobs[0].w->name, n));
+    for (int i = 0; i < j; ++i)
+      if (job.out == jobs[i].out)
+        throw Error(fmt::format("matmul_fast_shared: '{}' and '{}' write the same output",
+                                jobs[i].w->name, job.w->name));
+    ps[j] = prepared(isa, *job.w, x, n_tokens, job.out, precision, job.repacked);
+    chosen[j] = ps[j].k;
+    int like = 0;
+    while (like < j && !same_activations(chosen[like], chosen[j])) ++like;
+    if (like < j)
+      share_activations(ps[j], ps[like]);
+    else
+      prepare_activations(ps[j], isa != MatmulIsa::Scalar, x, n_tokens, pool, scratch[j]);
+  }
+  run_prepared(ps, count, n_tokens, pool);
 }
 
 void matmul_fast(const WeightView& w, const float* x, int64_t n_tokens, float* out,

@@ -96,6 +96,26 @@ void matmul_fast_isa(MatmulIsa isa, const WeightView& w, const float* x, int64_t
                      MatmulPrecision precision = MatmulPrecision::Fast,
                      const uint8_t* repacked = nullptr);
 
+// One weight of matmul_fast_shared: out (n_tokens, w->n_rows) = x @ w^T (repacked as above).
+struct MatmulJob {
+  const WeightView* w = nullptr;
+  float* out = nullptr;
+  const uint8_t* repacked = nullptr;
+};
+constexpr int kMaxSharedMatmuls = Backend::kMaxSharedMatmuls;
+
+// The products of one input with 1 to kMaxSharedMatmuls weights of the same row length
+// (attention's q, k and v; the feed-forward's gate and up) as one op: x converted once per
+// distinct activation format (int8 blocks, f16; weights of one type share one), then every row
+// of every weight in one hand-off to the pool (decode: each thread its matmul_fast share of each
+// weight). Each output has the bits matmul_fast gives it. scratch: count of them (job j's
+// conversion goes to scratch[j] unless an earlier job's serves it). The outputs must not alias
+// x or each other (an Error if two are the same).
+void matmul_fast_shared(const MatmulJob* jobs, int count, const float* x, int64_t n_tokens,
+                        ThreadPool& pool, MatmulScratch* scratch,
+                        MatmulPrecision precision = MatmulPrecision::Fast,
+                        MatmulIsa isa = MatmulIsa::Auto);
+
 // The kernel matmul_fast runs for `type` on this CPU, e.g. "q4_0 avx512-vnni", "q4_0 avx2" or
 // "f16 scalar"; "unsupported" for a dtype it cannot multiply. With isa: the kernel
 // matmul_fast_isa(isa, ...) runs (Auto: as matmul_fast). repacked: the kernel over repacked

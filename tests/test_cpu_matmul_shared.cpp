@@ -1,0 +1,165 @@
+// matmul_fast_shared (several weights over one input, one conversion of x per activation
+// format, one hand-off to the pool) against the scalar matmul_fast on each weight alone on one
+// thread, bit for bit, on every instruction set this CPU has and 1 to 3 threads;
+// Backend::matmul_shared on the fast and the reference backends; bad arguments.
+#include <catch2/catch.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_fast_backend.h"
+#include "backend/cpu/matmul_fast.h"
+#include "backend/cpu/thread_pool.h"
+#include "backend/cpu/weight_repack.h"
+#include "core/error.h"
+#include "support/backend_buffers.h"
+#include "support/matmul_cases.h"
+
+using namespace llmctl;
+using namespace llmctl::cpu;
+using namespace llmctl::test;
+
+namespace {
+
+struct Group {
+  const char* what;
+  std::vector<GgmlType> types;
+  std::vector<int64_t> rows;
+};
+
+// q, k, v-like groups (one type; a Q4_K_M file's Q6_K v), gate and up, and formats that
+// cannot share a conversion (Q4_0's and Q8_0's different offsets, int8 and f16 and f32).
+const Group kGroups[] = {
+    {"Q4_1 x3", {GgmlType::Q4_1, GgmlType::Q4_1, GgmlType::Q4_1}, {40, 17, 33}},
+    {"Q4_K, Q4_K, Q6_K", {GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q6_K}, {48, 16, 9}},
+    {"Q5_0 x2", {GgmlType::Q5_0, GgmlType::Q5_0}, {70, 70}},
+    {"Q4_0, Q8_0, Q5_K", {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q5_K}, {24, 31, 8}},
+    {"F16, Q8_0, F16", {GgmlType::F16, GgmlType::Q8_0, GgmlType::F16}, {13, 20, 7}},
+    {"F32, BF16", {GgmlType::F32, GgmlType::BF16}, {6, 25}},
+    {"IQ4_XS, Q2_K, Q3_K", {GgmlType::IQ4_XS, GgmlType::Q2_K, GgmlType::Q3_K}, {16, 5, 18}},
+};
+
+void check_group(const Group& g, MatmulIsa isa, bool repacked, int64_t n_tokens, int n_threads,
+                 std::mt19937& rng) {
+  const int64_t n = 512;
+  const size_t count = g.types.size();
+  ThreadPool pool(n_threads);
+  std::vector<Weight> ws;
+  std::vector<WeightView> views;
+  std::vector<std::vector<float>> outs;
+  for (size_t j = 0; j < count; ++j) {
+    ws.push_back(make_weight(g.types[j], g.rows[j], n, rng));
+    outs.emplace_back(static_cast<size_t>(n_tokens * g.rows[j]), -1.0f);
+  }
+  for (const Weight& w : ws) views.push_back(w.view());
+  const std::vector<float> x = make_x(n_tokens, n, rng);
+  std::vector<RepackedWeight> copies(count);
+  MatmulJob jobs[kMaxSharedMatmuls];
+  for (size_t j = 0; j < count; ++j) {
+    const bool rp = repacked && repack_supported(g.types[j], isa);
+    if (rp) copies[j] = repack_weight(views[j], pool);
+    jobs[j] = MatmulJob{&views[j], outs[j].data(), rp ? copies[j].data() : nullptr};
+  }
+  MatmulScratch scratch[kMaxSharedMatmuls];
+  matmul_fast_shared(jobs, static_cast<int>(count), x.data(), n_tokens, pool, scratch,
+                     MatmulPrecision::Fast, isa);
+  for (size_t j = 0; j < count; ++j) {
+    INFO(g.what << ": weight " << j << " (" << ggml_type_name(g.types[j]) << "), "
+                << matmul_isa_name(isa) << (repacked ? " repacked" : "") << ", n_tokens "
+                << n_tokens << ", " << n_threads << " threads");
+    // the judge: the scalar kernel, alone, on one thread (every kernel's bits, any -t)
+    const std::vector<float> alone = run(MatmulIsa::Scalar, ws[j], x, n_tokens, 1);
+    CHECK(same_bits(alone.data(), outs[j].data(), n_tokens * g.rows[j]));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("matmul_fast_shared: each output has matmul_fast's bits", "[cpu]") {
+  std::mt19937 rng(29);
+  for (MatmulIsa isa : isas())
+    for (const Group& g : kGroups)
+      for (bool repacked : {false, true})
+        for (int64_t n_tokens : {1, 3, 19})
+          for (int n_threads : {1, 2, 3}) check_group(g, isa, repacked, n_tokens, n_threads, rng);
+  if (!matmul_fast_has_avx512()) WARN("AVX-512 part skipped: no AVX-512 on this CPU");
+}
+
+TEST_CASE("matmul_fast_shared: one conversion of x per activation format", "[cpu]") {
+  std::mt19937 rng(31);
+  const int64_t n = 256, n_tokens = 4;
+  const Weight a = make_weight(GgmlType::Q4_K, 16, n, rng),
+               b = make_weight(GgmlType::Q4_K, 8, n, rng),
+               c = make_weight(GgmlType::F16, 8, n, rng);
+  const WeightView va = a.view(), vb = b.view(), vc = c.view();
+  const std::vector<float> x = make_x(n_tokens, n, rng);
+  std::vector<float> oa(16 * n_tokens), ob(8 * n_tokens), oc(8 * n_tokens);
+  ThreadPool pool(2);
+  MatmulScratch scratch[kMaxSharedMatmuls];
+  const MatmulJob jobs[] = {{&va, oa.data()}, {&vb, ob.data()}, {&vc, oc.data()}};
+  matmul_fast_shared(jobs, 3, x.data(), n_tokens, pool, scratch, MatmulPrecision::Fast,
+                     MatmulIsa::Scalar);
+  CHECK(scratch[0].qs.size() == static_cast<size_t>(n * n_tokens));
+  CHECK(scratch[1].qs.empty());  // b read a's conversion
+  CHECK(scratch[1].xh.empty());
+  CHECK(scratch[2].qs.empty());  // F16: f16 halves of its own
+  CHECK(scratch[2].xh.size() == static_cast<size_t>(n * n_tokens));
+}
+
+TEST_CASE("matmul_fast_shared: bad arguments", "[cpu]") {
+  std::mt19937 rng(37);
+  const Weight a = make_weight(GgmlType::Q8_0, 8, 64, rng),
+               b = make_weight(GgmlType::Q8_0, 8, 96, rng);
+  const WeightView va = a.view(), vb = b.view();
+  std::vector<float> x(96, 1.0f), o1(8), o2(8);
+  ThreadPool pool(1);
+  MatmulScratch scratch[kMaxSharedMatmuls];
+  const MatmulJob four[] = {{&va, o1.data()}, {&va, o2.data()}, {&va, o1.data()}, {&va, o2.data()}};
+  CHECK_THROWS_WITH(matmul_fast_shared(four, 4, x.data(), 1, pool, scratch),
+                    Catch::Contains("expected 1 to 3 weights, got 4"));
+  CHECK_THROWS_WITH(matmul_fast_shared(four, 0, x.data(), 1, pool, scratch),
+                    Catch::Contains("expected 1 to 3 weights, got 0"));
+  const MatmulJob lengths[] = {{&va, o1.data()}, {&vb, o2.data()}};
+  CHECK_THROWS_WITH(matmul_fast_shared(lengths, 2, x.data(), 1, pool, scratch),
+                    Catch::Contains("has rows of 96 elements, 'w' of 64"));
+  const MatmulJob same_out[] = {{&va, o1.data()}, {&va, o1.data()}};
+  CHECK_THROWS_WITH(matmul_fast_shared(same_out, 2, x.data(), 1, pool, scratch),
+                    Catch::Contains("write the same output"));
+}
+
+TEST_CASE("Backend::matmul_shared: matmul's outputs on the fast and reference backends", "[cpu]") {
+  std::mt19937 rng(41);
+  const int64_t n = 256, n_tokens = 3;
+  const Weight q = make_weight(GgmlType::Q4_K, 40, n, rng),
+               k = make_weight(GgmlType::Q4_K, 16, n, rng),
+               v = make_weight(GgmlType::Q6_K, 16, n, rng);
+  const std::vector<float> xs = make_x(n_tokens, n, rng);
+  CpuFastBackend fast(2);
+  CpuBackend ref;
+  for (Backend* be : {static_cast<Backend*>(&fast), static_cast<Backend*>(&ref)}) {
+    INFO(be->name());
+    const WeightView wq = be->bind_weight(q.view()), wk = be->bind_weight(k.view()),
+                     wv = be->bind_weight(v.view());
+    Buffer x = make(*be, xs);
+    Buffer oq = be->alloc(40 * n_tokens), ok = be->alloc(16 * n_tokens),
+           ov = be->alloc(16 * n_tokens), alone = be->alloc(40 * n_tokens);
+    const WeightView* ws[] = {&wq, &wk, &wv};
+    Buffer* outs[] = {&oq, &ok, &ov};
+    be->matmul_shared(ws, outs, 3, x, n_tokens);
+    for (int j = 0; j < 3; ++j) {
+      be->matmul(*ws[j], x, n_tokens, alone);
+      const std::vector<float> a = read(*be, alone), s = read(*be, *outs[j]);
+      CHECK(same_bits(a.data(), s.data(), ws[j]->n_rows * n_tokens));
+    }
+    Buffer* aliased[] = {&oq, &x};
+    CHECK_THROWS_WITH(be->matmul_shared(ws, aliased, 2, x, n_tokens), Catch::Contains("aliases x"));
+    Buffer* twice[] = {&ok, &ok};
+    const WeightView* kk[] = {&wk, &wk};
+    CHECK_THROWS_WITH(be->matmul_shared(kk, twice, 2, x, n_tokens),
+                      Catch::Contains("write the same buffer"));
+    Buffer small = be->alloc(8);
+    Buffer* short_out[] = {&small};
+    CHECK_THROWS(be->matmul_shared(ws, short_out, 1, x, n_tokens));
+  }
+}
