@@ -186,6 +186,22 @@ LLMCTL_ATTN_AVX2 void attend_rows_scores(const float* q, const GroupRows& rows, 
   }
 }
 
+LLMCTL_ATTN_AVX2 bool attend_rows_scores_pair(const float* const q[2], const GroupRows& rows,
+                                              int64_t n, float scale, int64_t d, int64_t nh,
+                                              float* const scores[2], const int64_t ld[2],
+                                              bool avx512) {
+  if (!(attention_fast_has_avx512() && avx512) || nh > 3) return false;
+  with_heads(nh, [&](auto hn) {
+    constexpr size_t HN = decltype(hn)::value;
+    if constexpr (HN <= 3)
+      with_pool_type(rows.k_type, [&](auto t) {
+        attn_loops::pair_scores_avx512<decltype(t)::value, HN>(q, rows.k, rows.k_off, d, n,
+                                                               scale, scores, ld);
+      });
+  });
+  return true;
+}
+
 void attend_rows_softmax(float* scores, const KeyRange& keys, int64_t nh, float* stats) {
   const int64_t n_kv = keys.n_kv;
   for (int64_t h = 0; h < nh; ++h) {
@@ -210,6 +226,22 @@ LLMCTL_ATTN_AVX2 void attend_rows_values(const float* a, int64_t ld, const Group
     with_heads(std::min<int64_t>(4, nh - h0),
                [&](auto hn) { chunk_values<decltype(hn)::value>(c, wide); });
   }
+}
+
+LLMCTL_ATTN_AVX2 bool attend_rows_values_pair(const float* const a[2], const int64_t ld[2],
+                                              const GroupRows& rows, int64_t n, int64_t d,
+                                              int64_t nh, float* const out[2], const bool more[2],
+                                              bool avx512) {
+  if (!(attention_fast_has_avx512() && avx512) || nh > 3 || d % 64 != 0) return false;
+  with_heads(nh, [&](auto hn) {
+    constexpr size_t HN = decltype(hn)::value;
+    if constexpr (HN <= 3)
+      with_pool_type(rows.v_type, [&](auto t) {
+        attn_loops::pair_values_avx512<decltype(t)::value, HN>(a, ld, rows.v, rows.v_off, d, n,
+                                                               out, more);
+      });
+  });
+  return true;
 }
 
 LLMCTL_ATTN_AVX2 void attend_rows_values_dims(const float* a, int64_t ld, const GroupRows& rows,

@@ -99,7 +99,20 @@ void attend_rows_fast(const float* q, const GroupRows& rows, const KeyRange& key
 //                       earlier chunk's), else it starts from zero
 void attend_rows_scores(const float* q, const GroupRows& rows, int64_t n, float scale, int64_t d,
                         int64_t nh, float* scores, int64_t ld, bool avx512);
+// attend_rows_scores for two queries (two tokens of one group) over the same n keys, each key
+// row loaded once for both; the same bits as two calls. Only with the AVX-512 loops and nh <= 3:
+// false, nothing computed, otherwise.
+bool attend_rows_scores_pair(const float* const q[2], const GroupRows& rows, int64_t n,
+                             float scale, int64_t d, int64_t nh, float* const scores[2],
+                             const int64_t ld[2], bool avx512);
 void attend_rows_softmax(float* scores, const KeyRange& keys, int64_t nh, float* stats);
+// attend_rows_values for two queries over the same n keys (query t: weights a[t] at stride
+// ld[t], out[t], more[t]), each value row loaded once for both; the same bits as two calls.
+// Only with the AVX-512 loops, nh <= 3 and d a multiple of 64: false, nothing computed,
+// otherwise.
+bool attend_rows_values_pair(const float* const a[2], const int64_t ld[2], const GroupRows& rows,
+                             int64_t n, int64_t d, int64_t nh, float* const out[2],
+                             const bool more[2], bool avx512);
 void attend_rows_values(const float* a, int64_t ld, const GroupRows& rows, int64_t n, int64_t d,
                         int64_t nh, float* out, bool more, bool avx512);
 // attend_rows_values (without `more`) for dimensions c0 .. c1 - 1 of each head only (c0 a

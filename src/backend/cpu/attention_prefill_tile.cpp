@@ -87,6 +87,11 @@ void attend_run(const Buffer& q, const PagedKv& kv, int64_t a, int64_t b, const 
   if (scores.size() < static_cast<size_t>(score_at.back()))  // grows only
     scores.resize(static_cast<size_t>(score_at.back()));
   const float scale = attention_scale(s);
+  const auto query = [&](int64_t i) { return q.data() + ((a + i) * s.n_heads + h0) * d; };
+  const auto output = [&](int64_t i) { return out.data() + ((a + i) * s.n_heads + h0) * d; };
+  const auto score_of = [&](int64_t i, int64_t x) {  // token i's scores at key x
+    return scores.data() + score_at[static_cast<size_t>(i)] + (x - qk[i].first);
+  };
   const auto in_chunk = [&](int64_t i, int64_t c0, int64_t c1, int64_t& x0, int64_t& x1) {
     x0 = std::max(c0, qk[i].first);
     x1 = std::min(c1, qk[i].first + qk[i].n_kv);
@@ -96,12 +101,33 @@ void attend_run(const Buffer& q, const PagedKv& kv, int64_t a, int64_t b, const 
     const int64_t c1 = std::min(hi, c0 + chunk);
     const GroupRows k =
         chunk_rows(*kv.k_pool, k_off.data() + (c0 - lo), c1 - c0, d, f32, f32_off.data());
-    for (int64_t i = 0, x0, x1; i < b - a; ++i) {
-      if (!in_chunk(i, c0, c1, x0, x1)) continue;
+    // token i's scores of keys x0 .. x1 - 1 (in this chunk)
+    const auto keys_of = [&](int64_t i, int64_t x0, int64_t x1) {
+      if (x0 >= x1) return;
       const GroupRows rows{k.k, k.v, k.k_off + (x0 - c0), k.v_off, k.k_type, k.v_type};
-      attend_rows_scores(q.data() + ((a + i) * s.n_heads + h0) * d, rows, x1 - x0, scale, d, group,
-                         scores.data() + score_at[static_cast<size_t>(i)] + (x0 - qk[i].first),
-                         qk[i].n_kv, avx512);
+      attend_rows_scores(query(i), rows, x1 - x0, scale, d, group, score_of(i, x0), qk[i].n_kv,
+                         avx512);
+    };
+    for (int64_t i = 0, x0, x1, y0, y1; i < b - a; ++i) {
+      if (!in_chunk(i, c0, c1, x0, x1)) continue;
+      // with the next token, the keys both read in one pass (each row converted once)
+      if (i + 1 < b - a && in_chunk(i + 1, c0, c1, y0, y1)) {
+        const int64_t both0 = std::max(x0, y0), both1 = std::min(x1, y1);
+        const float* const qs[2] = {query(i), query(i + 1)};
+        float* const ss[2] = {score_of(i, both0), score_of(i + 1, both0)};
+        const int64_t ld[2] = {qk[i].n_kv, qk[i + 1].n_kv};
+        const GroupRows rows{k.k, k.v, k.k_off + (both0 - c0), k.v_off, k.k_type, k.v_type};
+        if (both1 - both0 >= 8 && attend_rows_scores_pair(qs, rows, both1 - both0, scale, d,
+                                                           group, ss, ld, avx512)) {
+          keys_of(i, x0, both0);  // the keys only one of them reads
+          keys_of(i, both1, x1);
+          keys_of(i + 1, y0, both0);
+          keys_of(i + 1, both1, y1);
+          ++i;
+          continue;
+        }
+      }
+      keys_of(i, x0, x1);
     }
   }
   const float* sinks = s.sinks.present() ? static_cast<const float*>(s.sinks.data) + h0 : nullptr;
@@ -114,12 +140,37 @@ void attend_run(const Buffer& q, const PagedKv& kv, int64_t a, int64_t b, const 
     const int64_t c1 = std::min(hi, c0 + chunk);
     const GroupRows v =
         chunk_rows(*kv.v_pool, v_off.data() + (c0 - lo), c1 - c0, d, f32, f32_off.data());
-    for (int64_t i = 0, x0, x1; i < b - a; ++i) {
-      if (!in_chunk(i, c0, c1, x0, x1)) continue;
+    // token i's values of keys x0 .. x1 - 1, its chain going on past keys before x0
+    const auto values_of = [&](int64_t i, int64_t x0, int64_t x1) {
+      if (x0 >= x1) return;
       const GroupRows rows{v.k, v.v, v.k_off, v.v_off + (x0 - c0), v.k_type, v.v_type};
-      attend_rows_values(scores.data() + score_at[static_cast<size_t>(i)] + (x0 - qk[i].first),
-                         qk[i].n_kv, rows, x1 - x0, d, group,
-                         out.data() + ((a + i) * s.n_heads + h0) * d, x0 > qk[i].first, avx512);
+      attend_rows_values(score_of(i, x0), qk[i].n_kv, rows, x1 - x0, d, group, output(i),
+                         x0 > qk[i].first, avx512);
+    };
+    for (int64_t i = 0, x0, x1, y0, y1; i < b - a; ++i) {
+      if (!in_chunk(i, c0, c1, x0, x1)) continue;
+      // with the next token, as the scores; each chain still takes its keys in order
+      if (i + 1 < b - a && in_chunk(i + 1, c0, c1, y0, y1)) {
+        const int64_t both0 = std::max(x0, y0), both1 = std::min(x1, y1);
+        if (both1 - both0 >= 8) {
+          values_of(i, x0, both0);
+          values_of(i + 1, y0, both0);
+          const float* const as[2] = {score_of(i, both0), score_of(i + 1, both0)};
+          const int64_t ld[2] = {qk[i].n_kv, qk[i + 1].n_kv};
+          float* const os[2] = {output(i), output(i + 1)};
+          const bool more[2] = {both0 > qk[i].first, both0 > qk[i + 1].first};
+          const GroupRows rows{v.k, v.v, v.k_off, v.v_off + (both0 - c0), v.k_type, v.v_type};
+          if (!attend_rows_values_pair(as, ld, rows, both1 - both0, d, group, os, more, avx512)) {
+            values_of(i, both0, both1);
+            values_of(i + 1, both0, both1);
+          }
+          values_of(i, both1, x1);
+          values_of(i + 1, both1, y1);
+          ++i;
+          continue;
+        }
+      }
+      values_of(i, x0, x1);
     }
   }
 }
