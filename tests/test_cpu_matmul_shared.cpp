@@ -40,18 +40,23 @@ const Group kGroups[] = {
     {"IQ4_XS, Q2_K, Q3_K", {GgmlType::IQ4_XS, GgmlType::Q2_K, GgmlType::Q3_K}, {16, 5, 18}},
 };
 
+std::vector<Weight> weights(const std::vector<GgmlType>& types, const std::vector<int64_t>& rows,
+                            int64_t n, std::mt19937& rng) {
+  std::vector<Weight> w;
+  for (size_t j = 0; j < types.size(); ++j) w.push_back(make_weight(types[j], rows[j], n, rng));
+  return w;
+}
+
 void check_group(const Group& g, MatmulIsa isa, bool repacked, int64_t n_tokens, int n_threads,
                  std::mt19937& rng) {
   const int64_t n = 512;
   const size_t count = g.types.size();
   ThreadPool pool(n_threads);
-  std::vector<Weight> ws;
+  const std::vector<Weight> ws = weights(g.types, g.rows, n, rng);
   std::vector<WeightView> views;
   std::vector<std::vector<float>> outs;
-  for (size_t j = 0; j < count; ++j) {
-    ws.push_back(make_weight(g.types[j], g.rows[j], n, rng));
+  for (size_t j = 0; j < count; ++j)
     outs.emplace_back(static_cast<size_t>(n_tokens * g.rows[j]), -1.0f);
-  }
   for (const Weight& w : ws) views.push_back(w.view());
   const std::vector<float> x = make_x(n_tokens, n, rng);
   std::vector<RepackedWeight> copies(count);
@@ -89,10 +94,9 @@ TEST_CASE("matmul_fast_shared: each output has matmul_fast's bits", "[cpu]") {
 TEST_CASE("matmul_fast_shared: one conversion of x per activation format", "[cpu]") {
   std::mt19937 rng(31);
   const int64_t n = 256, n_tokens = 4;
-  const Weight a = make_weight(GgmlType::Q4_K, 16, n, rng),
-               b = make_weight(GgmlType::Q4_K, 8, n, rng),
-               c = make_weight(GgmlType::F16, 8, n, rng);
-  const WeightView va = a.view(), vb = b.view(), vc = c.view();
+  const std::vector<Weight> w =
+      weights({GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::F16}, {16, 8, 8}, n, rng);
+  const WeightView va = w[0].view(), vb = w[1].view(), vc = w[2].view();
   const std::vector<float> x = make_x(n_tokens, n, rng);
   std::vector<float> oa(16 * n_tokens), ob(8 * n_tokens), oc(8 * n_tokens);
   ThreadPool pool(2);
@@ -131,9 +135,9 @@ TEST_CASE("matmul_fast_shared: bad arguments", "[cpu]") {
 TEST_CASE("Backend::matmul_shared: matmul's outputs on the fast and reference backends", "[cpu]") {
   std::mt19937 rng(41);
   const int64_t n = 256, n_tokens = 3;
-  const Weight q = make_weight(GgmlType::Q4_K, 40, n, rng),
-               k = make_weight(GgmlType::Q4_K, 16, n, rng),
-               v = make_weight(GgmlType::Q6_K, 16, n, rng);
+  const std::vector<Weight> w =
+      weights({GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q6_K}, {40, 16, 16}, n, rng);
+  const Weight &q = w[0], &k = w[1], &v = w[2];
   const std::vector<float> xs = make_x(n_tokens, n, rng);
   CpuFastBackend fast(2);
   CpuBackend ref;
