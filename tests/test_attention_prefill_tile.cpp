@@ -70,7 +70,8 @@ TEST_CASE("attend_tile_fast: every token's bits and stats as attend_group_fast g
   const std::vector<float> sink_logits = {0.5f,  -1.0f, 2.0f, 0.0f,  1.5f,
                                           -0.5f, 0.25f, 3.0f, -2.0f, 1.0f};
   for (const Shape sh :
-       {Shape{2, 2, 32}, Shape{6, 2, 64}, Shape{9, 3, 64}, Shape{4, 1, 256}, Shape{10, 2, 96}})
+       {Shape{2, 2, 32}, Shape{3, 3, 64}, Shape{8, 4, 64}, Shape{6, 2, 64}, Shape{9, 3, 64},
+        Shape{4, 1, 256}, Shape{10, 2, 96}})
     for (const PoolTypes t : kPoolTypes)
       for (const int32_t window : {0, 7})
         for (const Batch& batch : batches()) {

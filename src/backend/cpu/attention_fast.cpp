@@ -186,20 +186,58 @@ LLMCTL_ATTN_AVX2 void attend_rows_scores(const float* q, const GroupRows& rows, 
   }
 }
 
-LLMCTL_ATTN_AVX2 bool attend_rows_scores_pair(const float* const q[2], const GroupRows& rows,
-                                              int64_t n, float scale, int64_t d, int64_t nh,
-                                              float* const scores[2], const int64_t ld[2],
-                                              bool avx512) {
-  if (!(attention_fast_has_avx512() && avx512) || nh > 3) return false;
-  with_heads(nh, [&](auto hn) {
-    constexpr size_t HN = decltype(hn)::value;
-    if constexpr (HN <= 3)
-      with_pool_type(rows.k_type, [&](auto t) {
-        attn_loops::pair_scores_avx512<decltype(t)::value, HN>(q, rows.k, rows.k_off, d, n,
-                                                               scale, scores, ld);
-      });
+int64_t attend_tokens_per_pass(int64_t nh, bool avx512) {
+  if (!(attention_fast_has_avx512() && avx512)) return 1;
+  switch (nh) {  // NT x HN <= 6 per call (4 heads: two calls of 2)
+    case 1:
+    case 2:
+    case 4:
+      return 3;
+    case 3:
+      return 2;
+    default:
+      return 1;
+  }
+}
+
+namespace {
+
+// f(HN, NT constants) for each call of nt tokens over nh heads (attend_tokens_per_pass), with
+// the heads h0 .. h0 + HN - 1 of the call.
+template <typename F>
+LLMCTL_ATTN_AVX2 void with_token_heads(int64_t nt, int64_t nh, F&& f) {
+  using std::integral_constant;
+  if (nt == 2 && nh == 3) {
+    f(integral_constant<size_t, 3>{}, integral_constant<size_t, 2>{}, int64_t{0});
+  } else if (nt == 3 && nh == 1) {
+    f(integral_constant<size_t, 1>{}, integral_constant<size_t, 3>{}, int64_t{0});
+  } else if (nt == 3 && (nh == 2 || nh == 4)) {
+    for (int64_t h0 = 0; h0 < nh; h0 += 2)
+      f(integral_constant<size_t, 2>{}, integral_constant<size_t, 3>{}, h0);
+  } else {
+    LLMCTL_ASSERT(false && "attend_tokens_per_pass gives the token counts");
+  }
+}
+
+}  // namespace
+
+LLMCTL_ATTN_AVX2 void attend_rows_scores_tokens(int64_t nt, const float* const q[],
+                                                const GroupRows& rows, int64_t n, float scale,
+                                                int64_t d, int64_t nh, float* const scores[],
+                                                const int64_t ld[]) {
+  with_token_heads(nt, nh, [&](auto hn, auto tn, int64_t h0) {
+    constexpr size_t HN = decltype(hn)::value, NT = decltype(tn)::value;
+    const float* qh[NT];
+    float* sh[NT];
+    for (size_t t = 0; t < NT; ++t) {
+      qh[t] = q[t] + h0 * d;
+      sh[t] = scores[t] + h0 * ld[t];
+    }
+    with_pool_type(rows.k_type, [&](auto t) {
+      tokens_scores_avx512<decltype(t)::value, HN, NT>(qh, rows.k, rows.k_off, d, n, scale, sh,
+                                                       ld);
+    });
   });
-  return true;
 }
 
 void attend_rows_softmax(float* scores, const KeyRange& keys, int64_t nh, float* stats) {
@@ -228,20 +266,24 @@ LLMCTL_ATTN_AVX2 void attend_rows_values(const float* a, int64_t ld, const Group
   }
 }
 
-LLMCTL_ATTN_AVX2 bool attend_rows_values_pair(const float* const a[2], const int64_t ld[2],
-                                              const GroupRows& rows, int64_t n, int64_t d,
-                                              int64_t nh, float* const out[2], const bool more[2],
-                                              bool avx512) {
-  if (!(attention_fast_has_avx512() && avx512) || nh > 3 || d % 64 != 0) return false;
-  with_heads(nh, [&](auto hn) {
-    constexpr size_t HN = decltype(hn)::value;
-    if constexpr (HN <= 3)
-      with_pool_type(rows.v_type, [&](auto t) {
-        attn_loops::pair_values_avx512<decltype(t)::value, HN>(a, ld, rows.v, rows.v_off, d, n,
-                                                               out, more);
-      });
+LLMCTL_ATTN_AVX2 void attend_rows_values_tokens(int64_t nt, const float* const a[],
+                                                const int64_t ld[], const GroupRows& rows,
+                                                int64_t n, int64_t d, int64_t nh,
+                                                float* const out[], const bool more[]) {
+  LLMCTL_ASSERT(d % 64 == 0);
+  with_token_heads(nt, nh, [&](auto hn, auto tn, int64_t h0) {
+    constexpr size_t HN = decltype(hn)::value, NT = decltype(tn)::value;
+    const float* ah[NT];
+    float* oh[NT];
+    for (size_t t = 0; t < NT; ++t) {
+      ah[t] = a[t] + h0 * ld[t];
+      oh[t] = out[t] + h0 * d;
+    }
+    with_pool_type(rows.v_type, [&](auto t) {
+      tokens_values_avx512<decltype(t)::value, HN, NT>(ah, ld, rows.v, rows.v_off, d, n, oh,
+                                                       more);
+    });
   });
-  return true;
 }
 
 LLMCTL_ATTN_AVX2 void attend_rows_values_dims(const float* a, int64_t ld, const GroupRows& rows,

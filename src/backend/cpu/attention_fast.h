@@ -99,22 +99,26 @@ void attend_rows_fast(const float* q, const GroupRows& rows, const KeyRange& key
 //                       earlier chunk's), else it starts from zero
 void attend_rows_scores(const float* q, const GroupRows& rows, int64_t n, float scale, int64_t d,
                         int64_t nh, float* scores, int64_t ld, bool avx512);
-// attend_rows_scores for two queries (two tokens of one group) over the same n keys, each key
-// row loaded once for both; the same bits as two calls. Only with the AVX-512 loops and nh <= 3:
-// false, nothing computed, otherwise.
-bool attend_rows_scores_pair(const float* const q[2], const GroupRows& rows, int64_t n,
-                             float scale, int64_t d, int64_t nh, float* const scores[2],
-                             const int64_t ld[2], bool avx512);
 void attend_rows_softmax(float* scores, const KeyRange& keys, int64_t nh, float* stats);
-// attend_rows_values for two queries over the same n keys (query t: weights a[t] at stride
-// ld[t], out[t], more[t]), each value row loaded once for both; the same bits as two calls.
-// Only with the AVX-512 loops, nh <= 3 and d a multiple of 64: false, nothing computed,
-// otherwise.
-bool attend_rows_values_pair(const float* const a[2], const int64_t ld[2], const GroupRows& rows,
-                             int64_t n, int64_t d, int64_t nh, float* const out[2],
-                             const bool more[2], bool avx512);
 void attend_rows_values(const float* a, int64_t ld, const GroupRows& rows, int64_t n, int64_t d,
                         int64_t nh, float* out, bool more, bool avx512);
+// How many tokens of a group of nh heads attend_rows_scores_tokens and _values_tokens take in
+// one pass: 3 for 1, 2 or 4 heads, 2 for 3 heads, with the AVX-512 loops (avx512 and the CPU
+// has them); 1 (no such pass) otherwise.
+int64_t attend_tokens_per_pass(int64_t nh, bool avx512);
+// attend_rows_scores for nt = attend_tokens_per_pass(nh) > 1 queries (consecutive tokens of one
+// group: query t's heads at q[t], its scores at scores[t], stride ld[t]) over the same n keys,
+// each key row loaded and converted once for all of them (4 heads: once per 2); the same bits
+// as nt calls.
+void attend_rows_scores_tokens(int64_t nt, const float* const q[], const GroupRows& rows,
+                               int64_t n, float scale, int64_t d, int64_t nh,
+                               float* const scores[], const int64_t ld[]);
+// attend_rows_values for nt = attend_tokens_per_pass(nh) > 1 queries over the same n keys
+// (query t: weights a[t] at stride ld[t], out[t], more[t]), each value row loaded once for all
+// of them (4 heads: once per 2); d a multiple of 64. The same bits as nt calls.
+void attend_rows_values_tokens(int64_t nt, const float* const a[], const int64_t ld[],
+                               const GroupRows& rows, int64_t n, int64_t d, int64_t nh,
+                               float* const out[], const bool more[]);
 // attend_rows_values (without `more`) for dimensions c0 .. c1 - 1 of each head only (c0 a
 // multiple of 8, c1 one or d): every output element is the same fma chain over the keys as
 // attend_rows_values gives it, so slices of a head's dimensions can run on different threads.

@@ -293,23 +293,24 @@ LLMCTL_ATTN_AVX512 void group_scores_avx512(const float* q, const uint8_t* kbase
   group_scores<T, HN>(q, kbase, off, d, j, n_kv, scale, scores, ld);  // the last < 4 keys
 }
 
-// group_scores_avx512 for two queries of HN <= 3 heads each (two tokens of one group in a
-// prefill tile) over the same keys: each 8-key block's rows loaded and converted once for both
-// (2 x HN x 4 accumulators), the keys past the last whole 8 by group_scores_avx512 per query.
-// Each (query, key) score has group_scores_avx512's arithmetic, so the same bits.
-template <BufferType T, size_t HN>
-LLMCTL_ATTN_AVX512 void pair_scores_avx512(const float* const q[2], const uint8_t* kbase,
-                                           const size_t* off, int64_t d, int64_t n_kv,
-                                           float scale, float* const scores[2],
-                                           const int64_t ld[2]) {
-  static_assert(HN <= 3, "2 x HN x 4 accumulators, the 4 key pairs and a broadcast: 32 zmm");
+// group_scores_avx512 for NT queries of HN heads each (NT tokens of one group in a prefill
+// tile, HN x NT <= 6) over the same keys: each 8-key block's rows loaded and converted once for
+// all of them (NT x HN x 4 accumulators), the keys past the last whole 8 by group_scores_avx512
+// per query. Query t's heads at q[t] + h * d, its scores at scores[t] + h * ld[t] + j. Each
+// (query, key) score has group_scores_avx512's arithmetic, so the same bits.
+template <BufferType T, size_t HN, size_t NT>
+LLMCTL_ATTN_AVX512 void tokens_scores_avx512(const float* const q[], const uint8_t* kbase,
+                                             const size_t* off, int64_t d, int64_t n_kv,
+                                             float scale, float* const scores[],
+                                             const int64_t ld[]) {
+  static_assert(HN * NT <= 6, "HN x NT x 4 accumulators, the 4 key pairs and a broadcast: 32 zmm");
   const auto row_bytes = static_cast<int64_t>(kv_load::pool_offset(T, d));
   int64_t j = 0;
   for (; d % 8 == 0 && j + 8 <= n_kv; j += 8) {
     if (j + kPrefetchKeys + 8 <= n_kv)
       for (int64_t p = 0; p < 8; ++p) prefetch_row(kbase + off[j + kPrefetchKeys + p], row_bytes);
-    __m512 acc[2][HN][4];
-    for (size_t t = 0; t < 2; ++t)
+    __m512 acc[NT][HN][4];
+    for (size_t t = 0; t < NT; ++t)
       for (size_t h = 0; h < HN; ++h)
         for (size_t p = 0; p < 4; ++p) acc[t][h][p] = _mm512_setzero_ps();
     for (int64_t i = 0; i < d; i += 8) {
@@ -317,19 +318,19 @@ LLMCTL_ATTN_AVX512 void pair_scores_avx512(const float* const q[2], const uint8_
       for (size_t p = 0; p < 4; ++p)
         kp[p] = load8x2<T>(kbase + off[j + 2 * static_cast<int64_t>(p)],
                            kbase + off[j + 2 * static_cast<int64_t>(p) + 1], i);
-      for (size_t t = 0; t < 2; ++t)
+      for (size_t t = 0; t < NT; ++t)
         for (size_t h = 0; h < HN; ++h) {
           const __m512 qv =
               _mm512_broadcast_f32x8(_mm256_loadu_ps(q[t] + static_cast<int64_t>(h) * d + i));
           for (size_t p = 0; p < 4; ++p) acc[t][h][p] = _mm512_fmadd_ps(qv, kp[p], acc[t][h][p]);
         }
     }
-    for (size_t t = 0; t < 2; ++t)
+    for (size_t t = 0; t < NT; ++t)
       for (size_t h = 0; h < HN; ++h)
         _mm256_storeu_ps(scores[t] + static_cast<int64_t>(h) * ld[t] + j,
                          _mm256_mul_ps(hsum_keys8(acc[t][h]), _mm256_set1_ps(scale)));
   }
-  for (size_t t = 0; t < 2; ++t)
+  for (size_t t = 0; t < NT; ++t)
     group_scores_avx512<T, HN>(q[t], kbase, off + j, d, n_kv - j, scale, scores[t] + j, ld[t]);
 }
 
@@ -362,21 +363,21 @@ LLMCTL_ATTN_AVX512 void values_slice_avx512(const float* a, const uint8_t* vbase
                        acc[h][u]);
 }
 
-// group_values_avx512 for two queries of HN <= 3 heads each over the same keys, d a multiple
-// of 64: slices of 4 x 16 dimensions, each key's slice loaded and converted once for both
-// (2 x HN x 4 accumulators). Query t's weights a[t] + h * ld[t] + j, outputs o[t] + h * d,
-// more[t] as `more`. Each output's chain is values_slice_avx512's, so the same bits.
-template <BufferType T, size_t HN>
-LLMCTL_ATTN_AVX512 void pair_values_avx512(const float* const a[2], const int64_t ld[2],
-                                           const uint8_t* vbase, const size_t* off, int64_t d,
-                                           int64_t n_kv, float* const o[2],
-                                           const bool more[2]) {
-  static_assert(HN <= 3, "2 x HN x 4 accumulators, the 4 slices and a broadcast: 32 zmm");
+// group_values_avx512 for NT queries of HN heads each over the same keys (HN x NT <= 6), d a
+// multiple of 64: slices of 4 x 16 dimensions, each key's slice loaded and converted once for
+// all of them (NT x HN x 4 accumulators). Query t's weights a[t] + h * ld[t] + j, outputs
+// o[t] + h * d, more[t] as `more`. Each output's chain is values_slice_avx512's, so the same
+// bits.
+template <BufferType T, size_t HN, size_t NT>
+LLMCTL_ATTN_AVX512 void tokens_values_avx512(const float* const a[], const int64_t ld[],
+                                             const uint8_t* vbase, const size_t* off, int64_t d,
+                                             int64_t n_kv, float* const o[], const bool more[]) {
+  static_assert(HN * NT <= 6, "HN x NT x 4 accumulators, the 4 slices and a broadcast: 32 zmm");
   constexpr size_t W = 4;
   const int64_t slice_bytes = static_cast<int64_t>(kv_load::pool_offset(T, 16 * W));
   for (int64_t c = 0; c + 64 <= d; c += 64) {
-    __m512 acc[2][HN][W];
-    for (size_t t = 0; t < 2; ++t)
+    __m512 acc[NT][HN][W];
+    for (size_t t = 0; t < NT; ++t)
       for (size_t h = 0; h < HN; ++h)
         for (size_t u = 0; u < W; ++u)
           acc[t][h][u] = more[t] ? _mm512_loadu_ps(o[t] + static_cast<int64_t>(h) * d + c +
@@ -389,13 +390,13 @@ LLMCTL_ATTN_AVX512 void pair_values_avx512(const float* const a[2], const int64_
         prefetch_row(vbase + off[j + kPrefetchKeys] + slice_at, slice_bytes);
       __m512 vv[W];
       for (size_t u = 0; u < W; ++u) vv[u] = load16<T>(v, c + 16 * static_cast<int64_t>(u));
-      for (size_t t = 0; t < 2; ++t)
+      for (size_t t = 0; t < NT; ++t)
         for (size_t h = 0; h < HN; ++h) {
           const __m512 a16 = _mm512_set1_ps(a[t][static_cast<int64_t>(h) * ld[t] + j]);
           for (size_t u = 0; u < W; ++u) acc[t][h][u] = _mm512_fmadd_ps(a16, vv[u], acc[t][h][u]);
         }
     }
-    for (size_t t = 0; t < 2; ++t)
+    for (size_t t = 0; t < NT; ++t)
       for (size_t h = 0; h < HN; ++h)
         for (size_t u = 0; u < W; ++u)
           _mm512_storeu_ps(o[t] + static_cast<int64_t>(h) * d + c + 16 * static_cast<int64_t>(u),

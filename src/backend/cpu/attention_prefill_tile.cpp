@@ -22,6 +22,8 @@ constexpr int64_t kTasksPerThread = 4;
 // Per-thread bytes of one tile's scores at most (they grow with the context: a tile holds all
 // its tokens' scores between the passes): tiles shrink at long contexts instead.
 constexpr int64_t kMaxTileScoreBytes = int64_t{4} << 20;
+// At most this many tokens share a pass over their common keys (attend_tokens_per_pass).
+constexpr int64_t kMaxPassTokens = 3;
 // Bytes of f32 K or V rows per chunk of keys: a chunk stays in L1 while the tile's tokens read it.
 constexpr int64_t kChunkBytes = int64_t{32} << 10;
 
@@ -97,6 +99,24 @@ void attend_run(const Buffer& q, const PagedKv& kv, int64_t a, int64_t b, const 
     x1 = std::min(c1, qk[i].first + qk[i].n_kv);
     return x0 < x1;
   };
+  // Tokens per shared pass (attend_tokens_per_pass; the values' needs d a multiple of 64).
+  const int64_t nt = attend_tokens_per_pass(group, avx512);
+  const int64_t nt_values = d % 64 == 0 ? nt : 1;
+  LLMCTL_ASSERT(nt <= kMaxPassTokens);
+  // Whether tokens i .. i + n - 1 (n > 1) all read at least 8 keys of chunk c0 .. c1 - 1 in
+  // common: each token's keys in the chunk x0[t] .. x1[t] - 1, the common ones both0 .. both1 - 1.
+  const auto shared_keys = [&](int64_t i, int64_t n, int64_t c0, int64_t c1, int64_t* x0,
+                               int64_t* x1, int64_t& both0, int64_t& both1) {
+    if (n < 2 || i + n > b - a) return false;
+    both0 = c0;
+    both1 = c1;
+    for (int64_t t = 0; t < n; ++t) {
+      if (!in_chunk(i + t, c0, c1, x0[t], x1[t])) return false;
+      both0 = std::max(both0, x0[t]);
+      both1 = std::min(both1, x1[t]);
+    }
+    return both1 - both0 >= 8;
+  };
   for (int64_t c0 = lo; c0 < hi; c0 += chunk) {
     const int64_t c1 = std::min(hi, c0 + chunk);
     const GroupRows k =
@@ -108,26 +128,29 @@ void attend_run(const Buffer& q, const PagedKv& kv, int64_t a, int64_t b, const 
       attend_rows_scores(query(i), rows, x1 - x0, scale, d, group, score_of(i, x0), qk[i].n_kv,
                          avx512);
     };
-    for (int64_t i = 0, x0, x1, y0, y1; i < b - a; ++i) {
-      if (!in_chunk(i, c0, c1, x0, x1)) continue;
-      // with the next token, the keys both read in one pass (each row converted once)
-      if (i + 1 < b - a && in_chunk(i + 1, c0, c1, y0, y1)) {
-        const int64_t both0 = std::max(x0, y0), both1 = std::min(x1, y1);
-        const float* const qs[2] = {query(i), query(i + 1)};
-        float* const ss[2] = {score_of(i, both0), score_of(i + 1, both0)};
-        const int64_t ld[2] = {qk[i].n_kv, qk[i + 1].n_kv};
-        const GroupRows rows{k.k, k.v, k.k_off + (both0 - c0), k.v_off, k.k_type, k.v_type};
-        if (both1 - both0 >= 8 && attend_rows_scores_pair(qs, rows, both1 - both0, scale, d,
-                                                           group, ss, ld, avx512)) {
-          keys_of(i, x0, both0);  // the keys only one of them reads
-          keys_of(i, both1, x1);
-          keys_of(i + 1, y0, both0);
-          keys_of(i + 1, both1, y1);
-          ++i;
-          continue;
+    for (int64_t i = 0; i < b - a;) {
+      // with the next tokens, the keys they all read in one pass (each row converted once)
+      int64_t x0[kMaxPassTokens], x1[kMaxPassTokens], both0 = 0, both1 = 0;
+      if (shared_keys(i, nt, c0, c1, x0, x1, both0, both1)) {
+        const float* qs[kMaxPassTokens];
+        float* ss[kMaxPassTokens];
+        int64_t ld[kMaxPassTokens];
+        for (int64_t t = 0; t < nt; ++t) {
+          qs[t] = query(i + t);
+          ss[t] = score_of(i + t, both0);
+          ld[t] = qk[i + t].n_kv;
         }
+        const GroupRows rows{k.k, k.v, k.k_off + (both0 - c0), k.v_off, k.k_type, k.v_type};
+        attend_rows_scores_tokens(nt, qs, rows, both1 - both0, scale, d, group, ss, ld);
+        for (int64_t t = 0; t < nt; ++t) {  // the keys not all of them read
+          keys_of(i + t, x0[t], both0);
+          keys_of(i + t, both1, x1[t]);
+        }
+        i += nt;
+        continue;
       }
-      keys_of(i, x0, x1);
+      if (in_chunk(i, c0, c1, x0[0], x1[0])) keys_of(i, x0[0], x1[0]);
+      ++i;
     }
   }
   const float* sinks = s.sinks.present() ? static_cast<const float*>(s.sinks.data) + h0 : nullptr;
@@ -147,30 +170,29 @@ void attend_run(const Buffer& q, const PagedKv& kv, int64_t a, int64_t b, const 
       attend_rows_values(score_of(i, x0), qk[i].n_kv, rows, x1 - x0, d, group, output(i),
                          x0 > qk[i].first, avx512);
     };
-    for (int64_t i = 0, x0, x1, y0, y1; i < b - a; ++i) {
-      if (!in_chunk(i, c0, c1, x0, x1)) continue;
-      // with the next token, as the scores; each chain still takes its keys in order
-      if (i + 1 < b - a && in_chunk(i + 1, c0, c1, y0, y1)) {
-        const int64_t both0 = std::max(x0, y0), both1 = std::min(x1, y1);
-        if (both1 - both0 >= 8) {
-          values_of(i, x0, both0);
-          values_of(i + 1, y0, both0);
-          const float* const as[2] = {score_of(i, both0), score_of(i + 1, both0)};
-          const int64_t ld[2] = {qk[i].n_kv, qk[i + 1].n_kv};
-          float* const os[2] = {output(i), output(i + 1)};
-          const bool more[2] = {both0 > qk[i].first, both0 > qk[i + 1].first};
-          const GroupRows rows{v.k, v.v, v.k_off, v.v_off + (both0 - c0), v.k_type, v.v_type};
-          if (!attend_rows_values_pair(as, ld, rows, both1 - both0, d, group, os, more, avx512)) {
-            values_of(i, both0, both1);
-            values_of(i + 1, both0, both1);
-          }
-          values_of(i, both1, x1);
-          values_of(i + 1, both1, y1);
-          ++i;
-          continue;
+    for (int64_t i = 0; i < b - a;) {
+      // as the scores; each chain still takes its keys in order
+      int64_t x0[kMaxPassTokens], x1[kMaxPassTokens], both0 = 0, both1 = 0;
+      if (nt_values > 1 && shared_keys(i, nt_values, c0, c1, x0, x1, both0, both1)) {
+        const float* as[kMaxPassTokens];
+        float* os[kMaxPassTokens];
+        int64_t ld[kMaxPassTokens];
+        bool more[kMaxPassTokens];
+        for (int64_t t = 0; t < nt_values; ++t) {
+          values_of(i + t, x0[t], both0);
+          as[t] = score_of(i + t, both0);
+          os[t] = output(i + t);
+          ld[t] = qk[i + t].n_kv;
+          more[t] = both0 > qk[i + t].first;
         }
+        const GroupRows rows{v.k, v.v, v.k_off, v.v_off + (both0 - c0), v.k_type, v.v_type};
+        attend_rows_values_tokens(nt_values, as, ld, rows, both1 - both0, d, group, os, more);
+        for (int64_t t = 0; t < nt_values; ++t) values_of(i + t, both1, x1[t]);
+        i += nt_values;
+        continue;
       }
-      values_of(i, x0, x1);
+      if (in_chunk(i, c0, c1, x0[0], x1[0])) values_of(i, x0[0], x1[0]);
+      ++i;
     }
   }
 }

@@ -15,11 +15,12 @@
 // bits attend_group_fast gives it alone: batch and thread invariance, and AVX2 = AVX-512,
 // keep holding whatever the tiling (tests/test_attention_prefill_tile.cpp).
 //
-// With the AVX-512 loops and groups of at most 3 heads, two consecutive tokens take the keys
-// they share in one pass (attend_rows_scores_pair, attend_rows_values_pair): each K and V row is
-// loaded and converted once for both queries, twice the accumulators per load; the same bits.
-// SmolLM2 pp512 @ d4096, 2 threads: 1.16x (8 interleaved pairs; BENCHMARKS.md, 2026-12-06
-// (later)). Groups of 4 would need 32 accumulators for the scores' 8-key blocks: not paired.
+// With the AVX-512 loops, consecutive tokens take the keys they share in one pass
+// (attend_rows_scores_tokens, attend_rows_values_tokens): 2 tokens for groups of 3 heads, 3 for
+// groups of 1, 2 or 4 (as two passes of 2 heads). Each K and V row is loaded and converted once
+// per pass instead of once per token; the same bits. SmolLM2 (3 heads) pp512 @ d4096, 2
+// threads: 1.16x; Gemma 3 (4 heads): its scores and values loops 8 % to 9 % cheaper in
+// profiles (BENCHMARKS.md, 2026-12-06 (later)). Groups of 5 or more heads are not paired.
 //
 // Every cache type tiles. Against the untiled kernel, 2 threads, AVX-512 EPYC, medians of 4
 // interleaved runs: SmolLM2 pp512 @ d4096 F16 cache 1.18x, F32 1.24x, pp512 at depth 0 F16
