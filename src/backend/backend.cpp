@@ -1,5 +1,6 @@
 // Shape and dtype checks of the backend seam, done once for every backend (backend.h).
-// Each failure names the op and says what was expected and what was found.
+// Each failure names the op and says what was expected and what was found. The helpers they
+// share: backend_checks.h; the mixture-of-experts ops: backend_moe.cpp.
 #include "backend/backend.h"
 
 #include <fmt/format.h>
@@ -10,75 +11,12 @@
 #include <limits>
 #include <vector>
 
+#include "backend/backend_checks.h"
 #include "core/error.h"
 
 namespace llmctl {
 
-// ---------------------------------------------------------------------------
-// Check helpers
-// ---------------------------------------------------------------------------
-namespace {
-
-// `b` holds at least `needed` elements of `type` (buffers are sized for the largest batch).
-void check_buffer(const char* op, const char* what, const Buffer& b, BufferType type,
-                  int64_t needed) {
-  if (b.raw() == nullptr) throw Error(fmt::format("backend {}: {} is an empty buffer", op, what));
-  if (b.type() != type)
-    throw Error(fmt::format("backend {}: {} is {}, expected {}", op, what,
-                            buffer_type_name(b.type()), buffer_type_name(type)));
-  if (b.size() < needed)
-    throw Error(fmt::format("backend {}: {} has {} elements, expected at least {}", op, what,
-                            b.size(), needed));
-}
-
-void check_f32(const char* op, const char* what, const Buffer& b, int64_t needed) {
-  check_buffer(op, what, b, BufferType::F32, needed);
-}
-
-void check_i32(const char* op, const char* what, const Buffer& b, int64_t needed) {
-  check_buffer(op, what, b, BufferType::I32, needed);
-}
-
-void check_n_tokens(const char* op, int64_t n_tokens) {
-  if (n_tokens < 1)
-    throw Error(fmt::format("backend {}: n_tokens {}, expected at least 1", op, n_tokens));
-}
-
-void check_weight_data(const char* op, const WeightView& w) {
-  if (w.data == nullptr)
-    throw Error(fmt::format("backend {}: weight '{}' has no data", op, w.name));
-  if (w.n_cols <= 0 || w.n_rows <= 0)
-    throw Error(
-        fmt::format("backend {}: weight '{}' has shape [{}, {}]", op, w.name, w.n_cols, w.n_rows));
-}
-
-void check_quantizable_weight(const char* op, const WeightView& w) {
-  check_weight_data(op, w);
-  if (!backend_supports_weight_type(w.type))
-    throw Error(
-        fmt::format("backend {}: weight '{}' has type {}, expected one of F32, F16, "
-                    "BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, "
-                    "IQ4_NL, IQ4_XS, MXFP4",
-                    op, w.name, ggml_type_name(w.type)));
-  const uint32_t block = ggml_traits(w.type).block_size;
-  if (w.n_cols % block != 0)
-    throw Error(
-        fmt::format("backend {}: weight '{}' rows of {} elements are not whole {} blocks "
-                    "of {}",
-                    op, w.name, w.n_cols, ggml_type_name(w.type), block));
-}
-
-void check_f32_vector(const char* op, const WeightView& w, int64_t n) {
-  check_weight_data(op, w);
-  if (w.type != GgmlType::F32)
-    throw Error(fmt::format("backend {}: weight '{}' has type {}, expected F32", op, w.name,
-                            ggml_type_name(w.type)));
-  if (w.n_cols != n || w.n_rows != 1)
-    throw Error(fmt::format("backend {}: weight '{}' has shape [{}, {}], expected [{}]", op, w.name,
-                            w.n_cols, w.n_rows, n));
-}
-
-}  // namespace
+using namespace backend_checks;
 
 bool backend_supports_weight_type(GgmlType type) { return is_engine_type(type); }
 
@@ -471,79 +409,6 @@ void Backend::copy_rows(const Buffer& x, int64_t row_len, const Buffer& rows, in
   check_f32("copy_rows", "out", out, n_rows * row_len);
   if (x.raw() == out.raw()) throw Error("backend copy_rows: x and out must not alias");
   copy_rows_impl(x, row_len, rows, n_rows, out);
-}
-
-// ---------------------------------------------------------------------------
-// Mixture of experts
-// ---------------------------------------------------------------------------
-namespace {
-
-void check_moe_slots(const char* op, const Buffer& slots, int64_t offset, int64_t m) {
-  if (offset < 0) throw Error(fmt::format("backend {}: slot offset {} is negative", op, offset));
-  check_i32(op, "slots", slots, offset + m);
-}
-
-}  // namespace
-
-void Backend::moe_route(const Buffer& logits, int64_t n_tokens, int64_t n_expert, int64_t k,
-                        bool normalize, Buffer& ids, Buffer& weights) {
-  check_n_tokens("moe_route", n_tokens);
-  if (n_expert < 1 || k < 1 || k > n_expert)
-    throw Error(fmt::format("backend moe_route: {} experts per token of {}, expected 1 <= k <= {}",
-                            k, n_expert, n_expert));
-  check_f32("moe_route", "logits", logits, n_tokens * n_expert);
-  check_i32("moe_route", "ids", ids, n_tokens * k);
-  check_f32("moe_route", "weights", weights, n_tokens * k);
-  moe_route_impl(logits, n_tokens, n_expert, k, normalize, ids, weights);
-}
-
-void Backend::moe_gather(const Buffer& x, int64_t n_cols, const Buffer& slots, int64_t offset,
-                         int64_t m, int64_t k, Buffer& out) {
-  check_n_tokens("moe_gather", m);
-  if (n_cols < 1 || k < 1)
-    throw Error(fmt::format("backend moe_gather: row length {} and k {}, expected both >= 1",
-                            n_cols, k));
-  check_f32("moe_gather", "x", x, n_cols);
-  check_moe_slots("moe_gather", slots, offset, m);
-  check_f32("moe_gather", "out", out, m * n_cols);
-  if (x.raw() == out.raw()) throw Error("backend moe_gather: x and out must not alias");
-  moe_gather_impl(x, n_cols, slots, offset, m, k, out);
-}
-
-void Backend::moe_scatter(const Buffer& y, int64_t n_cols, const Buffer& slots, int64_t offset,
-                          int64_t m, Buffer& y_slots) {
-  check_n_tokens("moe_scatter", m);
-  if (n_cols < 1)
-    throw Error(fmt::format("backend moe_scatter: row length {}, expected >= 1", n_cols));
-  check_f32("moe_scatter", "y", y, m * n_cols);
-  check_moe_slots("moe_scatter", slots, offset, m);
-  check_f32("moe_scatter", "y_slots", y_slots, n_cols);
-  if (y.raw() == y_slots.raw()) throw Error("backend moe_scatter: y and y_slots must not alias");
-  moe_scatter_impl(y, n_cols, slots, offset, m, y_slots);
-}
-
-void Backend::moe_combine(const Buffer& y_slots, const Buffer& weights, int64_t n_tokens,
-                          int64_t k, int64_t n_cols, Buffer& out) {
-  check_n_tokens("moe_combine", n_tokens);
-  if (n_cols < 1 || k < 1)
-    throw Error(fmt::format("backend moe_combine: row length {} and k {}, expected both >= 1",
-                            n_cols, k));
-  check_f32("moe_combine", "y_slots", y_slots, n_tokens * k * n_cols);
-  check_f32("moe_combine", "weights", weights, n_tokens * k);
-  check_f32("moe_combine", "out", out, n_tokens * n_cols);
-  if (y_slots.raw() == out.raw())
-    throw Error("backend moe_combine: y_slots and out must not alias");
-  moe_combine_impl(y_slots, weights, n_tokens, k, n_cols, out);
-}
-
-void Backend::sigmoid_scale_rows(Buffer& x, const Buffer& gate, int64_t n_tokens,
-                                 int64_t n_cols) {
-  check_n_tokens("sigmoid_scale_rows", n_tokens);
-  if (n_cols < 1)
-    throw Error(fmt::format("backend sigmoid_scale_rows: row length {}, expected >= 1", n_cols));
-  check_f32("sigmoid_scale_rows", "x", x, n_tokens * n_cols);
-  check_f32("sigmoid_scale_rows", "gate", gate, n_tokens);
-  sigmoid_scale_rows_impl(x, gate, n_tokens, n_cols);
 }
 
 // ---------------------------------------------------------------------------
