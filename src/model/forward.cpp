@@ -176,9 +176,10 @@ void Forward::matmul(const WeightView& w, const Buffer& x, int64_t n, Buffer& ou
 
 void Forward::matmul_shared(std::initializer_list<const WeightView*> ws,
                             std::initializer_list<Buffer*> outs, const Buffer& x, int64_t n) {
-  if (observer_ != nullptr && observer_->wants_matmul_inputs())
-    for (const WeightView* w : ws)
-      observer_->on_matmul_input(*w, observed_, observe(x, n * w->n_cols), n);
+  if (observer_ != nullptr && observer_->wants_matmul_inputs()) {
+    const float* input = observe(x, n * (*ws.begin())->n_cols);  // one row length: one download
+    for (const WeightView* w : ws) observer_->on_matmul_input(*w, observed_, input, n);
+  }
   backend_.matmul_shared(ws.begin(), outs.begin(), static_cast<int>(ws.size()), x, n);
 }
 

@@ -236,36 +236,58 @@ LLMCTL_ATTN_AVX512 inline __m256 hsum_keys8(const __m512 z[4]) {
   return _mm512_castps512_ps256(_mm512_permutexvar_ps(order, u));
 }
 
-// group_scores over keys 8 at a time when d is a multiple of 8 (four zmm of two keys each,
-// reduced together by hsum_keys8), then 4 at a time (two zmm, hsum per key: the dimensions
-// past the last 8 follow one by one); the last < 4 keys go to group_scores itself.
-template <BufferType T, size_t HN>
-LLMCTL_ATTN_AVX512 void group_scores_avx512(const float* q, const uint8_t* kbase, const size_t* off,
-                                            int64_t d, int64_t n_kv, float scale,
-                                            float* scores, int64_t ld) {
-  const int64_t d8 = d / 8 * 8;
+// The whole 8-key blocks of NT queries of HN heads each over the same keys (NT tokens of one
+// group in a prefill tile; 1 for a single query), when d is a multiple of 8: four zmm of two
+// keys each per head, reduced together by hsum_keys8; each block's rows loaded and converted
+// once for all the queries (NT x HN x 4 accumulators). Query t's heads at q[t] + h * d, its
+// scores at scores[t] + h * ld[t] + j. Returns the keys done (a multiple of 8).
+template <BufferType T, size_t HN, size_t NT>
+LLMCTL_ATTN_AVX512 int64_t scores_blocks8_avx512(const float* const q[], const uint8_t* kbase,
+                                                 const size_t* off, int64_t d, int64_t n_kv,
+                                                 float scale, float* const scores[],
+                                                 const int64_t ld[]) {
+  static_assert(HN * NT <= 6 || NT == 1, "NT x HN x 4 accumulators, 4 key pairs, a broadcast");
   const auto row_bytes = static_cast<int64_t>(kv_load::pool_offset(T, d));
   int64_t j = 0;
-  for (; d8 == d && j + 8 <= n_kv; j += 8) {
+  for (; d % 8 == 0 && j + 8 <= n_kv; j += 8) {
     if (j + kPrefetchKeys + 8 <= n_kv)
       for (int64_t p = 0; p < 8; ++p) prefetch_row(kbase + off[j + kPrefetchKeys + p], row_bytes);
-    __m512 acc[HN][4];
-    for (size_t h = 0; h < HN; ++h)
-      for (size_t p = 0; p < 4; ++p) acc[h][p] = _mm512_setzero_ps();
+    __m512 acc[NT][HN][4];
+    for (size_t t = 0; t < NT; ++t)
+      for (size_t h = 0; h < HN; ++h)
+        for (size_t p = 0; p < 4; ++p) acc[t][h][p] = _mm512_setzero_ps();
     for (int64_t i = 0; i < d; i += 8) {
       __m512 kp[4];
       for (size_t p = 0; p < 4; ++p)
         kp[p] = load8x2<T>(kbase + off[j + 2 * static_cast<int64_t>(p)],
                            kbase + off[j + 2 * static_cast<int64_t>(p) + 1], i);
-      for (size_t h = 0; h < HN; ++h) {
-        const __m512 qv = _mm512_broadcast_f32x8(_mm256_loadu_ps(q + static_cast<int64_t>(h) * d + i));
-        for (size_t p = 0; p < 4; ++p) acc[h][p] = _mm512_fmadd_ps(qv, kp[p], acc[h][p]);
-      }
+      for (size_t t = 0; t < NT; ++t)
+        for (size_t h = 0; h < HN; ++h) {
+          const __m512 qv =
+              _mm512_broadcast_f32x8(_mm256_loadu_ps(q[t] + static_cast<int64_t>(h) * d + i));
+          for (size_t p = 0; p < 4; ++p) acc[t][h][p] = _mm512_fmadd_ps(qv, kp[p], acc[t][h][p]);
+        }
     }
-    for (size_t h = 0; h < HN; ++h)
-      _mm256_storeu_ps(scores + static_cast<int64_t>(h) * ld + j,
-                       _mm256_mul_ps(hsum_keys8(acc[h]), _mm256_set1_ps(scale)));
+    for (size_t t = 0; t < NT; ++t)
+      for (size_t h = 0; h < HN; ++h)
+        _mm256_storeu_ps(scores[t] + static_cast<int64_t>(h) * ld[t] + j,
+                         _mm256_mul_ps(hsum_keys8(acc[t][h]), _mm256_set1_ps(scale)));
   }
+  return j;
+}
+
+// group_scores over keys 8 at a time when d is a multiple of 8 (scores_blocks8_avx512), then 4
+// at a time (two zmm, hsum per key: the dimensions past the last 8 follow one by one); the last
+// < 4 keys go to group_scores itself.
+template <BufferType T, size_t HN>
+LLMCTL_ATTN_AVX512 void group_scores_avx512(const float* q, const uint8_t* kbase, const size_t* off,
+                                            int64_t d, int64_t n_kv, float scale,
+                                            float* scores, int64_t ld) {
+  const int64_t d8 = d / 8 * 8;
+  const float* const qs[1] = {q};
+  float* const ss[1] = {scores};
+  const int64_t lds[1] = {ld};
+  int64_t j = scores_blocks8_avx512<T, HN, 1>(qs, kbase, off, d, n_kv, scale, ss, lds);
   for (; j + 4 <= n_kv; j += 4) {
     const void* k[4] = {kbase + off[j], kbase + off[j + 1], kbase + off[j + 2], kbase + off[j + 3]};
     __m512 acc[2][HN];
@@ -293,115 +315,67 @@ LLMCTL_ATTN_AVX512 void group_scores_avx512(const float* q, const uint8_t* kbase
   group_scores<T, HN>(q, kbase, off, d, j, n_kv, scale, scores, ld);  // the last < 4 keys
 }
 
-// group_scores_avx512 for NT queries of HN heads each (NT tokens of one group in a prefill
-// tile, HN x NT <= 6) over the same keys: each 8-key block's rows loaded and converted once for
-// all of them (NT x HN x 4 accumulators), the keys past the last whole 8 by group_scores_avx512
-// per query. Query t's heads at q[t] + h * d, its scores at scores[t] + h * ld[t] + j. Each
+// group_scores_avx512 for NT queries (HN x NT <= 6) over the same keys: the 8-key blocks of all
+// of them in one pass (scores_blocks8_avx512), the keys past the last whole 8 per query. Each
 // (query, key) score has group_scores_avx512's arithmetic, so the same bits.
 template <BufferType T, size_t HN, size_t NT>
 LLMCTL_ATTN_AVX512 void tokens_scores_avx512(const float* const q[], const uint8_t* kbase,
                                              const size_t* off, int64_t d, int64_t n_kv,
                                              float scale, float* const scores[],
                                              const int64_t ld[]) {
-  static_assert(HN * NT <= 6, "HN x NT x 4 accumulators, the 4 key pairs and a broadcast: 32 zmm");
-  const auto row_bytes = static_cast<int64_t>(kv_load::pool_offset(T, d));
-  int64_t j = 0;
-  for (; d % 8 == 0 && j + 8 <= n_kv; j += 8) {
-    if (j + kPrefetchKeys + 8 <= n_kv)
-      for (int64_t p = 0; p < 8; ++p) prefetch_row(kbase + off[j + kPrefetchKeys + p], row_bytes);
-    __m512 acc[NT][HN][4];
-    for (size_t t = 0; t < NT; ++t)
-      for (size_t h = 0; h < HN; ++h)
-        for (size_t p = 0; p < 4; ++p) acc[t][h][p] = _mm512_setzero_ps();
-    for (int64_t i = 0; i < d; i += 8) {
-      __m512 kp[4];
-      for (size_t p = 0; p < 4; ++p)
-        kp[p] = load8x2<T>(kbase + off[j + 2 * static_cast<int64_t>(p)],
-                           kbase + off[j + 2 * static_cast<int64_t>(p) + 1], i);
-      for (size_t t = 0; t < NT; ++t)
-        for (size_t h = 0; h < HN; ++h) {
-          const __m512 qv =
-              _mm512_broadcast_f32x8(_mm256_loadu_ps(q[t] + static_cast<int64_t>(h) * d + i));
-          for (size_t p = 0; p < 4; ++p) acc[t][h][p] = _mm512_fmadd_ps(qv, kp[p], acc[t][h][p]);
-        }
-    }
-    for (size_t t = 0; t < NT; ++t)
-      for (size_t h = 0; h < HN; ++h)
-        _mm256_storeu_ps(scores[t] + static_cast<int64_t>(h) * ld[t] + j,
-                         _mm256_mul_ps(hsum_keys8(acc[t][h]), _mm256_set1_ps(scale)));
-  }
+  const int64_t j = scores_blocks8_avx512<T, HN, NT>(q, kbase, off, d, n_kv, scale, scores, ld);
   for (size_t t = 0; t < NT; ++t)
     group_scores_avx512<T, HN>(q[t], kbase, off + j, d, n_kv - j, scale, scores[t] + j, ld[t]);
 }
 
-// values_slice over 16 W dimensions (c .. c + 16 W - 1).
-template <BufferType T, size_t HN, size_t W>
-LLMCTL_ATTN_AVX512 void values_slice_avx512(const float* a, const uint8_t* vbase, const size_t* off,
-                                            int64_t d, int64_t n_kv, int64_t c, float* o,
-                                            int64_t ld, bool more) {
-  __m512 acc[HN][W];
-  for (size_t h = 0; h < HN; ++h)
-    for (size_t u = 0; u < W; ++u)
-      acc[h][u] = more ? _mm512_loadu_ps(o + static_cast<int64_t>(h) * d + c +
-                                         16 * static_cast<int64_t>(u))
-                       : _mm512_setzero_ps();
-  const int64_t slice_bytes = std::max<int64_t>(1, static_cast<int64_t>(kv_load::pool_offset(T, 16 * W)));
+// values_slice over 16 W dimensions (c .. c + 16 W - 1) for NT queries of HN heads each over
+// the same keys (NT tokens of one group in a prefill tile; 1 for a single query): each key's
+// slice loaded and converted once for all the queries (NT x HN x W accumulators). Query t's
+// weights a[t] + h * ld[t] + j, its outputs o[t] + h * d, more[t] as `more`.
+template <BufferType T, size_t HN, size_t NT, size_t W>
+LLMCTL_ATTN_AVX512 void values_slice_avx512(const float* const a[], const int64_t ld[],
+                                            const uint8_t* vbase, const size_t* off, int64_t d,
+                                            int64_t n_kv, int64_t c, float* const o[],
+                                            const bool more[]) {
+  static_assert(HN * NT * W <= 24 || NT == 1, "NT x HN x W accumulators, W slices, a broadcast");
+  __m512 acc[NT][HN][W];
+  for (size_t t = 0; t < NT; ++t)
+    for (size_t h = 0; h < HN; ++h)
+      for (size_t u = 0; u < W; ++u)
+        acc[t][h][u] = more[t] ? _mm512_loadu_ps(o[t] + static_cast<int64_t>(h) * d + c +
+                                                 16 * static_cast<int64_t>(u))
+                               : _mm512_setzero_ps();
+  const int64_t slice_bytes =
+      std::max<int64_t>(1, static_cast<int64_t>(kv_load::pool_offset(T, 16 * W)));
   const size_t slice_at = kv_load::pool_offset(T, c);
   for (int64_t j = 0; j < n_kv; ++j) {
     const void* v = vbase + off[j];
-    if (j + kPrefetchKeys < n_kv) prefetch_row(vbase + off[j + kPrefetchKeys] + slice_at, slice_bytes);
+    if (j + kPrefetchKeys < n_kv)
+      prefetch_row(vbase + off[j + kPrefetchKeys] + slice_at, slice_bytes);
     __m512 vv[W];
     for (size_t u = 0; u < W; ++u) vv[u] = load16<T>(v, c + 16 * static_cast<int64_t>(u));
-    for (size_t h = 0; h < HN; ++h) {
-      const __m512 a16 = _mm512_set1_ps(a[static_cast<int64_t>(h) * ld + j]);
-      for (size_t u = 0; u < W; ++u) acc[h][u] = _mm512_fmadd_ps(a16, vv[u], acc[h][u]);
-    }
+    for (size_t t = 0; t < NT; ++t)
+      for (size_t h = 0; h < HN; ++h) {
+        const __m512 a16 = _mm512_set1_ps(a[t][static_cast<int64_t>(h) * ld[t] + j]);
+        for (size_t u = 0; u < W; ++u) acc[t][h][u] = _mm512_fmadd_ps(a16, vv[u], acc[t][h][u]);
+      }
   }
-  for (size_t h = 0; h < HN; ++h)
-    for (size_t u = 0; u < W; ++u)
-      _mm512_storeu_ps(o + static_cast<int64_t>(h) * d + c + 16 * static_cast<int64_t>(u),
-                       acc[h][u]);
+  for (size_t t = 0; t < NT; ++t)
+    for (size_t h = 0; h < HN; ++h)
+      for (size_t u = 0; u < W; ++u)
+        _mm512_storeu_ps(o[t] + static_cast<int64_t>(h) * d + c + 16 * static_cast<int64_t>(u),
+                         acc[t][h][u]);
 }
 
 // group_values_avx512 for NT queries of HN heads each over the same keys (HN x NT <= 6), d a
-// multiple of 64: slices of 4 x 16 dimensions, each key's slice loaded and converted once for
-// all of them (NT x HN x 4 accumulators). Query t's weights a[t] + h * ld[t] + j, outputs
-// o[t] + h * d, more[t] as `more`. Each output's chain is values_slice_avx512's, so the same
-// bits.
+// multiple of 64: values_slice_avx512 over slices of 4 x 16 dimensions. Each output's chain is
+// the single query's, so the same bits.
 template <BufferType T, size_t HN, size_t NT>
 LLMCTL_ATTN_AVX512 void tokens_values_avx512(const float* const a[], const int64_t ld[],
                                              const uint8_t* vbase, const size_t* off, int64_t d,
                                              int64_t n_kv, float* const o[], const bool more[]) {
-  static_assert(HN * NT <= 6, "HN x NT x 4 accumulators, the 4 slices and a broadcast: 32 zmm");
-  constexpr size_t W = 4;
-  const int64_t slice_bytes = static_cast<int64_t>(kv_load::pool_offset(T, 16 * W));
-  for (int64_t c = 0; c + 64 <= d; c += 64) {
-    __m512 acc[NT][HN][W];
-    for (size_t t = 0; t < NT; ++t)
-      for (size_t h = 0; h < HN; ++h)
-        for (size_t u = 0; u < W; ++u)
-          acc[t][h][u] = more[t] ? _mm512_loadu_ps(o[t] + static_cast<int64_t>(h) * d + c +
-                                                   16 * static_cast<int64_t>(u))
-                                 : _mm512_setzero_ps();
-    const size_t slice_at = kv_load::pool_offset(T, c);
-    for (int64_t j = 0; j < n_kv; ++j) {
-      const void* v = vbase + off[j];
-      if (j + kPrefetchKeys < n_kv)
-        prefetch_row(vbase + off[j + kPrefetchKeys] + slice_at, slice_bytes);
-      __m512 vv[W];
-      for (size_t u = 0; u < W; ++u) vv[u] = load16<T>(v, c + 16 * static_cast<int64_t>(u));
-      for (size_t t = 0; t < NT; ++t)
-        for (size_t h = 0; h < HN; ++h) {
-          const __m512 a16 = _mm512_set1_ps(a[t][static_cast<int64_t>(h) * ld[t] + j]);
-          for (size_t u = 0; u < W; ++u) acc[t][h][u] = _mm512_fmadd_ps(a16, vv[u], acc[t][h][u]);
-        }
-    }
-    for (size_t t = 0; t < NT; ++t)
-      for (size_t h = 0; h < HN; ++h)
-        for (size_t u = 0; u < W; ++u)
-          _mm512_storeu_ps(o[t] + static_cast<int64_t>(h) * d + c + 16 * static_cast<int64_t>(u),
-                           acc[t][h][u]);
-  }
+  for (int64_t c = 0; c + 64 <= d; c += 64)
+    values_slice_avx512<T, HN, NT, 4>(a, ld, vbase, off, d, n_kv, c, o, more);
 }
 
 // group_values in slices of 4 x 16 dimensions, then 2 x 16, then 16, then group_values itself
@@ -411,12 +385,16 @@ LLMCTL_ATTN_AVX512 void group_values_avx512(const float* a, const uint8_t* vbase
                                             int64_t d, int64_t n_kv, float* o, int64_t ld,
                                             bool more, int64_t c0, int64_t c1) {
   const int64_t d16 = std::min(c1, d / 16 * 16);
+  const float* const as[1] = {a};
+  const int64_t lds[1] = {ld};
+  float* const os[1] = {o};
+  const bool mores[1] = {more};
   int64_t c = c0;
   for (; c + 64 <= d16; c += 64)
-    values_slice_avx512<T, HN, 4>(a, vbase, off, d, n_kv, c, o, ld, more);
+    values_slice_avx512<T, HN, 1, 4>(as, lds, vbase, off, d, n_kv, c, os, mores);
   for (; c + 32 <= d16; c += 32)
-    values_slice_avx512<T, HN, 2>(a, vbase, off, d, n_kv, c, o, ld, more);
-  for (; c < d16; c += 16) values_slice_avx512<T, HN, 1>(a, vbase, off, d, n_kv, c, o, ld, more);
+    values_slice_avx512<T, HN, 1, 2>(as, lds, vbase, off, d, n_kv, c, os, mores);
+  for (; c < d16; c += 16) values_slice_avx512<T, HN, 1, 1>(as, lds, vbase, off, d, n_kv, c, os, mores);
   if (c < c1) group_values<T, HN>(a, vbase, off, d, n_kv, o, ld, more, c, c1);
 }
 
