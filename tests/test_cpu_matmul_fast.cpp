@@ -28,15 +28,22 @@ using namespace llmctl::test;
 
 namespace {
 
-// The test's reading of quantize_activations.h: d = amax / 127, q = round_half_even(x * 127 /
-// amax). Returns x with each value replaced by d * q (what the int8 kernels multiply with).
-std::vector<double> quantized_x(const float* x, int64_t n) {
+// Elements per activation scale, as matmul_kernels.h documents it: 256 for Q4_K and Q5_K (one
+// scale per super-block, their sub-block scales being integers), 32 for every other type.
+int64_t activation_group(GgmlType type) {
+  return type == GgmlType::Q4_K || type == GgmlType::Q5_K ? 256 : 32;
+}
+
+// The test's reading of quantize_activations.h: per group, d = amax / 127,
+// q = round_half_even(x * 127 / amax). Returns x with each value replaced by d * q (what the
+// int8 kernels multiply with).
+std::vector<double> quantized_x(const float* x, int64_t n, int64_t group = 32) {
   std::vector<double> xq(static_cast<size_t>(n));
-  for (int64_t b = 0; b < n; b += 32) {
+  for (int64_t b = 0; b < n; b += group) {
     float amax = 0.0f;
-    for (int64_t j = b; j < b + 32; ++j) amax = std::max(amax, std::fabs(x[j]));
+    for (int64_t j = b; j < b + group; ++j) amax = std::max(amax, std::fabs(x[j]));
     const float d = amax / 127.0f, id = amax == 0.0f ? 0.0f : 127.0f / amax;
-    for (int64_t j = b; j < b + 32; ++j)
+    for (int64_t j = b; j < b + group; ++j)
       xq[static_cast<size_t>(j)] = static_cast<double>(d) * double{std::nearbyint(x[j] * id)};
   }
   return xq;
@@ -51,19 +58,22 @@ std::vector<double> half_x(const float* x, int64_t n) {
 
 // Tolerance for one output element, u = 2^-24 (float unit roundoff):
 //  * Float rounding. Each of the 8 lanes is a chain of fma over n/8 terms (float kernels) or
-//    one fma per 32-block (two for Q4_1, Q4_K and Q5_K: the q * d part, then the min part),
+//    one fma per 32-block (two for Q4_1: the q * d part, then the min part; Q4_K and Q5_K:
+//    the same two per 256-block, over exact integer sums),
 //    then 3 adds; the standard bound for recursive summation is (chain length) * u *
 //    sum|terms|. A quantized term also rounds its factor (d_w * d_x; the min part's xsum * d_x)
 //    once, and the two parts can cancel, so both are bounded by their absolute sums:
 //    float_tol = (m + 5) * u * P, m = n / 8 (float) or n / 16 (quantized),
 //    P = sum_j (|w_j| + 2 |m_w|) * (|x_j| + amax_b / 254)  (|d_w q_j| <= |w_j| + |m_w|, m_w
 //    the block's min: Q4_1 m, K-quants dmin * m_j; |d_x q_x| <= |x_j| + amax_b / 254).
-//    K-quant integer sums are exact in float too (Q6_K's two scaled halves: < 2^24); the
+//    K-quant integer sums are exact in float too (Q6_K's two scaled halves: < 2^24), but for
+//    Q4_K / Q5_K's super-block sum (< 2^27), which rounds once: u times its terms, inside P; the
 //    reference's decoded w_j rounds once (d*sc*q is exact, then - dmin*m or * (q - 32)), at
 //    most u |w_j| per element, inside the + 5.
 //  * Activation quantization (quantized kernels only, against the f32 x): round-to-nearest
 //    leaves |x_j - d_x q_j| <= d_x / 2 = amax_b / 254 (times 1 + a few u for the rounding of
-//    d and x * id), so act_tol = sum_j |w_j| * amax_b / 254 * (1 + 1e-5).
+//    d and x * id), so act_tol = sum_j |w_j| * amax_b / 254 * (1 + 1e-5), amax_b over x_j's
+//    group (activation_group).
 //  * f16 activations (F16 weights, against the f32 x): |x_j - fp16(x_j)| <= 2^-11 |x_j| for
 //    normal halves, <= 2^-25 below them, so act_tol = sum_j |w_j| (2^-11 |x_j| + 2^-25).
 double tolerance(GgmlType type, const std::vector<float>& w, float m_w_max, const float* x,
@@ -81,8 +91,9 @@ double tolerance(GgmlType type, const std::vector<float>& w, float m_w_max, cons
            1e-30;
   }
   double p = 0.0, act = 0.0;
-  for (int64_t b = 0; b < n; b += (q ? 32 : n)) {
-    const int64_t e = q ? b + 32 : n;
+  const int64_t group = q ? activation_group(type) : n;
+  for (int64_t b = 0; b < n; b += group) {
+    const int64_t e = b + group;
     double amax = 0.0;
     for (int64_t j = b; j < e && q; ++j) amax = std::max(amax, std::fabs(double{x[j]}));
     for (int64_t j = b; j < e; ++j) {
@@ -131,9 +142,10 @@ void check_against_reference(const Weight& w, const std::vector<float>& x, int64
     for (int64_t t = 0; t < n_tokens; ++t) {
       const float* xt = x.data() + t * w.n;
       const bool q = is_quantized(w.type) || is_half(w.type);
-      const std::vector<double> xq = is_quantized(w.type) ? quantized_x(xt, w.n)
-                                     : is_half(w.type)    ? half_x(xt, w.n)
-                                                          : std::vector<double>(xt, xt + w.n);
+      const std::vector<double> xq = is_quantized(w.type)
+                                         ? quantized_x(xt, w.n, activation_group(w.type))
+                                     : is_half(w.type) ? half_x(xt, w.n)
+                                                       : std::vector<double>(xt, xt + w.n);
       double exact = 0.0, exact_q = 0.0;
       for (int64_t j = 0; j < w.n; ++j) {
         exact += double{wr[static_cast<size_t>(j)]} * double{xt[j]};
@@ -162,20 +174,30 @@ TEST_CASE("activation quantization: scalar and AVX2 follow the documented rule",
   x[66] = -2.5f;
   x[67] = 3.5f;
   for (int64_t j = 68; j < 96; ++j) x[static_cast<size_t>(j)] = 1.0f;
+  x[200] = -300.0f;  // the largest magnitude of the 256: every scale of group 256 is its
   std::vector<int8_t> qs(n);
   std::vector<float> d(n / 32);
-  for (MatmulIsa isa : isas()) {
-    if (isa != MatmulIsa::Scalar)
-      quantize_activations_avx2(x.data(), n, qs.data(), d.data());
-    else
-      quantize_activations_scalar(x.data(), n, qs.data(), d.data());
-    CHECK(qs[65] == 2);
-    CHECK(qs[66] == -2);
-    CHECK(qs[67] == 4);
-    const std::vector<double> xq = quantized_x(x.data(), n);
-    for (int64_t j = 0; j < n; ++j)
-      CHECK(double{d[static_cast<size_t>(j / 32)]} * qs[static_cast<size_t>(j)] ==
-            xq[static_cast<size_t>(j)]);
+  for (int group : {32, 256}) {
+    for (MatmulIsa isa : isas()) {
+      INFO("group " << group << " isa " << static_cast<int>(isa));
+      if (isa != MatmulIsa::Scalar)
+        quantize_activations_avx2(x.data(), n, qs.data(), d.data(), group);
+      else
+        quantize_activations_scalar(x.data(), n, qs.data(), d.data(), group);
+      if (group == 32) {
+        CHECK(qs[65] == 2);
+        CHECK(qs[66] == -2);
+        CHECK(qs[67] == 4);
+      } else {
+        CHECK(qs[200] == -127);
+        CHECK(qs[64] == 54);  // 127 * 127 / 300 = 53.76
+        for (float db : d) CHECK(db == 300.0f / 127.0f);
+      }
+      const std::vector<double> xq = quantized_x(x.data(), n, group);
+      for (int64_t j = 0; j < n; ++j)
+        CHECK(double{d[static_cast<size_t>(j / 32)]} * qs[static_cast<size_t>(j)] ==
+              xq[static_cast<size_t>(j)]);
+    }
   }
 }
 

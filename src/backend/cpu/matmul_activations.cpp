@@ -26,9 +26,10 @@ void quantize_tokens(const MatmulKernel& k, bool avx2, const float* x, int64_t n
   for (int64_t t = t0; t < t1; ++t) {
     const size_t q = static_cast<size_t>(t * n), b = static_cast<size_t>(t * nb);
     if (avx2)
-      quantize_activations_avx2(x + t * n, n, s.qs.data() + q, s.d.data() + b);
+      quantize_activations_avx2(x + t * n, n, s.qs.data() + q, s.d.data() + b, k.activation_group);
     else
-      quantize_activations_scalar(x + t * n, n, s.qs.data() + q, s.d.data() + b);
+      quantize_activations_scalar(x + t * n, n, s.qs.data() + q, s.d.data() + b,
+                                  k.activation_group);
     activation_block_sums(s.qs.data() + q, n, s.sum.data() + b);
     if (k.half_sums) activation_half_sums(s.qs.data() + q, n, s.half.data() + b);
     for (size_t i = b; i < b + static_cast<size_t>(nb); ++i) {
@@ -68,8 +69,8 @@ void grow(std::vector<T>& v, size_t n) {
 bool same_activations(const MatmulKernel& a, const MatmulKernel& b) {
   if (a.quantized != b.quantized) return false;
   if (a.quantized)  // the extra per-block arrays: each kernel's own, or none
-    return a.half_sums == b.half_sums && a.sum_offset == b.sum_offset &&
-           a.sum_scaled == b.sum_scaled;
+    return a.activation_group == b.activation_group && a.half_sums == b.half_sums &&
+           a.sum_offset == b.sum_offset && a.sum_scaled == b.sum_scaled;
   return a.half_activations == b.half_activations && a.halves_widened == b.halves_widened;
 }
 

@@ -60,7 +60,7 @@ struct TileArgs {
   const float* x;       // f32 (float kernels), stride n
   const uint16_t* xh;   // f16 (kernels with half_activations), stride n
   const int8_t* qs;     // int8 (quantized kernels), stride n
-  const float* qd;      // block scales, stride n / 32
+  const float* qd;      // block scales, stride n / 32 (MatmulKernel::activation_group)
   const int32_t* qsum;  // per block: sum of the block's int8 activations, stride n / 32
   // per block: the sums of its two 16-element halves, xa | xb << 16 (activation_half_sums),
   // stride n / 32; only for a kernel with MatmulKernel::half_sums (else nullptr)
@@ -93,6 +93,10 @@ struct MatmulKernel {
   bool half_sums = false;  // reads qhalf too (the 16-element sub-block K-quants)
   int32_t sum_offset = 0;  // non-zero: reads qoff (= -sum_offset * qsum)
   bool sum_scaled = false;  // reads qsumd (= float(qsum) * qd)
+  // Elements per activation scale: 32, or 256 for the K-quants whose sub-block scales are
+  // integers (Q4_K, Q5_K: one float step per super-block, not per block). qd keeps one entry
+  // per 32-element block either way; with 256 the 8 blocks of a super-block share the value.
+  int activation_group = 32;
   // Reads xh instead of x, except for the tokens whose activations overflow f16: tile_wide,
   // the same tile over x, multiplies those (one token per call).
   bool half_activations = false;

@@ -1,17 +1,20 @@
 #pragma once
 // Internal to the matmul fast path: the tile kernel for K-quant weights (Q2_K ... Q6_K)
 // against the int8 activations of quantize_activations.h (per 32-element block: int8 q_x,
-// float scale d_x, block sum xsum = sum q_x). A 256-element super-block is 8 activation
-// blocks; block j of a super-block is Q4_K/Q5_K sub-block j, or the 16-element sub-blocks
-// 2j and 2j + 1 of Q2_K, Q3_K, Q6_K. Layouts and scale packing: quant/dequant.h.
+// float scale d_x, block sum xsum = sum q_x; Q4_K and Q5_K: one d_x per super-block,
+// KQ::kActivationGroup). A 256-element super-block is 8 activation blocks; block j of a
+// super-block is Q4_K/Q5_K sub-block j, or the 16-element sub-blocks 2j and 2j + 1 of Q2_K,
+// Q3_K, Q6_K. Layouts and scale packing: quant/dequant.h.
 //
 // Arithmetic (the contract the scalar and the AVX2 kernel share, bit for bit): for each
-// (row r, token t), over the row's 32-element blocks in order, starting from acc = 0:
-//   Q4_K, Q5_K (w = (d*sc_j) * q - dmin*m_j, q in 0..15 / 0..31):
-//     isum = sum_l q[l] * q_x[l]                                exact in int32
-//     ds_j = d * float(sc_j),  dm_j = dmin * float(m_j)           (both exact: <= 17 bits)
-//     acc  = fma(float(isum), ds_j * d_x, acc)
-//     acc  = fma(-(float(xsum) * d_x), dm_j, acc)
+// (row r, token t), starting from acc = 0:
+//   Q4_K, Q5_K (w = (d*sc_j) * q - dmin*m_j, q in 0..15 / 0..31), over the row's super-blocks
+//   in order, d_x the super-block's one activation scale:
+//     tot  = sum_j sc_j * sum_l q[l] * q_x[l]                   exact in int32 (< 2^27)
+//     msum = sum_j m_j * xsum_j                                 exact
+//     acc  = fma(float(tot), d * d_x, acc)
+//     acc  = fma(-float(msum), dmin * d_x, acc)
+//   and the others over the row's 32-element blocks in order:
 //   Q6_K (w = (d*sc_s) * (q - 32), q in 0..63, int8 sc_s per 16 elements):
 //     isum = sc_{2j} * sum_{l<16} (q[l] - 32) q_x[l] + sc_{2j+1} * sum_{l>=16} (q[l] - 32) q_x[l]
 //            exact in int32 (|isum| <= 2 * 128 * 16 * 32 * 127 < 2^24, so float(isum) is exact)
@@ -44,6 +47,7 @@
 //   kBytes                super-block bytes;  kPanelBytes  panel bytes per super-block
 //   kTokens               tokens per prefill tile (<= 8)
 //   scalar_block(sb, j, q_x, d_x, xsum, acc) -> acc   block j of super-block sb (the definition)
+//     or, with kActivationGroup = 256, scalar_superblock(sb, q_x, d_x, xsum[8], acc) -> acc
 //   pack(rows, off, panel)                    AVX2: the 8 rows' super-block at byte off
 //   superblock<T>(panel, a, sb, acc)          AVX2: acc[t] over the super-block's 8 blocks
 //   superblock512<T>(panel16, a, sb, acc)     AVX-512: the same, 16 rows
@@ -62,6 +66,14 @@ constexpr int64_t kKQuantSuperBlock = 256;
 template <class KQ>
 struct KQuantTileAvx2;  // x86 only (below)
 
+// Elements per activation scale trait KQ asks for (MatmulKernel::activation_group):
+// KQ::kActivationGroup, else 32.
+template <class KQ, class = void>
+constexpr int kActivationGroupOf = 32;
+template <class KQ>
+constexpr int kActivationGroupOf<KQ, std::void_t<decltype(KQ::kActivationGroup)>> =
+    KQ::kActivationGroup;
+
 template <class KQ>
 struct KQuantTileScalar {
   template <int T>
@@ -71,13 +83,20 @@ struct KQuantTileScalar {
       const uint8_t* row = a.w + static_cast<size_t>(r) * a.w_stride;
       for (int t = 0; t < T; ++t) {
         float acc = 0.0f;
-        for (int64_t s = 0; s < nsb; ++s)
-          for (int j = 0; j < 8; ++j) {
-            const int64_t b = 8 * s + j;
-            acc = KQ::scalar_block(row + static_cast<size_t>(s) * KQ::kBytes, j,
-                                   a.qs + t * a.n + 32 * b, a.qd[t * nb + b], a.qsum[t * nb + b],
-                                   acc);
+        for (int64_t s = 0; s < nsb; ++s) {
+          const uint8_t* sb = row + static_cast<size_t>(s) * KQ::kBytes;
+          if constexpr (kActivationGroupOf<KQ> == kKQuantSuperBlock) {
+            const int64_t b = t * nb + 8 * s;
+            acc = KQ::scalar_superblock(sb, a.qs + t * a.n + kKQuantSuperBlock * s, a.qd[b],
+                                        a.qsum + b, acc);
+          } else {
+            for (int j = 0; j < 8; ++j) {
+              const int64_t b = 8 * s + j;
+              acc = KQ::scalar_block(sb, j, a.qs + t * a.n + 32 * b, a.qd[t * nb + b],
+                                     a.qsum[t * nb + b], acc);
+            }
           }
+        }
         a.out[t * a.out_stride + r] = acc;
       }
     }
@@ -179,13 +198,21 @@ constexpr bool kReadsHalfSums = false;
 template <class KQ>
 constexpr bool kReadsHalfSums<KQ, std::void_t<decltype(KQ::kHalfSums)>> = KQ::kHalfSums;
 
+// The activation arrays every kernel of trait KQ reads (its scalar, AVX2, AVX-512 and repacked
+// kernels alike): MatmulKernel::half_sums and ::activation_group.
+template <class KQ>
+void set_kquant_activations(MatmulKernel& k) {
+  k.half_sums = kReadsHalfSums<KQ>;
+  k.activation_group = kActivationGroupOf<KQ>;
+}
+
 // The MatmulKernel of a K-quant type: AVX2 when asked for (and compiled for x86), else scalar.
 template <class KQ>
 MatmulKernel make_kquant_kernel(bool avx2, const char* avx2_name, const char* scalar_name) {
   static_assert(KQ::kTokens >= 1 && KQ::kTokens <= 8, "dispatch_quant_tile handles 1..8 tokens");
   MatmulKernel k = make_lane_kernel<KQuantTileScalar, KQuantTileAvx2, KQ>(
       avx2, avx2_name, scalar_name, KQ::kTokens);
-  k.half_sums = kReadsHalfSums<KQ>;
+  set_kquant_activations<KQ>(k);
   return k;
 }
 

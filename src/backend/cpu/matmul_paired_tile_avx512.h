@@ -187,7 +187,7 @@ MatmulKernel make_paired_kernel_avx512(const char* name) {
 #if defined(LLMCTL_HAVE_X86)
   using Tile = PairedTileAvx512<UnitOf<Trait>>;
   MatmulKernel k = paired_tile_kernel<Tile>(name, &Tile::pack);
-  k.half_sums = kReadsHalfSums<Trait>;
+  set_kquant_activations<Trait>(k);
   return k;
 #else
   (void)name;

@@ -1,7 +1,7 @@
 // Q5_K weights (176-byte super-blocks of 256: Q4_K's fp16 d, dmin and 12 scale bytes, 32 bytes
 // of fifth bits qh, 128 bytes of nibbles; w = (d*sc_j) * q - dmin*m_j, q in 0..31) against
 // int8 activations: the K-quant tile (matmul_kquant_tile.h) with Q4_K's scales and arithmetic
-// (trait matmul_q45_k.h), as ggml's vec_dot_q5_K_q8_K but with our per-32 activation scales.
+// (trait matmul_q45_k.h), as ggml's vec_dot_q5_K_q8_K (one activation scale per super-block).
 // Also the AVX-512 and AVX2 kernels over the repacked records (weight_repack.h; trait
 // matmul_repacked_q45_k.h).
 #include "backend/cpu/matmul_q45_k.h"

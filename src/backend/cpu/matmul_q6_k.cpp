@@ -183,18 +183,12 @@ MatmulKernel matmul_kernel_q6_k_avx512() {
   return make_paired_kernel_avx512<KQuantUnit, KQ6_K>("q6_k avx512-vnni (decode avx2)");
 }
 
-MatmulKernel matmul_kernel_q6_k_repacked() {
-#if defined(LLMCTL_HAVE_X86)
-  MatmulKernel k = make_repacked_kernel_avx512<RQ6_K>("q6_k avx512-vnni repacked-x8");
-  k.half_sums = true;  // its prefill tile is KQ6_K's (TileArgs::qhalf)
-  return k;
-#else
-  return MatmulKernel{};
-#endif
+MatmulKernel matmul_kernel_q6_k_repacked() {  // half_sums: KQ6_K's (set_kquant_activations)
+  return make_repacked_kernel_avx512<RQ6_K>("q6_k avx512-vnni repacked-x8");
 }
 
 MatmulKernel matmul_kernel_q6_k_repacked_avx2() {
-  return make_repacked_kernel_avx2<RQ6_K>("q6_k avx2 repacked-x8");  // half_sums: KQ6_K's
+  return make_repacked_kernel_avx2<RQ6_K>("q6_k avx2 repacked-x8");
 }
 
 }  // namespace llmctl::cpu

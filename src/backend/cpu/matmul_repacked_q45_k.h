@@ -7,7 +7,7 @@
 //
 // Both decode tiles compute the in-place kernels' exact integer sums (AVX-512: vpdpbusd; AVX2:
 // maddubs steps added KQ::kGroup at a time in int16, as KQ45_K::dots) and the same float
-// steps: acc = fma(float(isum), ds_j * d_x, acc), acc = fma(-(float(xsum) * d_x), dm_j, acc).
+// steps, once per super-block (q45_k_finish).
 #include "backend/cpu/matmul_q45_k.h"
 #include "backend/cpu/matmul_repacked_tile.h"
 #include "backend/cpu/weight_repack.h"
@@ -23,11 +23,16 @@ struct RQ45_K {
   // weight_repack.h: the qh vectors (Q5_K), then d, dmin, sc, m at kScales, + 16, + 32, + 96
   static constexpr size_t kQh = 1024, kScales = kHigh ? 1280 : 1024;
 
-  // d * sc_j (ds) and dmin * m_j (dm) of the 8 rows: the products KQ's pack computes.
-  LLMCTL_AVX2 static void scales(const uint8_t* rec, int j, __m256 d, __m256 dmin, __m256* ds,
-                                 __m256* dm) {
-    *ds = _mm256_mul_ps(d, _mm256_cvtepi32_ps(rp_u8_lanes(rec + kScales + 32 + 8 * j)));
-    *dm = _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(rp_u8_lanes(rec + kScales + 96 + 8 * j)));
+  // sc_j and m_j of the 8 rows as int32 lanes.
+  LLMCTL_AVX2 static __m256i sub_scale(const uint8_t* rec, int j) {
+    return rp_u8_lanes(rec + kScales + 32 + 8 * j);
+  }
+  LLMCTL_AVX2 static __m256i sub_min(const uint8_t* rec, int j) {
+    return rp_u8_lanes(rec + kScales + 96 + 8 * j);
+  }
+  LLMCTL_AVX2 static void min_pairs(const uint8_t* rec, __m256i mp[4]) {
+    for (int q = 0; q < 4; ++q)
+      mp[q] = q45_k_min_pair(sub_min(rec, 2 * q), sub_min(rec, 2 * q + 1));
   }
 
   // Step s of sub-blocks 2c (w[0]) and 2c + 1 (w[1]): 4 weights per row lane, q unsigned
@@ -49,13 +54,13 @@ struct RQ45_K {
   }
 
   LLMCTL_AVX2 static void unpack(const uint8_t* rec, uint8_t* p) {
-    const __m256 d = rp_fp16_lanes(rec + kScales), dmin = rp_fp16_lanes(rec + kScales + 16);
-    for (int j = 0; j < 8; ++j) {
-      __m256 ds, dm;
-      scales(rec, j, d, dmin, &ds, &dm);
-      _mm256_storeu_ps(reinterpret_cast<float*>(p + kQ45kDsOffset + 32 * j), ds);
-      _mm256_storeu_ps(reinterpret_cast<float*>(p + kQ45kDmOffset + 32 * j), dm);
-    }
+    _mm256_storeu_ps(reinterpret_cast<float*>(p + kQ45kDOffset), rp_fp16_lanes(rec + kScales));
+    _mm256_storeu_ps(reinterpret_cast<float*>(p + kQ45kDminOffset),
+                     rp_fp16_lanes(rec + kScales + 16));
+    for (int j = 0; j < 8; ++j) kq_store(p + kQ45kScOffset + 32 * j, sub_scale(rec, j));
+    __m256i mp[4];
+    min_pairs(rec, mp);
+    for (int q = 0; q < 4; ++q) kq_store(p + kQ45kMinOffset + 32 * q, mp[q]);
     for (int c = 0; c < 4; ++c)
       for (int s = 0; s < 8; ++s) {
         __m256i w[2];
@@ -65,23 +70,19 @@ struct RQ45_K {
       }
   }
 
-  // acc over sub-blocks 2c and 2c + 1 (blocks b0, b0 + 1) from their exact sums.
-  LLMCTL_AVX2 static void finish_pair(const uint8_t* rec, const TileArgs& a, int64_t b0, int c,
-                                      const __m256i isum[2], __m256& acc) {
-    const __m256 d = rp_fp16_lanes(rec + kScales), dmin = rp_fp16_lanes(rec + kScales + 16);
-    for (int h = 0; h < 2; ++h) {
-      const int64_t b = b0 + h;
-      __m256 ds, dm;
-      scales(rec, 2 * c + h, d, dmin, &ds, &dm);
-      const float dx = a.qd[b];
-      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[h]), _mm256_mul_ps(ds, _mm256_set1_ps(dx)),
-                            acc);
-      acc = _mm256_fnmadd_ps(_mm256_set1_ps(static_cast<float>(a.qsum[b]) * dx), dm, acc);
-    }
+  // acc (token 0) from the super-block's scaled sum tot (q45_k_finish).
+  LLMCTL_AVX2 static void finish(const uint8_t* rec, const TileArgs& a, int64_t sb, __m256i tot,
+                                 __m256& acc) {
+    __m256i mp[4];
+    min_pairs(rec, mp);
+    const int64_t b = 8 * sb;
+    acc = q45_k_finish(tot, rp_fp16_lanes(rec + kScales), rp_fp16_lanes(rec + kScales + 16), mp,
+                       a.qsum + b, a.qd[b], acc);
   }
 
   // AVX-512 VL VNNI decode: exact int32 sums, one vpdpbusd a step.
   LLMCTL_AVX512 static void decode(const uint8_t* rec, const TileArgs& a, int64_t sb, __m256& acc) {
+    __m256i tot = _mm256_setzero_si256();
     for (int c = 0; c < 4; ++c) {
       const int64_t b0 = 8 * sb + 2 * c;  // blocks b0 (low nibbles) and b0 + 1 (high)
       const int8_t* x0 = a.qs + 32 * b0;
@@ -92,8 +93,10 @@ struct RQ45_K {
         isum[0] = rp_dot4(isum[0], w[0], x0 + 4 * s);
         isum[1] = rp_dot4(isum[1], w[1], x0 + 32 + 4 * s);
       }
-      finish_pair(rec, a, b0, c, isum, acc);
+      for (int h = 0; h < 2; ++h)
+        tot = q45_k_scaled(tot, isum[h], sub_scale(rec, 2 * c + h), false);
     }
+    finish(rec, a, sb, tot, acc);
   }
 
   // AVX2 decode: KQ::kGroup maddubs steps in int16 (they fit: matmul_q45_k.h), then a madd.
@@ -101,6 +104,7 @@ struct RQ45_K {
                                       __m256& acc) {
     constexpr int kGroup = KQ::kGroup;
     const __m256i ones = _mm256_set1_epi16(1);
+    __m256i tot = _mm256_setzero_si256();
     for (int c = 0; c < 4; ++c) {
       const int64_t b0 = 8 * sb + 2 * c;
       const int8_t* x0 = a.qs + 32 * b0;
@@ -117,8 +121,10 @@ struct RQ45_K {
           }
         }
       }
-      finish_pair(rec, a, b0, c, isum, acc);
+      for (int h = 0; h < 2; ++h)
+        tot = q45_k_scaled(tot, isum[h], sub_scale(rec, 2 * c + h), false);
     }
+    finish(rec, a, sb, tot, acc);
   }
 };
 LLMCTL_AVX512_END

@@ -107,6 +107,7 @@ MatmulKernel make_repacked_kernel_avx512(const char* name) {
 #if defined(LLMCTL_HAVE_X86)
   MatmulKernel k =
       paired_tile_kernel<PairedTileAvx512<RepackedUnit<RK>>>(name, &RepackedTile<RK>::pack16);
+  set_kquant_activations<typename RK::KQ>(k);
   k.repacked = true;
   return k;
 #else

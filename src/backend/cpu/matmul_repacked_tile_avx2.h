@@ -101,7 +101,7 @@ MatmulKernel make_repacked_kernel_avx2(const char* name) {
   MatmulKernel k;
   k.name = name;
   k.quantized = true;
-  k.half_sums = kReadsHalfSums<KQ>;
+  set_kquant_activations<KQ>(k);
   k.rows_decode = kQuantTileRows;
   k.rows_prefill = kQuantTileRows;
   k.tokens_prefill = KQ::kTokens;

@@ -10,14 +10,15 @@
 
 namespace llmctl::cpu {
 
-void quantize_activations_scalar(const float* x, int64_t n, int8_t* qs, float* d) {
-  for (int64_t b = 0; b < n / 32; ++b) {
-    const float* xb = x + 32 * b;
+void quantize_activations_scalar(const float* x, int64_t n, int8_t* qs, float* d, int group) {
+  for (int64_t g = 0; g < n / group; ++g) {
+    const float* xg = x + group * g;
     float amax = 0.0f;
-    for (int j = 0; j < 32; ++j) amax = std::fmax(amax, std::fabs(xb[j]));
+    for (int j = 0; j < group; ++j) amax = std::fmax(amax, std::fabs(xg[j]));
     const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-    for (int j = 0; j < 32; ++j) qs[32 * b + j] = static_cast<int8_t>(std::nearbyint(xb[j] * id));
-    d[b] = amax / 127.0f;
+    for (int j = 0; j < group; ++j)
+      qs[group * g + j] = static_cast<int8_t>(std::nearbyint(xg[j] * id));
+    for (int b = 0; b < group / 32; ++b) d[group / 32 * g + b] = amax / 127.0f;
   }
 }
 
@@ -76,38 +77,47 @@ LLMCTL_AVX2 bool activations_to_f16_avx2(const float* x, int64_t n, uint16_t* xh
   return activations_to_f16_scalar(x + j, n - j, xh + j) && head_fits;
 }
 
-LLMCTL_AVX2 void quantize_activations_avx2(const float* x, int64_t n, int8_t* qs, float* d) {
+namespace {
+// max |x[j]| over 32 floats (max is exact, so any order equals the scalar loop's).
+LLMCTL_AVX2 __m256 abs_max32(const float* x, __m256 m) {
   const __m256 sign_bit = _mm256_set1_ps(-0.0f);
-  for (int64_t b = 0; b < n / 32; ++b) {
-    const float* xb = x + 32 * b;
-    __m256 v[4];
-    for (int i = 0; i < 4; ++i) v[i] = _mm256_loadu_ps(xb + 8 * i);
-    // max is exact, so any order equals the scalar loop's
-    __m256 m = _mm256_max_ps(
-        _mm256_max_ps(_mm256_andnot_ps(sign_bit, v[0]), _mm256_andnot_ps(sign_bit, v[1])),
-        _mm256_max_ps(_mm256_andnot_ps(sign_bit, v[2]), _mm256_andnot_ps(sign_bit, v[3])));
+  for (int i = 0; i < 4; ++i)
+    m = _mm256_max_ps(m, _mm256_andnot_ps(sign_bit, _mm256_loadu_ps(x + 8 * i)));
+  return m;
+}
+}  // namespace
+
+LLMCTL_AVX2 void quantize_activations_avx2(const float* x, int64_t n, int8_t* qs, float* d,
+                                           int group) {
+  for (int64_t g = 0; g < n / group; ++g) {
+    const float* xg = x + group * g;
+    __m256 m = _mm256_setzero_ps();
+    for (int b = 0; b < group / 32; ++b) m = abs_max32(xg + 32 * b, m);
     __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
     m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
     m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
     const float amax = _mm_cvtss_f32(m4);
     const __m256 id = _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
-    __m256i q[4];
-    for (int i = 0; i < 4; ++i)
-      q[i] = _mm256_cvtps_epi32(
-          _mm256_round_ps(_mm256_mul_ps(v[i], id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    // int32 -> int8 in element order: the packs interleave 128-bit lanes; permute undoes it
-    const __m256i p01 = _mm256_packs_epi32(q[0], q[1]);  // 0-3 8-11 4-7 12-15
-    const __m256i p23 = _mm256_packs_epi32(q[2], q[3]);  // 16-19 24-27 20-23 28-31
-    const __m256i p = _mm256_packs_epi16(p01, p23);      // 0-3 8-11 16-19 24-27 4-7 ...
-    const __m256i ordered =
-        _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + 32 * b), ordered);
-    d[b] = amax / 127.0f;
+    for (int b = 0; b < group / 32; ++b) {
+      const float* xb = xg + 32 * b;
+      __m256i q[4];
+      for (int i = 0; i < 4; ++i)
+        q[i] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(xb + 8 * i), id),
+                                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      // int32 -> int8 in element order: the packs interleave 128-bit lanes; permute undoes it
+      const __m256i p01 = _mm256_packs_epi32(q[0], q[1]);  // 0-3 8-11 4-7 12-15
+      const __m256i p23 = _mm256_packs_epi32(q[2], q[3]);  // 16-19 24-27 20-23 28-31
+      const __m256i p = _mm256_packs_epi16(p01, p23);      // 0-3 8-11 16-19 24-27 4-7 ...
+      const __m256i ordered =
+          _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + group * g + 32 * b), ordered);
+      d[group / 32 * g + b] = amax / 127.0f;
+    }
   }
 }
 #else
-void quantize_activations_avx2(const float* x, int64_t n, int8_t* qs, float* d) {
-  quantize_activations_scalar(x, n, qs, d);
+void quantize_activations_avx2(const float* x, int64_t n, int8_t* qs, float* d, int group) {
+  quantize_activations_scalar(x, n, qs, d, group);
 }
 bool activations_to_f16_avx2(const float* x, int64_t n, uint16_t* xh) {
   return activations_to_f16_scalar(x, n, xh);

@@ -1,8 +1,9 @@
 #pragma once
 // Activations quantized to int8 for the quantized-weight matmul kernels (matmul_fast.h), as
-// ggml quantizes them for vec_dot_q4_0_q8_0 / q4_1_q8_1, with float scales:
+// ggml quantizes them for vec_dot_q4_0_q8_0 / q4_1_q8_1 (group 32), or with one scale per 256
+// elements as its Q8_K for vec_dot_q4_K_q8_K (group 256), with float scales:
 //
-//   per 32-element block of x:  amax = max |x[j]|,  d = amax / 127,
+//   per group of `group` elements of x:  amax = max |x[j]|,  d = amax / 127,
 //                               id = 127 / amax (0 when amax == 0),
 //                               q[j] = round_half_even(x[j] * id)      (in -127 .. 127)
 //
@@ -15,10 +16,11 @@
 
 namespace llmctl::cpu {
 
-// x (n,) -> qs (n,), d (n / 32,); n a multiple of 32.
-void quantize_activations_scalar(const float* x, int64_t n, int8_t* qs, float* d);
+// x (n,) -> qs (n,), d (n / 32,): d[b] is the scale of the group holding 32-element block b
+// (with group 256 the 8 blocks of a group repeat it). group 32 or 256, n a multiple of it.
+void quantize_activations_scalar(const float* x, int64_t n, int8_t* qs, float* d, int group = 32);
 // The same with AVX2; only on a CPU with AVX2 (matmul_fast_has_avx2()).
-void quantize_activations_avx2(const float* x, int64_t n, int8_t* qs, float* d);
+void quantize_activations_avx2(const float* x, int64_t n, int8_t* qs, float* d, int group = 32);
 
 // sums[b] = qs[32 b] + ... + qs[32 b + 31] for the n / 32 blocks (Q4_0's offset and Q4_1's min
 // term in the quantized matmul kernels).
