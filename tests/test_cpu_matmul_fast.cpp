@@ -28,10 +28,19 @@ using namespace llmctl::test;
 
 namespace {
 
-// Elements per activation scale, as matmul_kernels.h documents it: 256 for Q4_K and Q5_K (one
+// Elements per activation scale, as matmul_kernels.h documents it: 256 for the K-quants (one
 // scale per super-block, their sub-block scales being integers), 32 for every other type.
 int64_t activation_group(GgmlType type) {
-  return type == GgmlType::Q4_K || type == GgmlType::Q5_K ? 256 : 32;
+  switch (type) {
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+    case GgmlType::Q6_K:
+      return 256;
+    default:
+      return 32;
+  }
 }
 
 // The test's reading of quantize_activations.h: per group, d = amax / 127,
@@ -58,18 +67,17 @@ std::vector<double> half_x(const float* x, int64_t n) {
 
 // Tolerance for one output element, u = 2^-24 (float unit roundoff):
 //  * Float rounding. Each of the 8 lanes is a chain of fma over n/8 terms (float kernels) or
-//    one fma per 32-block (two for Q4_1: the q * d part, then the min part; Q4_K and Q5_K:
-//    the same two per 256-block, over exact integer sums),
+//    one fma per 32-block (two for Q4_1: the q * d part, then the min part; the K-quants:
+//    one or two per 256-block, over exact integer sums),
 //    then 3 adds; the standard bound for recursive summation is (chain length) * u *
 //    sum|terms|. A quantized term also rounds its factor (d_w * d_x; the min part's xsum * d_x)
 //    once, and the two parts can cancel, so both are bounded by their absolute sums:
 //    float_tol = (m + 5) * u * P, m = n / 8 (float) or n / 16 (quantized),
 //    P = sum_j (|w_j| + 2 |m_w|) * (|x_j| + amax_b / 254)  (|d_w q_j| <= |w_j| + |m_w|, m_w
 //    the block's min: Q4_1 m, K-quants dmin * m_j; |d_x q_x| <= |x_j| + amax_b / 254).
-//    K-quant integer sums are exact in float too (Q6_K's two scaled halves: < 2^24), but for
-//    Q4_K / Q5_K's super-block sum (< 2^27), which rounds once: u times its terms, inside P; the
-//    reference's decoded w_j rounds once (d*sc*q is exact, then - dmin*m or * (q - 32)), at
-//    most u |w_j| per element, inside the + 5.
+//    A K-quant super-block's integer sum (< 2^28) rounds once in its conversion to float: u
+//    times its terms, inside P; the reference's decoded w_j rounds once (d*sc*q is exact, then -
+//    dmin*m or * (q - 32)), at most u |w_j| per element, inside the + 5.
 //  * Activation quantization (quantized kernels only, against the f32 x): round-to-nearest
 //    leaves |x_j - d_x q_j| <= d_x / 2 = amax_b / 254 (times 1 + a few u for the rounding of
 //    d and x * id), so act_tol = sum_j |w_j| * amax_b / 254 * (1 + 1e-5), amax_b over x_j's

@@ -109,8 +109,8 @@ TEST_CASE("matmul_fast_shared: one conversion of x per activation format", "[cpu
   CHECK(scratch[1].xh.empty());
   CHECK(scratch[2].qs.empty());  // F16: f16 halves of its own
   CHECK(scratch[2].xh.size() == static_cast<size_t>(n * n_tokens));
-  // Q6_K: int8 too, but one scale per 32 elements where Q4_K has one per 256
-  const std::vector<Weight> w6 = weights({GgmlType::Q6_K}, {8}, n, rng);
+  // Q8_0: int8 too, but one scale per 32 elements where Q4_K has one per 256
+  const std::vector<Weight> w6 = weights({GgmlType::Q8_0}, {8}, n, rng);
   const WeightView vd = w6[0].view();
   MatmulScratch scratch2[kMaxSharedMatmuls];
   const MatmulJob mixed[] = {{&va, oa.data()}, {&vd, ob.data()}};

@@ -10,7 +10,7 @@
 // multiplied with the activations quantized to int8 per 32-element block (quantize_activations.h),
 // as ggml does (vec_dot_q4_0_q8_0): integer dot products per block, one float multiply-add per
 // block (K-quants: per 32-element sub-block, with the super-block's scales decoded once;
-// matmul_kquant_tile.h). Q4_K and Q5_K, whose sub-block scales are integers, take one
+// matmul_kquant_tile.h). The K-quants, whose sub-block scales are integers, take one
 // activation scale per 256 elements instead, as ggml's Q8_K: their float steps come once per
 // super-block (MatmulKernel::activation_group).
 //
@@ -28,7 +28,7 @@
 //     (((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7))).
 //   quantized weights: one float lane of the tile's accumulator (lanes are rows, never mixed),
 //     fma(float(isum_b), d_w * d_x, acc) block after block in order (plus the min term of
-//     Q4_1, Q5_1, Q2_K, Q4_K and Q5_K; Q4_K and Q5_K super-block after super-block; the exact
+//     Q4_1, Q5_1, Q2_K, Q4_K and Q5_K; K-quants super-block after super-block; the exact
 //     sequences are in matmul_quant_tile.h and matmul_kquant_tile.h).
 // The engine relies on this for "batched generation gives the same tokens as separate runs"
 // and for prefix sharing. The portable scalar kernels follow the same arithmetic with
@@ -56,9 +56,9 @@ struct MatmulScratch {
 };
 
 // How quantized and F16 weights meet the activations.
-//   Fast   int8 activations per 32-element block for Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL,
-//          IQ4_XS, Q2_K, Q3_K and Q6_K, per 256-element super-block for Q4_K and Q5_K, f16
-//          activations for F16 weights (as ggml does); the other dtypes as below.
+//   Fast   int8 activations per 32-element block for Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL
+//          and IQ4_XS, per 256-element super-block for the K-quants (Q2_K, Q3_K, Q4_K, Q5_K,
+//          Q6_K), f16 activations for F16 weights (as ggml does); the other dtypes as below.
 //   Float  every weight row decoded to f32 (quantized: a tile at a time, matmul_kernel_dequant;
 //          F16: widened in the F32 tile) and multiplied with the f32 activations: no rounding of
 //          the activations, so a result moves continuously with its inputs, as the reference's

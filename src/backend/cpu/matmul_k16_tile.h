@@ -4,14 +4,17 @@
 // activations) of a super-block covers their sub-blocks 2j (elements 0..15, "a") and 2j + 1
 // ("b"), each with its own integer scale. Each type writes its weights as unsigned u and its
 // scales into one panel record layout (its pack); the products and the float steps here are
-// common:
-//   isum = sc_a * sum_{l<16} u x + sc_b * sum_{l>=16} u x  (+ o_a * xa + o_b * xb  without min)
-//   msum = o_a * xa + o_b * xb                                                    (with min)
-//   acc  = fma(float(isum), d * d_x, acc);   with min: acc = fma(-float(msum), dmin * d_x, acc)
-// xa, xb the sums of the block's two halves of int8 activations. Without a min, o folds the
+// common. Against activations with one scale d_x per super-block (kActivationGroup, as ggml's
+// Q8_K), per super-block:
+//   isum_j = sc_a * sum_{l<16} u x + sc_b * sum_{l>=16} u x    (+ o_j  without min)
+//   o_j    = o_a * xa + o_b * xb
+//   tot    = sum_j isum_j,  msum = sum_j o_j                     (with min)
+//   acc    = fma(float(tot), d * d_x, acc);   with min: acc = fma(-float(msum), dmin * d_x, acc)
+// xa, xb the sums of block j's two halves of int8 activations. Without a min, o folds the
 // offset of u into the integer sum (Q6_K u = q, o = -32 sc; Q3_K u = q + 4, o = -4 sc); with a
-// min (Q2_K), o is the sub-block's min m. All integer sums are exact in int32 and their float
-// conversion exact (< 2^24 in magnitude), so how the kernels form them does not change a bit.
+// min (Q2_K), o is the sub-block's min m. All integer sums are exact in int32 (Q6_K: |tot| <=
+// 8 * 2 * 128 * 16 * 32 * 127 < 2^28), so how the kernels form them does not change a bit; the
+// float steps come once per super-block, not once per block.
 #include "backend/cpu/matmul_paired_tile_avx512.h"
 
 namespace llmctl::cpu {
@@ -24,6 +27,7 @@ struct KQ16Panel {
   static_assert(kGroup == 2 || kGroup == 4, "a sub-block is 4 steps");
   // The kernels read the halves' sums from TileArgs::qhalf (computed once per token).
   static constexpr bool kHalfSums = true;
+  static constexpr int kActivationGroup = 256;  // one activation scale per super-block
 #if defined(LLMCTL_HAVE_X86)
   // Panel record (8 rows, one super-block):
   //   w[8][8]  at 256 j + 32 s: block j, weights 4s..4s+3 of rows 0..7, u unsigned
@@ -92,83 +96,86 @@ struct KQ16Panel {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), pairs);
   }
 
-  // acc += block b's isum (and msum) in the float steps above; dx = d_x, d and dmin per lane.
-  LLMCTL_AVX2 static __m256 finish(__m256i isum, __m256i o, __m256 d, __m256 dmin, float dx,
-                                   __m256 acc) {
-    if constexpr (!kHasMin) isum = _mm256_add_epi32(isum, o);
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, _mm256_set1_ps(dx)), acc);
+  // Token t's block j (weights w in registers, the record p's scales) added to the
+  // super-block's integer sums: tot (isum_j, + o_j without a min) and ms (o_j, with a min).
+  LLMCTL_AVX2 static void block_sums(const uint8_t* p, int j, const __m256i w[8], const TileArgs& a,
+                                     int64_t sbi, int t, __m256i& tot, __m256i& ms) {
+    const int64_t nb = a.n / 32, b = 8 * sbi + j;
+    const __m256i xo =
+        _mm256_madd_epi16(_mm256_set1_epi32(a.qhalf[t * nb + b]), kq_load(p + kOffOffset + 32 * j));
+    __m256i isum = dot(w, a.qs + t * a.n + 32 * b, kq_load(p + kSaOffset + 32 * j),
+                       kq_load(p + kSbOffset + 32 * j));
     if constexpr (kHasMin)
-      acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(o), _mm256_mul_ps(dmin, _mm256_set1_ps(dx)), acc);
-    return acc;
+      ms = _mm256_add_epi32(ms, xo);
+    else
+      isum = _mm256_add_epi32(isum, xo);
+    tot = _mm256_add_epi32(tot, isum);
   }
 
-  // Token t's block j of super-block sbi with the weights w (in registers) and the record p's
-  // scales.
-  LLMCTL_AVX2 static __m256 block(const uint8_t* p, int j, const __m256i w[8], const TileArgs& a,
-                                  int64_t sbi, int t, __m256 acc) {
-    const int64_t nb = a.n / 32, b = 8 * sbi + j;
+  // acc += token t's super-block sums in the float steps above.
+  LLMCTL_AVX2 static __m256 finish(const uint8_t* p, const TileArgs& a, int64_t sbi, int t,
+                                   __m256i tot, __m256i ms, __m256 acc) {
+    const __m256 dx = _mm256_set1_ps(a.qd[t * (a.n / 32) + 8 * sbi]);
     const __m256 d = _mm256_loadu_ps(reinterpret_cast<const float*>(p + kDOffset));
-    const __m256 dmin = kHasMin ? _mm256_loadu_ps(reinterpret_cast<const float*>(p + kDminOffset))
-                                : _mm256_setzero_ps();
-    const __m256i xo = _mm256_madd_epi16(_mm256_set1_epi32(a.qhalf[t * nb + b]),
-                                         kq_load(p + kOffOffset + 32 * j));
-    const __m256i isum = dot(w, a.qs + t * a.n + 32 * b, kq_load(p + kSaOffset + 32 * j),
-                             kq_load(p + kSbOffset + 32 * j));
-    return finish(isum, xo, d, dmin, a.qd[t * nb + b], acc);
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(tot), _mm256_mul_ps(d, dx), acc);
+    if constexpr (kHasMin) {
+      const __m256 dmin = _mm256_loadu_ps(reinterpret_cast<const float*>(p + kDminOffset));
+      acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(ms), _mm256_mul_ps(dmin, dx), acc);
+    }
+    return acc;
   }
 
   template <int T>
   LLMCTL_AVX2 static void superblock(const uint8_t* p, const TileArgs& a, int64_t sbi,
                                      __m256* acc) {
+    __m256i tot[static_cast<size_t>(T)], ms[static_cast<size_t>(T)];
+    for (int t = 0; t < T; ++t) tot[t] = ms[t] = _mm256_setzero_si256();
     for (int j = 0; j < 8; ++j) {
       __m256i w[8];
       for (int s = 0; s < 8; ++s) w[s] = kq_load(p + 256 * j + 32 * s);
-      for (int t = 0; t < T; ++t) acc[t] = block(p, j, w, a, sbi, t, acc[t]);
+      for (int t = 0; t < T; ++t) block_sums(p, j, w, a, sbi, t, tot[t], ms[t]);
     }
+    for (int t = 0; t < T; ++t) acc[t] = finish(p, a, sbi, t, tot[t], ms[t], acc[t]);
   }
 
   // The same over a 16-row panel record (matmul_paired_tile_avx512.h: every offset doubled):
   // vpdpbusd sums of each 16-element half, times its scale in int32 (|half sum| <= 16 * 63 *
-  // 127, times |sc| <= 128: far inside int32), plus the o term as in the AVX2 tile.
+  // 127, times |sc| <= 128), added over the super-block; the o terms once per token at its end.
   LLMCTL_AVX512_BEGIN
   template <int T>
   LLMCTL_AVX512 static void superblock512(const uint8_t* p, const TileArgs& a, int64_t sbi,
                                           __m512* acc) {
     const int64_t nb = a.n / 32;
-    const int32_t* xh = a.qhalf + 8 * sbi;  // token t: xh[t * nb + j]
-    const __m512 d = _mm512_loadu_ps(p + 2 * kDOffset);
-    const __m512 dmin = kHasMin ? _mm512_loadu_ps(p + 2 * kDminOffset) : _mm512_setzero_ps();
+    __m512i tot[static_cast<size_t>(T)];
     for (int j = 0; j < 8; ++j) {
-      const int64_t b = 8 * sbi + j;
       const uint8_t* w = p + 512 * j;
-      const int8_t* qx = a.qs + 32 * b;
-      const __m512i pa = _mm512_loadu_si512(p + 2 * kSaOffset + 64 * j);
-      const __m512i pb = _mm512_loadu_si512(p + 2 * kSbOffset + 64 * j);
-      const __m512i offs = _mm512_loadu_si512(p + 2 * kOffOffset + 64 * j);
-      __m512i isum[static_cast<size_t>(T)], part[static_cast<size_t>(T)];
-      dots_u8_512<T>(w, qx, a.n, 0, 4, isum);
-      dots_u8_512<T>(w, qx, a.n, 4, 8, part);
-      if constexpr (kGroup == 4) {
-        // u <= 7: a half's sum (<= 16 * 7 * 127) fits int16, so both halves go through one
-        // madd with the pairs (sc_a, sc_b)
-        const __m512i sab = _mm512_mask_blend_epi16(0xaaaaaaaa, pa, pb);
-        for (int t = 0; t < T; ++t)
-          isum[t] = _mm512_madd_epi16(
-              _mm512_mask_blend_epi16(0xaaaaaaaa, isum[t], _mm512_slli_epi32(part[t], 16)), sab);
-      } else {
+      const int8_t* qx = a.qs + kKQuantSuperBlock * sbi + 32 * j;
+      for (int h = 0; h < 2; ++h) {
         // the int16 pairs (sc, sc): the high half, sign-extended, is sc
-        const __m512i sa = _mm512_srai_epi32(pa, 16), sb = _mm512_srai_epi32(pb, 16);
-        for (int t = 0; t < T; ++t)
-          isum[t] = _mm512_add_epi32(_mm512_mullo_epi32(isum[t], sa), _mm512_mullo_epi32(part[t], sb));
+        const __m512i sc = _mm512_srai_epi32(
+            _mm512_loadu_si512(p + 2 * (h == 0 ? kSaOffset : kSbOffset) + 64 * j), 16);
+        __m512i part[static_cast<size_t>(T)];
+        dots_u8_512<T>(w, qx, a.n, 4 * h, 4 * h + 4, part);
+        for (int t = 0; t < T; ++t) {
+          const __m512i v = _mm512_mullo_epi32(part[t], sc);
+          tot[t] = j == 0 && h == 0 ? v : _mm512_add_epi32(tot[t], v);
+        }
       }
-      for (int t = 0; t < T; ++t) {
-        const __m512i o = _mm512_madd_epi16(_mm512_set1_epi32(xh[t * nb + j]), offs);
-        const __m512 dx = _mm512_set1_ps(a.qd[t * nb + b]);
-        if constexpr (!kHasMin) isum[t] = _mm512_add_epi32(isum[t], o);
-        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, dx), acc[t]);
-        if constexpr (kHasMin)
-          acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(o), _mm512_mul_ps(dmin, dx), acc[t]);
-      }
+    }
+    const __m512 d = _mm512_loadu_ps(p + 2 * kDOffset);
+    for (int t = 0; t < T; ++t) {
+      const int32_t* xh = a.qhalf + t * nb + 8 * sbi;
+      __m512i o =
+          _mm512_madd_epi16(_mm512_set1_epi32(xh[0]), _mm512_loadu_si512(p + 2 * kOffOffset));
+      for (int j = 1; j < 8; ++j)
+        o = _mm512_add_epi32(o, _mm512_madd_epi16(_mm512_set1_epi32(xh[j]),
+                                                  _mm512_loadu_si512(p + 2 * kOffOffset + 64 * j)));
+      const __m512 dx = _mm512_set1_ps(a.qd[t * nb + 8 * sbi]);
+      if constexpr (!kHasMin) tot[t] = _mm512_add_epi32(tot[t], o);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(tot[t]), _mm512_mul_ps(d, dx), acc[t]);
+      if constexpr (kHasMin)
+        acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(o),
+                                  _mm512_mul_ps(_mm512_loadu_ps(p + 2 * kDminOffset), dx), acc[t]);
     }
   }
   LLMCTL_AVX512_END

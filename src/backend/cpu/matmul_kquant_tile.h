@@ -1,34 +1,31 @@
 #pragma once
 // Internal to the matmul fast path: the tile kernel for K-quant weights (Q2_K ... Q6_K)
-// against the int8 activations of quantize_activations.h (per 32-element block: int8 q_x,
-// float scale d_x, block sum xsum = sum q_x; Q4_K and Q5_K: one d_x per super-block,
-// KQ::kActivationGroup). A 256-element super-block is 8 activation blocks; block j of a
+// against the int8 activations of quantize_activations.h with one scale per super-block
+// (KQ::kActivationGroup = 256, as ggml's Q8_K: int8 q_x, float scale d_x; block sum xsum =
+// sum q_x per 32 elements). A 256-element super-block is 8 activation blocks; block j of a
 // super-block is Q4_K/Q5_K sub-block j, or the 16-element sub-blocks 2j and 2j + 1 of Q2_K,
 // Q3_K, Q6_K. Layouts and scale packing: quant/dequant.h.
 //
-// Arithmetic (the contract the scalar and the AVX2 kernel share, bit for bit): for each
-// (row r, token t), starting from acc = 0:
-//   Q4_K, Q5_K (w = (d*sc_j) * q - dmin*m_j, q in 0..15 / 0..31), over the row's super-blocks
-//   in order, d_x the super-block's one activation scale:
-//     tot  = sum_j sc_j * sum_l q[l] * q_x[l]                   exact in int32 (< 2^27)
-//     msum = sum_j m_j * xsum_j                                 exact
-//     acc  = fma(float(tot), d * d_x, acc)
-//     acc  = fma(-float(msum), dmin * d_x, acc)
-//   and the others over the row's 32-element blocks in order:
+// Arithmetic (the contract every kernel of a type shares, bit for bit): for each (row r,
+// token t), over the row's super-blocks in order, starting from acc = 0, with exact integer
+// sums over the super-block (|tot| < 2^28; its conversion to float rounds, the same way in
+// every kernel):
+//   Q4_K, Q5_K (w = (d*sc_j) * q - dmin*m_j, q in 0..15 / 0..31):
+//     tot  = sum_j sc_j * sum_l q[l] * q_x[l],   msum = sum_j m_j * xsum_j
+//     acc  = fma(float(tot), d * d_x, acc);      acc = fma(-float(msum), dmin * d_x, acc)
 //   Q6_K (w = (d*sc_s) * (q - 32), q in 0..63, int8 sc_s per 16 elements):
-//     isum = sc_{2j} * sum_{l<16} (q[l] - 32) q_x[l] + sc_{2j+1} * sum_{l>=16} (q[l] - 32) q_x[l]
-//            exact in int32 (|isum| <= 2 * 128 * 16 * 32 * 127 < 2^24, so float(isum) is exact)
-//     acc  = fma(float(isum), d * d_x, acc)
+//     tot  = sum_j sc_{2j} * sum_{l<16} (q[l] - 32) q_x[l] + sc_{2j+1} * sum_{l>=16} (...)
+//     acc  = fma(float(tot), d * d_x, acc)
 //   Q3_K (w = (d*(sc_s - 32)) * q, q in -4..3, 6-bit sc_s per 16 elements): as Q6_K with
-//     sc_s - 32 for sc_s and q for q - 32 (|isum| <= 2 * 32 * 16 * 4 * 127 < 2^24)
+//     sc_s - 32 for sc_s and q for q - 32
 //   Q2_K (w = (d*sc_s) * q - dmin*m_s, q in 0..3, 4-bit sc_s and m_s per 16 elements):
-//     isum = sc_{2j} * sum_{l<16} q[l] q_x[l] + sc_{2j+1} * sum_{l>=16} q[l] q_x[l]
-//     msum = m_{2j} * sum_{l<16} q_x[l] + m_{2j+1} * sum_{l>=16} q_x[l]      (exact)
-//     acc  = fma(float(isum), d * d_x, acc)
-//     acc  = fma(-float(msum), dmin * d_x, acc)
+//     tot  = sum_j sc_{2j} * sum_{l<16} q[l] q_x[l] + sc_{2j+1} * sum_{l>=16} q[l] q_x[l]
+//     msum = sum_j m_{2j} * sum_{l<16} q_x[l] + m_{2j+1} * sum_{l>=16} q_x[l]
+//     acc  = fma(float(tot), d * d_x, acc);      acc = fma(-float(msum), dmin * d_x, acc)
 // and out[t][r] = acc. The integer sums are exact, so how a kernel forms them (lane layout,
 // int16 partial sums, where the -32 goes) does not change a bit; the float steps above are
-// the same instructions in both kernels.
+// the same instructions in every kernel. Two float steps a super-block, not a block: the
+// vpdpbusd steps of the AVX-512 tiles wait behind fewer other vector operations.
 //
 // AVX2 layout: as matmul_quant_tile.h, the 8 rows of a tile are the SIMD lanes, and a block's
 // weights are transposed so that one 32-byte vector holds 4 consecutive weights of each row
@@ -46,8 +43,8 @@
 // Type traits KQ:
 //   kBytes                super-block bytes;  kPanelBytes  panel bytes per super-block
 //   kTokens               tokens per prefill tile (<= 8)
-//   scalar_block(sb, j, q_x, d_x, xsum, acc) -> acc   block j of super-block sb (the definition)
-//     or, with kActivationGroup = 256, scalar_superblock(sb, q_x, d_x, xsum[8], acc) -> acc
+//   kActivationGroup      256 (MatmulKernel::activation_group)
+//   scalar_superblock(sb, q_x, d_x, xsum[8], acc) -> acc   super-block sb (the definition)
 //   pack(rows, off, panel)                    AVX2: the 8 rows' super-block at byte off
 //   superblock<T>(panel, a, sb, acc)          AVX2: acc[t] over the super-block's 8 blocks
 //   superblock512<T>(panel16, a, sb, acc)     AVX-512: the same, 16 rows
@@ -67,7 +64,7 @@ template <class KQ>
 struct KQuantTileAvx2;  // x86 only (below)
 
 // Elements per activation scale trait KQ asks for (MatmulKernel::activation_group):
-// KQ::kActivationGroup, else 32.
+// KQ::kActivationGroup, else 32 (the block traits of matmul_quant_tile.h).
 template <class KQ, class = void>
 constexpr int kActivationGroupOf = 32;
 template <class KQ>
@@ -76,6 +73,7 @@ constexpr int kActivationGroupOf<KQ, std::void_t<decltype(KQ::kActivationGroup)>
 
 template <class KQ>
 struct KQuantTileScalar {
+  static_assert(kActivationGroupOf<KQ> == kKQuantSuperBlock, "one activation scale a super-block");
   template <int T>
   static void tile(const TileArgs& a, int n_rows) {
     const int64_t nb = a.n / 32, nsb = a.n / kKQuantSuperBlock;
@@ -84,18 +82,10 @@ struct KQuantTileScalar {
       for (int t = 0; t < T; ++t) {
         float acc = 0.0f;
         for (int64_t s = 0; s < nsb; ++s) {
-          const uint8_t* sb = row + static_cast<size_t>(s) * KQ::kBytes;
-          if constexpr (kActivationGroupOf<KQ> == kKQuantSuperBlock) {
-            const int64_t b = t * nb + 8 * s;
-            acc = KQ::scalar_superblock(sb, a.qs + t * a.n + kKQuantSuperBlock * s, a.qd[b],
-                                        a.qsum + b, acc);
-          } else {
-            for (int j = 0; j < 8; ++j) {
-              const int64_t b = 8 * s + j;
-              acc = KQ::scalar_block(sb, j, a.qs + t * a.n + 32 * b, a.qd[t * nb + b],
-                                     a.qsum[t * nb + b], acc);
-            }
-          }
+          const int64_t b = t * nb + 8 * s;  // the super-block's first activation block
+          acc = KQ::scalar_superblock(row + static_cast<size_t>(s) * KQ::kBytes,
+                                      a.qs + t * a.n + kKQuantSuperBlock * s, a.qd[b], a.qsum + b,
+                                      acc);
         }
         a.out[t * a.out_stride + r] = acc;
       }

@@ -3,8 +3,8 @@
 // q in 0..3) against int8 activations: the K-quant tile (matmul_kquant_tile.h) with the record
 // of the 16-element sub-block types (matmul_k16_tile.h, with a min). ggml's vec_dot_q2_K_q8_K
 // sums sc * (q . x) and m * (sum x) per 16 elements over the super-block against one activation
-// scale; with our per-32 activation scales, each 32-element block's two sub-blocks fold into
-// one exact integer sum for the q part and one for the min part, then one fma each.
+// scale, as here: one exact integer sum for the q part and one for the min part, then one fma
+// each.
 #include "backend/cpu/matmul_k16_tile.h"
 
 namespace llmctl::cpu {
@@ -15,21 +15,24 @@ struct KQ2_K : KQ16Panel<true, 4> {
   static constexpr size_t kBytes = 84;
   static constexpr int kTokens = 6;
 
-  // Block j: isum = sc_2j * sum_{l<16} q x + sc_2j+1 * sum_{l>=16} q x,
-  // msum = m_2j * sum_{l<16} x + m_2j+1 * sum_{l>=16} x;
-  // acc = fma(float(isum), d * d_x, acc), then fma(-float(msum), dmin * d_x, acc).
-  static float scalar_block(const uint8_t* sb, int j, const int8_t* qx, float dx, int32_t xsum,
-                            float acc) {
+  // Per block j: isum_j = sc_2j * sum_{l<16} q x + sc_2j+1 * sum_{l>=16} q x,
+  // msum_j = m_2j * sum_{l<16} x + m_2j+1 * sum_{l>=16} x; over the super-block
+  // acc = fma(float(sum isum_j), d * d_x, acc), then fma(-float(sum msum_j), dmin * d_x, acc).
+  static float scalar_superblock(const uint8_t* sb, const int8_t* qx, float dx, const int32_t* xsum,
+                                 float acc) {
     (void)xsum;
-    int dot[2] = {0, 0}, xs[2] = {0, 0};
-    for (int l = 0; l < 32; ++l) {
-      dot[l / 16] += q2_k_value(sb, 32 * j + l) * qx[l];
-      xs[l / 16] += qx[l];
+    int32_t tot = 0, msum = 0;
+    for (int j = 0; j < 8; ++j) {
+      int dot[2] = {0, 0}, xs[2] = {0, 0};
+      for (int l = 0; l < 32; ++l) {
+        dot[l / 16] += q2_k_value(sb, 32 * j + l) * qx[32 * j + l];
+        xs[l / 16] += qx[32 * j + l];
+      }
+      const uint8_t a = sb[2 * j], b = sb[2 * j + 1];
+      tot += (a & 0x0f) * dot[0] + (b & 0x0f) * dot[1];
+      msum += (a >> 4) * xs[0] + (b >> 4) * xs[1];
     }
-    const uint8_t a = sb[2 * j], b = sb[2 * j + 1];
-    const int isum = (a & 0x0f) * dot[0] + (b & 0x0f) * dot[1];
-    const int msum = (a >> 4) * xs[0] + (b >> 4) * xs[1];
-    acc = std::fma(static_cast<float>(isum), fp16_to_f32(load_u16_le(sb + 80)) * dx, acc);
+    acc = std::fma(static_cast<float>(tot), fp16_to_f32(load_u16_le(sb + 80)) * dx, acc);
     return std::fma(-static_cast<float>(msum), fp16_to_f32(load_u16_le(sb + 82)) * dx, acc);
   }
 
@@ -80,15 +83,17 @@ struct KQ2_K : KQ16Panel<true, 4> {
                                             const TileArgs& a, int64_t sb, __m256* acc) {
     alignas(32) uint8_t p[kPanelBytes];  // only the scales part is written
     pack_scales(rows, off, p);
+    __m256i tot = _mm256_setzero_si256(), ms = tot;
     for (int h = 0; h < 2; ++h) {
       __m256i q[8];
       kq_transpose32(rows, off + 16 + 32 * static_cast<size_t>(h), q);
       for (int k = 0; k < 4; ++k) {
         __m256i w[8];
         for (int s = 0; s < 8; ++s) w[s] = weights(q[s], k);
-        acc[0] = block(p, 4 * h + k, w, a, sb, 0, acc[0]);
+        block_sums(p, 4 * h + k, w, a, sb, 0, tot, ms);
       }
     }
+    acc[0] = finish(p, a, sb, 0, tot, ms, acc[0]);
   }
 #endif
 };

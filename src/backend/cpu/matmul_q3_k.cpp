@@ -3,9 +3,9 @@
 // 16-element sub-block) against int8 activations: the K-quant tile (matmul_kquant_tile.h) with
 // the record of the 16-element sub-block types (matmul_k16_tile.h, as Q6_K). ggml's
 // vec_dot_q3_K_q8_K sums (sc - 32) * (q . x) per 16 elements against one activation scale per
-// super-block; with our per-32 activation scales, each 32-element block's two sub-blocks fold
-// into one exact integer sum, then one fma. The kernels multiply u = q + 4 (0..7, unsigned for
-// maddubs / vpdpbusd) and take the 4 back through the halves' activation sums.
+// super-block, as here: one exact integer sum per super-block, then one fma. The kernels multiply u
+// = q + 4 (0..7, unsigned for maddubs / vpdpbusd) and take the 4 back through the halves'
+// activation sums.
 #include "backend/cpu/matmul_k16_tile.h"
 
 namespace llmctl::cpu {
@@ -16,16 +16,18 @@ struct KQ3_K : KQ16Panel<false, 4> {
   static constexpr size_t kBytes = 110;
   static constexpr int kTokens = 6;
 
-  // Block j: isum = (sc_2j - 32) * sum_{l<16} q x + (sc_2j+1 - 32) * sum_{l>=16} q x
-  // (|isum| <= 2 * 32 * 16 * 4 * 127 < 2^24), acc = fma(float(isum), d * d_x, acc).
-  static float scalar_block(const uint8_t* sb, int j, const int8_t* qx, float dx, int32_t xsum,
-                            float acc) {
+  // Block j: isum_j = (sc_2j - 32) * sum_{l<16} q x + (sc_2j+1 - 32) * sum_{l>=16} q x;
+  // acc = fma(float(sum isum_j), d * d_x, acc) over the super-block.
+  static float scalar_superblock(const uint8_t* sb, const int8_t* qx, float dx, const int32_t* xsum,
+                                 float acc) {
     (void)xsum;
-    int half[2] = {0, 0};
-    for (int l = 0; l < 32; ++l) half[l / 16] += q3_k_value(sb, 32 * j + l) * qx[l];
-    const int isum =
-        (q3_k_scale(sb, 2 * j) - 32) * half[0] + (q3_k_scale(sb, 2 * j + 1) - 32) * half[1];
-    return std::fma(static_cast<float>(isum), fp16_to_f32(load_u16_le(sb + 108)) * dx, acc);
+    int32_t tot = 0;
+    for (int j = 0; j < 8; ++j) {
+      int half[2] = {0, 0};
+      for (int l = 0; l < 32; ++l) half[l / 16] += q3_k_value(sb, 32 * j + l) * qx[32 * j + l];
+      tot += (q3_k_scale(sb, 2 * j) - 32) * half[0] + (q3_k_scale(sb, 2 * j + 1) - 32) * half[1];
+    }
+    return std::fma(static_cast<float>(tot), fp16_to_f32(load_u16_le(sb + 108)) * dx, acc);
   }
 
 #if defined(LLMCTL_HAVE_X86)
@@ -95,6 +97,7 @@ struct KQ3_K : KQ16Panel<false, 4> {
                                             const TileArgs& a, int64_t sb, __m256* acc) {
     alignas(32) uint8_t p[kPanelBytes];  // only the scales part is written
     pack_scales(rows, off, p);
+    __m256i tot = _mm256_setzero_si256(), ms = tot;
     __m256i hm[8];
     kq_transpose32(rows, off, hm);
     for (int h = 0; h < 2; ++h) {
@@ -103,9 +106,10 @@ struct KQ3_K : KQ16Panel<false, 4> {
       for (int k = 0; k < 4; ++k) {
         __m256i w[8];
         for (int s = 0; s < 8; ++s) w[s] = weights(q[s], hm[s], h, k);
-        acc[0] = block(p, 4 * h + k, w, a, sb, 0, acc[0]);
+        block_sums(p, 4 * h + k, w, a, sb, 0, tot, ms);
       }
     }
+    acc[0] = finish(p, a, sb, 0, tot, ms, acc[0]);
   }
 #endif
 };

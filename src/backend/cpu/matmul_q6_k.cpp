@@ -1,9 +1,9 @@
 // Q6_K weights (210-byte super-blocks of 256: 128 bytes of low nibbles ql, 64 bytes of 2-bit
 // highs qh, 16 int8 scales, fp16 d; w = (d*sc_s) * (q - 32) per 16-element sub-block s) against
-// int8 activations: the K-quant tile (matmul_kquant_tile.h), as ggml's vec_dot_q6_K_q8_K but
-// with our per-32 activation scales: the two sub-blocks of an activation block fold into one
-// exact integer sum, then one fma per block. Also the AVX-512 and AVX2 kernels over the
-// repacked records (weight_repack.h, matmul_repacked_tile.h, matmul_repacked_tile_avx2.h).
+// int8 activations: the K-quant tile (matmul_kquant_tile.h), as ggml's vec_dot_q6_K_q8_K: one
+// activation scale per super-block, one exact integer sum, then one fma per super-block. Also the
+// AVX-512 and AVX2 kernels over the repacked records (weight_repack.h, matmul_repacked_tile.h,
+// matmul_repacked_tile_avx2.h).
 #include "backend/cpu/matmul_k16_tile.h"
 #include "backend/cpu/matmul_repacked_tile.h"
 #include "backend/cpu/weight_repack.h"
@@ -16,15 +16,21 @@ struct KQ6_K : KQ16Panel<false, 2> {
   static constexpr size_t kBytes = 210;
   static constexpr int kTokens = 6;
 
-  static float scalar_block(const uint8_t* sb, int j, const int8_t* qx, float dx, int32_t xsum,
-                            float acc) {
+  // Block j: isum_j = sc_2j * sum_{l<16} (q - 32) x + sc_2j+1 * sum_{l>=16} (q - 32) x;
+  // acc = fma(float(sum isum_j), d * d_x, acc) over the super-block.
+  static float scalar_superblock(const uint8_t* sb, const int8_t* qx, float dx, const int32_t* xsum,
+                                 float acc) {
     (void)xsum;
-    int8_t sc[2];
-    std::memcpy(sc, sb + 192 + 2 * j, 2);
-    int half[2] = {0, 0};
-    for (int l = 0; l < 32; ++l) half[l / 16] += (q6_k_value(sb, 32 * j + l) - 32) * qx[l];
-    const int isum = sc[0] * half[0] + sc[1] * half[1];
-    return std::fma(static_cast<float>(isum), fp16_to_f32(load_u16_le(sb + 208)) * dx, acc);
+    int32_t tot = 0;
+    for (int j = 0; j < 8; ++j) {
+      int8_t sc[2];
+      std::memcpy(sc, sb + 192 + 2 * j, 2);
+      int half[2] = {0, 0};
+      for (int l = 0; l < 32; ++l)
+        half[l / 16] += (q6_k_value(sb, 32 * j + l) - 32) * qx[32 * j + l];
+      tot += sc[0] * half[0] + sc[1] * half[1];
+    }
+    return std::fma(static_cast<float>(tot), fp16_to_f32(load_u16_le(sb + 208)) * dx, acc);
   }
 
 #if defined(LLMCTL_HAVE_X86)
@@ -115,7 +121,7 @@ struct RQ6_K {
   LLMCTL_AVX512 static void decode(const uint8_t* rec, const TileArgs& a, int64_t sb, __m256& acc) {
     alignas(32) int32_t xh[8];
     KQ::half_sums(a.qs + kKQuantSuperBlock * sb, xh);
-    const __m256 d = rp_fp16_lanes(rec + 1664);
+    __m256i tot = _mm256_setzero_si256();
     for (int h = 0; h < 2; ++h) {
       __m256i part[4][2];
       for (int k = 0; k < 4; ++k) part[k][0] = part[k][1] = _mm256_setzero_si256();
@@ -127,24 +133,31 @@ struct RQ6_K {
       }
       for (int k = 0; k < 4; ++k) {
         const int j = 4 * h + k;
-        const int64_t b = 8 * sb + j;
         const int32_t xa = static_cast<int16_t>(xh[j] & 0xffff), xb = xh[j] >> 16;
         const __m256i isum = _mm256_add_epi32(
             _mm256_mullo_epi32(rp_i8_lanes(rec + 1536 + 8 * (2 * j)),
                                _mm256_sub_epi32(part[k][0], _mm256_set1_epi32(32 * xa))),
             _mm256_mullo_epi32(rp_i8_lanes(rec + 1536 + 8 * (2 * j + 1)),
                                _mm256_sub_epi32(part[k][1], _mm256_set1_epi32(32 * xb))));
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, _mm256_set1_ps(a.qd[b])),
-                              acc);
+        tot = _mm256_add_epi32(tot, isum);
       }
     }
+    finish(rec, a, sb, tot, acc);
+  }
+
+  // acc += the super-block's sum tot in KQ6_K's float step (matmul_k16_tile.h).
+  LLMCTL_AVX2 static void finish(const uint8_t* rec, const TileArgs& a, int64_t sb, __m256i tot,
+                                 __m256& acc) {
+    const __m256 dx = _mm256_set1_ps(a.qd[8 * sb]);
+    acc =
+        _mm256_fmadd_ps(_mm256_cvtepi32_ps(tot), _mm256_mul_ps(rp_fp16_lanes(rec + 1664), dx), acc);
   }
   // AVX2 decode, block by block: two maddubs steps in int16 (KQ6_K's kGroup), a madd with the
   // sub-block's scale pair (sc, sc), and the -32 offset as the in-place tile's o term:
   //   isum = sum_a sc_a u x + sum_b sc_b u x - (xa * 32 sc_a + xb * 32 sc_b)
   LLMCTL_AVX2 static void decode_avx2(const uint8_t* rec, const TileArgs& a, int64_t sb,
                                       __m256& acc) {
-    const __m256 d = rp_fp16_lanes(rec + 1664);
+    __m256i tot = _mm256_setzero_si256();
     for (int j = 0; j < 8; ++j) {
       const int h = j / 4, k = j % 4;
       const int64_t b = 8 * sb + j;
@@ -163,9 +176,9 @@ struct RQ6_K {
       const __m256i o =
           _mm256_blend_epi16(_mm256_slli_epi32(sa, 5), _mm256_slli_epi32(sc_b, 21), 0xaa);
       isum = _mm256_sub_epi32(isum, _mm256_madd_epi16(_mm256_set1_epi32(a.qhalf[b]), o));
-      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, _mm256_set1_ps(a.qd[b])),
-                            acc);
+      tot = _mm256_add_epi32(tot, isum);
     }
+    finish(rec, a, sb, tot, acc);
   }
 };
 LLMCTL_AVX512_END
