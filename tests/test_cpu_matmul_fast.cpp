@@ -28,10 +28,12 @@ using namespace llmctl::test;
 
 namespace {
 
-// Elements per activation scale, as matmul_kernels.h documents it: 256 for the K-quants (one
-// scale per super-block, their sub-block scales being integers), 32 for every other type.
+// Elements per activation scale, as matmul_kernels.h documents it: 256 for the K-quants and
+// IQ4_XS (one scale per super-block, their sub-block scales being integers), 32 for every
+// other type.
 int64_t activation_group(GgmlType type) {
   switch (type) {
+    case GgmlType::IQ4_XS:
     case GgmlType::Q2_K:
     case GgmlType::Q3_K:
     case GgmlType::Q4_K:

@@ -10,7 +10,7 @@
 // multiplied with the activations quantized to int8 per 32-element block (quantize_activations.h),
 // as ggml does (vec_dot_q4_0_q8_0): integer dot products per block, one float multiply-add per
 // block (K-quants: per 32-element sub-block, with the super-block's scales decoded once;
-// matmul_kquant_tile.h). The K-quants, whose sub-block scales are integers, take one
+// matmul_kquant_tile.h). The K-quants and IQ4_XS, whose sub-block scales are integers, take one
 // activation scale per 256 elements instead, as ggml's Q8_K: their float steps come once per
 // super-block (MatmulKernel::activation_group).
 //
@@ -57,8 +57,9 @@ struct MatmulScratch {
 
 // How quantized and F16 weights meet the activations.
 //   Fast   int8 activations per 32-element block for Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL
-//          and IQ4_XS, per 256-element super-block for the K-quants (Q2_K, Q3_K, Q4_K, Q5_K,
-//          Q6_K), f16 activations for F16 weights (as ggml does); the other dtypes as below.
+//          and MXFP4, per 256-element super-block for the K-quants (Q2_K, Q3_K, Q4_K, Q5_K,
+//          Q6_K) and IQ4_XS, f16 activations for F16 weights (as ggml does); the other dtypes
+//          as below.
 //   Float  every weight row decoded to f32 (quantized: a tile at a time, matmul_kernel_dequant;
 //          F16: widened in the F32 tile) and multiplied with the f32 activations: no rounding of
 //          the activations, so a result moves continuously with its inputs, as the reference's

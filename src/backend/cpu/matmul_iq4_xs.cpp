@@ -1,56 +1,155 @@
-// IQ4_XS weights (136-byte super-blocks of 256: fp16 d, 6-bit scales of the 8 sub-blocks of 32
-// in scales_h/scales_l, 128 bytes of nibbles; w = d * (ls - 32) * kIq4nlValues[nibble])
-// against int8 activations: the quantized tile (matmul_quant_tile.h) over the 32-element
-// sub-blocks, each an IQ4_NL block whose scale is d * (ls - 32), as ggml's vec_dot_iq4_xs_q8_K
-// (which sums the same integer products, in its own float order).
+// IQ4_XS weights (136-byte super-blocks of 256: fp16 d, the 6-bit scales ls of the 8 sub-blocks
+// of 32 in scales_h / scales_l, 128 bytes of nibbles; w = d * (ls - 32) * kIq4nlValues[nibble])
+// against int8 activations with one scale per super-block, as ggml's vec_dot_iq4_xs_q8_K: the
+// K-quant tile (matmul_kquant_tile.h). Per super-block, exact in int32 (|tot| < 2^28):
+//   tot = sum_j (ls_j - 32) * sum_l v[l] * q_x[l]          (v = kIq4nlValues[nibble], signed)
+//   acc = fma(float(tot), d * d_x, acc)
+// The products of signed levels: the AVX2 tile multiplies |v| by the activation with v's sign
+// (maddubs, pairs <= 2 * 127 * 127, no saturation); the AVX-512 tile multiplies v + 128 (1..241,
+// unsigned) by the activation (vpdpbusd) and takes 128 * sum_j (ls_j - 32) * xsum_j back once
+// per super-block. Both give the same integers, so the same bits as the scalar kernel.
 #include "backend/cpu/matmul_paired_tile_avx512.h"
 
 namespace llmctl::cpu {
 
 namespace {
 
-struct BlockIq4Xs : QuantBlockTraits {
+struct KQIq4Xs {
   static constexpr size_t kBytes = 136;
-  static constexpr size_t kQsOffset = 8;
-  static constexpr bool kNibbles = true;
-  static constexpr bool kLookup = true;
-  static constexpr int64_t kSubBlocks = 8;
-  // The signed scale ls - 32 of sub-block b (dequant.h's reading).
-  static int sub_scale(const uint8_t* block, int b) { return iq4_xs_scale(block, b); }
-#if defined(LLMCTL_HAVE_X86)
-  // d * (ls - 32) of sub-block b for 8 rows (their super-block at byte blk), as quant_scale
-  // computes it (both factors exact in float, one rounding of the product). The first 8 bytes
-  // of a block, d | scales_h << 16 and scales_l, are read as two dwords per row.
-  LLMCTL_AVX2 static __m256 scales_avx2(const uint8_t* const rows[8], size_t blk, int b) {
-    const __m256i dh = gather_u32(rows, blk);     // d | scales_h << 16
-    const __m256i l = gather_u32(rows, blk + 4);  // scales_l[0..3]
-    // d: the low half of each dword, packed to 8 halves (bytes 0, 1, 4, 5, ... of each lane)
-    const __m256i packed = _mm256_permute4x64_epi64(
-        _mm256_shuffle_epi8(
-            dh, _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1, 0, 1, 4,
-                                 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1)),
-        0x08);
-    const __m256 d = _mm256_cvtph_ps(_mm256_castsi256_si128(packed));
-    // ls = (scales_l >> 4b) & 15 | ((scales_h >> 2b) & 3) << 4; scales_l[b / 2] nibble b % 2 is
-    // bits 4b..4b+3 of the dword
-    const __m256i lo =
-        _mm256_and_si256(_mm256_srl_epi32(l, _mm_cvtsi32_si128(4 * b)), _mm256_set1_epi32(15));
-    const __m256i hi =
-        _mm256_and_si256(_mm256_srl_epi32(dh, _mm_cvtsi32_si128(16 + 2 * b)), _mm256_set1_epi32(3));
-    const __m256i ls = _mm256_or_si256(lo, _mm256_slli_epi32(hi, 4));
-    return _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_sub_epi32(ls, _mm256_set1_epi32(32))));
+  static constexpr int kTokens = 6;
+  static constexpr int kActivationGroup = 256;
+
+  static float scalar_superblock(const uint8_t* sb, const int8_t* qx, float dx, const int32_t* xsum,
+                                 float acc) {
+    (void)xsum;
+    int32_t tot = 0;
+    for (int j = 0; j < 8; ++j) {
+      int32_t isum = 0;
+      for (int l = 0; l < 32; ++l) isum += iq4_value(sb + 8 + 16 * j, l) * qx[32 * j + l];
+      tot += iq4_xs_scale(sb, j) * isum;
+    }
+    return std::fma(static_cast<float>(tot), fp16_to_f32(load_u16_le(sb)) * dx, acc);
   }
+
+#if defined(LLMCTL_HAVE_X86)
+  // Panel record (8 rows, one super-block):
+  //   w[8][8]  at 256 j + 32 s: block j, levels 4s..4s+3 of rows 0..7, signed int8
+  //   sc[8]    at 2048 + 32 j: 8 int32, ls_j - 32 of each row
+  //   sp[4]    at 2304 + 32 p: 8 int32, (ls_2p - 32) | (ls_2p+1 - 32) << 16 (int16 pairs)
+  //   d        at 2432: 8 floats
+  static constexpr size_t kScOffset = 2048, kPairOffset = 2304, kDOffset = 2432;
+  static constexpr size_t kPanelBytes = 2464;
+
+  LLMCTL_AVX2 static void pack(const uint8_t* const rows[8], size_t off, uint8_t* p) {
+    __m256i g[4];  // g[0]: d | scales_h << 16; g[1]: scales_l[0..3]
+    kq_transpose16(rows, off, g);
+    _mm256_storeu_ps(reinterpret_cast<float*>(p + kDOffset), kq_fp16_lanes(g[0], false));
+    const __m256i low4 = _mm256_set1_epi32(15), low2 = _mm256_set1_epi32(3),
+                  bias = _mm256_set1_epi32(32), low16 = _mm256_set1_epi32(0xffff);
+    __m256i sc[8];
+    for (int j = 0; j < 8; ++j) {  // ls = (scales_l >> 4j) & 15 | ((scales_h >> 2j) & 3) << 4
+      const __m256i lo = _mm256_and_si256(_mm256_srl_epi32(g[1], _mm_cvtsi32_si128(4 * j)), low4);
+      const __m256i hi =
+          _mm256_and_si256(_mm256_srl_epi32(g[0], _mm_cvtsi32_si128(16 + 2 * j)), low2);
+      sc[j] = _mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)), bias);
+      kq_store(p + kScOffset + 32 * j, sc[j]);
+    }
+    for (int q = 0; q < 4; ++q)
+      kq_store(p + kPairOffset + 32 * q, _mm256_or_si256(_mm256_and_si256(sc[2 * q], low16),
+                                                         _mm256_slli_epi32(sc[2 * q + 1], 16)));
+    const __m256i table = _mm256_broadcastsi128_si256(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
+    const __m256i nib = _mm256_set1_epi8(0x0f);
+    for (int j = 0; j < 8; ++j) {
+      __m256i q[4];  // q[k] lane r: bytes 4k..4k+3 of row r's sub-block j: levels 4k.., 16 + 4k..
+      kq_transpose16(rows, off + 8 + 16 * static_cast<size_t>(j), q);
+      for (int k = 0; k < 4; ++k) {
+        kq_store(p + 256 * j + 32 * k, _mm256_shuffle_epi8(table, _mm256_and_si256(q[k], nib)));
+        kq_store(p + 256 * j + 32 * (4 + k),
+                 _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(q[k], 4), nib)));
+      }
+    }
+  }
+
+  // The panel's super-block for T tokens (8 rows): exact sums of signed products.
+  template <int T>
+  LLMCTL_AVX2 static void superblock(const uint8_t* p, const TileArgs& a, int64_t sb, __m256* acc) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i tot[static_cast<size_t>(T)];
+    for (int t = 0; t < T; ++t) tot[t] = _mm256_setzero_si256();
+    for (int j = 0; j < 8; ++j) {
+      const int8_t* qx = a.qs + kKQuantSuperBlock * sb + 32 * j;
+      __m256i isum[static_cast<size_t>(T)];
+      for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
+      for (int s = 0; s < 8; ++s) {
+        const __m256i w = kq_load(p + 256 * j + 32 * s), aw = _mm256_abs_epi8(w);
+        for (int t = 0; t < T; ++t) {
+          const __m256i x = _mm256_sign_epi8(kq_bcast4(qx + t * a.n + 4 * s), w);
+          isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(aw, x), ones));
+        }
+      }
+      const __m256i sc = kq_load(p + kScOffset + 32 * j);
+      for (int t = 0; t < T; ++t)
+        tot[t] = _mm256_add_epi32(tot[t], _mm256_mullo_epi32(isum[t], sc));
+    }
+    const int64_t nb = a.n / 32;
+    const __m256 d = _mm256_loadu_ps(reinterpret_cast<const float*>(p + kDOffset));
+    for (int t = 0; t < T; ++t) {
+      const __m256 dx = _mm256_set1_ps(a.qd[t * nb + 8 * sb]);
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(tot[t]), _mm256_mul_ps(d, dx), acc[t]);
+    }
+  }
+
+  // The same over a 16-row panel record (matmul_paired_tile_avx512.h: every offset doubled).
+  LLMCTL_AVX512_BEGIN
+  template <int T>
+  LLMCTL_AVX512 static void superblock512(const uint8_t* p, const TileArgs& a, int64_t sb,
+                                          __m512* acc) {
+    const int64_t nb = a.n / 32;
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));  // v -> v + 128, unsigned
+    __m512i tot[static_cast<size_t>(T)];
+    for (int t = 0; t < T; ++t) tot[t] = _mm512_setzero_si512();
+    for (int j = 0; j < 8; ++j) {
+      const int8_t* qx = a.qs + kKQuantSuperBlock * sb + 32 * j;
+      __m512i isum[static_cast<size_t>(T)];
+      for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
+      for (int s = 0; s < 8; ++s) {
+        const __m512i u = _mm512_xor_si512(_mm512_loadu_si512(p + 512 * j + 64 * s), flip);
+        for (int t = 0; t < T; ++t)
+          isum[t] = dot4_u8s8(isum[t], u, bcast4_512(qx + t * a.n + 4 * s));
+      }
+      const __m512i sc = _mm512_loadu_si512(p + 2 * kScOffset + 64 * j);
+      for (int t = 0; t < T; ++t)
+        tot[t] = _mm512_add_epi32(tot[t], _mm512_mullo_epi32(isum[t], sc));
+    }
+    const __m512 d = _mm512_loadu_ps(p + 2 * kDOffset);
+    for (int t = 0; t < T; ++t) {
+      // 128 * sum_j (ls_j - 32) * xsum_j: the products' +128 taken back
+      const int32_t* xsum = a.qsum + t * nb + 8 * sb;
+      __m512i back = _mm512_setzero_si512();
+      for (int q = 0; q < 4; ++q) {
+        const int32_t pair = static_cast<int32_t>((static_cast<uint32_t>(xsum[2 * q]) & 0xffffu) |
+                                                  (static_cast<uint32_t>(xsum[2 * q + 1]) << 16));
+        back = _mm512_dpwssd_epi32(back, _mm512_loadu_si512(p + 2 * kPairOffset + 64 * q),
+                                   _mm512_set1_epi32(pair));
+      }
+      const __m512i exact = _mm512_sub_epi32(tot[t], _mm512_slli_epi32(back, 7));
+      const __m512 dx = _mm512_set1_ps(a.qd[t * nb + 8 * sb]);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(exact), _mm512_mul_ps(d, dx), acc[t]);
+    }
+  }
+  LLMCTL_AVX512_END
 #endif
 };
 
 }  // namespace
 
 MatmulKernel matmul_kernel_iq4_xs(bool avx2) {
-  return make_quant_kernel<BlockIq4Xs>(avx2, "iq4_xs avx2", "iq4_xs scalar");
+  return make_kquant_kernel<KQIq4Xs>(avx2, "iq4_xs avx2", "iq4_xs scalar");
 }
 
 MatmulKernel matmul_kernel_iq4_xs_avx512() {
-  return make_paired_kernel_avx512<QuantUnit, BlockIq4Xs>("iq4_xs avx512-vnni (decode avx2)");
+  return make_paired_kernel_avx512<KQuantUnit, KQIq4Xs>("iq4_xs avx512-vnni (decode avx2)");
 }
 
 }  // namespace llmctl::cpu

@@ -93,8 +93,8 @@ struct MatmulKernel {
   bool half_sums = false;  // reads qhalf too (the 16-element sub-block K-quants)
   int32_t sum_offset = 0;  // non-zero: reads qoff (= -sum_offset * qsum)
   bool sum_scaled = false;  // reads qsumd (= float(qsum) * qd)
-  // Elements per activation scale: 32, or 256 for the K-quants, whose sub-block scales are
-  // integers (Q2_K ... Q6_K: float steps once per super-block, not per block). qd keeps one
+  // Elements per activation scale: 32, or 256 for the K-quants and IQ4_XS, whose sub-block
+  // scales are integers (float steps once per super-block, not per block). qd keeps one
   // entry per 32-element block either way; with 256 the 8 blocks of a super-block share it.
   int activation_group = 32;
   // Reads xh instead of x, except for the tokens whose activations overflow f16: tile_wide,

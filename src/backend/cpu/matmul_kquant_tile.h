@@ -1,10 +1,10 @@
 #pragma once
-// Internal to the matmul fast path: the tile kernel for K-quant weights (Q2_K ... Q6_K)
-// against the int8 activations of quantize_activations.h with one scale per super-block
-// (KQ::kActivationGroup = 256, as ggml's Q8_K: int8 q_x, float scale d_x; block sum xsum =
-// sum q_x per 32 elements). A 256-element super-block is 8 activation blocks; block j of a
-// super-block is Q4_K/Q5_K sub-block j, or the 16-element sub-blocks 2j and 2j + 1 of Q2_K,
-// Q3_K, Q6_K. Layouts and scale packing: quant/dequant.h.
+// Internal to the matmul fast path: the tile kernel for K-quant weights (Q2_K ... Q6_K, and
+// IQ4_XS: matmul_iq4_xs.cpp) against the int8 activations of quantize_activations.h with one
+// scale per super-block (KQ::kActivationGroup = 256, as ggml's Q8_K: int8 q_x, float scale
+// d_x; block sum xsum = sum q_x per 32 elements). A 256-element super-block is 8 activation
+// blocks; block j of a super-block is Q4_K/Q5_K sub-block j, or the 16-element sub-blocks 2j
+// and 2j + 1 of Q2_K, Q3_K, Q6_K. Layouts and scale packing: quant/dequant.h.
 //
 // Arithmetic (the contract every kernel of a type shares, bit for bit): for each (row r,
 // token t), over the row's super-blocks in order, starting from acc = 0, with exact integer

@@ -1,7 +1,7 @@
 #pragma once
 // Internal to the matmul fast path: AVX-512 VNNI prefill tiles built on the AVX2 kernels' own
-// 8-row packing, for the block types without a direct 16-row unpacking (the K-quants Q4_K,
-// Q5_K, Q6_K; Q5_0, Q5_1, IQ4_NL, IQ4_XS), on a CPU with matmul_fast_has_avx512(). Same traits
+// 8-row packing, for the block types without a direct 16-row unpacking (the K-quants and
+// IQ4_XS; Q5_0, Q5_1, IQ4_NL, MXFP4), on a CPU with matmul_fast_has_avx512(). Same traits
 // and the same arithmetic contract (matmul_quant_tile.h, matmul_kquant_tile.h), so the same
 // bits as the scalar and AVX2 kernels.
 //

@@ -1,6 +1,6 @@
 #pragma once
 // Internal to the matmul fast path: the tile kernel for block-quantized weights (Q8_0, Q4_0,
-// Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS) against int8 activations (quantize_activations.h), written
+// Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4) against int8 activations (quantize_activations.h), written
 // once over a block trait.
 //
 // Arithmetic (the contract the scalar and the AVX2 kernel share, bit for bit): for each
@@ -9,8 +9,8 @@
 //   acc  = fma(float(isum), d_w * d_x, acc)
 //   Q4_1, Q5_1 (w = q * d + m) then: acc = fma(float(xsum) * d_x, m, acc), xsum = sum_j q_x[j]
 // and out[t][r] = acc. The integer weights are Q8_0 q, Q4_0 q - 8, Q4_1 q, Q5_0 q - 16, Q5_1 q
-// (Q5: the nibble plus bit j of qh as bit 4), IQ4 kIq4nlValues[q]; d_w is the block's fp16 d
-// (IQ4_XS: times the 32-element sub-block's ls - 32).
+// (Q5: the nibble plus bit j of qh as bit 4), IQ4_NL kIq4nlValues[q]; d_w is the block's fp16
+// d.
 //
 // Rows are the SIMD lanes: a tile is 8 rows (fewer at the end of a range: the missing rows
 // repeat the last one and are not stored) x T tokens. For each block the 8 rows' weight bytes
@@ -30,15 +30,13 @@
 //   Block::kHasMin               Q4_1, Q5_1: fp16 m at byte 2
 //   Block::kHighBit, kQhOffset   Q5_0, Q5_1: nibble blocks whose element j has a fifth bit,
 //                                bit j of the u32 (LE) at kQhOffset
-//   Block::kLookup, kTable       IQ4_NL, IQ4_XS, MXFP4: the nibble indexes the 16-entry int8
+//   Block::kLookup, kTable       IQ4_NL, MXFP4: the nibble indexes the 16-entry int8
 //                                table kTable (kIq4nlValues, kMxfp4Values: dequant.h); the
 //                                integer weight is its entry (signed, as Q8_0's q)
 //   Block::kE8m0                 MXFP4: d_w is the E8M0 byte at 0 halved, 2^(e - 128)
 //                                (e8m0_half_to_f32), not an fp16 (exact; as ggml's scale)
-//   Block::kSubBlocks            32-element blocks per stored block: 1, or 8 for IQ4_XS, whose
-//                                sub-block b has its 16 quant bytes at kQsOffset + 16 b and the
-//                                scale d * Block::sub_scale(block, b) (exact in float;
-//                                Block::scales_avx2 gives 8 rows' at once, the same bits)
+// (IQ4_XS, whose 32-element sub-blocks have integer scales within a 256-element super-block,
+// is a K-quant tile: matmul_iq4_xs.cpp.)
 
 #include <cstring>
 
@@ -55,7 +53,6 @@ struct QuantBlockTraits {
   static constexpr bool kLookup = false;
   static constexpr const int8_t* kTable = kIq4nlValues;
   static constexpr bool kE8m0 = false;
-  static constexpr int64_t kSubBlocks = 1;
 };
 
 // The offset subtracted from q (kOffset8 above).
@@ -71,15 +68,14 @@ constexpr bool quant_signed() {
   return !Block::kNibbles || Block::kLookup;
 }
 
-// Byte offset in a row of the stored block that holds 32-element block b, and of b's quants.
+// Byte offset in a row of 32-element block b, and of b's quants.
 template <class Block>
 size_t quant_block_offset(int64_t b) {
-  return static_cast<size_t>(b / Block::kSubBlocks) * Block::kBytes;
+  return static_cast<size_t>(b) * Block::kBytes;
 }
 template <class Block>
 size_t quant_qs_offset(int64_t b) {
-  return quant_block_offset<Block>(b) + Block::kQsOffset +
-         16 * static_cast<size_t>(b % Block::kSubBlocks);
+  return quant_block_offset<Block>(b) + Block::kQsOffset;
 }
 
 constexpr int kQuantTileRows = 8;
@@ -108,15 +104,12 @@ inline int quant_weight(const uint8_t* row, int64_t b, int j) {
   }
 }
 
-// d_w of 32-element block b of a row: the fp16 d, times the sub-block's integer scale.
+// d_w of 32-element block b of a row: the fp16 d (MXFP4: the E8M0 scale).
 template <class Block>
 inline float quant_scale(const uint8_t* row, int64_t b) {
   const uint8_t* blk = row + quant_block_offset<Block>(b);
   if constexpr (Block::kE8m0) return e8m0_half_to_f32(blk[0]);
-  const float d = fp16_to_f32(load_u16_le(blk));
-  if constexpr (Block::kSubBlocks > 1)
-    return d * static_cast<float>(Block::sub_scale(blk, static_cast<int>(b % Block::kSubBlocks)));
-  return d;
+  return fp16_to_f32(load_u16_le(blk));
 }
 
 template <class Block>
@@ -245,12 +238,9 @@ struct QuantTileAvx2 {
     __m256 dw, mw;
   };
 
-  // The 8 rows' d_w of 32-element block b (quant_scale; sub-blocks: the trait's
-  // scales_avx2, which must give quant_scale's bits).
+  // The 8 rows' d_w of 32-element block b (quant_scale).
   LLMCTL_AVX2 static __m256 gather_scale(const uint8_t* const rows[8], int64_t b) {
     const size_t blk = quant_block_offset<Block>(b);
-    if constexpr (Block::kSubBlocks > 1)
-      return Block::scales_avx2(rows, blk, static_cast<int>(b % Block::kSubBlocks));
     if constexpr (Block::kE8m0) {
       alignas(32) float v[8];
       for (int r = 0; r < 8; ++r) v[r] = e8m0_half_to_f32(rows[r][blk]);
@@ -396,8 +386,7 @@ struct QuantTileAvx2 {
       const uint8_t* rows[8];
       lane_tile_rows(a, n_rows, rows);
       const char* next_tile = reinterpret_cast<const char*>(a.w + 8 * a.w_stride);
-      // bytes of a row per 32-element block (IQ4_XS: 136 / 8 = 17)
-      constexpr size_t kRowBytes32 = Block::kBytes / static_cast<size_t>(Block::kSubBlocks);
+      constexpr size_t kRowBytes32 = Block::kBytes;  // bytes of a row per 32-element block
       for (int64_t b = 0; b < nb; ++b) {
         if constexpr (T == 1) {
           // Decode streams each weight byte once, and the next tile's 8 rows are the next

@@ -39,8 +39,7 @@ LLMCTL_AVX512_BEGIN
 // 16-row layout: the same bytes as the 16 rows' blocks.
 template <class Block>
 constexpr Q16Record repacked_record() {
-  static_assert(!Block::kLookup && !Block::kE8m0 && Block::kSubBlocks == 1,
-                "Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0");
+  static_assert(!Block::kLookup && !Block::kE8m0, "Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0");
   constexpr Q16Record r = q16_record(Block::kHasMin, Block::kHighBit, Block::kNibbles);
   static_assert(r.bytes == 16 * Block::kBytes, "a record is the 16 rows' blocks");
   return r;
