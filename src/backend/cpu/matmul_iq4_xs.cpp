@@ -127,12 +127,9 @@ struct KQIq4Xs {
       // 128 * sum_j (ls_j - 32) * xsum_j: the products' +128 taken back
       const int32_t* xsum = a.qsum + t * nb + 8 * sb;
       __m512i back = _mm512_setzero_si512();
-      for (int q = 0; q < 4; ++q) {
-        const int32_t pair = static_cast<int32_t>((static_cast<uint32_t>(xsum[2 * q]) & 0xffffu) |
-                                                  (static_cast<uint32_t>(xsum[2 * q + 1]) << 16));
+      for (int q = 0; q < 4; ++q)
         back = _mm512_dpwssd_epi32(back, _mm512_loadu_si512(p + 2 * kPairOffset + 64 * q),
-                                   _mm512_set1_epi32(pair));
-      }
+                                   _mm512_set1_epi32(kq_sum_pair(xsum, q)));
       const __m512i exact = _mm512_sub_epi32(tot[t], _mm512_slli_epi32(back, 7));
       const __m512 dx = _mm512_set1_ps(a.qd[t * nb + 8 * sb]);
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(exact), _mm512_mul_ps(d, dx), acc[t]);

@@ -63,6 +63,14 @@ constexpr int64_t kKQuantSuperBlock = 256;
 template <class KQ>
 struct KQuantTileAvx2;  // x86 only (below)
 
+// Block sums 2p and 2p + 1 of a super-block as one int16 pair (each |xsum| <= 32 * 127): the
+// operand of a madd against per-row pairs of sub-block factors (Q4_K / Q5_K mins, IQ4_XS
+// scales).
+inline int32_t kq_sum_pair(const int32_t* xsum, int p) {
+  return static_cast<int32_t>((static_cast<uint32_t>(xsum[2 * p]) & 0xffffu) |
+                              (static_cast<uint32_t>(xsum[2 * p + 1]) << 16));
+}
+
 // Elements per activation scale trait KQ asks for (MatmulKernel::activation_group):
 // KQ::kActivationGroup, else 32 (the block traits of matmul_quant_tile.h).
 template <class KQ, class = void>

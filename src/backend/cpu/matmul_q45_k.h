@@ -43,13 +43,6 @@ inline float q45_k_scalar_superblock(const uint8_t* sb, bool with_high, const in
   return std::fma(-static_cast<float>(msum), fp16_to_f32(load_u16_le(sb + 2)) * dx, acc);
 }
 
-// The min term's operand: block sums 2p and 2p + 1 of a super-block as one int16 pair (each
-// |xsum| <= 32 * 127), for a madd against the pair of mins m_2p | m_2p+1 << 16.
-inline int32_t q45_k_sum_pair(const int32_t* xsum, int p) {
-  return static_cast<int32_t>((static_cast<uint32_t>(xsum[2 * p]) & 0xffffu) |
-                              (static_cast<uint32_t>(xsum[2 * p + 1]) << 16));
-}
-
 #if defined(LLMCTL_HAVE_X86)
 // Q4_K / Q5_K panel record (8 rows, one super-block):
 //   w[8][8]  at 256 j + 32 s: block j, weights 4s..4s+3 of rows 0..7, q unsigned
@@ -100,10 +93,10 @@ LLMCTL_AVX2 inline __m256i q45_k_scaled(__m256i tot, __m256i isum, __m256i sc, b
 // min pairs mp[4], the token's block sums xsum[0..7] and scale dx.
 LLMCTL_AVX2 inline __m256 q45_k_finish(__m256i tot, __m256 d, __m256 dmin, const __m256i mp[4],
                                        const int32_t* xsum, float dx, __m256 acc) {
-  __m256i msum = _mm256_madd_epi16(mp[0], _mm256_set1_epi32(q45_k_sum_pair(xsum, 0)));
+  __m256i msum = _mm256_madd_epi16(mp[0], _mm256_set1_epi32(kq_sum_pair(xsum, 0)));
   for (int q = 1; q < 4; ++q)
     msum = _mm256_add_epi32(msum,
-                            _mm256_madd_epi16(mp[q], _mm256_set1_epi32(q45_k_sum_pair(xsum, q))));
+                            _mm256_madd_epi16(mp[q], _mm256_set1_epi32(kq_sum_pair(xsum, q))));
   const __m256 vdx = _mm256_set1_ps(dx);
   acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(tot), _mm256_mul_ps(d, vdx), acc);
   return _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(dmin, vdx), acc);
@@ -162,7 +155,7 @@ LLMCTL_AVX512 inline void q45_k_superblock512(const uint8_t* p, const TileArgs& 
     const int64_t b = t * nb + 8 * sb;
     __m512i msum = _mm512_setzero_si512();
     for (int q = 0; q < 4; ++q)
-      msum = _mm512_dpwssd_epi32(msum, mp[q], _mm512_set1_epi32(q45_k_sum_pair(a.qsum + b, q)));
+      msum = _mm512_dpwssd_epi32(msum, mp[q], _mm512_set1_epi32(kq_sum_pair(a.qsum + b, q)));
     const __m512 vdx = _mm512_set1_ps(a.qd[b]);
     acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(tot[t]), _mm512_mul_ps(d, vdx), acc[t]);
     acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmin, vdx), acc[t]);
