@@ -308,19 +308,20 @@ TEST_CASE("a width-256 model with Q2_K, Q3_K, IQ4_NL and IQ4_XS matrices runs on
   CHECK(kl[3] < kl[1]);
 }
 
-// llama.cpp's Q2_K, Q3_K_M, Q4_K_M and Q6_K mixes (what `llmctl quantize --type` writes: the
-// mix's main type beside the Q3_K, Q4_K, Q5_K and Q6_K its rules upgrade to) on the width-256
-// model: the fast backend's integer kernels (int8 activations, one scale per 256 elements as
-// ggml's Q8_K) stay close to the reference path (f32 dot products of dequantized rows) on the
-// same file, and its Float precision (decoded rows through the F32 kernel) closer still.
-// Measured (logits spread ~5), max |dlogit| and mean KL: Q2_K 0.35, 2.7e-3; Q3_K_M 0.34,
-// 2.7e-3; Q4_K_M 0.31, 2.1e-3; Q6_K 0.36, 1.9e-3 (with one activation scale per 32 elements,
-// before 2026-12-06: 0.27, 1.2e-3; 0.24, 9.1e-4; 0.24, 1.3e-3; 0.26, 2.4e-3): the int8 rounding
-// of the activations, not the weights' kernels. Float precision 1.5e-5. Bounds about 2.5x (a
+// llama.cpp's Q2_K, Q3_K_M, Q4_K_M, Q6_K and IQ4_XS mixes (what `llmctl quantize --type`
+// writes: the mix's main type beside the types its rules upgrade to) on the width-256 model: the
+// fast backend's integer kernels (int8 activations, one scale per 256 elements as ggml's Q8_K)
+// stay close to the reference path (f32 dot products of dequantized rows) on the same file,
+// and its Float precision (decoded rows through the F32 kernel) closer still. Measured (logits
+// spread ~5), max |dlogit| and mean KL: Q2_K 0.35, 2.7e-3; Q3_K_M 0.34, 2.7e-3; Q4_K_M 0.31,
+// 2.1e-3; Q6_K 0.36, 1.9e-3; IQ4_XS 0.31, 3.5e-3 (with one activation scale per 32 elements,
+// before 2026-12-06: 0.27, 1.2e-3; 0.24, 9.1e-4; 0.24, 1.3e-3; 0.26, 2.4e-3; 0.22, 1.2e-3):
+// the int8 rounding of the activations, not the weights' kernels. Float precision 1.5e-5. Bounds about 2.5x (a
 // near-tie may flip an argmax).
 TEST_CASE("the K-quant mixes: the fast backend's integer kernels track the reference path",
           "[cpu]") {
-  for (GgmlType type : {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q6_K})
+  for (GgmlType type :
+       {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::IQ4_XS})
     REQUIRE(std::string(cpu::matmul_fast_kernel_name(type)).find("dequant") == std::string::npos);
   const GgufFile stories = GgufFile::open(test::require_test_file("models/stories260K.gguf"));
   const std::string f32_path = test::temp_dir() + "/wide_f32.gguf";
@@ -333,7 +334,8 @@ TEST_CASE("the K-quant mixes: the fast backend's integer kernels track the refer
   };
   for (const MixCase& mc :
        {MixCase{"Q2_K", GgmlType::Q2_K, 0.9, 7e-3}, MixCase{"Q3_K_M", GgmlType::Q3_K, 0.9, 7e-3},
-        MixCase{"Q4_K_M", GgmlType::Q4_K, 0.8, 5e-3}, MixCase{"Q6_K", GgmlType::Q6_K, 0.9, 6e-3}}) {
+        MixCase{"Q4_K_M", GgmlType::Q4_K, 0.8, 5e-3}, MixCase{"Q6_K", GgmlType::Q6_K, 0.9, 6e-3},
+        MixCase{"IQ4_XS", GgmlType::IQ4_XS, 0.8, 8e-3}}) {
     INFO(mc.mix);
     QuantOptions o;
     o.mix = find_quant_mix(mc.mix);
