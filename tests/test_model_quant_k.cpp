@@ -316,8 +316,8 @@ TEST_CASE("a width-256 model with Q2_K, Q3_K, IQ4_NL and IQ4_XS matrices runs on
 // spread ~5), max |dlogit| and mean KL: Q2_K 0.35, 2.7e-3; Q3_K_M 0.34, 2.7e-3; Q4_K_M 0.31,
 // 2.1e-3; Q6_K 0.36, 1.9e-3; IQ4_XS 0.31, 3.5e-3 (with one activation scale per 32 elements,
 // before 2026-12-06: 0.27, 1.2e-3; 0.24, 9.1e-4; 0.24, 1.3e-3; 0.26, 2.4e-3; 0.22, 1.2e-3):
-// the int8 rounding of the activations, not the weights' kernels. Float precision 1.5e-5. Bounds about 2.5x (a
-// near-tie may flip an argmax).
+// the int8 rounding of the activations, not the weights' kernels. Float precision 1.5e-5.
+// Bounds about 2.5x (a near-tie may flip an argmax).
 TEST_CASE("the K-quant mixes: the fast backend's integer kernels track the reference path",
           "[cpu]") {
   for (GgmlType type :
