@@ -46,7 +46,8 @@ inline float q45_k_scalar_superblock(const uint8_t* sb, bool with_high, const in
 #if defined(LLMCTL_HAVE_X86)
 // Q4_K / Q5_K panel record (8 rows, one super-block):
 //   w[8][8]  at 256 j + 32 s: block j, weights 4s..4s+3 of rows 0..7, q unsigned
-//   sc[8]    at 2048 + 32 j: 8 int32, sc_j of each row
+//   sc[8]    at 2048 + 32 j: 8 int32, the int16 pair sc_j | sc_j << 16 of each row (the AVX2
+//            tiles' madd operand; the AVX-512 tile shifts sc_j out)
 //   mp[4]    at 2304 + 32 p: 8 int32, m_2p | m_2p+1 << 16 of each row
 //   d, dmin  at 2432, 2464: 8 floats each
 constexpr size_t kQ45kScOffset = 2048, kQ45kMinOffset = 2304, kQ45kDOffset = 2432,
@@ -55,6 +56,11 @@ constexpr size_t kQ45kScOffset = 2048, kQ45kMinOffset = 2304, kQ45kDOffset = 243
 // The int16 pairs of mins m_2p | m_2p+1 << 16 from the 8 rows' int32 mins of sub-blocks 2p, 2p+1.
 LLMCTL_AVX2 inline __m256i q45_k_min_pair(__m256i m_even, __m256i m_odd) {
   return _mm256_or_si256(m_even, _mm256_slli_epi32(m_odd, 16));
+}
+
+// The int16 pairs sc | sc << 16 from the 8 rows' int32 sub-block scales (0..63).
+LLMCTL_AVX2 inline __m256i q45_k_sc_pair(__m256i sc) {
+  return _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16));
 }
 
 // The scales of the 8 rows' super-block at `off` into the panel record p (sc, mp, d, dmin).
@@ -76,17 +82,11 @@ LLMCTL_AVX2 inline void q45_k_scales(const uint8_t* const rows[8], size_t off, u
   for (int j = 0; j < 8; ++j) {
     const __m128i sh = _mm_cvtsi32_si128(8 * (j % 4));
     kq_store(p + kQ45kScOffset + 32 * j,
-             _mm256_and_si256(_mm256_srl_epi32(j < 4 ? sc_lo : sc_hi, sh), byte));
+             q45_k_sc_pair(_mm256_and_si256(_mm256_srl_epi32(j < 4 ? sc_lo : sc_hi, sh), byte)));
     m[j] = _mm256_and_si256(_mm256_srl_epi32(j < 4 ? m_lo : m_hi, sh), byte);
   }
   for (int q = 0; q < 4; ++q)
     kq_store(p + kQ45kMinOffset + 32 * q, q45_k_min_pair(m[2 * q], m[2 * q + 1]));
-}
-
-// tot = sum_j sc_j * isum_j of one token (exact: |tot| < 2^27), one sub-block at a time.
-LLMCTL_AVX2 inline __m256i q45_k_scaled(__m256i tot, __m256i isum, __m256i sc, bool first) {
-  const __m256i v = _mm256_mullo_epi32(isum, sc);
-  return first ? v : _mm256_add_epi32(tot, v);
 }
 
 // The super-block's two float steps for one token (8 rows): from tot, the rows' d, dmin and
@@ -122,12 +122,9 @@ template <class KQ, int T>
 LLMCTL_AVX2 inline void q45_k_superblock(const uint8_t* p, const TileArgs& a, int64_t sb,
                                          __m256* acc) {
   __m256i tot[static_cast<size_t>(T)];
-  for (int j = 0; j < 8; ++j) {
-    __m256i isum[static_cast<size_t>(T)];
-    KQ::template dots<T>(p + 256 * j, a.qs + kKQuantSuperBlock * sb + 32 * j, a.n, isum);
-    const __m256i sc = kq_load(p + kQ45kScOffset + 32 * j);
-    for (int t = 0; t < T; ++t) tot[t] = q45_k_scaled(tot[t], isum[t], sc, j == 0);
-  }
+  for (int j = 0; j < 8; ++j)
+    KQ::template scaled_dots<T>(p + 256 * j, a.qs + kKQuantSuperBlock * sb + 32 * j, a.n,
+                                kq_load(p + kQ45kScOffset + 32 * j), j == 0, tot);
   q45_k_finish_panel<T>(p, a, sb, tot, acc);
 }
 
@@ -141,7 +138,7 @@ LLMCTL_AVX512 inline void q45_k_superblock512(const uint8_t* p, const TileArgs& 
   for (int j = 0; j < 8; ++j) {
     __m512i isum[static_cast<size_t>(T)];
     dots_u8_512<T>(p + 512 * j, a.qs + kKQuantSuperBlock * sb + 32 * j, a.n, 0, 8, isum);
-    const __m512i sc = _mm512_loadu_si512(p + 2 * kQ45kScOffset + 64 * j);
+    const __m512i sc = _mm512_srli_epi32(_mm512_loadu_si512(p + 2 * kQ45kScOffset + 64 * j), 16);
     for (int t = 0; t < T; ++t) {
       const __m512i v = _mm512_mullo_epi32(isum[t], sc);
       tot[t] = j == 0 ? v : _mm512_add_epi32(tot[t], v);
@@ -187,10 +184,12 @@ struct KQ45_K {
   static constexpr int kGroup = kHigh ? 4 : 8;
 
   // The 8 rows' block w (8 step vectors, q unsigned) against T tokens' 32 activations
-  // (qx + t * n): isum[t], the 8 rows' exact sums.
+  // (qx + t * n), times the rows' sub-block scales (sc16: the int16 pairs (sc, sc), the operand
+  // of the madd that widens the int16 partial sums): tot[t] += the 8 rows' exact scaled sums
+  // (tot[t] = them when first).
   template <int T>
-  LLMCTL_AVX2 static void dots(const uint8_t* w, const int8_t* qx, int64_t n, __m256i* isum) {
-    const __m256i ones = _mm256_set1_epi16(1);
+  LLMCTL_AVX2 static void scaled_dots(const uint8_t* w, const int8_t* qx, int64_t n, __m256i sc16,
+                                      bool first, __m256i* tot) {
     for (int g = 0; g < 8; g += kGroup) {
       __m256i p[static_cast<size_t>(T)];
       for (int s = g; s < g + kGroup; ++s) {
@@ -201,8 +200,8 @@ struct KQ45_K {
         }
       }
       for (int t = 0; t < T; ++t) {
-        const __m256i wide = _mm256_madd_epi16(p[t], ones);
-        isum[t] = g == 0 ? wide : _mm256_add_epi32(isum[t], wide);
+        const __m256i wide = _mm256_madd_epi16(p[t], sc16);
+        tot[t] = first && g == 0 ? wide : _mm256_add_epi32(tot[t], wide);
       }
     }
   }
@@ -229,15 +228,15 @@ struct KQ45_K {
     }
   }
 
-  // The int8 products of one block's 8 weight vectors w (in registers) with 32 activations.
-  LLMCTL_AVX2 static __m256i dot_regs(const __m256i w[8], const int8_t* qx) {
-    const __m256i ones = _mm256_set1_epi16(1);
+  // The int8 products of one block's 8 weight vectors w (in registers) with 32 activations,
+  // times the rows' sub-block scales (sc16 as in scaled_dots).
+  LLMCTL_AVX2 static __m256i scaled_dot_regs(const __m256i w[8], const int8_t* qx, __m256i sc16) {
     __m256i isum = _mm256_setzero_si256();
     for (int g = 0; g < 8; g += kGroup) {
       __m256i p = _mm256_maddubs_epi16(w[g], kq_bcast4(qx + 4 * g));
       for (int s = g + 1; s < g + kGroup; ++s)
         p = _mm256_add_epi16(p, _mm256_maddubs_epi16(w[s], kq_bcast4(qx + 4 * s)));
-      isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, ones));
+      isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, sc16));
     }
     return isum;
   }
@@ -270,8 +269,8 @@ struct KQ45_K {
       unpack_pair(rows, off + (kHigh ? 48 : 16), c, hb, w);
       for (int half = 0; half < 2; ++half) {
         const int j = 2 * c + half;
-        const __m256i isum = dot_regs(w[half], a.qs + kKQuantSuperBlock * sb + 32 * j);
-        tot = q45_k_scaled(tot, isum, kq_load(p + kQ45kScOffset + 32 * j), j == 0);
+        tot = _mm256_add_epi32(tot, scaled_dot_regs(w[half], a.qs + kKQuantSuperBlock * sb + 32 * j,
+                                                    kq_load(p + kQ45kScOffset + 32 * j)));
       }
     }
     q45_k_finish_panel<1>(p, a, sb, &tot, acc);

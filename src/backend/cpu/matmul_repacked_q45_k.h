@@ -57,7 +57,8 @@ struct RQ45_K {
     _mm256_storeu_ps(reinterpret_cast<float*>(p + kQ45kDOffset), rp_fp16_lanes(rec + kScales));
     _mm256_storeu_ps(reinterpret_cast<float*>(p + kQ45kDminOffset),
                      rp_fp16_lanes(rec + kScales + 16));
-    for (int j = 0; j < 8; ++j) kq_store(p + kQ45kScOffset + 32 * j, sub_scale(rec, j));
+    for (int j = 0; j < 8; ++j)
+      kq_store(p + kQ45kScOffset + 32 * j, q45_k_sc_pair(sub_scale(rec, j)));
     __m256i mp[4];
     min_pairs(rec, mp);
     for (int q = 0; q < 4; ++q) kq_store(p + kQ45kMinOffset + 32 * q, mp[q]);
@@ -94,35 +95,33 @@ struct RQ45_K {
         isum[1] = rp_dot4(isum[1], w[1], x0 + 32 + 4 * s);
       }
       for (int h = 0; h < 2; ++h)
-        tot = q45_k_scaled(tot, isum[h], sub_scale(rec, 2 * c + h), false);
+        tot = _mm256_add_epi32(tot, _mm256_mullo_epi32(isum[h], sub_scale(rec, 2 * c + h)));
     }
     finish(rec, a, sb, tot, acc);
   }
 
-  // AVX2 decode: KQ::kGroup maddubs steps in int16 (they fit: matmul_q45_k.h), then a madd.
+  // AVX2 decode: KQ::kGroup maddubs steps in int16 (they fit: matmul_q45_k.h), then a madd
+  // with the sub-block's scale pair (sc, sc).
   LLMCTL_AVX2 static void decode_avx2(const uint8_t* rec, const TileArgs& a, int64_t sb,
                                       __m256& acc) {
     constexpr int kGroup = KQ::kGroup;
-    const __m256i ones = _mm256_set1_epi16(1);
     __m256i tot = _mm256_setzero_si256();
     for (int c = 0; c < 4; ++c) {
       const int64_t b0 = 8 * sb + 2 * c;
       const int8_t* x0 = a.qs + 32 * b0;
-      __m256i isum[2], p[2];
+      const __m256i sc16[2] = {q45_k_sc_pair(sub_scale(rec, 2 * c)),
+                               q45_k_sc_pair(sub_scale(rec, 2 * c + 1))};
+      __m256i p[2];
       for (int s = 0; s < 8; ++s) {
         __m256i w[2];
         weights(rec, c, s, w);
         for (int h = 0; h < 2; ++h) {
           const __m256i m = rp_maddubs4(w[h], x0 + 32 * h + 4 * s);
           p[h] = s % kGroup == 0 ? m : _mm256_add_epi16(p[h], m);
-          if (s % kGroup == kGroup - 1) {
-            const __m256i wide = _mm256_madd_epi16(p[h], ones);
-            isum[h] = s < kGroup ? wide : _mm256_add_epi32(isum[h], wide);
-          }
+          if (s % kGroup == kGroup - 1)  // the int16 partial sums times sc, widened
+            tot = _mm256_add_epi32(tot, _mm256_madd_epi16(p[h], sc16[h]));
         }
       }
-      for (int h = 0; h < 2; ++h)
-        tot = q45_k_scaled(tot, isum[h], sub_scale(rec, 2 * c + h), false);
     }
     finish(rec, a, sb, tot, acc);
   }
