@@ -13,8 +13,9 @@
 // Quantized weights (up to 8 rows, rows as SIMD lanes): one scalar chain per pair over the
 // 32-element blocks, acc = fma(float(isum_b), d_w * d_x, acc) with the block's exact integer
 // dot product isum_b (Q4_1 and Q5_1 add their min term per block); matmul_quant_tile.h has the
-// details, matmul_kquant_tile.h those of the K-quants (the same per-32 blocks, super-block
-// scales).
+// details, matmul_kquant_tile.h those of the K-quants and IQ4_XS (exact integer sums over each
+// 256-element super-block against one activation scale per super-block, one chain step per
+// super-block).
 //
 // Every float product that feeds a sum is written as an explicit fma (std::fma, fmadd
 // intrinsics) and no float expression has the shape a * b + c: GCC contracts such

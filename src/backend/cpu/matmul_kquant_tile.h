@@ -37,8 +37,9 @@
 // the GGUF rows in place, prefetching the next tile as matmul_quant_tile.h does.
 //
 // The int8 dot products of a block (8 rows x 32 weights against T tokens' 32 activations) are
-// a small function per type (dots), so that a VNNI variant (dpbusd) can replace it. Each
-// weight vector is loaded once for the T tokens (prefill reads the panel from L1/L2).
+// a small function per type (KQ45_K::scaled_dots, KQ16Panel::dot), so that a VNNI variant
+// (dpbusd) can replace it. Each weight vector is loaded once for the T tokens (prefill reads
+// the panel from L1/L2).
 //
 // Type traits KQ:
 //   kBytes                super-block bytes;  kPanelBytes  panel bytes per super-block

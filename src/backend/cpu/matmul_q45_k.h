@@ -117,7 +117,7 @@ LLMCTL_AVX2 inline void q45_k_finish_panel(const uint8_t* p, const TileArgs& a, 
   }
 }
 
-// The panel's super-block for T tokens (KQ::dots: the blocks' int8 products).
+// The panel's super-block for T tokens (KQ::scaled_dots: the blocks' scaled int8 products).
 template <class KQ, int T>
 LLMCTL_AVX2 inline void q45_k_superblock(const uint8_t* p, const TileArgs& a, int64_t sb,
                                          __m256* acc) {
