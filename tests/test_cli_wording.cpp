@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 
+#include "cli/bench_report.h"
 #include "support/run_cli.h"
 #include "support/test_data.h"
 
@@ -48,6 +49,31 @@ TEST_CASE("bench: the stderr size line agrees with the table, no unmeasured gemm
   } else {
     CHECK(r.out.find("above 100%") == std::string::npos);
   }
+}
+
+// The two reasons a decode row can exceed the probe: a step small enough for the caches, or
+// (a step no smaller than the probe's buffer) a host whose bandwidth moved; a 1.9 GiB F16 step
+// was once said to stay in the caches.
+TEST_CASE("bench: a decode row above the probe is explained by its size", "[cli]") {
+  llmctl::cli::BenchOptions opt;
+  opt.probe_mib = 1024;
+  llmctl::cli::BenchProbes probes;
+  probes.gb_s = 30;
+  llmctl::cli::BenchRow small, large, under;
+  small.bw_pct = 250;
+  small.step_bytes = 1.0e6;
+  large.bw_pct = 113;
+  large.step_bytes = 2.08e9;
+  under.bw_pct = 90;
+  under.step_bytes = 2.08e9;
+  const std::string both = llmctl::cli::bench_footnotes(opt, {small, large, under}, probes);
+  CHECK(count_lines_with(both, "which stays in the CPU's caches") == 1);
+  CHECK(count_lines_with(both, "memory bandwidth changed between the probe and the test") == 1);
+  const std::string big = llmctl::cli::bench_footnotes(opt, {large}, probes);
+  CHECK(big.find("caches") == std::string::npos);
+  CHECK(big.find("reads 1.94 GiB from memory, no less than the probe's 1.00 GiB") !=
+        std::string::npos);
+  CHECK(llmctl::cli::bench_footnotes(opt, {under}, probes).empty());
 }
 
 TEST_CASE("svd-embed: the float64 Gram of a normal run is not called a failure", "[cli]") {

@@ -173,7 +173,7 @@ def main():
     for path in a.model:
         print(f"bench-reference: {path}", file=sys.stderr)
         ref = Reference(path, a.n_prompt, a.n_gen, a.threads, *kv, flash_attn=flash_attn)
-        ref.pp(min(a.n_prompt, 32))  # warm-up, as llmctl bench does
+        ref.pp(min(max(a.n_prompt, 1), 32))  # warm-up as llmctl bench (-p 0: one token)
         rates = {("ref", "pp"): [], ("ref", "tg"): [], ("llmctl", "pp"): [], ("llmctl", "tg"): []}
         ours_rows = {"pp": [], "tg": []}
         ours_probes = {"pp": [], "tg": []}  # the probes of each row's own call

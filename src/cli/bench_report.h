@@ -61,6 +61,11 @@ std::string bench_bytes(double bytes);
 
 void print_bench_rows(const BenchOptions& opt, const std::vector<BenchRow>& rows,
                       const BenchProbes& probes);
+// The table's notes on decode rows above 100 % of the bandwidth probe ("" when none is): a
+// step smaller than the probe's buffer runs from the caches; a larger one means the host's
+// bandwidth moved between the probe and the test.
+std::string bench_footnotes(const BenchOptions& opt, const std::vector<BenchRow>& rows,
+                            const BenchProbes& probes);
 // The last line on stderr: llmctl-bench: rows=N probe_gb_s=F probe=cpu-read|gpu-copy
 // [peak_gflop_s_f32=F peak_gop_s_int8=F, at the most threads, when the compute probe ran]
 // [gemm_gflop_s=F, when the cuBLAS probe ran]
