@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <string>
 #include <tuple>
@@ -14,9 +15,11 @@
 #include "backend/cpu/thread_pool.h"
 #include "backend/cpu/weight_repack.h"
 #include "core/error.h"
+#include "core/mapped_file.h"
 #include "support/backend_buffers.h"
 #include "support/matmul_cases.h"
 #include "support/random_data.h"
+#include "support/test_data.h"
 
 using namespace llmctl;
 using namespace llmctl::cpu;
@@ -262,6 +265,84 @@ TEST_CASE("CpuFastBackend: repacked weights keep matmul's and get_rows' results"
       const std::vector<float> got = test::read(be, rows);
       CHECK(std::memcmp(got.data(), w.row(20).data(), 512 * sizeof(float)) == 0);
     }
+  }
+}
+
+// copy_weight: the rows byte for byte, 2 MiB aligned where the copy spans a huge page; released
+// anonymous pages keep their contents.
+TEST_CASE("copy_weight: the rows as they are, huge-page aligned", "[cpu]") {
+  std::mt19937 rng(11);
+  ThreadPool pool(2);
+  for (int64_t rows : {3, 1030}) {  // 6 KiB; 2 MiB + 12 KiB
+    INFO(rows << " rows");
+    const Weight w = make_weight(GgmlType::F16, rows, 1024, rng);
+    const std::vector<uint8_t> before = w.bytes;
+    const RepackedWeight copy = copy_weight(w.view(), pool, /*release=*/true);
+    REQUIRE(copy.bytes() == w.bytes.size());
+    CHECK(std::memcmp(copy.data(), w.bytes.data(), copy.bytes()) == 0);
+    CHECK(w.bytes == before);
+    const auto at = reinterpret_cast<uintptr_t>(copy.data());
+    CHECK(at % 64 == 0);
+    if (copy.bytes() >= kHugePageBytes) CHECK(at % kHugePageBytes == 0);
+  }
+  CHECK(copy_active(kHugePageBytes) == (repack_enabled() && huge_pages_available()));
+  CHECK_FALSE(copy_active(kHugePageBytes - 1));
+
+  // From a file's read-only mapping (a GGUF's): its released pages read back from the file.
+  const Weight w = make_weight(GgmlType::F16, 1030, 1024, rng);
+  const std::string path = temp_dir() + "/copy_weight.bin";
+  {
+    std::ofstream f(path, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(w.bytes.data()),
+            static_cast<std::streamsize>(w.bytes.size()));
+  }
+  const MappedFile file(path);
+  REQUIRE(file.size() == w.bytes.size());
+  CHECK(in_read_only_file_mapping(file.data(), file.size()));
+  CHECK_FALSE(in_read_only_file_mapping(file.data(), file.size() + 4096 * 4096));
+  CHECK_FALSE(in_read_only_file_mapping(w.bytes.data(), w.bytes.size()));  // the heap
+  WeightView on_file = w.view();
+  on_file.data = file.data();
+  const RepackedWeight copy = copy_weight(on_file, pool, /*release=*/true);
+  CHECK(std::memcmp(copy.data(), w.bytes.data(), w.bytes.size()) == 0);
+  CHECK(std::memcmp(file.data(), w.bytes.data(), w.bytes.size()) == 0);
+}
+
+// A weight the kernels read in the GGUF layout, of a huge page or more, is multiplied from a
+// plain copy (where copy_active()): the same bits as from the original, the bound view and
+// get_rows still on the original.
+TEST_CASE("CpuFastBackend: plain copies keep matmul's and get_rows' results", "[cpu]") {
+  std::mt19937 rng(13);
+  ThreadPool pool(2);
+  MatmulScratch scratch;
+  // F16 (1030 x 1024: 2 MiB + 12 KiB); Q3_K (4800 x 1024: 2.01 MiB; no repacked layout); Q4_K
+  // under MatmulPrecision::Float (its repacked layout is for Fast only)
+  struct Case {
+    GgmlType type;
+    int64_t rows;
+    MatmulPrecision precision;
+  };
+  for (const Case& c : {Case{GgmlType::F16, 1030, MatmulPrecision::Fast},
+                        Case{GgmlType::Q3_K, 4800, MatmulPrecision::Fast},
+                        Case{GgmlType::Q4_K, 3700, MatmulPrecision::Float}}) {
+    INFO(ggml_type_name(c.type));
+    const Weight w = make_weight(c.type, c.rows, 1024, rng);
+    const std::vector<float> x = make_x(3, 1024, rng);
+    cpu::CpuFastBackend be(2, c.precision);
+    const WeightView v = be.bind_weight(w.view());
+    CHECK(v.data == w.bytes.data());
+    Buffer xb = test::make(be, x), out = be.alloc(3 * c.rows), rows = be.alloc(2 * 1024);
+    for (int64_t n_tokens : {1, 3}) {
+      be.matmul(v, xb, n_tokens, out);
+      std::vector<float> want(static_cast<size_t>(n_tokens * c.rows));
+      matmul_fast(w.view(), x.data(), n_tokens, want.data(), pool, scratch, c.precision);
+      CHECK(same_bits(test::read(be, out).data(), want.data(), n_tokens * c.rows));
+    }
+    CHECK(be.copied_bytes() == (copy_active(w.bytes.size()) ? w.bytes.size() : 0));
+    CHECK(be.repacked_bytes() == 0);
+    be.get_rows(v, test::make_ids(be, {static_cast<int>(c.rows - 1), 2}), 2, rows);
+    const std::vector<float> got = test::read(be, rows);
+    CHECK(std::memcmp(got.data(), w.row(c.rows - 1).data(), 1024 * sizeof(float)) == 0);
   }
 }
 

@@ -6,7 +6,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <utility>
 
 #include "core/error.h"
@@ -59,6 +62,22 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
     size_ = std::exchange(other.size_, 0);
   }
   return *this;
+}
+
+bool in_read_only_file_mapping(const void* p, size_t bytes) {
+  std::ifstream maps("/proc/self/maps");
+  const auto begin = reinterpret_cast<uintptr_t>(p);
+  // "start-end perms offset dev inode path": inode 0 is anonymous memory
+  for (std::string line; std::getline(maps, line);) {
+    unsigned long long start = 0, end = 0, offset = 0, inode = 0;
+    char perms[8] = {}, dev[32] = {};
+    if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %31s %llu", &start, &end, perms, &offset, dev,
+                    &inode) != 6)
+      continue;
+    if (begin < start || begin >= end) continue;
+    return begin + bytes <= end && inode != 0 && perms[1] == '-';
+  }
+  return false;
 }
 
 void MappedFile::release() noexcept {

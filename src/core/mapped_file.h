@@ -28,4 +28,9 @@ class MappedFile {
   size_t size_ = 0;
 };
 
+// Whether [p, p + bytes) lies in one read-only mapping of a file (as MappedFile's), by
+// /proc/self/maps: its pages hold the file's bytes and nothing else, so they can be dropped from
+// this process and read back from the file (MADV_DONTNEED). False where that cannot be told.
+bool in_read_only_file_mapping(const void* p, size_t bytes);
+
 }  // namespace llmctl

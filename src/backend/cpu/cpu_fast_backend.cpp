@@ -37,34 +37,48 @@ CpuFastBackend::CpuFastBackend(int n_threads, MatmulPrecision precision)
       kv_rows_(static_cast<size_t>(n_threads)) {}
 
 WeightView CpuFastBackend::bind_weight_impl(const WeightView& host) {
-  // a matrix of whole records (matmul refuses the rest before it looks here)
-  if (precision_ == MatmulPrecision::Fast && host.n_rows > 1 && repack_active(host.type) &&
-      host.n_cols > 0 && host.n_cols % repack_record_cols(host.type) == 0) {
-    const size_t bytes =
-        weight_row_bytes(host.type, host.n_cols) * static_cast<size_t>(host.n_rows);
-    const uint64_t fp = weight_fingerprint(host.data, bytes);
-    const auto it = repacks_.find(host.data);
-    const bool same = it != repacks_.end() && it->second.type == host.type &&
-                      it->second.n_rows == host.n_rows && it->second.n_cols == host.n_cols &&
-                      it->second.fingerprint == fp;
-    if (!same) repacks_[host.data] = Repack{host.type, host.n_rows, host.n_cols, fp, {}};
-  }
+  if (host.n_rows <= 1 || host.n_cols <= 0) return host;
+  const size_t bytes = weight_row_bytes(host.type, host.n_cols) * static_cast<size_t>(host.n_rows);
+  // repacked: a matrix of whole records (matmul refuses the rest before it looks here)
+  const bool repack = precision_ == MatmulPrecision::Fast && repack_active(host.type) &&
+                      host.n_cols % repack_record_cols(host.type) == 0;
+  if (!repack && !copy_active(bytes)) return host;
+  const uint64_t fp = weight_fingerprint(host.data, bytes);
+  const auto it = repacks_.find(host.data);
+  const bool same = it != repacks_.end() && it->second.type == host.type &&
+                    it->second.n_rows == host.n_rows && it->second.n_cols == host.n_cols &&
+                    it->second.fingerprint == fp;
+  if (!same) repacks_[host.data] = Repack{host.type, host.n_rows, host.n_cols, fp, repack, {}};
   return host;
 }
 
-const uint8_t* CpuFastBackend::repacked_for(const WeightView& w) {
-  if (precision_ != MatmulPrecision::Fast) return nullptr;
+WeightView CpuFastBackend::matmul_view(const WeightView& w, const uint8_t** repacked) {
+  *repacked = nullptr;
   const auto it = repacks_.find(w.data);
-  if (it == repacks_.end()) return nullptr;
+  if (it == repacks_.end()) return w;
   Repack& r = it->second;
-  if (r.type != w.type || r.n_rows != w.n_rows || r.n_cols != w.n_cols) return nullptr;
-  if (r.copy.empty()) r.copy = repack_weight(w, pool_, true);
-  return r.copy.data();
+  if (r.type != w.type || r.n_rows != w.n_rows || r.n_cols != w.n_cols) return w;
+  if (r.repack) {
+    if (precision_ != MatmulPrecision::Fast) return w;
+    if (r.copy.empty()) r.copy = repack_weight(w, pool_, true);
+    *repacked = r.copy.data();
+    return w;
+  }
+  if (r.copy.empty()) r.copy = copy_weight(w, pool_, true);
+  WeightView v = w;
+  v.data = r.copy.data();
+  return v;
 }
 
 size_t CpuFastBackend::repacked_bytes() const {
   size_t n = 0;
-  for (const auto& [data, r] : repacks_) n += r.copy.bytes();
+  for (const auto& [data, r] : repacks_) n += r.repack ? r.copy.bytes() : 0;
+  return n;
+}
+
+size_t CpuFastBackend::copied_bytes() const {
+  size_t n = 0;
+  for (const auto& [data, r] : repacks_) n += r.repack ? 0 : r.copy.bytes();
   return n;
 }
 
@@ -72,16 +86,21 @@ void CpuFastBackend::matmul_impl(const WeightView& w, const Buffer& x, int64_t n
                                  Buffer& out) {
   const auto bytes = static_cast<int64_t>(weight_row_bytes(w.type, w.n_cols)) * w.n_rows;
   ThreadPool& pool = bytes * n_tokens >= kMinParallelWeightBytes ? pool_ : serial_;
-  matmul_fast(w, x.data(), n_tokens, out.data(), pool, scratch_[0], precision_, repacked_for(w));
+  const uint8_t* repacked = nullptr;
+  const WeightView v = matmul_view(w, &repacked);
+  matmul_fast(v, x.data(), n_tokens, out.data(), pool, scratch_[0], precision_, repacked);
 }
 
 void CpuFastBackend::matmul_shared_impl(const WeightView* const* ws, Buffer* const* outs,
                                         int count, const Buffer& x, int64_t n_tokens) {
   MatmulJob jobs[kMaxSharedMatmuls];
+  WeightView views[kMaxSharedMatmuls];
   int64_t bytes = 0;
   for (int i = 0; i < count; ++i) {
     const WeightView& w = *ws[i];
-    jobs[i] = MatmulJob{&w, outs[i]->data(), repacked_for(w)};
+    const uint8_t* repacked = nullptr;
+    views[i] = matmul_view(w, &repacked);
+    jobs[i] = MatmulJob{&views[i], outs[i]->data(), repacked};
     bytes += static_cast<int64_t>(weight_row_bytes(w.type, w.n_cols)) * w.n_rows;
   }
   ThreadPool& pool = bytes * n_tokens >= kMinParallelWeightBytes ? pool_ : serial_;

@@ -25,6 +25,10 @@
 // itself keeps pointing at the original, so get_rows (a tied embedding table is both) and
 // everything else that reads the GGUF layout are unchanged; only matmul reads the copy. A
 // matrix never multiplied (an untied token_embd) is never copied.
+// A matrix the kernels read in the GGUF layout (F16, BF16, F32, Q2_K, Q3_K, IQ4_XS, ...; and
+// every type under MatmulPrecision::Float) of at least one huge page is copied as it is into
+// huge pages at its first matmul, the same way (copy_weight, copy_active(): weight_repack.h),
+// unless LLMCTL_MATMUL_REPACK=off or the kernel gives no huge pages.
 
 #include <cstdint>
 #include <map>
@@ -47,6 +51,8 @@ class CpuFastBackend final : public CpuBackend {
   int n_threads() const override { return pool_.size(); }
   // Bytes of the repacked copies made so far.
   size_t repacked_bytes() const;
+  // Bytes of the plain copies (huge pages, the GGUF layout) made so far.
+  size_t copied_bytes() const;
 
  protected:
   WeightView bind_weight_impl(const WeightView& host) override;
@@ -90,18 +96,20 @@ class CpuFastBackend final : public CpuBackend {
   ThreadPool serial_{1};  // ops too small to be worth waking the other threads
   // matmul's conversions of x; matmul_shared's, one per weight (matmul_fast_shared)
   MatmulScratch scratch_[kMaxSharedMatmuls];
-  // Bound matrices to repack, keyed by the view's data pointer: the shape and a fingerprint
-  // (core/fingerprint.h) say it is still the weight that was bound; copy is made at the first
-  // matmul.
+  // Bound matrices to repack or copy, keyed by the view's data pointer: the shape and a
+  // fingerprint (core/fingerprint.h) say it is still the weight that was bound; copy is made at
+  // the first matmul.
   struct Repack {
     GgmlType type;
     int64_t n_rows, n_cols;
     uint64_t fingerprint;
+    bool repack;  // repacked layout (else a plain copy)
     RepackedWeight copy;
   };
   std::map<const void*, Repack> repacks_;
-  // The repacked copy matmul reads for w (made now if it is due), or nullptr: the original.
-  const uint8_t* repacked_for(const WeightView& w);
+  // What matmul reads for w (its copy made now if it is due): w, or w on its plain copy;
+  // *repacked: the repacked copy, or nullptr (none).
+  WeightView matmul_view(const WeightView& w, const uint8_t** repacked);
   // Per thread: attention scores and one converted K/V head.
   std::vector<std::vector<float>> scores_, kv_rows_;
   SplitAttentionScratch split_;  // attention split over keys and dimensions (decode)

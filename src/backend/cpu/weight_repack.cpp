@@ -10,10 +10,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iterator>
 #include <string>
 
 #include "core/error.h"
+#include "core/mapped_file.h"
 #include "quant/dequant.h"
 
 namespace llmctl::cpu {
@@ -22,10 +24,18 @@ namespace {
 
 constexpr int64_t kSuperBlock = 256;
 
-// MADV_PAGEOUT over [begin, begin + bytes), whole pages: a file mapping's pages leave the
-// resident set (read again from the file if touched); anonymous memory keeps its contents (it
-// may be swapped out). Best effort: a kernel without MADV_PAGEOUT leaves them.
-void release_pages(uintptr_t begin, size_t bytes) {
+// [begin, begin + bytes), whole pages, out of the resident set. A read-only file mapping (a
+// GGUF file's) drops them from this process with MADV_DONTNEED: the file's page cache keeps
+// them, so the next run maps them without reading the disk (MADV_PAGEOUT evicted them from
+// it: a 2 GB F16 file then took 3 to 4 s to load instead of 0.5 s on our VM). Other memory gets
+// MADV_PAGEOUT, which keeps its contents (anonymous memory may be swapped out; DONTNEED would
+// zero it). Touched again, either reads back the same bytes. Best effort: a kernel without
+// MADV_PAGEOUT leaves the pages of other memory.
+void release_pages(uintptr_t begin, size_t bytes, bool file_backed) {
+  if (file_backed) {
+    madvise(reinterpret_cast<void*>(begin), bytes, MADV_DONTNEED);
+    return;
+  }
 #if defined(MADV_PAGEOUT)
   madvise(reinterpret_cast<void*>(begin), bytes, MADV_PAGEOUT);
 #else
@@ -33,6 +43,27 @@ void release_pages(uintptr_t begin, size_t bytes) {
   (void)bytes;
 #endif
 }
+
+// The pages of an original handed back as a copy passes them (release_pages): whole pages
+// only, each once.
+class PageRelease {
+ public:
+  PageRelease(const void* begin, size_t bytes)
+      : page_(static_cast<uintptr_t>(sysconf(_SC_PAGESIZE))),
+        released_((reinterpret_cast<uintptr_t>(begin) + page_ - 1) / page_ * page_),
+        file_backed_(in_read_only_file_mapping(begin, bytes)) {}
+  // the whole pages below end, not yet released
+  void up_to(const uint8_t* end) {
+    const uintptr_t last = reinterpret_cast<uintptr_t>(end) / page_ * page_;
+    if (last <= released_) return;
+    release_pages(released_, last - released_, file_backed_);
+    released_ = last;
+  }
+
+ private:
+  uintptr_t page_, released_;
+  bool file_backed_;
+};
 
 // Every repacked layout (weight_repack.h): the one table the functions below read.
 struct Layout {
@@ -160,6 +191,38 @@ void RepackedWeight::Unmap::operator()(uint8_t* p) const {
   if (p != nullptr) munmap(p, bytes);
 }
 
+RepackedWeight RepackedWeight::allocate(const std::string& name, size_t bytes) {
+  // 2 MiB more than asked, the start moved up to a 2 MiB boundary and the rest handed back:
+  // the kernel aligns only mappings of whole huge pages itself, and a huge page needs an
+  // aligned 2 MiB of the mapping
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t span = (bytes + page - 1) / page * page;
+  const size_t extra = span >= kHugePageBytes ? kHugePageBytes : 0;
+  void* p = mmap(nullptr, span + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    throw Error(fmt::format("copy of '{}': cannot allocate {} bytes", name, bytes));
+  auto* base = static_cast<uint8_t*>(p);
+  uint8_t* start = base;
+  if (extra > 0) {
+    const auto at = reinterpret_cast<uintptr_t>(base);
+    start = reinterpret_cast<uint8_t*>((at + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes);
+    if (start > base) munmap(base, static_cast<size_t>(start - base));
+    if (start + span < base + span + extra)
+      munmap(start + span, static_cast<size_t>(base + span + extra - (start + span)));
+  }
+#if defined(MADV_HUGEPAGE)
+  // huge pages where the kernel has them to give (transparent_hugepage=madvise): decode
+  // streams the copy, and with 4 KiB pages it takes a TLB miss every 4 KiB and the hardware
+  // prefetchers stop at each page's end (an F16 1B decode step: 1.10x with huge pages,
+  // BENCHMARKS.md 2026-12-06)
+  madvise(start, span, MADV_HUGEPAGE);
+#endif
+  RepackedWeight out;
+  out.bytes_ = bytes;
+  out.data_ = std::unique_ptr<uint8_t, Unmap>(start, Unmap{span});
+  return out;
+}
+
 RepackedWeight repack_weight(const WeightView& w, ThreadPool& pool, bool release) {
   const Layout* layout = layout_of(w.type);
   if (layout == nullptr)
@@ -176,25 +239,13 @@ RepackedWeight repack_weight(const WeightView& w, ThreadPool& pool, bool release
   const size_t group = repacked_group_bytes(w.type, w.n_cols);
   const size_t rec = layout->record_bytes, row_bytes = weight_row_bytes(w.type, w.n_cols);
   const size_t sb_bytes = ggml_traits(w.type).type_size;
-  RepackedWeight out;
-  out.bytes_ = group * static_cast<size_t>(n_groups);
-  void* p = mmap(nullptr, out.bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED)
-    throw Error(fmt::format("repack '{}': cannot allocate {} bytes", w.name, out.bytes_));
-  out.data_ = std::unique_ptr<uint8_t, RepackedWeight::Unmap>(static_cast<uint8_t*>(p),
-                                                              RepackedWeight::Unmap{out.bytes_});
-#if defined(MADV_HUGEPAGE)
-  // huge pages where the kernel has them to give (transparent_hugepage=madvise): decode
-  // streams the copy, and fewer TLB misses on its way
-  madvise(p, out.bytes_, MADV_HUGEPAGE);
-#endif
+  RepackedWeight out = RepackedWeight::allocate(w.name, group * static_cast<size_t>(n_groups));
   const auto* src = static_cast<const uint8_t*>(w.data);
   uint8_t* dst = out.data_.get();
   // Slices of groups, so that released pages of the original leave as the copy grows (the
   // resident set never holds both in full: a tied 128256-row embedding is 215 MB of Q6_K).
   constexpr int64_t kSliceGroups = 256;
-  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  uintptr_t released = (reinterpret_cast<uintptr_t>(src) + page - 1) / page * page;
+  PageRelease done(w.data, row_bytes * static_cast<size_t>(w.n_rows));
   for (int64_t s0 = 0; s0 < n_groups; s0 += kSliceGroups) {
     const int64_t s1 = std::min(n_groups, s0 + kSliceGroups);
     pool.parallel_for(s1 - s0, [&](int64_t g0, int64_t g1, int) {
@@ -221,15 +272,45 @@ RepackedWeight repack_weight(const WeightView& w, ThreadPool& pool, bool release
         }
       }
     });
-    if (release) {  // the whole pages of the rows read so far, not yet released
-      const auto end = reinterpret_cast<uintptr_t>(
-          src + static_cast<size_t>(std::min(w.n_rows, g_rows * s1)) * row_bytes);
-      const uintptr_t last = end / page * page;
-      if (last > released) {
-        release_pages(released, last - released);
-        released = last;
-      }
-    }
+    if (release)  // the rows read so far
+      done.up_to(src + static_cast<size_t>(std::min(w.n_rows, g_rows * s1)) * row_bytes);
+  }
+  return out;
+}
+
+bool huge_pages_available() {
+  static const bool on = [] {
+    std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+    std::string line;
+    std::getline(f, line);
+    return line.find("[always]") != std::string::npos ||
+           line.find("[madvise]") != std::string::npos;
+  }();
+  return on;
+}
+
+bool copy_active(size_t bytes) {
+  return repack_enabled() && huge_pages_available() && bytes >= kHugePageBytes;
+}
+
+RepackedWeight copy_weight(const WeightView& w, ThreadPool& pool, bool release) {
+  if (w.n_rows < 1 || w.n_cols < 1 || w.data == nullptr)
+    throw Error(
+        fmt::format("copy '{}': expected a matrix, got [{}, {}]", w.name, w.n_rows, w.n_cols));
+  const size_t row_bytes = weight_row_bytes(w.type, w.n_cols);
+  RepackedWeight out = RepackedWeight::allocate(w.name, row_bytes * static_cast<size_t>(w.n_rows));
+  const auto* src = static_cast<const uint8_t*>(w.data);
+  uint8_t* dst = out.data_.get();
+  // slices of about 8 MiB, released as they are copied (as repack_weight's)
+  const int64_t slice = std::max<int64_t>(1, static_cast<int64_t>((size_t{8} << 20) / row_bytes));
+  PageRelease done(w.data, row_bytes * static_cast<size_t>(w.n_rows));
+  for (int64_t r0 = 0; r0 < w.n_rows; r0 += slice) {
+    const int64_t r1 = std::min(w.n_rows, r0 + slice);
+    pool.parallel_for(r1 - r0, [&](int64_t a, int64_t b, int) {
+      const size_t at = static_cast<size_t>(r0 + a) * row_bytes;
+      std::memcpy(dst + at, src + at, static_cast<size_t>(b - a) * row_bytes);
+    });
+    if (release) done.up_to(src + static_cast<size_t>(r1) * row_bytes);
   }
   return out;
 }

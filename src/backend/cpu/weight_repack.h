@@ -72,6 +72,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "backend/backend.h"
 #include "backend/cpu/matmul_fast.h"
@@ -108,7 +109,8 @@ static_assert(kQ4_0RecordBytes == 16 * 18 && kQ4_1RecordBytes == 16 * 20 &&
 // Q6_K, Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 on Avx2 and Avx512.
 bool repack_supported(GgmlType type, MatmulIsa isa);
 // LLMCTL_MATMUL_REPACK: "on" (the default, also unset or empty) or "off" (read once; anything
-// else is an Error): whether the fast CPU backend repacks the weights it can.
+// else is an Error): whether the fast CPU backend repacks the weights it can and copies the
+// others into huge pages (copy_active); off: matmul reads every weight in the file's pages.
 bool repack_enabled();
 // Whether the fast CPU backend multiplies `type` weights repacked in this process:
 // repack_enabled() and repack_supported(type, matmul_fast_auto_isa()).
@@ -120,7 +122,11 @@ int64_t repack_record_cols(GgmlType type);
 // Bytes of one group of a repacked `type` weight with rows of n_cols elements.
 size_t repacked_group_bytes(GgmlType type, int64_t n_cols);
 
-// A repacked copy of a weight in anonymous memory (64-byte aligned).
+// Bytes of one huge page (x86-64's transparent huge pages).
+constexpr size_t kHugePageBytes = size_t{2} << 20;
+
+// A copy of a weight, repacked (repack_weight) or as it is (copy_weight), in anonymous memory:
+// 2 MiB aligned where it spans a huge page, and advised into huge pages (MADV_HUGEPAGE).
 class RepackedWeight {
  public:
   RepackedWeight() = default;
@@ -130,6 +136,9 @@ class RepackedWeight {
 
  private:
   friend RepackedWeight repack_weight(const WeightView& w, ThreadPool& pool, bool release);
+  friend RepackedWeight copy_weight(const WeightView& w, ThreadPool& pool, bool release);
+  // `bytes` of zeroed memory; Error (naming the weight) when there are none to give
+  static RepackedWeight allocate(const std::string& name, size_t bytes);
   struct Unmap {
     size_t bytes;
     void operator()(uint8_t* p) const;
@@ -146,11 +155,27 @@ void repack_group_q16(const Q16Record& rec, size_t block_bytes, const uint8_t* c
 // w (of a type repack_supported() names) in the layout above, written by the pool's threads.
 // Throws Error for another type or a row length that is not a multiple of
 // repack_record_cols().
-// release: the whole pages of w.data are handed back as they are read, slice by slice
-// (MADV_PAGEOUT: a file mapping's pages leave the resident set and are read again from the
-// file if touched, as get_rows of a tied embedding does; anonymous memory keeps its contents),
-// so the original and the copy are never resident together. Best effort: a kernel without
-// MADV_PAGEOUT keeps them.
+// release: the whole pages of w.data leave the resident set as they are read, slice by slice,
+// so the original and the copy are never resident together. A read-only file mapping (a GGUF
+// file's, in_read_only_file_mapping) drops them with MADV_DONTNEED: the page cache keeps the
+// file for the next run, and a page touched again (get_rows of a tied embedding) maps back
+// from it. Other memory gets MADV_PAGEOUT, which keeps its contents (best effort: a kernel
+// without it keeps the pages).
 RepackedWeight repack_weight(const WeightView& w, ThreadPool& pool, bool release = false);
+
+// Plain copies. A weight the kernels read in the GGUF layout (F16, BF16, F32, Q2_K, Q3_K,
+// IQ4_XS, ...) sits in the file's mapping, in 4 KiB pages: decode streams it with a TLB miss
+// every 4 KiB and hardware prefetchers that stop at each page's end. The fast CPU backend
+// copies such a weight, as it is, into huge pages at its first matmul (F16 1B-shape decode,
+// Zen 4, 2026-12-06: 1.10x at one thread, BENCHMARKS.md).
+// Whether the kernel gives huge pages to anonymous memory that asks
+// (/sys/kernel/mm/transparent_hugepage/enabled is [always] or [madvise]; read once).
+bool huge_pages_available();
+// Whether the fast CPU backend copies a weight of `bytes` it reads in place: repack_enabled()
+// (LLMCTL_MATMUL_REPACK=off keeps every weight in the file's pages), huge_pages_available(),
+// and at least one huge page of it.
+bool copy_active(size_t bytes);
+// w's rows, byte for byte, written by the pool's threads; release as repack_weight's.
+RepackedWeight copy_weight(const WeightView& w, ThreadPool& pool, bool release = false);
 
 }  // namespace llmctl::cpu
