@@ -268,6 +268,18 @@ TEST_CASE("CpuFastBackend: repacked weights keep matmul's and get_rows' results"
   }
 }
 
+namespace {
+// w's bytes in a file of their own, mapped read-only (as a GGUF file's tensors are)
+MappedFile map_weight_file(const Weight& w, const std::string& name) {
+  const std::string path = temp_dir() + "/" + name;
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(w.bytes.data()),
+          static_cast<std::streamsize>(w.bytes.size()));
+  f.close();
+  return MappedFile(path);
+}
+}  // namespace
+
 // copy_weight: the rows byte for byte, 2 MiB aligned where the copy spans a huge page; released
 // anonymous pages keep their contents.
 TEST_CASE("copy_weight: the rows as they are, huge-page aligned", "[cpu]") {
@@ -290,13 +302,7 @@ TEST_CASE("copy_weight: the rows as they are, huge-page aligned", "[cpu]") {
 
   // From a file's read-only mapping (a GGUF's): its released pages read back from the file.
   const Weight w = make_weight(GgmlType::F16, 1030, 1024, rng);
-  const std::string path = temp_dir() + "/copy_weight.bin";
-  {
-    std::ofstream f(path, std::ios::binary);
-    f.write(reinterpret_cast<const char*>(w.bytes.data()),
-            static_cast<std::streamsize>(w.bytes.size()));
-  }
-  const MappedFile file(path);
+  const MappedFile file = map_weight_file(w, "copy_weight.bin");
   REQUIRE(file.size() == w.bytes.size());
   CHECK(in_read_only_file_mapping(file.data(), file.size()));
   CHECK_FALSE(in_read_only_file_mapping(file.data(), file.size() + 4096 * 4096));
@@ -308,9 +314,9 @@ TEST_CASE("copy_weight: the rows as they are, huge-page aligned", "[cpu]") {
   CHECK(std::memcmp(file.data(), w.bytes.data(), w.bytes.size()) == 0);
 }
 
-// A weight the kernels read in the GGUF layout, of a huge page or more, is multiplied from a
-// plain copy (where copy_active()): the same bits as from the original, the bound view and
-// get_rows still on the original.
+// A weight the kernels read in the GGUF layout, of a huge page or more, in a file's mapping, is
+// multiplied from a plain copy (where copy_active()): the same bits as from the original, the
+// bound view and get_rows still on the original. The same weight on the heap is not copied.
 TEST_CASE("CpuFastBackend: plain copies keep matmul's and get_rows' results", "[cpu]") {
   std::mt19937 rng(13);
   ThreadPool pool(2);
@@ -329,8 +335,11 @@ TEST_CASE("CpuFastBackend: plain copies keep matmul's and get_rows' results", "[
     const Weight w = make_weight(c.type, c.rows, 1024, rng);
     const std::vector<float> x = make_x(3, 1024, rng);
     cpu::CpuFastBackend be(2, c.precision);
-    const WeightView v = be.bind_weight(w.view());
-    CHECK(v.data == w.bytes.data());
+    const MappedFile file = map_weight_file(w, "plain_copy.bin");
+    WeightView on_file = w.view();
+    on_file.data = file.data();
+    const WeightView v = be.bind_weight(on_file);
+    CHECK(v.data == file.data());
     Buffer xb = test::make(be, x), out = be.alloc(3 * c.rows), rows = be.alloc(2 * 1024);
     for (int64_t n_tokens : {1, 3}) {
       be.matmul(v, xb, n_tokens, out);
@@ -340,6 +349,10 @@ TEST_CASE("CpuFastBackend: plain copies keep matmul's and get_rows' results", "[
     }
     CHECK(be.copied_bytes() == (copy_active(w.bytes.size()) ? w.bytes.size() : 0));
     CHECK(be.repacked_bytes() == 0);
+    cpu::CpuFastBackend heap_be(2, c.precision);
+    Buffer heap_x = test::make(heap_be, x), heap_out = heap_be.alloc(3 * c.rows);
+    heap_be.matmul(heap_be.bind_weight(w.view()), heap_x, 3, heap_out);
+    CHECK(heap_be.copied_bytes() == 0);
     be.get_rows(v, test::make_ids(be, {static_cast<int>(c.rows - 1), 2}), 2, rows);
     const std::vector<float> got = test::read(be, rows);
     CHECK(std::memcmp(got.data(), w.row(c.rows - 1).data(), 1024 * sizeof(float)) == 0);

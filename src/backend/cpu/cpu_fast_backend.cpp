@@ -9,10 +9,11 @@
 #include "backend/cpu/gelu_mul_fast.h"
 #include "backend/cpu/rmsnorm_fast.h"
 #include "backend/cpu/silu_mul_fast.h"
-#include "backend/cpu/swiglu_oai_fast.h"
 #include "backend/cpu/softcap_fast.h"
+#include "backend/cpu/swiglu_oai_fast.h"
 #include "core/error.h"
 #include "core/fingerprint.h"
+#include "core/mapped_file.h"
 
 namespace llmctl::cpu {
 
@@ -42,7 +43,10 @@ WeightView CpuFastBackend::bind_weight_impl(const WeightView& host) {
   // repacked: a matrix of whole records (matmul refuses the rest before it looks here)
   const bool repack = precision_ == MatmulPrecision::Fast && repack_active(host.type) &&
                       host.n_cols % repack_record_cols(host.type) == 0;
-  if (!repack && !copy_active(bytes)) return host;
+  // copied: only from a file's pages (4 KiB); other memory is the caller's, and may already
+  // sit in huge pages (transparent_hugepage=always)
+  const bool copy = !repack && copy_active(bytes) && in_read_only_file_mapping(host.data, bytes);
+  if (!repack && !copy) return host;
   const uint64_t fp = weight_fingerprint(host.data, bytes);
   const auto it = repacks_.find(host.data);
   const bool same = it != repacks_.end() && it->second.type == host.type &&

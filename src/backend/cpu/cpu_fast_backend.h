@@ -26,9 +26,10 @@
 // everything else that reads the GGUF layout are unchanged; only matmul reads the copy. A
 // matrix never multiplied (an untied token_embd) is never copied.
 // A matrix the kernels read in the GGUF layout (F16, BF16, F32, Q2_K, Q3_K, IQ4_XS, ...; and
-// every type under MatmulPrecision::Float) of at least one huge page is copied as it is into
-// huge pages at its first matmul, the same way (copy_weight, copy_active(): weight_repack.h),
-// unless LLMCTL_MATMUL_REPACK=off or the kernel gives no huge pages.
+// every type under MatmulPrecision::Float) of at least one huge page, in a file's read-only
+// mapping (4 KiB pages), is copied as it is into huge pages at its first matmul, the same way
+// (copy_weight, copy_active(): weight_repack.h), unless LLMCTL_MATMUL_REPACK=off or the
+// kernel gives no huge pages. A matrix in other memory is left where it is.
 
 #include <cstdint>
 #include <map>
