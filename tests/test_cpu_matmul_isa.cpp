@@ -16,6 +16,7 @@
 #include "backend/cpu/weight_repack.h"
 #include "core/error.h"
 #include "core/mapped_file.h"
+#include "quant/dequant.h"
 #include "support/backend_buffers.h"
 #include "support/matmul_cases.h"
 #include "support/random_data.h"
@@ -115,9 +116,10 @@ TEST_CASE("matmul_fast: the AVX-512 kernels give the scalar kernel's bits", "[cp
   }
 }
 
-TEST_CASE("matmul_fast: repacked Q4_K, Q5_K, Q6_K, Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 (AVX2, "
-          "AVX-512) give the scalar kernel's bits",
-          "[cpu]") {
+TEST_CASE(
+    "matmul_fast: repacked Q4_K, Q5_K, Q6_K, Q3_K, Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 (AVX2, "
+    "AVX-512) give the scalar kernel's bits",
+    "[cpu]") {
   if (!matmul_fast_has_avx2()) {
     WARN("skipped: no AVX2+FMA+F16C on this CPU");
     return;
@@ -133,6 +135,8 @@ TEST_CASE("matmul_fast: repacked Q4_K, Q5_K, Q6_K, Q4_0, Q4_1, Q5_0, Q5_1 and Q8
         std::tuple{GgmlType::Q4_K, MatmulIsa::Avx2, "q4_k avx2 repacked-x8"},
         std::tuple{GgmlType::Q5_K, MatmulIsa::Avx2, "q5_k avx2 repacked-x8"},
         std::tuple{GgmlType::Q6_K, MatmulIsa::Avx2, "q6_k avx2 repacked-x8"},
+        std::tuple{GgmlType::Q3_K, MatmulIsa::Avx512, "q3_k avx512-vnni repacked-x8"},
+        std::tuple{GgmlType::Q3_K, MatmulIsa::Avx2, "q3_k avx2 repacked-x8"},
         std::tuple{GgmlType::Q4_0, MatmulIsa::Avx2, "q4_0 avx2 repacked-x16"},
         std::tuple{GgmlType::Q8_0, MatmulIsa::Avx2, "q8_0 avx2 repacked-x16"},
         std::tuple{GgmlType::Q4_1, MatmulIsa::Avx512, "q4_1 avx512-vnni repacked-x16"},
@@ -154,7 +158,8 @@ TEST_CASE("matmul_fast: repacked Q4_K, Q5_K, Q6_K, Q4_0, Q4_1, Q5_0, Q5_1 and Q8
                                             MatmulPrecision::Fast, true))
             .find("repacked") == std::string::npos);
   CHECK_FALSE(repack_supported(GgmlType::Q4_K, MatmulIsa::Scalar));
-  CHECK_FALSE(repack_supported(GgmlType::Q3_K, MatmulIsa::Avx2));
+  CHECK(repack_supported(GgmlType::Q3_K, MatmulIsa::Avx2));
+  CHECK_FALSE(repack_supported(GgmlType::Q2_K, MatmulIsa::Avx512));
   CHECK(repack_supported(GgmlType::Q4_0, MatmulIsa::Avx2));
   CHECK(repack_supported(GgmlType::Q8_0, MatmulIsa::Avx2));
   CHECK_FALSE(repack_supported(GgmlType::Q8_0, MatmulIsa::Scalar));
@@ -173,11 +178,41 @@ TEST_CASE("matmul_fast: repacked Q4_K, Q5_K, Q6_K, Q4_0, Q4_1, Q5_0, Q5_1 and Q8
   CHECK_THROWS_WITH(matmul_fast_isa(MatmulIsa::Scalar, w.view(), x.data(), 1, out.data(), pool,
                                     scratch, MatmulPrecision::Fast, copy.data()),
                     Catch::Contains("no repacked layout"));
-  const char* const expected = "expected Q4_K, Q5_K, Q6_K, Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0, got";
-  CHECK_THROWS_WITH(repack_weight(make_weight(GgmlType::Q3_K, 8, 256, rng).view(), pool),
+  const char* const expected =
+      "expected Q4_K, Q5_K, Q6_K, Q3_K, Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0, got";
+  CHECK_THROWS_WITH(repack_weight(make_weight(GgmlType::Q2_K, 8, 256, rng).view(), pool),
                     Catch::Contains(expected));
   CHECK_THROWS_WITH(repack_weight(make_weight(GgmlType::IQ4_NL, 8, 32, rng).view(), pool),
                     Catch::Contains(expected));
+}
+
+// The Q3_K record byte by byte (weight_repack.h): qs and hmask lanes, the scales decoded minus
+// 32, d; a 9-row weight pads its second group with row 8.
+TEST_CASE("repack_weight: the Q3_K record layout", "[cpu]") {
+  std::mt19937 rng(17);
+  ThreadPool pool(2);
+  const int64_t d = 9, nb = 2;
+  const Weight w{GgmlType::Q3_K, d, 256 * nb,
+                 random_blocks(GgmlType::Q3_K, static_cast<size_t>(d * 256 * nb), rng)};
+  const RepackedWeight copy = repack_weight(w.view(), pool);
+  REQUIRE(copy.bytes() == 2 * static_cast<size_t>(nb) * kQ3kRecordBytes);
+  int bad = 0;
+  for (int64_t g = 0; g < 2; ++g)
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* rec = copy.data() + static_cast<size_t>(g * nb + b) * kQ3kRecordBytes;
+      for (int r = 0; r < 8; ++r) {
+        const int64_t row = std::min<int64_t>(d - 1, 8 * g + r);
+        const uint8_t* src = w.bytes.data() + static_cast<size_t>(row * nb + b) * 110;
+        for (int j = 0; j < 64; ++j)  // qs byte j: vector (j / 32, j % 32 / 4), lane byte j % 4
+          bad += rec[32 * (8 * (j / 32) + j % 32 / 4) + 4 * r + j % 4] != src[32 + j];
+        for (int j = 0; j < 32; ++j) bad += rec[512 + 32 * (j / 4) + 4 * r + j % 4] != src[j];
+        for (int i = 0; i < 16; ++i)
+          bad += static_cast<int8_t>(rec[768 + 8 * i + r]) != q3_k_scale(src, i) - 32;
+        bad += std::memcmp(rec + 896 + 2 * r, src + 108, 2) != 0;
+      }
+      for (int z = 912; z < 928; ++z) bad += rec[z] != 0;
+    }
+  CHECK(bad == 0);
 }
 
 // The 16-row records byte by byte, as weight_repack.h describes them (the bits test above would
@@ -237,8 +272,9 @@ TEST_CASE("repack_weight: the 16-row record layouts", "[cpu]") {
 // bound at the same address.
 TEST_CASE("CpuFastBackend: repacked weights keep matmul's and get_rows' results", "[cpu]") {
   std::mt19937 rng(9);
-  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q4_0,
-                        GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0}) {
+  for (GgmlType type :
+       {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q3_K, GgmlType::Q4_0,
+        GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0}) {
     Weight w = make_weight(type, 21, 512, rng);
     const std::vector<float> x = make_x(3, 512, rng);
     cpu::CpuFastBackend be(2);
@@ -321,7 +357,7 @@ TEST_CASE("CpuFastBackend: plain copies keep matmul's and get_rows' results", "[
   std::mt19937 rng(13);
   ThreadPool pool(2);
   MatmulScratch scratch;
-  // F16 (1030 x 1024: 2 MiB + 12 KiB); Q3_K (4800 x 1024: 2.01 MiB; no repacked layout); Q4_K
+  // F16 (1030 x 1024: 2 MiB + 12 KiB); Q2_K (6300 x 1024: 2.02 MiB; no repacked layout); Q4_K
   // under MatmulPrecision::Float (its repacked layout is for Fast only)
   struct Case {
     GgmlType type;
@@ -329,7 +365,7 @@ TEST_CASE("CpuFastBackend: plain copies keep matmul's and get_rows' results", "[
     MatmulPrecision precision;
   };
   for (const Case& c : {Case{GgmlType::F16, 1030, MatmulPrecision::Fast},
-                        Case{GgmlType::Q3_K, 4800, MatmulPrecision::Fast},
+                        Case{GgmlType::Q2_K, 6300, MatmulPrecision::Fast},
                         Case{GgmlType::Q4_K, 3700, MatmulPrecision::Float}}) {
     INFO(ggml_type_name(c.type));
     const Weight w = make_weight(c.type, c.rows, 1024, rng);

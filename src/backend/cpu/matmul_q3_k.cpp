@@ -7,6 +7,8 @@
 // = q + 4 (0..7, unsigned for maddubs / vpdpbusd) and take the 4 back through the halves'
 // activation sums.
 #include "backend/cpu/matmul_k16_tile.h"
+#include "backend/cpu/matmul_repacked_k16.h"
+#include "backend/cpu/weight_repack.h"
 
 namespace llmctl::cpu {
 
@@ -114,6 +116,30 @@ struct KQ3_K : KQ16Panel<false, 4> {
 #endif
 };
 
+#if defined(LLMCTL_HAVE_X86)
+LLMCTL_AVX512_BEGIN
+// The repacked Q3_K record (weight_repack.h: qs vectors at 0, hmask vectors at 512, int8 scales
+// minus 32 at 768, d at 896). Step s of block j = 4 h + k reads qs vector (h, s) and hmask
+// vector s: the registers KQ3_K::decode_superblock builds by transposing 8 rows.
+struct RQ3_K : RepackedK16<RQ3_K> {
+  using KQ = KQ3_K;
+  static constexpr size_t kRecordBytes = kQ3kRecordBytes;
+  static constexpr size_t kScalesAt = 768, kDAt = 896;
+  static constexpr int kOffset = 4;
+
+  LLMCTL_AVX2 static __m256i weight(const uint8_t* rec, int h, int k, int s) {
+    return KQ::weights(kq_load(rec + 32 * (8 * h + s)), kq_load(rec + 512 + 32 * s), h, k);
+  }
+  LLMCTL_AVX2 static void weights(const uint8_t* rec, int h, int s, __m256i w[4]) {
+    const __m256i q = kq_load(rec + 32 * (8 * h + s)), hm = kq_load(rec + 512 + 32 * s);
+    for (int k = 0; k < 4; ++k) w[k] = KQ::weights(q, hm, h, k);
+  }
+};
+LLMCTL_AVX512_END
+#else
+struct RQ3_K;  // x86 only: the kernels' factories give none elsewhere
+#endif
+
 }  // namespace
 
 MatmulKernel matmul_kernel_q3_k(bool avx2) {
@@ -122,6 +148,14 @@ MatmulKernel matmul_kernel_q3_k(bool avx2) {
 
 MatmulKernel matmul_kernel_q3_k_avx512() {
   return make_paired_kernel_avx512<KQuantUnit, KQ3_K>("q3_k avx512-vnni (decode avx2)");
+}
+
+MatmulKernel matmul_kernel_q3_k_repacked() {  // half_sums: KQ3_K's (set_kquant_activations)
+  return make_repacked_kernel_avx512<RQ3_K>("q3_k avx512-vnni repacked-x8");
+}
+
+MatmulKernel matmul_kernel_q3_k_repacked_avx2() {
+  return make_repacked_kernel_avx2<RQ3_K>("q3_k avx2 repacked-x8");
 }
 
 }  // namespace llmctl::cpu

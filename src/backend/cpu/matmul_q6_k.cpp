@@ -5,7 +5,7 @@
 // AVX-512 and AVX2 kernels over the repacked records (weight_repack.h, matmul_repacked_tile.h,
 // matmul_repacked_tile_avx2.h).
 #include "backend/cpu/matmul_k16_tile.h"
-#include "backend/cpu/matmul_repacked_tile.h"
+#include "backend/cpu/matmul_repacked_k16.h"
 #include "backend/cpu/weight_repack.h"
 
 namespace llmctl::cpu {
@@ -78,9 +78,11 @@ LLMCTL_AVX512_BEGIN
 // The repacked Q6_K record (weight_repack.h: ql vectors at 0, qh vectors at 1024, int8 scales at
 // 1536, d at 1664). Block j = 4 h + k of the super-block takes its low nibbles from ql vector
 // row 2 h + k % 2 (k >= 2: the high nibbles) and bits 2 k, 2 k + 1 of qh vector row h.
-struct RQ6_K {
+struct RQ6_K : RepackedK16<RQ6_K> {
   using KQ = KQ6_K;
   static constexpr size_t kRecordBytes = kQ6kRecordBytes;
+  static constexpr size_t kScalesAt = 1536, kDAt = 1664;
+  static constexpr int kOffset = 32;
 
   // Step s of block 4 h + k: 4 weights per row lane, q in 0..63 (KQ6_K::pack's values).
   LLMCTL_AVX2 static __m256i weight(const uint8_t* rec, int h, int k, int s) {
@@ -97,91 +99,6 @@ struct RQ6_K {
   }
   LLMCTL_AVX2 static void weights(const uint8_t* rec, int h, int s, __m256i w[4]) {
     for (int k = 0; k < 4; ++k) w[k] = weight(rec, h, k, s);
-  }
-
-  LLMCTL_AVX2 static void unpack(const uint8_t* rec, uint8_t* p) {
-    for (int j = 0; j < 8; ++j) {  // KQ6_K::pack's sa, sb and off from the int8 scales
-      const __m256i sa = rp_i8_lanes(rec + 1536 + 8 * (2 * j));
-      const __m256i sb = rp_i8_lanes(rec + 1536 + 8 * (2 * j + 1));
-      const __m256i zero = _mm256_setzero_si256();
-      KQ::store_scales(p, j, sa, sb, _mm256_sub_epi32(zero, _mm256_slli_epi32(sa, 5)),
-                       _mm256_sub_epi32(zero, _mm256_slli_epi32(sb, 5)));
-    }
-    _mm256_storeu_ps(reinterpret_cast<float*>(p + KQ::kDOffset), rp_fp16_lanes(rec + 1664));
-    for (int h = 0; h < 2; ++h)
-      for (int s = 0; s < 8; ++s) {
-        __m256i w[4];
-        weights(rec, h, s, w);
-        for (int k = 0; k < 4; ++k) kq_store(p + 256 * (4 * h + k) + 32 * s, w[k]);
-      }
-  }
-
-  // isum = sc_2j * (sum_{l<16} q x - 32 xa) + sc_2j+1 * (sum_{l>=16} q x - 32 xb), xa and xb the
-  // halves' activation sums: the same integer as KQ6_K::superblock's.
-  LLMCTL_AVX512 static void decode(const uint8_t* rec, const TileArgs& a, int64_t sb, __m256& acc) {
-    alignas(32) int32_t xh[8];
-    KQ::half_sums(a.qs + kKQuantSuperBlock * sb, xh);
-    const __m256 d = rp_fp16_lanes(rec + 1664);
-    __m256i tot = _mm256_setzero_si256();
-    for (int h = 0; h < 2; ++h) {
-      __m256i part[4][2];
-      for (int k = 0; k < 4; ++k) part[k][0] = part[k][1] = _mm256_setzero_si256();
-      for (int s = 0; s < 8; ++s) {
-        __m256i w[4];
-        weights(rec, h, s, w);
-        for (int k = 0; k < 4; ++k)
-          part[k][s / 4] = rp_dot4(part[k][s / 4], w[k], a.qs + 32 * (8 * sb + 4 * h + k) + 4 * s);
-      }
-      for (int k = 0; k < 4; ++k) {
-        const int j = 4 * h + k;
-        const int32_t xa = static_cast<int16_t>(xh[j] & 0xffff), xb = xh[j] >> 16;
-        const __m256i isum = _mm256_add_epi32(
-            _mm256_mullo_epi32(rp_i8_lanes(rec + 1536 + 8 * (2 * j)),
-                               _mm256_sub_epi32(part[k][0], _mm256_set1_epi32(32 * xa))),
-            _mm256_mullo_epi32(rp_i8_lanes(rec + 1536 + 8 * (2 * j + 1)),
-                               _mm256_sub_epi32(part[k][1], _mm256_set1_epi32(32 * xb))));
-        tot = _mm256_add_epi32(tot, isum);
-      }
-    }
-    finish(d, a, sb, tot, acc);
-  }
-
-  // acc += the super-block's sum tot in KQ6_K's float step (matmul_k16_tile.h); d the rows'
-  // scales, loaded at the super-block's start (their line is the record's last: loaded at the
-  // end, the AVX2 decode ran 4 to 8 % slower on one thread).
-  LLMCTL_AVX2 static void finish(__m256 d, const TileArgs& a, int64_t sb, __m256i tot,
-                                 __m256& acc) {
-    const __m256 dx = _mm256_set1_ps(a.qd[8 * sb]);
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(tot), _mm256_mul_ps(d, dx), acc);
-  }
-  // AVX2 decode, block by block: two maddubs steps in int16 (KQ6_K's kGroup), a madd with the
-  // sub-block's scale pair (sc, sc), and the -32 offset as the in-place tile's o term:
-  //   isum = sum_a sc_a u x + sum_b sc_b u x - (xa * 32 sc_a + xb * 32 sc_b)
-  LLMCTL_AVX2 static void decode_avx2(const uint8_t* rec, const TileArgs& a, int64_t sb,
-                                      __m256& acc) {
-    const __m256 d = rp_fp16_lanes(rec + 1664);
-    __m256i tot = _mm256_setzero_si256();
-    for (int j = 0; j < 8; ++j) {
-      const int h = j / 4, k = j % 4;
-      const int64_t b = 8 * sb + j;
-      const int8_t* qx = a.qs + 32 * b;
-      const __m256i sa = rp_i8_lanes(rec + 1536 + 8 * (2 * j));
-      const __m256i sc_b = rp_i8_lanes(rec + 1536 + 8 * (2 * j + 1));
-      const __m256i pa = _mm256_blend_epi16(sa, _mm256_slli_epi32(sa, 16), 0xaa);
-      const __m256i pb = _mm256_blend_epi16(sc_b, _mm256_slli_epi32(sc_b, 16), 0xaa);
-      __m256i isum = _mm256_setzero_si256();
-      for (int g = 0; g < 8; g += 2) {
-        const __m256i p = _mm256_add_epi16(rp_maddubs4(weight(rec, h, k, g), qx + 4 * g),
-                                           rp_maddubs4(weight(rec, h, k, g + 1), qx + 4 * g + 4));
-        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, g < 4 ? pa : pb));
-      }
-      // (32 sc_a, 32 sc_b) as int16 pairs (|32 sc| <= 4096)
-      const __m256i o =
-          _mm256_blend_epi16(_mm256_slli_epi32(sa, 5), _mm256_slli_epi32(sc_b, 21), 0xaa);
-      isum = _mm256_sub_epi32(isum, _mm256_madd_epi16(_mm256_set1_epi32(a.qhalf[b]), o));
-      tot = _mm256_add_epi32(tot, isum);
-    }
-    finish(d, a, sb, tot, acc);
   }
 };
 LLMCTL_AVX512_END

@@ -84,6 +84,7 @@ constexpr Layout kLayouts[] = {
     k_layout(GgmlType::Q4_K, kQ4kRecordBytes),
     k_layout(GgmlType::Q5_K, kQ5kRecordBytes),
     k_layout(GgmlType::Q6_K, kQ6kRecordBytes),
+    k_layout(GgmlType::Q3_K, kQ3kRecordBytes),
     //                          min    fifth bit  nibbles
     q16_layout(GgmlType::Q4_0, false, false, true),
     q16_layout(GgmlType::Q4_1, true, false, true),
@@ -147,6 +148,20 @@ void record_q6_k(const uint8_t* const sb[8], uint8_t* rec) {
     std::memcpy(rec + 1664 + 2 * r, sb[r] + 208, 2);
   }
   std::memset(rec + 1680, 0, 16);
+}
+
+// Q3_K: 110-byte super-blocks (32 bytes hmask, 64 bytes qs, 12 bytes of packed 6-bit scales,
+// fp16 d); the scales decoded once here, as bytes minus 32.
+void record_q3_k(const uint8_t* const sb[8], uint8_t* rec) {
+  for (int h = 0; h < 2; ++h)
+    for (int s = 0; s < 8; ++s) put_lanes(rec + 32 * (8 * h + s), sb, 32 + 32 * h + 4 * s);
+  for (int s = 0; s < 8; ++s) put_lanes(rec + 512 + 32 * s, sb, 4 * s);
+  for (int r = 0; r < 8; ++r) {
+    for (int i = 0; i < 16; ++i)
+      rec[768 + 8 * i + r] = static_cast<uint8_t>(static_cast<int8_t>(q3_k_scale(sb[r], i) - 32));
+    std::memcpy(rec + 896 + 2 * r, sb[r] + 108, 2);
+  }
+  std::memset(rec + 912, 0, 16);
 }
 
 }  // namespace
@@ -213,8 +228,8 @@ RepackedWeight RepackedWeight::allocate(const std::string& name, size_t bytes) {
 #if defined(MADV_HUGEPAGE)
   // huge pages where the kernel has them to give (transparent_hugepage=madvise): decode
   // streams the copy, and with 4 KiB pages it takes a TLB miss every 4 KiB and the hardware
-  // prefetchers stop at each page's end (an F16 1B decode step: 1.10x with huge pages,
-  // BENCHMARKS.md 2026-12-06)
+  // prefetchers stop at each page's end (an F16 1B decode step: 1.05x with huge pages at one
+  // thread; BENCHMARKS.md 2026-12-06 night)
   madvise(start, span, MADV_HUGEPAGE);
 #endif
   RepackedWeight out;
@@ -265,6 +280,9 @@ RepackedWeight repack_weight(const WeightView& w, ThreadPool& pool, bool release
             case GgmlType::Q4_K:
             case GgmlType::Q5_K:
               record_q45_k(sb, w.type == GgmlType::Q5_K, record);
+              break;
+            case GgmlType::Q3_K:
+              record_q3_k(sb, record);
               break;
             default:
               record_q6_k(sb, record);

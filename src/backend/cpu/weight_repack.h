@@ -5,7 +5,9 @@
 // of gathering and transposing 8 rows' super-blocks on every call (it did: 57 % of a 1B
 // Q4_K_M decode step in the Q4_K tile, most of it that unpacking). Same bytes per row within
 // 3 % (Q4_K: 148 for 144, Q5_K: 180 for 176, Q6_K: 212 for 210), rows padded to a multiple of 8
-// by repeating the last one (the padded lanes are computed and never stored). The 32-element
+// by repeating the last one (the padded lanes are computed and never stored). Q3_K likewise
+// (116 bytes for 110: its 6-bit scales decoded to bytes; 1B-shape Q3_K_M file, 2-core Zen 4:
+// decode 1.27x at one thread, 1.29x at two, BENCHMARKS.md 2026-12-06 night). The 32-element
 // block types Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 likewise 16 rows at a time (the same bytes per
 // row), so that a decode tile reads one sequential stream instead of 16 row streams with a
 // transpose and a scale gather per block (1B-shape file, loaded Xeon: Q8_0 decode 1.41x, Q4_0
@@ -37,6 +39,12 @@
 //     1536  sc[16][8] int8 scale i of row r at 1536 + 8 i + r
 //     1664  d[8]      fp16 per row
 //     1680  16 zero bytes (records stay 32-byte aligned)
+//   Q3_K record (8 rows, one super-block), kQ3kRecordBytes = 928:
+//     0     qs[2][8]  vector (h, s) at 32 (8 h + s): row r's qs bytes 32 h + 4 s .. + 3
+//     512   hm[8]     vector s at 512 + 32 s: row r's hmask bytes 4 s .. 4 s + 3
+//     768   sc[16][8] int8 scale i minus 32 (-32..31), row r at 768 + 8 i + r
+//     896   d[8]      fp16 per row
+//     912   16 zero bytes (records stay 32-byte aligned)
 //
 // The 32-element block types Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 (one block per record, 16-row
 // groups, as the AVX-512 tiles' 16 int32 lanes): a 16-row group (rows 16g .. 16g + 15) is its
@@ -83,6 +91,7 @@ namespace llmctl::cpu {
 constexpr size_t kQ4kRecordBytes = 1184;
 constexpr size_t kQ5kRecordBytes = 1440;
 constexpr size_t kQ6kRecordBytes = 1696;
+constexpr size_t kQ3kRecordBytes = 928;
 constexpr int kRepackRows = 8;
 
 // The 16-row record of a 32-element block type (the layout above): which fields it has, their
@@ -105,8 +114,8 @@ static_assert(kQ4_0RecordBytes == 16 * 18 && kQ4_1RecordBytes == 16 * 20 &&
                   kQ8_0RecordBytes == 16 * 34,
               "a record holds the 16 rows' blocks in the same bytes");
 
-// Whether the kernels of `isa` (resolved, never Auto) read repacked `type` weights: Q4_K, Q5_K,
-// Q6_K, Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 on Avx2 and Avx512.
+// Whether the kernels of `isa` (resolved, never Auto) read repacked `type` weights: Q3_K, Q4_K,
+// Q5_K, Q6_K, Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 on Avx2 and Avx512.
 bool repack_supported(GgmlType type, MatmulIsa isa);
 // LLMCTL_MATMUL_REPACK: "on" (the default, also unset or empty) or "off" (read once; anything
 // else is an Error): whether the fast CPU backend repacks the weights it can and copies the
@@ -163,11 +172,11 @@ void repack_group_q16(const Q16Record& rec, size_t block_bytes, const uint8_t* c
 // without it keeps the pages).
 RepackedWeight repack_weight(const WeightView& w, ThreadPool& pool, bool release = false);
 
-// Plain copies. A weight the kernels read in the GGUF layout (F16, BF16, F32, Q2_K, Q3_K,
-// IQ4_XS, ...) sits in the file's mapping, in 4 KiB pages: decode streams it with a TLB miss
+// Plain copies. A weight the kernels read in the GGUF layout (F16, BF16, F32, Q2_K, IQ4_XS,
+// ...) sits in the file's mapping, in 4 KiB pages: decode streams it with a TLB miss
 // every 4 KiB and hardware prefetchers that stop at each page's end. The fast CPU backend
 // copies such a weight, as it is, into huge pages at its first matmul (F16 1B-shape decode,
-// Zen 4, 2026-12-06: 1.10x at one thread, BENCHMARKS.md).
+// Zen 4, 2026-12-06: 1.05x at one thread, at two within the noise; BENCHMARKS.md).
 // Whether the kernel gives huge pages to anonymous memory that asks
 // (/sys/kernel/mm/transparent_hugepage/enabled is [always] or [madvise]; read once).
 bool huge_pages_available();
