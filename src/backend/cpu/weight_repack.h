@@ -7,7 +7,7 @@
 // 3 % (Q4_K: 148 for 144, Q5_K: 180 for 176, Q6_K: 212 for 210), rows padded to a multiple of 8
 // by repeating the last one (the padded lanes are computed and never stored). Q3_K likewise
 // (116 bytes for 110: its 6-bit scales decoded to bytes; 1B-shape Q3_K_M file, 2-core Zen 4:
-// decode 1.27x at one thread, 1.29x at two, BENCHMARKS.md 2026-12-06 night). The 32-element
+// decode 1.43x at one thread, 1.18x at two, BENCHMARKS.md 2026-12-06 night). The 32-element
 // block types Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 likewise 16 rows at a time (the same bytes per
 // row), so that a decode tile reads one sequential stream instead of 16 row streams with a
 // transpose and a scale gather per block (1B-shape file, loaded Xeon: Q8_0 decode 1.41x, Q4_0
