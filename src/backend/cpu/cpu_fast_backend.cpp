@@ -62,8 +62,7 @@ WeightView CpuFastBackend::matmul_view(const WeightView& w, const uint8_t** repa
   if (it == repacks_.end()) return w;
   Repack& r = it->second;
   if (r.type != w.type || r.n_rows != w.n_rows || r.n_cols != w.n_cols) return w;
-  if (r.repack) {
-    if (precision_ != MatmulPrecision::Fast) return w;
+  if (r.repack) {  // bound under MatmulPrecision::Fast only
     if (r.copy.empty()) r.copy = repack_weight(w, pool_, true);
     *repacked = r.copy.data();
     return w;
