@@ -2,12 +2,14 @@
 // probe percentages, svd-embed's float64 Gram note, kvplan's counts and levers, quantize's
 // repeated warnings.
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 #include <string>
 
 #include "cli/bench_report.h"
+#include "core/cpu_features.h"
 #include "support/run_cli.h"
 #include "support/test_data.h"
 
@@ -52,28 +54,54 @@ TEST_CASE("bench: the stderr size line agrees with the table, no unmeasured gemm
 }
 
 // The two reasons a decode row can exceed the probe: a step small enough for the caches, or
-// (a step no smaller than the probe's buffer) a host whose bandwidth moved; a 1.9 GiB F16 step
-// was once said to stay in the caches.
+// (a step larger than them) a host whose bandwidth moved; a 1.9 GiB F16 step was once said to
+// stay in the caches, and so was a 574 MiB Q4_0 step (smaller than the probe's 1 GiB, but not
+// than a 32 MiB L3).
 TEST_CASE("bench: a decode row above the probe is explained by its size", "[cli]") {
   llmctl::cli::BenchOptions opt;
   opt.probe_mib = 1024;
   llmctl::cli::BenchProbes probes;
   probes.gb_s = 30;
-  llmctl::cli::BenchRow small, large, under;
+  probes.cache_bytes = 32.0 * 1024 * 1024;
+  llmctl::cli::BenchRow small, mid, large, under;
   small.bw_pct = 250;
   small.step_bytes = 1.0e6;
+  mid.bw_pct = 107;
+  mid.step_bytes = 574.0 * 1024 * 1024;
   large.bw_pct = 113;
   large.step_bytes = 2.08e9;
   under.bw_pct = 90;
   under.step_bytes = 2.08e9;
   const std::string both = llmctl::cli::bench_footnotes(opt, {small, large, under}, probes);
-  CHECK(count_lines_with(both, "which stays in the CPU's caches") == 1);
+  CHECK(count_lines_with(both, "which stays in the CPU's 32.00 MiB cache") == 1);
   CHECK(count_lines_with(both, "memory bandwidth changed between the probe and the test") == 1);
   const std::string big = llmctl::cli::bench_footnotes(opt, {large}, probes);
   CHECK(big.find("caches") == std::string::npos);
-  CHECK(big.find("reads 1.94 GiB from memory, no less than the probe's 1.00 GiB") !=
+  CHECK(big.find("reads 1.94 GiB from memory, more than the CPU's 32.00 MiB cache") !=
+        std::string::npos);
+  const std::string medium = llmctl::cli::bench_footnotes(opt, {mid}, probes);
+  CHECK(medium.find("stays in") == std::string::npos);
+  CHECK(medium.find("reads 574.00 MiB from memory, more than the CPU's 32.00 MiB cache") !=
         std::string::npos);
   CHECK(llmctl::cli::bench_footnotes(opt, {under}, probes).empty());
+  // the cache size unknown (a GPU): a step under the probe's buffer may be either
+  probes.cache_bytes = 0;
+  const std::string unknown = llmctl::cli::bench_footnotes(opt, {mid, large}, probes);
+  CHECK(count_lines_with(unknown, "may stay in the CPU's caches (their size is unknown)") == 1);
+  CHECK(count_lines_with(unknown, "no less than the probe's 1.00 GiB") == 1);
+}
+
+TEST_CASE("bench: the largest CPU cache is read from sysfs", "[cli]") {
+  const int64_t bytes = llmctl::cpu_largest_cache_bytes();
+  std::ifstream l2("/sys/devices/system/cpu/cpu0/cache/index2/size");
+  if (!l2) {
+    CHECK(bytes == 0);  // no sysfs cache entries: unknown, never a guess
+    return;
+  }
+  // Every x86 and Arm server of the last decade has at least 256 KiB of L2, and no cache
+  // of a core reaches 4 GiB.
+  CHECK(bytes >= 256 * 1024);
+  CHECK(bytes < (int64_t{4} << 30));
 }
 
 TEST_CASE("svd-embed: the float64 Gram of a normal run is not called a failure", "[cli]") {

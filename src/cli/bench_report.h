@@ -50,6 +50,7 @@ struct BenchProbes {
   const char* kind = "cpu-read";  // or "gpu-copy"
   double gemm_gflop_s = 0;        // 0: not measured
   std::vector<BenchPeak> peaks;   // ascending threads; empty: not measured
+  double cache_bytes = 0;         // the device's largest cache (CPU: its last level); 0: unknown
   // The peak measured at `threads`, or nullptr.
   const BenchPeak* peak_at(int threads) const;
   // The peak of `peak_kind` ("f32", "int8") at `threads`; 0 when not measured.
@@ -62,8 +63,9 @@ std::string bench_bytes(double bytes);
 void print_bench_rows(const BenchOptions& opt, const std::vector<BenchRow>& rows,
                       const BenchProbes& probes);
 // The table's notes on decode rows above 100 % of the bandwidth probe ("" when none is): a
-// step smaller than the probe's buffer runs from the caches; a larger one means the host's
-// bandwidth moved between the probe and the test.
+// step that fits the device's largest cache runs from the caches; a larger one means the host's
+// bandwidth moved between the probe and the test. With the cache size unknown, a step smaller
+// than the probe's buffer may be either.
 std::string bench_footnotes(const BenchOptions& opt, const std::vector<BenchRow>& rows,
                             const BenchProbes& probes);
 // The last line on stderr: llmctl-bench: rows=N probe_gb_s=F probe=cpu-read|gpu-copy

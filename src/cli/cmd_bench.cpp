@@ -48,6 +48,7 @@
 #include "cli/cli_style.h"
 #include "cli/engine_options.h"
 #include "cli/interrupt.h"
+#include "core/cpu_features.h"
 #include "core/error.h"
 #include "core/stop_point.h"
 #include "model/arch.h"
@@ -221,6 +222,7 @@ int run_bench(const BenchOptions& opt) {
     gpu = cuda_device_index(opt.device);
   BenchProbes probes;
   probes.kind = gpu >= 0 ? "gpu-copy" : "cpu-read";
+  if (gpu < 0) probes.cache_bytes = static_cast<double>(cpu_largest_cache_bytes());
   if (opt.probe_mib > 0 && gpu >= 0) {
     probes.gb_s = measure_gpu_copy_bandwidth(gpu, static_cast<size_t>(opt.probe_mib) << 20, 10);
     fmt::print(stderr,

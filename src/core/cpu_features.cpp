@@ -1,6 +1,8 @@
 #include "core/cpu_features.h"
 
+#include <algorithm>
 #include <fstream>
+#include <string>
 
 namespace llmctl {
 
@@ -92,6 +94,24 @@ std::string cpu_model_name() {
     }
   }
   return "unknown";
+}
+
+int64_t cpu_largest_cache_bytes() {
+  int64_t largest = 0;
+  for (int index = 0; index < 16; ++index) {
+    std::ifstream in("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/size");
+    if (!in) break;
+    std::string size;  // "32K", "1024K", "32768K"; "2M" on some kernels
+    in >> size;
+    int64_t value = 0;
+    size_t i = 0;
+    for (; i < size.size() && size[i] >= '0' && size[i] <= '9'; ++i)
+      value = value * 10 + (size[i] - '0');
+    const char unit = i < size.size() ? size[i] : 'B';
+    value <<= unit == 'K' ? 10 : unit == 'M' ? 20 : unit == 'G' ? 30 : 0;
+    largest = std::max(largest, value);
+  }
+  return largest;
 }
 
 }  // namespace llmctl

@@ -1,6 +1,7 @@
 #pragma once
 // CPU features: what this binary was compiled to assume, and what the running CPU offers.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -22,5 +23,9 @@ std::vector<std::string> cpu_feature_names(const CpuFeatures& f);
 std::vector<std::string> compiled_cpu_features();
 // The CPU model string, or "unknown".
 std::string cpu_model_name();
+// The size of the largest cache CPU 0 sees (its last level: L3, or L2 where there is none), from
+// Linux's sysfs; 0 when unknown. Not glibc's sysconf, which reports 320 MiB of "L3" for a
+// 32 MiB EPYC CCX: more than one core can use.
+int64_t cpu_largest_cache_bytes();
 
 }  // namespace llmctl
