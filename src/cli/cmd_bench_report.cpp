@@ -161,9 +161,9 @@ std::string bench_footnotes(const BenchOptions& opt, const std::vector<BenchRow>
           "bandwidth changed between the probe and the test (a shared or busy host); compare "
           "rows of one run, or rerun on an idle machine\n",
           bench_bytes(r.step_bytes),
-          cache_known ? fmt::format("more than the {}'s {} cache", device,
-                                    bench_bytes(probes.cache_bytes))
-                      : fmt::format("no less than the probe's {}", bench_bytes(probe_bytes)),
+          cache_known
+              ? fmt::format("more than the {}'s {} cache", device, bench_bytes(probes.cache_bytes))
+              : fmt::format("no less than the probe's {}", bench_bytes(probe_bytes)),
           device);
     }
   }
