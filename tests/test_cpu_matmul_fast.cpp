@@ -16,6 +16,7 @@
 #include "backend/cpu/matmul_fast.h"
 #include "backend/cpu/quantize_activations.h"
 #include "backend/cpu/thread_pool.h"
+#include "backend/cpu/weight_repack.h"
 #include "core/error.h"
 #include "core/fp16.h"
 #include "quant/dequant.h"
@@ -327,6 +328,34 @@ TEST_CASE("matmul_fast: batch and thread invariance, bit for bit", "[cpu]") {
           const std::vector<float> s = run(isa, w, shifted, n_tokens + 1, n_threads);
           CHECK(same_bits(s.data() + d, batch.data(), d * n_tokens));
         }
+      }
+    }
+  }
+}
+
+// A wide weight's prefill goes in token chunks, each row tile packed once per chunk (at
+// least 128 tokens a chunk for the packing kernels, matmul_fast.cpp): 140 tokens over 8192
+// columns are two chunks, and every token must keep its bits alone, in its chunk or the next.
+TEST_CASE("matmul_fast: a wide weight's token chunks keep each token's bits", "[cpu]") {
+  std::mt19937 rng(7);
+  const int64_t n = 8192, d = 19, n_tokens = 140;
+  const std::vector<float> x = make_x(n_tokens, n, rng);
+  for (GgmlType type : {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
+                        GgmlType::Q6_K, GgmlType::IQ4_XS, GgmlType::Q5_0, GgmlType::IQ4_NL}) {
+    const Weight w = make_weight(type, d, n, rng);
+    for (MatmulIsa isa : isas()) {
+      for (bool repacked : {false, true}) {
+        if (repacked && !repack_supported(type, isa)) continue;
+        INFO(ggml_type_name(type) << " isa " << static_cast<int>(isa) << " repacked " << repacked);
+        const std::vector<float> batch =
+            run(isa, w, x, n_tokens, 2, MatmulPrecision::Fast, repacked);
+        int64_t differ = 0;
+        for (int64_t t = 0; t < n_tokens; ++t) {
+          const std::vector<float> one(x.begin() + t * n, x.begin() + (t + 1) * n);
+          const std::vector<float> alone = run(isa, w, one, 1, 1, MatmulPrecision::Fast, repacked);
+          differ += same_bits(alone.data(), batch.data() + t * d, d) ? 0 : 1;
+        }
+        CHECK(differ == 0);
       }
     }
   }

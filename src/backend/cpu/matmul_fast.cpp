@@ -34,6 +34,13 @@ constexpr int64_t kRowBlockBytes = 96 * 1024;
 // chunk's activations stay in L2 (F16 2048x8192 at 512 tokens: 54 GFLOP/s with 192 KiB,
 // 72 with 384 KiB; one core, tools/bench_matmul).
 constexpr int64_t kChunkBytes = 384 * 1024;
+// Tokens a chunk has at least when the kernel packs its row tiles (MatmulKernel::pack), which
+// it does once per chunk: a wide weight (Q4_K 2048x8192: 32 tokens by kChunkBytes) repacked
+// every 4 token tiles spent more on packing than the L2-resident chunk saved. Past L2 the
+// activations stream from L3, which keeps up. 2048x8192 at 512 tokens, one core of the AVX-512
+// EPYC: Q4_K 264 -> 304 GFLOP/s, Q6_K 206 -> 240 (two threads 480 -> 596, 425 -> 484); held
+// to AVX2 +4 to 10 %; the 8192x2048 shapes (152 tokens by kChunkBytes) unchanged.
+constexpr int64_t kPackedChunkTokens = 128;
 
 bool cpu_has_avx2() {
   const CpuFeatures& f = cpu_features();
@@ -280,8 +287,9 @@ void run_rows(const PreparedMatmul& p, int64_t n_tokens, int64_t r0, int64_t r1)
   }
   const int64_t token_bytes = k.quantized ? n + 8 * nb : 4 * n;
   // a whole number of token tiles, so that only the batch's last tile is a narrow one
-  const int64_t chunk =
-      std::max<int64_t>(1, kChunkBytes / token_bytes / k.tokens_prefill) * k.tokens_prefill;
+  const int64_t chunk_tokens = std::max(kChunkBytes / token_bytes,
+                                        k.pack != nullptr ? kPackedChunkTokens : int64_t{1});
+  const int64_t chunk = std::max<int64_t>(1, chunk_tokens / k.tokens_prefill) * k.tokens_prefill;
   // The packed row tile (per thread; reused across calls): L2-resident while the chunk's
   // token tiles pass over it.
   thread_local std::vector<uint8_t> panel;
