@@ -135,14 +135,12 @@ LLMCTL_AVX512 inline void q45_k_superblock512(const uint8_t* p, const TileArgs& 
                                               __m512* acc) {
   const int64_t nb = a.n / 32;
   __m512i tot[static_cast<size_t>(T)];
+  for (int t = 0; t < T; ++t) tot[t] = _mm512_setzero_si512();
   for (int j = 0; j < 8; ++j) {
     __m512i isum[static_cast<size_t>(T)];
     dots_u8_512<T>(p + 512 * j, a.qs + kKQuantSuperBlock * sb + 32 * j, a.n, 0, 8, isum);
     const __m512i sc = _mm512_srli_epi32(_mm512_loadu_si512(p + 2 * kQ45kScOffset + 64 * j), 16);
-    for (int t = 0; t < T; ++t) {
-      const __m512i v = _mm512_mullo_epi32(isum[t], sc);
-      tot[t] = j == 0 ? v : _mm512_add_epi32(tot[t], v);
-    }
+    for (int t = 0; t < T; ++t) tot[t] = _mm512_add_epi32(tot[t], _mm512_mullo_epi32(isum[t], sc));
   }
   const __m512 d = _mm512_loadu_ps(p + 2 * kQ45kDOffset);
   const __m512 dmin = _mm512_loadu_ps(p + 2 * kQ45kDminOffset);
