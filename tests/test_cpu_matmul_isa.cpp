@@ -179,40 +179,75 @@ TEST_CASE(
                                     scratch, MatmulPrecision::Fast, copy.data()),
                     Catch::Contains("no repacked layout"));
   const char* const expected =
-      "expected Q4_K, Q5_K, Q6_K, Q3_K, Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0, got";
+      "expected Q4_K, Q5_K, Q6_K, Q3_K, IQ4_XS, Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0, got";
   CHECK_THROWS_WITH(repack_weight(make_weight(GgmlType::Q2_K, 8, 256, rng).view(), pool),
                     Catch::Contains(expected));
   CHECK_THROWS_WITH(repack_weight(make_weight(GgmlType::IQ4_NL, 8, 32, rng).view(), pool),
                     Catch::Contains(expected));
 }
 
-// The Q3_K record byte by byte (weight_repack.h): qs and hmask lanes, the scales decoded minus
-// 32, d; a 9-row weight pads its second group with row 8.
-TEST_CASE("repack_weight: the Q3_K record layout", "[cpu]") {
-  std::mt19937 rng(17);
+// Repacks a random 9-row, two-super-block `type` weight and returns the mismatches
+// row_mismatches(rec, src, r) counts for every row r of every record (src: that row's GGUF
+// super-block; a 9-row weight pads its second group with row 8), plus the record's bytes from
+// `used` to its end that are not zero.
+template <class F>
+int record_mismatches(GgmlType type, size_t rec_bytes, size_t used, unsigned seed,
+                      F row_mismatches) {
+  std::mt19937 rng(seed);
   ThreadPool pool(2);
   const int64_t d = 9, nb = 2;
-  const Weight w{GgmlType::Q3_K, d, 256 * nb,
-                 random_blocks(GgmlType::Q3_K, static_cast<size_t>(d * 256 * nb), rng)};
+  const size_t sb_bytes = ggml_traits(type).type_size;
+  const Weight w{type, d, 256 * nb, random_blocks(type, static_cast<size_t>(d * 256 * nb), rng)};
   const RepackedWeight copy = repack_weight(w.view(), pool);
-  REQUIRE(copy.bytes() == 2 * static_cast<size_t>(nb) * kQ3kRecordBytes);
+  REQUIRE(copy.bytes() == 2 * static_cast<size_t>(nb) * rec_bytes);
   int bad = 0;
   for (int64_t g = 0; g < 2; ++g)
     for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* rec = copy.data() + static_cast<size_t>(g * nb + b) * kQ3kRecordBytes;
+      const uint8_t* rec = copy.data() + static_cast<size_t>(g * nb + b) * rec_bytes;
       for (int r = 0; r < 8; ++r) {
         const int64_t row = std::min<int64_t>(d - 1, 8 * g + r);
-        const uint8_t* src = w.bytes.data() + static_cast<size_t>(row * nb + b) * 110;
-        for (int j = 0; j < 64; ++j)  // qs byte j: vector (j / 32, j % 32 / 4), lane byte j % 4
-          bad += rec[32 * (8 * (j / 32) + j % 32 / 4) + 4 * r + j % 4] != src[32 + j];
-        for (int j = 0; j < 32; ++j) bad += rec[512 + 32 * (j / 4) + 4 * r + j % 4] != src[j];
-        for (int i = 0; i < 16; ++i)
-          bad += static_cast<int8_t>(rec[768 + 8 * i + r]) != q3_k_scale(src, i) - 32;
-        bad += std::memcmp(rec + 896 + 2 * r, src + 108, 2) != 0;
+        bad += row_mismatches(rec, w.bytes.data() + static_cast<size_t>(row * nb + b) * sb_bytes, r);
       }
-      for (int z = 912; z < 928; ++z) bad += rec[z] != 0;
+      for (size_t z = used; z < rec_bytes; ++z) bad += rec[z] != 0;
     }
-  CHECK(bad == 0);
+  return bad;
+}
+
+// The Q3_K record byte by byte (weight_repack.h): qs and hmask lanes, the scales decoded minus
+// 32, d.
+TEST_CASE("repack_weight: the Q3_K record layout", "[cpu]") {
+  CHECK(record_mismatches(GgmlType::Q3_K, kQ3kRecordBytes, 912, 17,
+                          [](const uint8_t* rec, const uint8_t* src, int r) {
+                            int bad = 0;
+                            for (int j = 0; j < 64; ++j)  // qs byte j: vector (j / 32, j % 32 / 4)
+                              bad += rec[32 * (8 * (j / 32) + j % 32 / 4) + 4 * r + j % 4] !=
+                                     src[32 + j];
+                            for (int j = 0; j < 32; ++j)
+                              bad += rec[512 + 32 * (j / 4) + 4 * r + j % 4] != src[j];
+                            for (int i = 0; i < 16; ++i)
+                              bad += static_cast<int8_t>(rec[768 + 8 * i + r]) !=
+                                     q3_k_scale(src, i) - 32;
+                            return bad + (std::memcmp(rec + 896 + 2 * r, src + 108, 2) != 0);
+                          }) == 0);
+}
+
+// The IQ4_XS record byte by byte (weight_repack.h): nibble lanes by sub-block, the 6-bit scales
+// (low nibbles at 4 + j / 2, high bit pairs in the uint16 at 2 of the GGUF block) minus 32, d.
+TEST_CASE("repack_weight: the IQ4_XS record layout", "[cpu]") {
+  CHECK(record_mismatches(GgmlType::IQ4_XS, kIq4xsRecordBytes, 1104, 23,
+                          [](const uint8_t* rec, const uint8_t* src, int r) {
+                            int bad = 0;
+                            for (int j = 0; j < 128; ++j)  // byte j: vector (j / 16, j % 16 / 4)
+                              bad += rec[32 * (4 * (j / 16) + j % 16 / 4) + 4 * r + j % 4] !=
+                                     src[8 + j];
+                            const int high = src[2] | src[3] << 8;
+                            for (int j = 0; j < 8; ++j) {
+                              const int ls = ((src[4 + j / 2] >> (4 * (j % 2))) & 15) |
+                                             ((high >> (2 * j)) & 3) << 4;
+                              bad += static_cast<int8_t>(rec[1024 + 8 * j + r]) != ls - 32;
+                            }
+                            return bad + (std::memcmp(rec + 1088 + 2 * r, src, 2) != 0);
+                          }) == 0);
 }
 
 // The 16-row records byte by byte, as weight_repack.h describes them (the bits test above would

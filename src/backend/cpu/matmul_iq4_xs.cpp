@@ -9,6 +9,8 @@
 // unsigned) by the activation (vpdpbusd) and takes 128 * sum_j (ls_j - 32) * xsum_j back once
 // per super-block. Both give the same integers, so the same bits as the scalar kernel.
 #include "backend/cpu/matmul_paired_tile_avx512.h"
+#include "backend/cpu/matmul_repacked_tile.h"
+#include "backend/cpu/weight_repack.h"
 
 namespace llmctl::cpu {
 
@@ -139,6 +141,102 @@ struct KQIq4Xs {
 #endif
 };
 
+#if defined(LLMCTL_HAVE_X86)
+// The repacked IQ4_XS record (weight_repack.h: nibble vectors at 0, int8 scales ls - 32 at 1024,
+// fp16 d at 1088): vector (j, k) holds what KQIq4Xs::pack's transpose gives as q[k] of
+// sub-block j, so the 8 rows' levels come from one load and a table lookup per half.
+LLMCTL_AVX512_BEGIN
+struct RIq4Xs {
+  using KQ = KQIq4Xs;
+  static constexpr size_t kRecordBytes = kIq4xsRecordBytes;
+  static constexpr size_t kScalesAt = 1024, kDAt = 1088;
+
+  LLMCTL_AVX2 static __m256i levels() {  // the 16 signed levels, in both 128-bit lanes
+    return _mm256_broadcastsi128_si256(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
+  }
+  // The levels of vector (j, k): half 0 levels 4k..4k+3, half 1 levels 16 + 4k.. of each row.
+  LLMCTL_AVX2 static __m256i half(__m256i table, __m256i g, int h) {
+    const __m256i nib = _mm256_set1_epi8(0x0f);
+    return _mm256_shuffle_epi8(table, _mm256_and_si256(h == 0 ? g : _mm256_srli_epi16(g, 4), nib));
+  }
+  LLMCTL_AVX2 static __m256i scale(const uint8_t* rec, int j) {
+    return rp_i8_lanes(rec + kScalesAt + 8 * j);
+  }
+
+  // KQIq4Xs's 8-row panel record, the bytes its pack writes from the GGUF rows.
+  LLMCTL_AVX2 static void unpack(const uint8_t* rec, uint8_t* p) {
+    const __m256i table = levels(), low16 = _mm256_set1_epi32(0xffff);
+    for (int j = 0; j < 8; ++j) kq_store(p + KQ::kScOffset + 32 * j, scale(rec, j));
+    for (int q = 0; q < 4; ++q)
+      kq_store(p + KQ::kPairOffset + 32 * q,
+               _mm256_or_si256(_mm256_and_si256(scale(rec, 2 * q), low16),
+                               _mm256_slli_epi32(scale(rec, 2 * q + 1), 16)));
+    _mm256_storeu_ps(reinterpret_cast<float*>(p + KQ::kDOffset), rp_fp16_lanes(rec + kDAt));
+    for (int j = 0; j < 8; ++j)
+      for (int k = 0; k < 4; ++k) {
+        const __m256i g = kq_load(rec + 32 * (4 * j + k));
+        kq_store(p + 256 * j + 32 * k, half(table, g, 0));
+        kq_store(p + 256 * j + 32 * (4 + k), half(table, g, 1));
+      }
+  }
+
+  LLMCTL_AVX2 static void finish(const uint8_t* rec, const TileArgs& a, int64_t sb, __m256i tot,
+                                 __m256& acc) {
+    const __m256 dx = _mm256_set1_ps(a.qd[8 * sb]);
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(tot), _mm256_mul_ps(rp_fp16_lanes(rec + kDAt), dx),
+                          acc);
+  }
+
+  // AVX-512 VL VNNI decode: the levels + 128 (unsigned) by vpdpbusd, exact int32 sums, then 128
+  // times the block's activation sum off before the block's scale.
+  LLMCTL_AVX512 static void decode(const uint8_t* rec, const TileArgs& a, int64_t sb, __m256& acc) {
+    const __m256i table = _mm256_xor_si256(levels(), _mm256_set1_epi8(static_cast<char>(0x80)));
+    __m256i tot = _mm256_setzero_si256();
+    for (int j = 0; j < 8; ++j) {
+      const int64_t b = 8 * sb + j;
+      const int8_t* qx = a.qs + 32 * b;
+      __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+      for (int k = 0; k < 4; ++k) {
+        const __m256i g = kq_load(rec + 32 * (4 * j + k));
+        for (int h = 0; h < 2; ++h)
+          isum[h] = rp_dot4(isum[h], half(table, g, h), qx + 16 * h + 4 * k);
+      }
+      const __m256i exact = _mm256_sub_epi32(_mm256_add_epi32(isum[0], isum[1]),
+                                             _mm256_set1_epi32(128 * a.qsum[b]));
+      tot = _mm256_add_epi32(tot, _mm256_mullo_epi32(exact, scale(rec, j)));
+    }
+    finish(rec, a, sb, tot, acc);
+  }
+
+  // AVX2 decode: |level| x the activation given the level's sign (maddubs pairs <= 2 * 127 *
+  // 127, no saturation), as KQIq4Xs::superblock.
+  LLMCTL_AVX2 static void decode_avx2(const uint8_t* rec, const TileArgs& a, int64_t sb,
+                                      __m256& acc) {
+    const __m256i table = levels(), ones = _mm256_set1_epi16(1);
+    __m256i tot = _mm256_setzero_si256();
+    for (int j = 0; j < 8; ++j) {
+      const int8_t* qx = a.qs + 32 * (8 * sb + j);
+      __m256i isum = _mm256_setzero_si256();
+      for (int k = 0; k < 4; ++k) {
+        const __m256i g = kq_load(rec + 32 * (4 * j + k));
+        for (int h = 0; h < 2; ++h) {
+          const __m256i v = half(table, g, h);
+          const __m256i x = _mm256_sign_epi8(kq_bcast4(qx + 16 * h + 4 * k), v);
+          isum = _mm256_add_epi32(
+              isum, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(v), x), ones));
+        }
+      }
+      tot = _mm256_add_epi32(tot, _mm256_mullo_epi32(isum, scale(rec, j)));
+    }
+    finish(rec, a, sb, tot, acc);
+  }
+};
+LLMCTL_AVX512_END
+#else
+struct RIq4Xs;  // x86 only: the kernels' factories give none elsewhere
+#endif
+
 }  // namespace
 
 MatmulKernel matmul_kernel_iq4_xs(bool avx2) {
@@ -147,6 +245,14 @@ MatmulKernel matmul_kernel_iq4_xs(bool avx2) {
 
 MatmulKernel matmul_kernel_iq4_xs_avx512() {
   return make_paired_kernel_avx512<KQuantUnit, KQIq4Xs>("iq4_xs avx512-vnni (decode avx2)");
+}
+
+MatmulKernel matmul_kernel_iq4_xs_repacked() {
+  return make_repacked_kernel_avx512<RIq4Xs>("iq4_xs avx512-vnni repacked-x8");
+}
+
+MatmulKernel matmul_kernel_iq4_xs_repacked_avx2() {
+  return make_repacked_kernel_avx2<RIq4Xs>("iq4_xs avx2 repacked-x8");
 }
 
 }  // namespace llmctl::cpu

@@ -85,6 +85,7 @@ constexpr Layout kLayouts[] = {
     k_layout(GgmlType::Q5_K, kQ5kRecordBytes),
     k_layout(GgmlType::Q6_K, kQ6kRecordBytes),
     k_layout(GgmlType::Q3_K, kQ3kRecordBytes),
+    k_layout(GgmlType::IQ4_XS, kIq4xsRecordBytes),
     //                          min    fifth bit  nibbles
     q16_layout(GgmlType::Q4_0, false, false, true),
     q16_layout(GgmlType::Q4_1, true, false, true),
@@ -162,6 +163,20 @@ void record_q3_k(const uint8_t* const sb[8], uint8_t* rec) {
     std::memcpy(rec + 896 + 2 * r, sb[r] + 108, 2);
   }
   std::memset(rec + 912, 0, 16);
+}
+
+// IQ4_XS: 136-byte super-blocks (fp16 d, 16 bits of high scale bits, 4 bytes of low scale
+// nibbles, 16 bytes of level nibbles per sub-block); the 6-bit scales decoded once here, as
+// bytes minus 32.
+void record_iq4_xs(const uint8_t* const sb[8], uint8_t* rec) {
+  for (int j = 0; j < 8; ++j)
+    for (int k = 0; k < 4; ++k) put_lanes(rec + 32 * (4 * j + k), sb, 8 + 16 * j + 4 * k);
+  for (int r = 0; r < 8; ++r) {
+    for (int j = 0; j < 8; ++j)
+      rec[1024 + 8 * j + r] = static_cast<uint8_t>(static_cast<int8_t>(iq4_xs_scale(sb[r], j)));
+    std::memcpy(rec + 1088 + 2 * r, sb[r], 2);
+  }
+  std::memset(rec + 1104, 0, 16);
 }
 
 }  // namespace
@@ -283,6 +298,9 @@ RepackedWeight repack_weight(const WeightView& w, ThreadPool& pool, bool release
               break;
             case GgmlType::Q3_K:
               record_q3_k(sb, record);
+              break;
+            case GgmlType::IQ4_XS:
+              record_iq4_xs(sb, record);
               break;
             default:
               record_q6_k(sb, record);

@@ -7,7 +7,9 @@
 // 3 % (Q4_K: 148 for 144, Q5_K: 180 for 176, Q6_K: 212 for 210), rows padded to a multiple of 8
 // by repeating the last one (the padded lanes are computed and never stored). Q3_K likewise
 // (116 bytes for 110: its 6-bit scales decoded to bytes; 1B-shape Q3_K_M file, 2-core Zen 4:
-// decode 1.43x at one thread, 1.18x at two, BENCHMARKS.md 2026-12-06 night). The 32-element
+// decode 1.43x at one thread, 1.18x at two, BENCHMARKS.md 2026-12-06 night), and IQ4_XS (140
+// bytes for 136, the scales decoded likewise; its levels looked up per 32-byte vector: 1B-shape
+// IQ4_XS file decode 1.65x at one thread, 1.70x at two, 2026-12-06 afternoon). The 32-element
 // block types Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 likewise 16 rows at a time (the same bytes per
 // row), so that a decode tile reads one sequential stream instead of 16 row streams with a
 // transpose and a scale gather per block (1B-shape file, loaded Xeon: Q8_0 decode 1.41x, Q4_0
@@ -45,6 +47,12 @@
 //     768   sc[16][8] int8 scale i minus 32 (-32..31), row r at 768 + 8 i + r
 //     896   d[8]      fp16 per row
 //     912   16 zero bytes (records stay 32-byte aligned)
+//   IQ4_XS record (8 rows, one super-block), kIq4xsRecordBytes = 1120:
+//     0     qs[8][4]  vector (j, k) at 32 (4 j + k): row r's nibble bytes 4 k .. 4 k + 3 of
+//                     sub-block j (low nibbles: levels 4 k .. 4 k + 3; high: 16 + 4 k ..)
+//     1024  sc[8][8]  int8 scale ls_j - 32 (-32..31), row r at 1024 + 8 j + r
+//     1088  d[8]      fp16 per row
+//     1104  16 zero bytes (records stay 32-byte aligned)
 //
 // The 32-element block types Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 (one block per record, 16-row
 // groups, as the AVX-512 tiles' 16 int32 lanes): a 16-row group (rows 16g .. 16g + 15) is its
@@ -92,6 +100,7 @@ constexpr size_t kQ4kRecordBytes = 1184;
 constexpr size_t kQ5kRecordBytes = 1440;
 constexpr size_t kQ6kRecordBytes = 1696;
 constexpr size_t kQ3kRecordBytes = 928;
+constexpr size_t kIq4xsRecordBytes = 1120;
 constexpr int kRepackRows = 8;
 
 // The 16-row record of a 32-element block type (the layout above): which fields it has, their
@@ -115,7 +124,7 @@ static_assert(kQ4_0RecordBytes == 16 * 18 && kQ4_1RecordBytes == 16 * 20 &&
               "a record holds the 16 rows' blocks in the same bytes");
 
 // Whether the kernels of `isa` (resolved, never Auto) read repacked `type` weights: Q3_K, Q4_K,
-// Q5_K, Q6_K, Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 on Avx2 and Avx512.
+// Q5_K, Q6_K, IQ4_XS, Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 on Avx2 and Avx512.
 bool repack_supported(GgmlType type, MatmulIsa isa);
 // LLMCTL_MATMUL_REPACK: "on" (the default, also unset or empty) or "off" (read once; anything
 // else is an Error): whether the fast CPU backend repacks the weights it can and copies the
@@ -172,7 +181,7 @@ void repack_group_q16(const Q16Record& rec, size_t block_bytes, const uint8_t* c
 // without it keeps the pages).
 RepackedWeight repack_weight(const WeightView& w, ThreadPool& pool, bool release = false);
 
-// Plain copies. A weight the kernels read in the GGUF layout (F16, BF16, F32, Q2_K, IQ4_XS,
+// Plain copies. A weight the kernels read in the GGUF layout (F16, BF16, F32, Q2_K, IQ4_NL,
 // ...) sits in the file's mapping, in 4 KiB pages: decode streams it with a TLB miss
 // every 4 KiB and hardware prefetchers that stop at each page's end. The fast CPU backend
 // copies such a weight, as it is, into huge pages at its first matmul (F16 1B-shape decode,
