@@ -159,7 +159,8 @@ TEST_CASE(
             .find("repacked") == std::string::npos);
   CHECK_FALSE(repack_supported(GgmlType::Q4_K, MatmulIsa::Scalar));
   CHECK(repack_supported(GgmlType::Q3_K, MatmulIsa::Avx2));
-  CHECK_FALSE(repack_supported(GgmlType::Q2_K, MatmulIsa::Avx512));
+  CHECK(repack_supported(GgmlType::Q2_K, MatmulIsa::Avx512));
+  CHECK_FALSE(repack_supported(GgmlType::MXFP4, MatmulIsa::Avx2));
   CHECK(repack_supported(GgmlType::Q4_0, MatmulIsa::Avx2));
   CHECK(repack_supported(GgmlType::Q8_0, MatmulIsa::Avx2));
   CHECK_FALSE(repack_supported(GgmlType::Q8_0, MatmulIsa::Scalar));
@@ -179,8 +180,8 @@ TEST_CASE(
                                     scratch, MatmulPrecision::Fast, copy.data()),
                     Catch::Contains("no repacked layout"));
   const char* const expected =
-      "expected Q4_K, Q5_K, Q6_K, Q3_K, IQ4_XS, Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0, got";
-  CHECK_THROWS_WITH(repack_weight(make_weight(GgmlType::Q2_K, 8, 256, rng).view(), pool),
+      "expected Q4_K, Q5_K, Q6_K, Q3_K, IQ4_XS, Q2_K, Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0, got";
+  CHECK_THROWS_WITH(repack_weight(make_weight(GgmlType::MXFP4, 8, 256, rng).view(), pool),
                     Catch::Contains(expected));
   CHECK_THROWS_WITH(repack_weight(make_weight(GgmlType::IQ4_NL, 8, 32, rng).view(), pool),
                     Catch::Contains(expected));
@@ -228,6 +229,21 @@ TEST_CASE("repack_weight: the Q3_K record layout", "[cpu]") {
                               bad += static_cast<int8_t>(rec[768 + 8 * i + r]) !=
                                      q3_k_scale(src, i) - 32;
                             return bad + (std::memcmp(rec + 896 + 2 * r, src + 108, 2) != 0);
+                          }) == 0);
+}
+
+// The Q2_K record byte by byte (weight_repack.h): quant lanes by half, the scale bytes as they
+// are, d, dmin.
+TEST_CASE("repack_weight: the Q2_K record layout", "[cpu]") {
+  CHECK(record_mismatches(GgmlType::Q2_K, kQ2kRecordBytes, 672, 29,
+                          [](const uint8_t* rec, const uint8_t* src, int r) {
+                            int bad = 0;
+                            for (int j = 0; j < 64; ++j)  // quant byte j: vector (j / 32, j % 32 / 4)
+                              bad += rec[32 * (8 * (j / 32) + j % 32 / 4) + 4 * r + j % 4] !=
+                                     src[16 + j];
+                            for (int i = 0; i < 16; ++i) bad += rec[512 + 8 * i + r] != src[i];
+                            return bad + (std::memcmp(rec + 640 + 2 * r, src + 80, 2) != 0) +
+                                   (std::memcmp(rec + 656 + 2 * r, src + 82, 2) != 0);
                           }) == 0);
 }
 
@@ -392,7 +408,7 @@ TEST_CASE("CpuFastBackend: plain copies keep matmul's and get_rows' results", "[
   std::mt19937 rng(13);
   ThreadPool pool(2);
   MatmulScratch scratch;
-  // F16 (1030 x 1024: 2 MiB + 12 KiB); Q2_K (6300 x 1024: 2.02 MiB; no repacked layout); Q4_K
+  // F16 (1030 x 1024: 2 MiB + 12 KiB); IQ4_NL (3700 x 1024: 2.03 MiB; no repacked layout); Q4_K
   // under MatmulPrecision::Float (its repacked layout is for Fast only)
   struct Case {
     GgmlType type;
@@ -400,7 +416,7 @@ TEST_CASE("CpuFastBackend: plain copies keep matmul's and get_rows' results", "[
     MatmulPrecision precision;
   };
   for (const Case& c : {Case{GgmlType::F16, 1030, MatmulPrecision::Fast},
-                        Case{GgmlType::Q2_K, 6300, MatmulPrecision::Fast},
+                        Case{GgmlType::IQ4_NL, 3700, MatmulPrecision::Fast},
                         Case{GgmlType::Q4_K, 3700, MatmulPrecision::Float}}) {
     INFO(ggml_type_name(c.type));
     const Weight w = make_weight(c.type, c.rows, 1024, rng);

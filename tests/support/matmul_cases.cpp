@@ -112,7 +112,7 @@ void check_scalar_bits(MatmulIsa isa) {
 void check_repacked_bits(MatmulIsa isa) {
   std::mt19937 rng(7);
   const std::vector<GgmlType> types = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
-                                       GgmlType::Q3_K, GgmlType::IQ4_XS, GgmlType::Q4_0,
+                                       GgmlType::Q3_K, GgmlType::IQ4_XS, GgmlType::Q2_K, GgmlType::Q4_0,
                                        GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
                                        GgmlType::Q8_0};
   for (GgmlType type : types) {

@@ -25,7 +25,7 @@
 // itself keeps pointing at the original, so get_rows (a tied embedding table is both) and
 // everything else that reads the GGUF layout are unchanged; only matmul reads the copy. A
 // matrix never multiplied (an untied token_embd) is never copied.
-// A matrix the kernels read in the GGUF layout (F16, BF16, F32, Q2_K, IQ4_NL, ...; and
+// A matrix the kernels read in the GGUF layout (F16, BF16, F32, IQ4_NL, MXFP4; and
 // every type under MatmulPrecision::Float) of at least one huge page, in a file's read-only
 // mapping (4 KiB pages), is copied as it is into huge pages at its first matmul, the same way
 // (copy_weight, copy_active(): weight_repack.h), unless LLMCTL_MATMUL_REPACK=off or the

@@ -170,6 +170,7 @@ constexpr RepackedKernels kRepackedKernels[] = {
     {GgmlType::Q6_K, &matmul_kernel_q6_k_repacked, &matmul_kernel_q6_k_repacked_avx2},
     {GgmlType::Q3_K, &matmul_kernel_q3_k_repacked, &matmul_kernel_q3_k_repacked_avx2},
     {GgmlType::IQ4_XS, &matmul_kernel_iq4_xs_repacked, &matmul_kernel_iq4_xs_repacked_avx2},
+    {GgmlType::Q2_K, &matmul_kernel_q2_k_repacked, &matmul_kernel_q2_k_repacked_avx2},
     {GgmlType::Q4_0, &matmul_kernel_q4_0_repacked, &matmul_kernel_q4_0_repacked_avx2},
     {GgmlType::Q4_1, &matmul_kernel_q4_1_repacked, &matmul_kernel_q4_1_repacked_avx2},
     {GgmlType::Q5_0, &matmul_kernel_q5_0_repacked, &matmul_kernel_q5_0_repacked_avx2},

@@ -172,6 +172,7 @@ MatmulKernel matmul_kernel_q5_k_repacked();
 MatmulKernel matmul_kernel_q6_k_repacked();
 MatmulKernel matmul_kernel_q3_k_repacked();
 MatmulKernel matmul_kernel_iq4_xs_repacked();
+MatmulKernel matmul_kernel_q2_k_repacked();
 // The same for the 32-element block types (16-row groups; matmul_repacked_quant_tile.h): one
 // tile reads the group's sequential stream for decode and prefill.
 MatmulKernel matmul_kernel_q4_0_repacked();
@@ -186,6 +187,7 @@ MatmulKernel matmul_kernel_q5_k_repacked_avx2();
 MatmulKernel matmul_kernel_q6_k_repacked_avx2();
 MatmulKernel matmul_kernel_q3_k_repacked_avx2();
 MatmulKernel matmul_kernel_iq4_xs_repacked_avx2();
+MatmulKernel matmul_kernel_q2_k_repacked_avx2();
 // The same for the 32-element block types (16-row groups; matmul_repacked_quant_tile_avx2.h):
 // 16-row decode tiles reading the records, prefill one 8-row half of the record at a time.
 MatmulKernel matmul_kernel_q4_0_repacked_avx2();

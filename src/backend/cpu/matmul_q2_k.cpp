@@ -6,6 +6,8 @@
 // scale, as here: one exact integer sum for the q part and one for the min part, then one fma
 // each.
 #include "backend/cpu/matmul_k16_tile.h"
+#include "backend/cpu/matmul_repacked_tile.h"
+#include "backend/cpu/weight_repack.h"
 
 namespace llmctl::cpu {
 
@@ -98,6 +100,96 @@ struct KQ2_K : KQ16Panel<true, 4> {
 #endif
 };
 
+#if defined(LLMCTL_HAVE_X86)
+// The repacked Q2_K record (weight_repack.h: quant vectors at 0, the raw scale bytes at 512,
+// fp16 d at 640 and dmin at 656; the GGUF's 84 bytes a row): vector (h, s) is what
+// KQ2_K::pack's transpose gives as q[s] of half h, so the 8 rows' weights of step s of block
+// 4 h + k are one load, a shift and a mask.
+LLMCTL_AVX512_BEGIN
+struct RQ2_K {
+  using KQ = KQ2_K;
+  static constexpr size_t kRecordBytes = kQ2kRecordBytes;
+  static constexpr size_t kScalesAt = 512, kDAt = 640, kDminAt = 656;
+
+  LLMCTL_AVX2 static __m256i weight(const uint8_t* rec, int h, int k, int s) {
+    return KQ::weights(kq_load(rec + 32 * (8 * h + s)), k);
+  }
+  // Scale byte i of the 8 rows: its sc (low nibble) and m (high nibble) as int32 lanes.
+  LLMCTL_AVX2 static __m256i sub_scale(const uint8_t* rec, int i) {
+    return _mm256_and_si256(rp_u8_lanes(rec + kScalesAt + 8 * i), _mm256_set1_epi32(15));
+  }
+  LLMCTL_AVX2 static __m256i sub_min(const uint8_t* rec, int i) {
+    return _mm256_srli_epi32(rp_u8_lanes(rec + kScalesAt + 8 * i), 4);
+  }
+  // Block j's mins as the int16 pairs (m_a, m_b): the madd operand of the o term.
+  LLMCTL_AVX2 static __m256i min_pair(const uint8_t* rec, int j) {
+    return _mm256_blend_epi16(sub_min(rec, 2 * j), _mm256_slli_epi32(sub_min(rec, 2 * j + 1), 16),
+                              0xaa);
+  }
+
+  // KQ2_K's 8-row panel record, the bytes its pack writes from the GGUF rows.
+  LLMCTL_AVX2 static void unpack(const uint8_t* rec, uint8_t* p) {
+    for (int j = 0; j < 8; ++j)
+      KQ::store_scales(p, j, sub_scale(rec, 2 * j), sub_scale(rec, 2 * j + 1),
+                       sub_min(rec, 2 * j), sub_min(rec, 2 * j + 1));
+    _mm256_storeu_ps(reinterpret_cast<float*>(p + KQ::kDOffset), rp_fp16_lanes(rec + kDAt));
+    _mm256_storeu_ps(reinterpret_cast<float*>(p + KQ::kDminOffset), rp_fp16_lanes(rec + kDminAt));
+    for (int h = 0; h < 2; ++h)
+      for (int k = 0; k < 4; ++k)
+        for (int s = 0; s < 8; ++s) kq_store(p + 256 * (4 * h + k) + 32 * s, weight(rec, h, k, s));
+  }
+
+  // acc (token 0) from the super-block's sums: KQ16Panel::finish's float steps.
+  LLMCTL_AVX2 static void finish(const uint8_t* rec, const TileArgs& a, int64_t sb, __m256i tot,
+                                 __m256i ms, __m256& acc) {
+    const __m256 dx = _mm256_set1_ps(a.qd[8 * sb]);
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(tot), _mm256_mul_ps(rp_fp16_lanes(rec + kDAt), dx),
+                          acc);
+    acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(ms), _mm256_mul_ps(rp_fp16_lanes(rec + kDminAt), dx),
+                           acc);
+  }
+
+  // AVX-512 VL VNNI decode, block by block: exact int32 vpdpbusd sums per half block times its
+  // scale; the mins against the halves' activation sums.
+  LLMCTL_AVX512 static void decode(const uint8_t* rec, const TileArgs& a, int64_t sb, __m256& acc) {
+    __m256i tot = _mm256_setzero_si256(), ms = tot;
+    for (int h = 0; h < 2; ++h)
+      for (int k = 0; k < 4; ++k) {
+        const int j = 4 * h + k;
+        const int64_t b = 8 * sb + j;
+        const int8_t* qx = a.qs + 32 * b;
+        __m256i part[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+        for (int s = 0; s < 8; ++s) part[s / 4] = rp_dot4(part[s / 4], weight(rec, h, k, s), qx + 4 * s);
+        tot = _mm256_add_epi32(tot, _mm256_add_epi32(_mm256_mullo_epi32(part[0], sub_scale(rec, 2 * j)),
+                                                     _mm256_mullo_epi32(part[1], sub_scale(rec, 2 * j + 1))));
+        ms = _mm256_add_epi32(ms, _mm256_madd_epi16(_mm256_set1_epi32(a.qhalf[b]), min_pair(rec, j)));
+      }
+    finish(rec, a, sb, tot, ms, acc);
+  }
+
+  // AVX2 decode: KQ16Panel::dot's maddubs steps (4 in int16) and madds with the scale pairs.
+  LLMCTL_AVX2 static void decode_avx2(const uint8_t* rec, const TileArgs& a, int64_t sb,
+                                      __m256& acc) {
+    __m256i tot = _mm256_setzero_si256(), ms = tot;
+    for (int h = 0; h < 2; ++h)
+      for (int k = 0; k < 4; ++k) {
+        const int j = 4 * h + k;
+        const int64_t b = 8 * sb + j;
+        __m256i w[8];
+        for (int s = 0; s < 8; ++s) w[s] = weight(rec, h, k, s);
+        const __m256i sa = sub_scale(rec, 2 * j), sc_b = sub_scale(rec, 2 * j + 1);  // <= 15
+        tot = _mm256_add_epi32(tot, KQ::dot(w, a.qs + 32 * b, _mm256_or_si256(sa, _mm256_slli_epi32(sa, 16)),
+                                            _mm256_or_si256(sc_b, _mm256_slli_epi32(sc_b, 16))));
+        ms = _mm256_add_epi32(ms, _mm256_madd_epi16(_mm256_set1_epi32(a.qhalf[b]), min_pair(rec, j)));
+      }
+    finish(rec, a, sb, tot, ms, acc);
+  }
+};
+LLMCTL_AVX512_END
+#else
+struct RQ2_K;  // x86 only: the kernels' factories give none elsewhere
+#endif
+
 }  // namespace
 
 MatmulKernel matmul_kernel_q2_k(bool avx2) {
@@ -106,6 +198,14 @@ MatmulKernel matmul_kernel_q2_k(bool avx2) {
 
 MatmulKernel matmul_kernel_q2_k_avx512() {
   return make_paired_kernel_avx512<KQuantUnit, KQ2_K>("q2_k avx512-vnni (decode avx2)");
+}
+
+MatmulKernel matmul_kernel_q2_k_repacked() {  // half_sums: KQ2_K's (set_kquant_activations)
+  return make_repacked_kernel_avx512<RQ2_K>("q2_k avx512-vnni repacked-x8");
+}
+
+MatmulKernel matmul_kernel_q2_k_repacked_avx2() {
+  return make_repacked_kernel_avx2<RQ2_K>("q2_k avx2 repacked-x8");
 }
 
 }  // namespace llmctl::cpu

@@ -86,6 +86,7 @@ constexpr Layout kLayouts[] = {
     k_layout(GgmlType::Q6_K, kQ6kRecordBytes),
     k_layout(GgmlType::Q3_K, kQ3kRecordBytes),
     k_layout(GgmlType::IQ4_XS, kIq4xsRecordBytes),
+    k_layout(GgmlType::Q2_K, kQ2kRecordBytes),
     //                          min    fifth bit  nibbles
     q16_layout(GgmlType::Q4_0, false, false, true),
     q16_layout(GgmlType::Q4_1, true, false, true),
@@ -177,6 +178,17 @@ void record_iq4_xs(const uint8_t* const sb[8], uint8_t* rec) {
     std::memcpy(rec + 1088 + 2 * r, sb[r], 2);
   }
   std::memset(rec + 1104, 0, 16);
+}
+
+// Q2_K: 84-byte super-blocks (16 scale bytes, 64 bytes of 2-bit quants, fp16 d, fp16 dmin).
+void record_q2_k(const uint8_t* const sb[8], uint8_t* rec) {
+  for (int h = 0; h < 2; ++h)
+    for (int s = 0; s < 8; ++s) put_lanes(rec + 32 * (8 * h + s), sb, 16 + 32 * h + 4 * s);
+  for (int r = 0; r < 8; ++r) {
+    for (int i = 0; i < 16; ++i) rec[512 + 8 * i + r] = sb[r][i];
+    std::memcpy(rec + 640 + 2 * r, sb[r] + 80, 2);
+    std::memcpy(rec + 656 + 2 * r, sb[r] + 82, 2);
+  }
 }
 
 }  // namespace
@@ -301,6 +313,9 @@ RepackedWeight repack_weight(const WeightView& w, ThreadPool& pool, bool release
               break;
             case GgmlType::IQ4_XS:
               record_iq4_xs(sb, record);
+              break;
+            case GgmlType::Q2_K:
+              record_q2_k(sb, record);
               break;
             default:
               record_q6_k(sb, record);

@@ -9,9 +9,10 @@
 // (116 bytes for 110: its 6-bit scales decoded to bytes; 1B-shape Q3_K_M file, 2-core Zen 4:
 // decode 1.43x at one thread, 1.18x at two, BENCHMARKS.md 2026-12-06 night), and IQ4_XS (140
 // bytes for 136, the scales decoded likewise; its levels looked up per 32-byte vector: 1B-shape
-// IQ4_XS file decode 1.65x at one thread, 1.70x at two, 2026-12-06 afternoon). The 32-element
-// block types Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 likewise 16 rows at a time (the same bytes per
-// row), so that a decode tile reads one sequential stream instead of 16 row streams with a
+// IQ4_XS file decode 1.65x at one thread, 1.70x at two, 2026-12-06 afternoon), and Q2_K (the
+// GGUF's bytes, transposed: 1B-shape Q2_K file decode 1.32x at one thread, 1.18x at two). The
+// 32-element block types Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 likewise 16 rows at a time (the same
+// bytes per row), so that a decode tile reads one sequential stream instead of 16 row streams with a
 // transpose and a scale gather per block (1B-shape file, loaded Xeon: Q8_0 decode 1.41x, Q4_0
 // 1.19x; BENCHMARKS.md, 2026-12-03 afternoon; its AVX2 tiles: Q8_0 1.20x to 1.29x, Q4_0 1.16x
 // to 1.24x, 2026-12-03 evening; 2-core Zen 4, 2 threads, 2026-12-04: SmolLM2-135M Q4_1 decode
@@ -53,6 +54,12 @@
 //     1024  sc[8][8]  int8 scale ls_j - 32 (-32..31), row r at 1024 + 8 j + r
 //     1088  d[8]      fp16 per row
 //     1104  16 zero bytes (records stay 32-byte aligned)
+//   Q2_K record (8 rows, one super-block), kQ2kRecordBytes = 672 (the GGUF's 84 bytes a row):
+//     0     qs[2][8]  vector (h, s) at 32 (8 h + s): row r's quant bytes 32 h + 4 s .. + 3 (bits
+//                     2 k, 2 k + 1 of each: weights 4 s .. 4 s + 3 of sub-blocks 8 h + 2 k, + 1)
+//     512   sc[16][8] scale byte i of row r at 512 + 8 i + r, as the GGUF has it (low nibble
+//                     the scale, high nibble the min)
+//     640   d[8], 656 dmin[8]   fp16 per row
 //
 // The 32-element block types Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 (one block per record, 16-row
 // groups, as the AVX-512 tiles' 16 int32 lanes): a 16-row group (rows 16g .. 16g + 15) is its
@@ -101,6 +108,7 @@ constexpr size_t kQ5kRecordBytes = 1440;
 constexpr size_t kQ6kRecordBytes = 1696;
 constexpr size_t kQ3kRecordBytes = 928;
 constexpr size_t kIq4xsRecordBytes = 1120;
+constexpr size_t kQ2kRecordBytes = 672;
 constexpr int kRepackRows = 8;
 
 // The 16-row record of a 32-element block type (the layout above): which fields it has, their
@@ -124,7 +132,7 @@ static_assert(kQ4_0RecordBytes == 16 * 18 && kQ4_1RecordBytes == 16 * 20 &&
               "a record holds the 16 rows' blocks in the same bytes");
 
 // Whether the kernels of `isa` (resolved, never Auto) read repacked `type` weights: Q3_K, Q4_K,
-// Q5_K, Q6_K, IQ4_XS, Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 on Avx2 and Avx512.
+// Q5_K, Q6_K, IQ4_XS, Q2_K, Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 on Avx2 and Avx512.
 bool repack_supported(GgmlType type, MatmulIsa isa);
 // LLMCTL_MATMUL_REPACK: "on" (the default, also unset or empty) or "off" (read once; anything
 // else is an Error): whether the fast CPU backend repacks the weights it can and copies the
@@ -181,8 +189,8 @@ void repack_group_q16(const Q16Record& rec, size_t block_bytes, const uint8_t* c
 // without it keeps the pages).
 RepackedWeight repack_weight(const WeightView& w, ThreadPool& pool, bool release = false);
 
-// Plain copies. A weight the kernels read in the GGUF layout (F16, BF16, F32, Q2_K, IQ4_NL,
-// ...) sits in the file's mapping, in 4 KiB pages: decode streams it with a TLB miss
+// Plain copies. A weight the kernels read in the GGUF layout (F16, BF16, F32, IQ4_NL,
+// MXFP4) sits in the file's mapping, in 4 KiB pages: decode streams it with a TLB miss
 // every 4 KiB and hardware prefetchers that stop at each page's end. The fast CPU backend
 // copies such a weight, as it is, into huge pages at its first matmul (F16 1B-shape decode,
 // Zen 4, 2026-12-06: 1.05x at one thread, at two within the noise; BENCHMARKS.md).
