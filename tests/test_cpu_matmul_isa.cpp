@@ -187,6 +187,14 @@ TEST_CASE(
                     Catch::Contains(expected));
 }
 
+// Row r's bytes src[0..n) against their 32-byte record vectors from rec: byte j sits in vector
+// j / 4, lane r, byte j % 4 (the K-quant records' weight layout, weight_repack.h).
+int lane_mismatches(const uint8_t* rec, const uint8_t* src, int n, int r) {
+  int bad = 0;
+  for (int j = 0; j < n; ++j) bad += rec[32 * (j / 4) + 4 * r + j % 4] != src[j];
+  return bad;
+}
+
 // Repacks a random 9-row, two-super-block `type` weight and returns the mismatches
 // row_mismatches(rec, src, r) counts for every row r of every record (src: that row's GGUF
 // super-block; a 9-row weight pads its second group with row 8), plus the record's bytes from
@@ -219,12 +227,8 @@ int record_mismatches(GgmlType type, size_t rec_bytes, size_t used, unsigned see
 TEST_CASE("repack_weight: the Q3_K record layout", "[cpu]") {
   CHECK(record_mismatches(GgmlType::Q3_K, kQ3kRecordBytes, 912, 17,
                           [](const uint8_t* rec, const uint8_t* src, int r) {
-                            int bad = 0;
-                            for (int j = 0; j < 64; ++j)  // qs byte j: vector (j / 32, j % 32 / 4)
-                              bad += rec[32 * (8 * (j / 32) + j % 32 / 4) + 4 * r + j % 4] !=
-                                     src[32 + j];
-                            for (int j = 0; j < 32; ++j)
-                              bad += rec[512 + 32 * (j / 4) + 4 * r + j % 4] != src[j];
+                            int bad = lane_mismatches(rec, src + 32, 64, r) +  // qs
+                                      lane_mismatches(rec + 512, src, 32, r);      // hmask
                             for (int i = 0; i < 16; ++i)
                               bad += static_cast<int8_t>(rec[768 + 8 * i + r]) !=
                                      q3_k_scale(src, i) - 32;
@@ -237,10 +241,7 @@ TEST_CASE("repack_weight: the Q3_K record layout", "[cpu]") {
 TEST_CASE("repack_weight: the Q2_K record layout", "[cpu]") {
   CHECK(record_mismatches(GgmlType::Q2_K, kQ2kRecordBytes, 672, 29,
                           [](const uint8_t* rec, const uint8_t* src, int r) {
-                            int bad = 0;
-                            for (int j = 0; j < 64; ++j)  // quant byte j: vector (j / 32, j % 32 / 4)
-                              bad += rec[32 * (8 * (j / 32) + j % 32 / 4) + 4 * r + j % 4] !=
-                                     src[16 + j];
+                            int bad = lane_mismatches(rec, src + 16, 64, r);
                             for (int i = 0; i < 16; ++i) bad += rec[512 + 8 * i + r] != src[i];
                             return bad + (std::memcmp(rec + 640 + 2 * r, src + 80, 2) != 0) +
                                    (std::memcmp(rec + 656 + 2 * r, src + 82, 2) != 0);
@@ -252,10 +253,7 @@ TEST_CASE("repack_weight: the Q2_K record layout", "[cpu]") {
 TEST_CASE("repack_weight: the IQ4_XS record layout", "[cpu]") {
   CHECK(record_mismatches(GgmlType::IQ4_XS, kIq4xsRecordBytes, 1104, 23,
                           [](const uint8_t* rec, const uint8_t* src, int r) {
-                            int bad = 0;
-                            for (int j = 0; j < 128; ++j)  // byte j: vector (j / 16, j % 16 / 4)
-                              bad += rec[32 * (4 * (j / 16) + j % 16 / 4) + 4 * r + j % 4] !=
-                                     src[8 + j];
+                            int bad = lane_mismatches(rec, src + 8, 128, r);
                             const int high = src[2] | src[3] << 8;
                             for (int j = 0; j < 8; ++j) {
                               const int ls = ((src[4 + j / 2] >> (4 * (j % 2))) & 15) |
