@@ -13,9 +13,10 @@
 #   -ctk T, -ctv T      K / V cache type of both engines: f32, f16 (default), q8_0, q4_0; a
 #                       quantized V runs llama.cpp with flash attention (it needs it)
 #   --make-llama1b DIR  first write the Llama-3.2-1B-shape benchmark files into DIR (random
-#                       weights, tools/make_random_model; ~5 GB): F16, and Q8_0, Q4_0 and
-#                       Q4_K_M quantized by llama.cpp's own quantizer (its output tensor Q6_K,
-#                       as llama-quantize does), and bench them
+#                       weights, tools/make_random_model; ~6.5 GB): F16, and Q8_0, Q4_0,
+#                       Q4_K_M, Q3_K_M, Q2_K and IQ4_XS quantized by llama.cpp's own quantizer
+#                       (its mixes: the output tensor Q6_K, as llama-quantize does), and bench
+#                       them
 #   --isa avx2          both engines held to AVX2 (an AVX-512 machine standing in for an AVX2-only
 #                       one): llama.cpp built without AVX-512 (install-reference.sh --isa avx2, its
 #                       own venv), llmctl with LLMCTL_MATMUL_ISA=avx2
@@ -52,7 +53,8 @@ if [ -n "$make_dir" ]; then
   f16="$make_dir/llama-3.2-1b-random-f16.gguf"
   [ -f "$f16" ] || build/tools/make_random_model --shape llama-3.2-1b \
       --vocab-from "$data/vocab/ggml-vocab-llama-spm.gguf" --seed 1 "$f16" >&2
-  for mix in Q8_0:7 Q4_0:2 Q4_K_M:15; do
+  # llama.cpp's ftype numbers (llama.h: LLAMA_FTYPE_MOSTLY_*)
+  for mix in Q8_0:7 Q4_0:2 Q4_K_M:15 Q3_K_M:12 Q2_K:10 IQ4_XS:30; do
     out="$make_dir/llama-3.2-1b-random-${mix%%:*}-llamacpp.gguf"
     [ -f "$out" ] || "$venv/bin/python" - "$f16" "$out" "${mix##*:}" >&2 <<'PY'
 import ctypes, sys

@@ -9,7 +9,7 @@
 // (116 bytes for 110: its 6-bit scales decoded to bytes; 1B-shape Q3_K_M file, 2-core Zen 4:
 // decode 1.43x at one thread, 1.18x at two, BENCHMARKS.md 2026-12-06 night), and IQ4_XS (140
 // bytes for 136, the scales decoded likewise; its levels looked up per 32-byte vector: 1B-shape
-// IQ4_XS file decode 1.65x at one thread, 1.70x at two, 2026-12-06 afternoon), and Q2_K (the
+// IQ4_XS file decode 1.65x at one thread, 1.74x at two, 2026-12-06 afternoon), and Q2_K (the
 // GGUF's bytes, transposed: 1B-shape Q2_K file decode 1.32x at one thread, 1.18x at two). The
 // 32-element block types Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 likewise 16 rows at a time (the same
 // bytes per row), so that a decode tile reads one sequential stream instead of 16 row streams with a
