@@ -215,7 +215,8 @@ int record_mismatches(GgmlType type, size_t rec_bytes, size_t used, unsigned see
       const uint8_t* rec = copy.data() + static_cast<size_t>(g * nb + b) * rec_bytes;
       for (int r = 0; r < 8; ++r) {
         const int64_t row = std::min<int64_t>(d - 1, 8 * g + r);
-        bad += row_mismatches(rec, w.bytes.data() + static_cast<size_t>(row * nb + b) * sb_bytes, r);
+        bad +=
+            row_mismatches(rec, w.bytes.data() + static_cast<size_t>(row * nb + b) * sb_bytes, r);
       }
       for (size_t z = used; z < rec_bytes; ++z) bad += rec[z] != 0;
     }
@@ -228,7 +229,7 @@ TEST_CASE("repack_weight: the Q3_K record layout", "[cpu]") {
   CHECK(record_mismatches(GgmlType::Q3_K, kQ3kRecordBytes, 912, 17,
                           [](const uint8_t* rec, const uint8_t* src, int r) {
                             int bad = lane_mismatches(rec, src + 32, 64, r) +  // qs
-                                      lane_mismatches(rec + 512, src, 32, r);      // hmask
+                                      lane_mismatches(rec + 512, src, 32, r);  // hmask
                             for (int i = 0; i < 16; ++i)
                               bad += static_cast<int8_t>(rec[768 + 8 * i + r]) !=
                                      q3_k_scale(src, i) - 32;

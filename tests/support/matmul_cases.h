@@ -63,9 +63,9 @@ bool same_bits(const float* a, const float* b, int64_t count);
 int64_t n_for(GgmlType type, int i);
 // Every dtype and shape: the scalar kernel's bits from the SIMD kernel of `isa`, on 2 threads.
 void check_scalar_bits(cpu::MatmulIsa isa);
-// The repacked kernels of `isa` (Q4_K, Q5_K, Q6_K, Q3_K, IQ4_XS, Q2_K, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0; Avx2,
-// Avx512) against the scalar kernel: row counts around the 8- and 16-row groups and tiles, decode
-// and prefill, 1 to 3 threads.
+// The repacked kernels of `isa` (Q4_K, Q5_K, Q6_K, Q3_K, IQ4_XS, Q2_K, Q4_0, Q4_1, Q5_0, Q5_1,
+// Q8_0; Avx2, Avx512) against the scalar kernel: row counts around the 8- and 16-row groups and
+// tiles, decode and prefill, 1 to 3 threads.
 void check_repacked_bits(cpu::MatmulIsa isa);
 
 }  // namespace llmctl::test

@@ -289,8 +289,8 @@ void run_rows(const PreparedMatmul& p, int64_t n_tokens, int64_t r0, int64_t r1)
   }
   const int64_t token_bytes = k.quantized ? n + 8 * nb : 4 * n;
   // a whole number of token tiles, so that only the batch's last tile is a narrow one
-  const int64_t chunk_tokens = std::max(kChunkBytes / token_bytes,
-                                        k.pack != nullptr ? kPackedChunkTokens : int64_t{1});
+  const int64_t chunk_tokens =
+      std::max(kChunkBytes / token_bytes, k.pack != nullptr ? kPackedChunkTokens : int64_t{1});
   const int64_t chunk = std::max<int64_t>(1, chunk_tokens / k.tokens_prefill) * k.tokens_prefill;
   // The packed row tile (per thread; reused across calls): L2-resident while the chunk's
   // token tiles pass over it.

@@ -184,8 +184,8 @@ struct RIq4Xs {
   LLMCTL_AVX2 static void finish(const uint8_t* rec, const TileArgs& a, int64_t sb, __m256i tot,
                                  __m256& acc) {
     const __m256 dx = _mm256_set1_ps(a.qd[8 * sb]);
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(tot), _mm256_mul_ps(rp_fp16_lanes(rec + kDAt), dx),
-                          acc);
+    acc =
+        _mm256_fmadd_ps(_mm256_cvtepi32_ps(tot), _mm256_mul_ps(rp_fp16_lanes(rec + kDAt), dx), acc);
   }
 
   // AVX-512 VL VNNI decode: the levels + 128 (unsigned) by vpdpbusd, exact int32 sums, then 128
@@ -202,8 +202,8 @@ struct RIq4Xs {
         for (int h = 0; h < 2; ++h)
           isum[h] = rp_dot4(isum[h], half(table, g, h), qx + 16 * h + 4 * k);
       }
-      const __m256i exact = _mm256_sub_epi32(_mm256_add_epi32(isum[0], isum[1]),
-                                             _mm256_set1_epi32(128 * a.qsum[b]));
+      const __m256i exact =
+          _mm256_sub_epi32(_mm256_add_epi32(isum[0], isum[1]), _mm256_set1_epi32(128 * a.qsum[b]));
       tot = _mm256_add_epi32(tot, _mm256_mullo_epi32(exact, scale(rec, j)));
     }
     finish(rec, a, sb, tot, acc);

@@ -137,10 +137,9 @@ struct QuantUnit {
     // IQ4_NL 187 -> 207 to 243 GFLOP/s, MXFP4 147 -> 250.
     for (int s = 0; s < 8; ++s) {
       const __m512i w =
-          Avx2::kSigned
-              ? _mm512_xor_si512(_mm512_loadu_si512(p + 2 * Avx2::kSgnOffset + 64 * s),
-                                 _mm512_set1_epi8(static_cast<char>(0x80)))
-              : _mm512_loadu_si512(p + 64 * s);
+          Avx2::kSigned ? _mm512_xor_si512(_mm512_loadu_si512(p + 2 * Avx2::kSgnOffset + 64 * s),
+                                           _mm512_set1_epi8(static_cast<char>(0x80)))
+                        : _mm512_loadu_si512(p + 64 * s);
       for (int t = 0; t < T; ++t)
         sum[t] = dot4_u8s8(sum[t], w, bcast4_512(a.qs + t * a.n + 32 * b + 4 * s));
     }

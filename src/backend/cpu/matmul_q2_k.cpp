@@ -130,8 +130,8 @@ struct RQ2_K {
   // KQ2_K's 8-row panel record, the bytes its pack writes from the GGUF rows.
   LLMCTL_AVX2 static void unpack(const uint8_t* rec, uint8_t* p) {
     for (int j = 0; j < 8; ++j)
-      KQ::store_scales(p, j, sub_scale(rec, 2 * j), sub_scale(rec, 2 * j + 1),
-                       sub_min(rec, 2 * j), sub_min(rec, 2 * j + 1));
+      KQ::store_scales(p, j, sub_scale(rec, 2 * j), sub_scale(rec, 2 * j + 1), sub_min(rec, 2 * j),
+                       sub_min(rec, 2 * j + 1));
     _mm256_storeu_ps(reinterpret_cast<float*>(p + KQ::kDOffset), rp_fp16_lanes(rec + kDAt));
     _mm256_storeu_ps(reinterpret_cast<float*>(p + KQ::kDminOffset), rp_fp16_lanes(rec + kDminAt));
     for (int h = 0; h < 2; ++h)
@@ -143,8 +143,8 @@ struct RQ2_K {
   LLMCTL_AVX2 static void finish(const uint8_t* rec, const TileArgs& a, int64_t sb, __m256i tot,
                                  __m256i ms, __m256& acc) {
     const __m256 dx = _mm256_set1_ps(a.qd[8 * sb]);
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(tot), _mm256_mul_ps(rp_fp16_lanes(rec + kDAt), dx),
-                          acc);
+    acc =
+        _mm256_fmadd_ps(_mm256_cvtepi32_ps(tot), _mm256_mul_ps(rp_fp16_lanes(rec + kDAt), dx), acc);
     acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(ms), _mm256_mul_ps(rp_fp16_lanes(rec + kDminAt), dx),
                            acc);
   }
@@ -159,10 +159,13 @@ struct RQ2_K {
         const int64_t b = 8 * sb + j;
         const int8_t* qx = a.qs + 32 * b;
         __m256i part[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
-        for (int s = 0; s < 8; ++s) part[s / 4] = rp_dot4(part[s / 4], weight(rec, h, k, s), qx + 4 * s);
-        tot = _mm256_add_epi32(tot, _mm256_add_epi32(_mm256_mullo_epi32(part[0], sub_scale(rec, 2 * j)),
-                                                     _mm256_mullo_epi32(part[1], sub_scale(rec, 2 * j + 1))));
-        ms = _mm256_add_epi32(ms, _mm256_madd_epi16(_mm256_set1_epi32(a.qhalf[b]), min_pair(rec, j)));
+        for (int s = 0; s < 8; ++s)
+          part[s / 4] = rp_dot4(part[s / 4], weight(rec, h, k, s), qx + 4 * s);
+        tot = _mm256_add_epi32(
+            tot, _mm256_add_epi32(_mm256_mullo_epi32(part[0], sub_scale(rec, 2 * j)),
+                                  _mm256_mullo_epi32(part[1], sub_scale(rec, 2 * j + 1))));
+        ms = _mm256_add_epi32(ms,
+                              _mm256_madd_epi16(_mm256_set1_epi32(a.qhalf[b]), min_pair(rec, j)));
       }
     finish(rec, a, sb, tot, ms, acc);
   }
@@ -178,9 +181,11 @@ struct RQ2_K {
         __m256i w[8];
         for (int s = 0; s < 8; ++s) w[s] = weight(rec, h, k, s);
         const __m256i sa = sub_scale(rec, 2 * j), sc_b = sub_scale(rec, 2 * j + 1);  // <= 15
-        tot = _mm256_add_epi32(tot, KQ::dot(w, a.qs + 32 * b, _mm256_or_si256(sa, _mm256_slli_epi32(sa, 16)),
-                                            _mm256_or_si256(sc_b, _mm256_slli_epi32(sc_b, 16))));
-        ms = _mm256_add_epi32(ms, _mm256_madd_epi16(_mm256_set1_epi32(a.qhalf[b]), min_pair(rec, j)));
+        tot = _mm256_add_epi32(
+            tot, KQ::dot(w, a.qs + 32 * b, _mm256_or_si256(sa, _mm256_slli_epi32(sa, 16)),
+                         _mm256_or_si256(sc_b, _mm256_slli_epi32(sc_b, 16))));
+        ms = _mm256_add_epi32(ms,
+                              _mm256_madd_epi16(_mm256_set1_epi32(a.qhalf[b]), min_pair(rec, j)));
       }
     finish(rec, a, sb, tot, ms, acc);
   }

@@ -12,8 +12,8 @@
 // IQ4_XS file decode 1.65x at one thread, 1.74x at two, 2026-12-06 afternoon), and Q2_K (the
 // GGUF's bytes, transposed: 1B-shape Q2_K file decode 1.32x at one thread, 1.18x at two). The
 // 32-element block types Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 likewise 16 rows at a time (the same
-// bytes per row), so that a decode tile reads one sequential stream instead of 16 row streams with a
-// transpose and a scale gather per block (1B-shape file, loaded Xeon: Q8_0 decode 1.41x, Q4_0
+// bytes per row), so that a decode tile reads one sequential stream instead of 16 row streams with
+// a transpose and a scale gather per block (1B-shape file, loaded Xeon: Q8_0 decode 1.41x, Q4_0
 // 1.19x; BENCHMARKS.md, 2026-12-03 afternoon; its AVX2 tiles: Q8_0 1.20x to 1.29x, Q4_0 1.16x
 // to 1.24x, 2026-12-03 evening; 2-core Zen 4, 2 threads, 2026-12-04: SmolLM2-135M Q4_1 decode
 // 1.22x, Gemma 3 270M Q4_K_M, mostly Q5_0, 1.16x; matmul decode Q4_1 1.2x to 1.8x, Q5_0 and
