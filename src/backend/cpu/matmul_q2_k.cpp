@@ -150,7 +150,9 @@ struct RQ2_K {
   }
 
   // AVX-512 VL VNNI decode, block by block: exact int32 vpdpbusd sums per half block times its
-  // scale; the mins against the halves' activation sums.
+  // scale; the mins against the halves' activation sums. Block 4 h + k multiplies its weights
+  // where they sit, q << 2 k (one mask, no shift; at most 192, unsigned), and shifts each sum
+  // back once (exact: every product is a multiple of 4^k).
   LLMCTL_AVX512 static void decode(const uint8_t* rec, const TileArgs& a, int64_t sb, __m256& acc) {
     __m256i tot = _mm256_setzero_si256(), ms = tot;
     for (int h = 0; h < 2; ++h)
@@ -158,9 +160,12 @@ struct RQ2_K {
         const int j = 4 * h + k;
         const int64_t b = 8 * sb + j;
         const int8_t* qx = a.qs + 32 * b;
+        const __m256i bits = _mm256_set1_epi8(static_cast<char>(3 << (2 * k)));
         __m256i part[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
         for (int s = 0; s < 8; ++s)
-          part[s / 4] = rp_dot4(part[s / 4], weight(rec, h, k, s), qx + 4 * s);
+          part[s / 4] = rp_dot4(
+              part[s / 4], _mm256_and_si256(kq_load(rec + 32 * (8 * h + s)), bits), qx + 4 * s);
+        for (__m256i& p : part) p = _mm256_srai_epi32(p, 2 * k);
         tot = _mm256_add_epi32(
             tot, _mm256_add_epi32(_mm256_mullo_epi32(part[0], sub_scale(rec, 2 * j)),
                                   _mm256_mullo_epi32(part[1], sub_scale(rec, 2 * j + 1))));
