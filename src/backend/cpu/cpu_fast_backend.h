@@ -18,9 +18,9 @@
 // reference's precision at close to the fast path's speed; rope-probe runs on it).
 //
 // Repacked weights (weight_repack.h): a bound matrix whose type the chosen kernels read
-// repacked (repack_active(): Q3_K, Q4_K, Q5_K and Q6_K with the AVX2 or AVX-512 kernels, Q4_0 and
-// Q8_0 with the AVX-512 kernels, unless
-// LLMCTL_MATMUL_REPACK=off; Fast precision only) is copied once into the repacked layout at its
+// repacked (repack_active(): the types with a layout in weight_repack.h, with the AVX2 or AVX-512
+// kernels, unless LLMCTL_MATMUL_REPACK=off; Fast precision only) is copied once into the
+// repacked layout at its
 // first matmul, and its original pages are released (repack_weight's release). The bound view
 // itself keeps pointing at the original, so get_rows (a tied embedding table is both) and
 // everything else that reads the GGUF layout are unchanged; only matmul reads the copy. A
