@@ -20,11 +20,10 @@
 // Repacked weights (weight_repack.h): a bound matrix whose type the chosen kernels read
 // repacked (repack_active(): the types with a layout in weight_repack.h, with the AVX2 or AVX-512
 // kernels, unless LLMCTL_MATMUL_REPACK=off; Fast precision only) is copied once into the
-// repacked layout at its
-// first matmul, and its original pages are released (repack_weight's release). The bound view
-// itself keeps pointing at the original, so get_rows (a tied embedding table is both) and
-// everything else that reads the GGUF layout are unchanged; only matmul reads the copy. A
-// matrix never multiplied (an untied token_embd) is never copied.
+// repacked layout at its first matmul, and its original pages are released (repack_weight's
+// release). The bound view itself keeps pointing at the original, so get_rows (a tied embedding
+// table is both) and everything else that reads the GGUF layout are unchanged; only matmul reads
+// the copy. A matrix never multiplied (an untied token_embd) is never copied.
 // A matrix the kernels read in the GGUF layout (F16, BF16, F32, IQ4_NL, MXFP4; and
 // every type under MatmulPrecision::Float) of at least one huge page, in a file's read-only
 // mapping (4 KiB pages), is copied as it is into huge pages at its first matmul, the same way
