@@ -104,7 +104,7 @@ struct KQ2_K : KQ16Panel<true, 4> {
 // The repacked Q2_K record (weight_repack.h: quant vectors at 0, the raw scale bytes at 512,
 // fp16 d at 640 and dmin at 656; the GGUF's 84 bytes a row): vector (h, s) is what
 // KQ2_K::pack's transpose gives as q[s] of half h, so the 8 rows' weights of step s of block
-// 4 h + k are one load, a shift and a mask.
+// 4 h + k are one load, a shift and a mask (the AVX-512 decode: a mask only).
 LLMCTL_AVX512_BEGIN
 struct RQ2_K {
   using KQ = KQ2_K;
