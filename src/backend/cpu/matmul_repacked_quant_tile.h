@@ -27,10 +27,12 @@
 
 namespace llmctl::cpu {
 
-// Decode prefetch distance into L2 (prefetcht1): far enough ahead that the line is in L2 when
-// the tile reaches it at memory speed, not into L1, which the hardware L1 prefetcher fills
-// from L2 (into L1 it evicted the activations and the lines in use).
-constexpr size_t kRepackedPrefetchBytes = 4096;
+// No software prefetch in the decode tiles (here and matmul_repacked_quant_tile_avx2.h): a
+// 16-row group is one sequential stream, which the hardware prefetchers follow. Prefetching
+// 4096 bytes ahead into L2, as these tiles did, cost one core a fifth to a third of its decode
+// speed on the AVX-512 EPYC (tools/bench_matmul, one thread: Q4_0 / Q4_1 2048x8192 about 21
+// against 27 to 30 GB/s, both ISAs; 1024 and 2048 bytes fell between). The 8-row K-quant tiles
+// differ: they lose half without theirs (matmul_repacked_tile_avx2.h).
 
 #if defined(LLMCTL_HAVE_X86)
 LLMCTL_AVX512_BEGIN
@@ -137,10 +139,6 @@ struct RepackedQuantTile {
     for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* rec = a.w + static_cast<size_t>(b) * kRec.bytes;
-      if constexpr (T == 1) {
-        const char* ahead = reinterpret_cast<const char*>(rec + kRepackedPrefetchBytes);
-        for (size_t o = 0; o < kRec.bytes; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T1);
-      }
       const __m512 dw =
           _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + kRec.d)));
       const int8_t* qx = a.qs + 32 * b;

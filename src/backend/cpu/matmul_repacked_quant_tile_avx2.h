@@ -99,8 +99,6 @@ struct RepackedQuantTileAvx2 {
   LLMCTL_AVX2 static void decode(const TileArgs& a, int halves, __m256* acc) {
     for (int64_t b = 0; b < a.n / 32; ++b) {
       const uint8_t* rec = a.w + static_cast<size_t>(b) * kRec.bytes;
-      const char* ahead = reinterpret_cast<const char*>(rec + kRepackedPrefetchBytes);
-      for (size_t o = 0; o < kRec.bytes; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T1);
       for (int h = 0; h < halves; ++h) {
         typename Q::Unpacked u;
         unpack(rec, h, u);
