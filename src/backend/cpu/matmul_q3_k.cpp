@@ -134,6 +134,26 @@ struct RQ3_K : RepackedK16<RQ3_K> {
     const __m256i q = kq_load(rec + 32 * (8 * h + s)), hm = kq_load(rec + 512 + 32 * s);
     for (int k = 0; k < 4; ++k) w[k] = KQ::weights(q, hm, h, k);
   }
+
+  // The AVX-512 decode leaves blocks k = 0..2 where their low bits sit: u 4^k = (q & 3 << 2k) |
+  // the high bit moved to 2k + 2 (at most 112); block 3 as 4 u = (q >> 4 & 0xc) | the high bit
+  // at 4 (its bits 6, 7 cannot stay: 4^3 u overflows a byte). A mask, a shift of hmask (none for
+  // h = 1, k = 2) and one vpternlogd (lo | hm & bit), where weight() takes two shifts, two masks
+  // and an or.
+  static constexpr int decode_shift(int k) { return k == 3 ? 2 : 2 * k; }
+  LLMCTL_AVX512 static __m256i decode_weight(const uint8_t* rec, int h, int k, int s) {
+    const __m256i q = kq_load(rec + 32 * (8 * h + s)), hm = kq_load(rec + 512 + 32 * s);
+    const int at = k == 3 ? 4 : 2 * k + 2;  // where the high bit goes
+    const int move = at - (4 * h + k);      // within the byte: 16-bit shifts leak nothing in
+    const __m256i lo = k == 3
+                           ? _mm256_and_si256(_mm256_srli_epi16(q, 4), _mm256_set1_epi8(0x0c))
+                           : _mm256_and_si256(q, _mm256_set1_epi8(static_cast<char>(3 << (2 * k))));
+    const __m256i hi = move > 0   ? _mm256_slli_epi16(hm, move)
+                       : move < 0 ? _mm256_srli_epi16(hm, -move)
+                                  : hm;
+    return _mm256_ternarylogic_epi32(lo, hi, _mm256_set1_epi8(static_cast<char>(1 << at)),
+                                     0xf8);  // lo | (hi & bit)
+  }
 };
 LLMCTL_AVX512_END
 #else

@@ -84,21 +84,31 @@ struct RQ6_K : RepackedK16<RQ6_K> {
   static constexpr size_t kScalesAt = 1536, kDAt = 1664;
   static constexpr int kOffset = 32;
 
-  // Step s of block 4 h + k: 4 weights per row lane, q in 0..63 (KQ6_K::pack's values).
-  LLMCTL_AVX2 static __m256i weight(const uint8_t* rec, int h, int k, int s) {
-    const __m256i nib = _mm256_set1_epi8(0x0f), top = _mm256_set1_epi8(0x30);
+  // Step s of block 4 h + k, 4 weights per row lane: the low nibbles lo and the high bits at
+  // bits 4, 5 of hi (other bits of hi not masked); q = lo | (hi & 0x30), 0..63.
+  LLMCTL_AVX2 static void parts(const uint8_t* rec, int h, int k, int s, __m256i& lo, __m256i& hi) {
     const __m256i l = kq_load(rec + 32 * (8 * (2 * h + k % 2) + s));
     const __m256i hb = kq_load(rec + 1024 + 32 * (8 * h + s));
-    const __m256i lo = _mm256_and_si256(k < 2 ? l : _mm256_srli_epi16(l, 4), nib);
+    lo = _mm256_and_si256(k < 2 ? l : _mm256_srli_epi16(l, 4), _mm256_set1_epi8(0x0f));
     // bits 2 k, 2 k + 1 of qh to bits 4, 5
-    const __m256i hi = k == 0   ? _mm256_slli_epi16(hb, 4)
-                       : k == 1 ? _mm256_slli_epi16(hb, 2)
-                       : k == 2 ? hb
-                                : _mm256_srli_epi16(hb, 2);
-    return _mm256_or_si256(lo, _mm256_and_si256(hi, top));
+    hi = k == 0   ? _mm256_slli_epi16(hb, 4)
+         : k == 1 ? _mm256_slli_epi16(hb, 2)
+         : k == 2 ? hb
+                  : _mm256_srli_epi16(hb, 2);
+  }
+  LLMCTL_AVX2 static __m256i weight(const uint8_t* rec, int h, int k, int s) {
+    __m256i lo, hi;
+    parts(rec, h, k, s, lo, hi);
+    return _mm256_or_si256(lo, _mm256_and_si256(hi, _mm256_set1_epi8(0x30)));
   }
   LLMCTL_AVX2 static void weights(const uint8_t* rec, int h, int s, __m256i w[4]) {
     for (int k = 0; k < 4; ++k) w[k] = weight(rec, h, k, s);
+  }
+  // The AVX-512 decode's: the same values, the mask and the or in one vpternlogd.
+  LLMCTL_AVX512 static __m256i decode_weight(const uint8_t* rec, int h, int k, int s) {
+    __m256i lo, hi;
+    parts(rec, h, k, s, lo, hi);
+    return _mm256_ternarylogic_epi32(lo, hi, _mm256_set1_epi8(0x30), 0xf8);  // lo | (hi & top)
   }
 };
 LLMCTL_AVX512_END

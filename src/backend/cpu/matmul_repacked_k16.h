@@ -28,6 +28,14 @@ struct RepackedK16 {
     return R::kOffset == 4 ? 2 : 5;
   }
 
+  // The AVX-512 decode's weights of step s of block 4 h + k: u << decode_shift(k). A type may
+  // leave them scaled where its bits sit (fewer shifts); each sum is then a multiple of
+  // 2^decode_shift(k) and shifts back exactly. By default the unscaled weight().
+  static constexpr int decode_shift(int /*k*/) { return 0; }
+  LLMCTL_AVX512 static __m256i decode_weight(const uint8_t* rec, int h, int k, int s) {
+    return R::weight(rec, h, k, s);
+  }
+
   LLMCTL_AVX2 static __m256i scale(const uint8_t* rec, int i) {
     return rp_i8_lanes(rec + R::kScalesAt + 8 * i);
   }
@@ -59,14 +67,18 @@ struct RepackedK16 {
     const __m256 d = rp_fp16_lanes(rec + R::kDAt);
     __m256i tot = _mm256_setzero_si256();
     // block by block, 2 accumulators live (stepping s across 4 blocks held 8: Q3_K decoded
-    // 1.2x slower, one thread)
+    // 1.2x slower, one thread); unrolled, so that decode_weight's shifts are immediates
+#pragma GCC unroll 2
     for (int h = 0; h < 2; ++h)
+#pragma GCC unroll 4
       for (int k = 0; k < 4; ++k) {
         const int j = 4 * h + k;
         const int8_t* qx = a.qs + 32 * (8 * sb + j);
         __m256i part[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
         for (int s = 0; s < 8; ++s)
-          part[s / 4] = rp_dot4(part[s / 4], R::weight(rec, h, k, s), qx + 4 * s);
+          part[s / 4] = rp_dot4(part[s / 4], R::decode_weight(rec, h, k, s), qx + 4 * s);
+        if (R::decode_shift(k) != 0)
+          for (__m256i& p : part) p = _mm256_srai_epi32(p, R::decode_shift(k));
         const int32_t xa = static_cast<int16_t>(xh[j] & 0xffff), xb = xh[j] >> 16;
         const __m256i isum = _mm256_add_epi32(
             _mm256_mullo_epi32(scale(rec, 2 * j),
