@@ -11,7 +11,8 @@
 //
 // R (CRTP) gives KQ (the in-place trait), kRecordBytes, kScalesAt, kDAt, kOffset (4 or 32),
 // weight(rec, h, k, s): step s of block 4 h + k, 4 weights u per row lane, and weights(rec, h,
-// s, w[4]): the same for k = 0..3 (a type may share loads across them).
+// s, w[4]): the same for k = 0..3 (a type may share loads across them); optionally
+// decode_weight(rec, h, k, s) and decode_shift(k), the AVX-512 decode's own (below).
 
 #include "backend/cpu/matmul_repacked_tile.h"
 
