@@ -29,10 +29,11 @@ namespace llmctl::cpu {
 
 // No software prefetch in the decode tiles (here and matmul_repacked_quant_tile_avx2.h): a
 // 16-row group is one sequential stream, which the hardware prefetchers follow. Prefetching
-// 4096 bytes ahead into L2, as these tiles did, cost one core a fifth to a third of its decode
-// speed on the AVX-512 EPYC (tools/bench_matmul, one thread: Q4_0 / Q4_1 2048x8192 about 21
-// against 27 to 30 GB/s, both ISAs; 1024 and 2048 bytes fell between). The 8-row K-quant tiles
-// differ: they lose half without theirs (matmul_repacked_tile_avx2.h).
+// 4096 bytes ahead into L2, as these tiles did, cost one core up to a third of its decode speed
+// on the AVX-512 EPYC (tools/bench_matmul, one thread: Q4_0 / Q4_1 2048x8192 about 21 against
+// 27 to 30 GB/s, both ISAs). 2048 bytes ahead did as well on AVX-512 but lost half on AVX2; no
+// prefetch never lost (BENCHMARKS.md, 2026-12-06 dusk). The 8-row K-quant tiles differ: they
+// lose half without theirs (matmul_repacked_tile_avx2.h).
 
 #if defined(LLMCTL_HAVE_X86)
 LLMCTL_AVX512_BEGIN
