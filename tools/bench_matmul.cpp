@@ -11,7 +11,8 @@
 //   decode  (n_tokens = 1): median ms over reps; GB/s = weight bytes / median. Enough copies of
 //           the weight rotate so that they do not fit in the last-level cache: every byte comes
 //           from memory, as in a real model whose layers together are far bigger than L3.
-//   prefill (n_tokens = --prefill, 512): median ms; GFLOP/s = 2 * d * n * n_tokens / median.
+//   prefill (n_tokens = --prefill, 512, at least 2): median ms; GFLOP/s = 2 * d * n * n_tokens /
+//           median.
 //   --isa   the kernels' instruction set (matmul_fast_isa; default auto: matmul_fast's choice,
 //           LLMCTL_MATMUL_ISA included); the kernel's name is printed per dtype.
 //   --repack  the weights as the GGUF has them (off, the default), repacked as the fast CPU
