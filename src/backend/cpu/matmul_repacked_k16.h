@@ -104,6 +104,9 @@ struct RepackedK16 {
                                       __m256& acc) {
     const __m256 d = rp_fp16_lanes(rec + R::kDAt);
     __m256i tot = _mm256_setzero_si256();
+    // unrolled: the weights' shifts become immediates (one thread: Q3_K 13.5 -> 16.2 GB/s,
+    // Q6_K 19.3 -> 23.7)
+#pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) {
       const int h = j / 4, k = j % 4;
       const int64_t b = 8 * sb + j;

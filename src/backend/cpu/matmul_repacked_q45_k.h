@@ -106,6 +106,9 @@ struct RQ45_K {
                                       __m256& acc) {
     constexpr int kGroup = KQ::kGroup;
     __m256i tot = _mm256_setzero_si256();
+    // unrolled: Q5_K's fifth-bit shifts become immediates (one thread: Q5_K 16.8 -> 24.5 GB/s,
+    // Q4_K 25.5 -> 27). Unrolling the AVX-512 decode above cost Q4_K 7 %.
+#pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) {
       const int64_t b0 = 8 * sb + 2 * c;
       const int8_t* x0 = a.qs + 32 * b0;
