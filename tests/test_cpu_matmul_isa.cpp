@@ -117,8 +117,8 @@ TEST_CASE("matmul_fast: the AVX-512 kernels give the scalar kernel's bits", "[cp
 }
 
 TEST_CASE(
-    "matmul_fast: repacked Q4_K, Q5_K, Q6_K, Q3_K, Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 (AVX2, "
-    "AVX-512) give the scalar kernel's bits",
+    "matmul_fast: repacked Q4_K, Q5_K, Q6_K, Q3_K, IQ4_XS, Q2_K, Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 "
+    "(AVX2, AVX-512) give the scalar kernel's bits",
     "[cpu]") {
   if (!matmul_fast_has_avx2()) {
     WARN("skipped: no AVX2+FMA+F16C on this CPU");

@@ -73,12 +73,13 @@ TEST_CASE("repack_weight: the Q3_K record layout", "[cpu]") {
 }
 
 // The Q2_K record byte by byte (weight_repack.h): quant lanes by half, the scale bytes as they
-// are, d, dmin.
+// are in pairs by block and row, d, dmin.
 TEST_CASE("repack_weight: the Q2_K record layout", "[cpu]") {
   CHECK(record_mismatches(GgmlType::Q2_K, kQ2kRecordBytes, 672, 29,
                           [](const uint8_t* rec, const uint8_t* src, int r) {
                             int bad = lane_mismatches(rec, src + 16, 64, r);
-                            for (int i = 0; i < 16; ++i) bad += rec[512 + 8 * i + r] != src[i];
+                            for (int i = 0; i < 16; ++i)
+                              bad += rec[512 + 16 * (i / 2) + 2 * r + i % 2] != src[i];
                             return bad + (std::memcmp(rec + 640 + 2 * r, src + 80, 2) != 0) +
                                    (std::memcmp(rec + 656 + 2 * r, src + 82, 2) != 0);
                           }) == 0);

@@ -101,10 +101,10 @@ struct KQ2_K : KQ16Panel<true, 4> {
 };
 
 #if defined(LLMCTL_HAVE_X86)
-// The repacked Q2_K record (weight_repack.h: quant vectors at 0, the raw scale bytes at 512,
-// fp16 d at 640 and dmin at 656; the GGUF's 84 bytes a row): vector (h, s) is what
-// KQ2_K::pack's transpose gives as q[s] of half h, so the 8 rows' weights of step s of block
-// 4 h + k are one load, a shift and a mask (the AVX-512 decode: a mask only).
+// The repacked Q2_K record (weight_repack.h: quant vectors at 0, the scale bytes at 512 in
+// pairs by block and row, fp16 d at 640 and dmin at 656; the GGUF's 84 bytes a row): vector
+// (h, s) is what KQ2_K::pack's transpose gives as q[s] of half h, so the 8 rows' weights of
+// step s of block 4 h + k are one load, a shift and a mask (the AVX-512 decode: a mask only).
 LLMCTL_AVX512_BEGIN
 struct RQ2_K {
   using KQ = KQ2_K;
@@ -114,24 +114,27 @@ struct RQ2_K {
   LLMCTL_AVX2 static __m256i weight(const uint8_t* rec, int h, int k, int s) {
     return KQ::weights(kq_load(rec + 32 * (8 * h + s)), k);
   }
-  // Scale byte i of the 8 rows: its sc (low nibble) and m (high nibble) as int32 lanes.
-  LLMCTL_AVX2 static __m256i sub_scale(const uint8_t* rec, int i) {
-    return _mm256_and_si256(rp_u8_lanes(rec + kScalesAt + 8 * i), _mm256_set1_epi32(15));
+  // Block j's two scale bytes per row lane, as the int16 pair (byte 2 j, byte 2 j + 1): one
+  // widening load. Their low nibbles are the sub-blocks' scales (sc_a, sc_b), their high
+  // nibbles the mins (m_a, m_b): the pairs a madd (or vpdpwssd) takes against the halves.
+  LLMCTL_AVX2 static __m256i scale_bytes(const uint8_t* rec, int j) {
+    return _mm256_cvtepu8_epi16(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + kScalesAt + 16 * j)));
   }
-  LLMCTL_AVX2 static __m256i sub_min(const uint8_t* rec, int i) {
-    return _mm256_srli_epi32(rp_u8_lanes(rec + kScalesAt + 8 * i), 4);
+  LLMCTL_AVX2 static __m256i scale_pair(__m256i bytes) {
+    return _mm256_and_si256(bytes, _mm256_set1_epi16(15));
   }
-  // Block j's mins as the int16 pairs (m_a, m_b): the madd operand of the o term.
-  LLMCTL_AVX2 static __m256i min_pair(const uint8_t* rec, int j) {
-    return _mm256_blend_epi16(sub_min(rec, 2 * j), _mm256_slli_epi32(sub_min(rec, 2 * j + 1), 16),
-                              0xaa);
-  }
+  LLMCTL_AVX2 static __m256i min_pair(__m256i bytes) { return _mm256_srli_epi16(bytes, 4); }
 
   // KQ2_K's 8-row panel record, the bytes its pack writes from the GGUF rows.
   LLMCTL_AVX2 static void unpack(const uint8_t* rec, uint8_t* p) {
-    for (int j = 0; j < 8; ++j)
-      KQ::store_scales(p, j, sub_scale(rec, 2 * j), sub_scale(rec, 2 * j + 1), sub_min(rec, 2 * j),
-                       sub_min(rec, 2 * j + 1));
+    const __m256i nib = _mm256_set1_epi32(15);
+    for (int j = 0; j < 8; ++j) {
+      const __m256i b = scale_bytes(rec, j);  // lane: byte_a | byte_b << 16
+      KQ::store_scales(p, j, _mm256_and_si256(b, nib),
+                       _mm256_and_si256(_mm256_srli_epi32(b, 16), nib),
+                       _mm256_and_si256(_mm256_srli_epi32(b, 4), nib), _mm256_srli_epi32(b, 20));
+    }
     _mm256_storeu_ps(reinterpret_cast<float*>(p + KQ::kDOffset), rp_fp16_lanes(rec + kDAt));
     _mm256_storeu_ps(reinterpret_cast<float*>(p + KQ::kDminOffset), rp_fp16_lanes(rec + kDminAt));
     for (int h = 0; h < 2; ++h)
@@ -149,10 +152,12 @@ struct RQ2_K {
                            acc);
   }
 
-  // AVX-512 VL VNNI decode, block by block: exact int32 vpdpbusd sums per half block times its
-  // scale; the mins against the halves' activation sums. Block 4 h + k multiplies its weights
-  // where they sit, q << 2 k (one mask, no shift; at most 192, unsigned), and shifts each sum
-  // back once (exact: every product is a multiple of 4^k).
+  // AVX-512 VL VNNI decode, block by block: exact int32 vpdpbusd sums per half block. Block
+  // 4 h + k multiplies its weights where they sit, q << 2 k (one mask, no shift; at most 192,
+  // unsigned), so each half's sum is a multiple of 4^k; shifted back, it fits int16 (|sum| <=
+  // 16 * 3 * 128), and the two halves as one int16 pair meet the scale pair in one vpdpwssd:
+  // sc_a * sum_a + sc_b * sum_b, the same integer as two vpmulld and adds. The mins likewise
+  // against the halves' activation sums (TileArgs::qhalf, the int16 pair (xa, xb)).
   LLMCTL_AVX512 static void decode(const uint8_t* rec, const TileArgs& a, int64_t sb, __m256& acc) {
     __m256i tot = _mm256_setzero_si256(), ms = tot;
     for (int h = 0; h < 2; ++h)
@@ -165,17 +170,19 @@ struct RQ2_K {
         for (int s = 0; s < 8; ++s)
           part[s / 4] = rp_dot4(
               part[s / 4], _mm256_and_si256(kq_load(rec + 32 * (8 * h + s)), bits), qx + 4 * s);
-        for (__m256i& p : part) p = _mm256_srai_epi32(p, 2 * k);
-        tot = _mm256_add_epi32(
-            tot, _mm256_add_epi32(_mm256_mullo_epi32(part[0], sub_scale(rec, 2 * j)),
-                                  _mm256_mullo_epi32(part[1], sub_scale(rec, 2 * j + 1))));
-        ms = _mm256_add_epi32(ms,
-                              _mm256_madd_epi16(_mm256_set1_epi32(a.qhalf[b]), min_pair(rec, j)));
+        // (sum_a, sum_b) as int16: sum_b's low 2 k bits are zero, so << (16 - 2 k) leaves
+        // exactly sum_b / 4^k in the high half
+        const __m256i sums = _mm256_blend_epi16(_mm256_srai_epi32(part[0], 2 * k),
+                                                _mm256_slli_epi32(part[1], 16 - 2 * k), 0xaa);
+        const __m256i bytes = scale_bytes(rec, j);
+        tot = _mm256_dpwssd_epi32(tot, sums, scale_pair(bytes));
+        ms = _mm256_dpwssd_epi32(ms, _mm256_set1_epi32(a.qhalf[b]), min_pair(bytes));
       }
     finish(rec, a, sb, tot, ms, acc);
   }
 
-  // AVX2 decode: KQ16Panel::dot's maddubs steps (4 in int16) and madds with the scale pairs.
+  // AVX2 decode: KQ16Panel::dot's maddubs steps (4 in int16) and madds with the scale pairs
+  // (sc_a, sc_a) and (sc_b, sc_b).
   LLMCTL_AVX2 static void decode_avx2(const uint8_t* rec, const TileArgs& a, int64_t sb,
                                       __m256& acc) {
     __m256i tot = _mm256_setzero_si256(), ms = tot;
@@ -185,12 +192,12 @@ struct RQ2_K {
         const int64_t b = 8 * sb + j;
         __m256i w[8];
         for (int s = 0; s < 8; ++s) w[s] = weight(rec, h, k, s);
-        const __m256i sa = sub_scale(rec, 2 * j), sc_b = sub_scale(rec, 2 * j + 1);  // <= 15
+        const __m256i bytes = scale_bytes(rec, j), sc = scale_pair(bytes);  // <= 15
         tot = _mm256_add_epi32(
-            tot, KQ::dot(w, a.qs + 32 * b, _mm256_or_si256(sa, _mm256_slli_epi32(sa, 16)),
-                         _mm256_or_si256(sc_b, _mm256_slli_epi32(sc_b, 16))));
-        ms = _mm256_add_epi32(ms,
-                              _mm256_madd_epi16(_mm256_set1_epi32(a.qhalf[b]), min_pair(rec, j)));
+            tot, KQ::dot(w, a.qs + 32 * b, _mm256_blend_epi16(sc, _mm256_slli_epi32(sc, 16), 0xaa),
+                         _mm256_blend_epi16(_mm256_srli_epi32(sc, 16), sc, 0xaa)));
+        ms =
+            _mm256_add_epi32(ms, _mm256_madd_epi16(_mm256_set1_epi32(a.qhalf[b]), min_pair(bytes)));
       }
     finish(rec, a, sb, tot, ms, acc);
   }

@@ -185,7 +185,7 @@ void record_q2_k(const uint8_t* const sb[8], uint8_t* rec) {
   for (int h = 0; h < 2; ++h)
     for (int s = 0; s < 8; ++s) put_lanes(rec + 32 * (8 * h + s), sb, 16 + 32 * h + 4 * s);
   for (int r = 0; r < 8; ++r) {
-    for (int i = 0; i < 16; ++i) rec[512 + 8 * i + r] = sb[r][i];
+    for (int i = 0; i < 16; ++i) rec[512 + 16 * (i / 2) + 2 * r + i % 2] = sb[r][i];
     std::memcpy(rec + 640 + 2 * r, sb[r] + 80, 2);
     std::memcpy(rec + 656 + 2 * r, sb[r] + 82, 2);
   }

@@ -57,8 +57,10 @@
 //   Q2_K record (8 rows, one super-block), kQ2kRecordBytes = 672 (the GGUF's 84 bytes a row):
 //     0     qs[2][8]  vector (h, s) at 32 (8 h + s): row r's quant bytes 32 h + 4 s .. + 3 (bits
 //                     2 k, 2 k + 1 of each: weights 4 s .. 4 s + 3 of sub-blocks 8 h + 2 k, + 1)
-//     512   sc[16][8] scale byte i of row r at 512 + 8 i + r, as the GGUF has it (low nibble
-//                     the scale, high nibble the min)
+//     512   sc[8][8][2] the scale bytes as the GGUF has them (low nibble the scale, high
+//                     nibble the min), by block and row: byte 2 j + e of row r (sub-block
+//                     2 j + e) at 512 + 16 j + 2 r + e, so that one widening load gives each
+//                     row lane its block's pair (sub-blocks 2 j, 2 j + 1) as two int16
 //     640   d[8], 656 dmin[8]   fp16 per row
 //
 // The 32-element block types Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 (one block per record, 16-row
