@@ -1,7 +1,7 @@
 // The repacked weight records byte by byte, as weight_repack.h describes them: the bits tests
 // (test_cpu_matmul_isa.cpp) would also pass with another layout that the kernels happened to
-// agree with. The K-quant records with 8 row lanes (Q3_K, Q2_K, IQ4_XS), the 16-row records of
-// the 32-element block types.
+// agree with. The K-quant records with 8 row lanes (Q3_K, Q6_K, Q2_K, IQ4_XS), the 16-row records
+// of the 32-element block types.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstring>
@@ -66,9 +66,22 @@ TEST_CASE("repack_weight: the Q3_K record layout", "[cpu]") {
                             int bad = lane_mismatches(rec, src + 32, 64, r) +  // qs
                                       lane_mismatches(rec + 512, src, 32, r);  // hmask
                             for (int i = 0; i < 16; ++i)
-                              bad += static_cast<int8_t>(rec[768 + 8 * i + r]) !=
+                              bad += static_cast<int8_t>(rec[768 + 16 * (i / 2) + 2 * r + i % 2]) !=
                                      q3_k_scale(src, i) - 32;
                             return bad + (std::memcmp(rec + 896 + 2 * r, src + 108, 2) != 0);
+                          }) == 0);
+}
+
+// The Q6_K record byte by byte (weight_repack.h): ql and qh lanes, the int8 scales by
+// sub-block and row, d.
+TEST_CASE("repack_weight: the Q6_K record layout", "[cpu]") {
+  CHECK(record_mismatches(GgmlType::Q6_K, kQ6kRecordBytes, 1680, 31,
+                          [](const uint8_t* rec, const uint8_t* src, int r) {
+                            int bad = lane_mismatches(rec, src, 128, r) +             // ql
+                                      lane_mismatches(rec + 1024, src + 128, 64, r);  // qh
+                            for (int i = 0; i < 16; ++i)
+                              bad += rec[1536 + 8 * i + r] != src[192 + i];
+                            return bad + (std::memcmp(rec + 1664 + 2 * r, src + 208, 2) != 0);
                           }) == 0);
 }
 

@@ -119,13 +119,14 @@ struct KQ3_K : KQ16Panel<false, 4> {
 #if defined(LLMCTL_HAVE_X86)
 LLMCTL_AVX512_BEGIN
 // The repacked Q3_K record (weight_repack.h: qs vectors at 0, hmask vectors at 512, int8 scales
-// minus 32 at 768, d at 896). Step s of block j = 4 h + k reads qs vector (h, s) and hmask
-// vector s: the registers KQ3_K::decode_superblock builds by transposing 8 rows.
+// minus 32 at 768 in pairs by block and row, d at 896). Step s of block j = 4 h + k reads qs vector
+// (h, s) and hmask vector s: the registers KQ3_K::decode_superblock builds by transposing 8 rows.
 struct RQ3_K : RepackedK16<RQ3_K> {
   using KQ = KQ3_K;
   static constexpr size_t kRecordBytes = kQ3kRecordBytes;
   static constexpr size_t kScalesAt = 768, kDAt = 896;
   static constexpr int kOffset = 4;
+  static constexpr bool kPairedScales = true;
 
   LLMCTL_AVX2 static __m256i weight(const uint8_t* rec, int h, int k, int s) {
     return KQ::weights(kq_load(rec + 32 * (8 * h + s)), kq_load(rec + 512 + 32 * s), h, k);

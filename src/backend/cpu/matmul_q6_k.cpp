@@ -76,13 +76,15 @@ struct KQ6_K : KQ16Panel<false, 2> {
 #if defined(LLMCTL_HAVE_X86)
 LLMCTL_AVX512_BEGIN
 // The repacked Q6_K record (weight_repack.h: ql vectors at 0, qh vectors at 1024, int8 scales at
-// 1536, d at 1664). Block j = 4 h + k of the super-block takes its low nibbles from ql vector
-// row 2 h + k % 2 (k >= 2: the high nibbles) and bits 2 k, 2 k + 1 of qh vector row h.
+// 1536, d at 1664). Block j = 4 h + k of the super-block takes its low
+// nibbles from ql vector row 2 h + k % 2 (k >= 2: the high nibbles) and bits 2 k, 2 k + 1 of qh
+// vector row h.
 struct RQ6_K : RepackedK16<RQ6_K> {
   using KQ = KQ6_K;
   static constexpr size_t kRecordBytes = kQ6kRecordBytes;
   static constexpr size_t kScalesAt = 1536, kDAt = 1664;
   static constexpr int kOffset = 32;
+  static constexpr bool kPairedScales = false;
 
   // Step s of block 4 h + k, 4 weights per row lane: the low nibbles lo and the high bits at
   // bits 4, 5 of hi (other bits of hi not masked); q = lo | (hi & 0x30), 0..63.

@@ -2,17 +2,26 @@
 // Internal to the matmul fast path: what the repacked traits of the 16-element sub-block
 // K-quants (Q3_K, Q6_K; matmul_repacked_tile.h's RK) share. Both records (weight_repack.h) hold
 // the quants as 32-byte vectors of 8 row lanes, 16 int8 scales per row (sc_i, Q3_K's minus 32)
-// at R::kScalesAt + 8 i + r and 8 fp16 d at R::kDAt. The kernels multiply u = q + R::kOffset
-// (Q3_K 4, Q6_K 32; unsigned for vpdpbusd and maddubs) and take the offset back through the
-// halves' activation sums:
+// and 8 fp16 d at R::kDAt. The kernels multiply u = q + R::kOffset (Q3_K 4, Q6_K 32; unsigned
+// for vpdpbusd and maddubs) and take the offset back through the halves' activation sums:
 //   isum_j = sc_2j (sum_{l<16} u x - off xa) + sc_2j+1 (sum_{l>=16} u x - off xb)
 // the same integer as the in-place trait's (matmul_k16_tile.h), so the same bits; then one
 // fma(float(tot), d * d_x, acc) per super-block.
 //
+// The scales' layout (R::kPairedScales) follows what the AVX-512 decode does with them:
+//   paired (Q3_K)  scale 2 j + e of row r at R::kScalesAt + 16 j + 2 r + e: one widening load
+//                  gives each row lane block j's pair (sc_2j, sc_2j+1) as two int16. A half
+//                  block's sum fits int16 (u <= 7: 16 * 7 * 128), so both halves meet the pair
+//                  in one vpdpwssd, and the offset terms in another.
+//   by sub-block (Q6_K)  scale i of row r at R::kScalesAt + 8 i + r: its halves' sums do not
+//                  fit int16 (u <= 63), so each is multiplied by its scale in int32 (vpmulld),
+//                  which takes the scales as int32 lanes, one widening load each (the paired
+//                  layout cost the AVX-512 Q6_K decode 5 %, one thread).
+//
 // R (CRTP) gives KQ (the in-place trait), kRecordBytes, kScalesAt, kDAt, kOffset (4 or 32),
-// weight(rec, h, k, s): step s of block 4 h + k, 4 weights u per row lane, and weights(rec, h,
-// s, w[4]): the same for k = 0..3 (a type may share loads across them); optionally
-// decode_weight(rec, h, k, s) and decode_shift(k), the AVX-512 decode's own (below).
+// kPairedScales, weight(rec, h, k, s): step s of block 4 h + k, 4 weights u per row lane, and
+// weights(rec, h, s, w[4]): the same for k = 0..3 (a type may share loads across them);
+// optionally decode_weight(rec, h, k, s) and decode_shift(k), the AVX-512 decode's own (below).
 
 #include "backend/cpu/matmul_repacked_tile.h"
 
@@ -37,15 +46,30 @@ struct RepackedK16 {
     return R::weight(rec, h, k, s);
   }
 
-  LLMCTL_AVX2 static __m256i scale(const uint8_t* rec, int i) {
-    return rp_i8_lanes(rec + R::kScalesAt + 8 * i);
+  // Block j's scales per row lane: the int16 pair (sc_2j, sc_2j+1) (paired layout), or each
+  // as int32 lanes (either layout).
+  LLMCTL_AVX2 static __m256i scale_pair(const uint8_t* rec, int j) {
+    static_assert(R::kPairedScales, "the paired layout");
+    return _mm256_cvtepi8_epi16(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + R::kScalesAt + 16 * j)));
+  }
+  LLMCTL_AVX2 static void scales(const uint8_t* rec, int j, __m256i& sa, __m256i& sb) {
+    if constexpr (R::kPairedScales) {
+      const __m256i pair = scale_pair(rec, j);
+      sa = _mm256_srai_epi32(_mm256_slli_epi32(pair, 16), 16);
+      sb = _mm256_srai_epi32(pair, 16);
+    } else {
+      sa = rp_i8_lanes(rec + R::kScalesAt + 16 * j);
+      sb = rp_i8_lanes(rec + R::kScalesAt + 16 * j + 8);
+    }
   }
 
   // The in-place trait's 8-row panel record: sa, sb, o = -off sc, d, then the weights.
   LLMCTL_AVX2 static void unpack(const uint8_t* rec, uint8_t* p) {
     using KQ = typename R::KQ;
     for (int j = 0; j < 8; ++j) {
-      const __m256i sa = scale(rec, 2 * j), sb = scale(rec, 2 * j + 1);
+      __m256i sa, sb;
+      scales(rec, j, sa, sb);
       const __m256i zero = _mm256_setzero_si256();
       KQ::store_scales(p, j, sa, sb, _mm256_sub_epi32(zero, _mm256_slli_epi32(sa, offset_shift())),
                        _mm256_sub_epi32(zero, _mm256_slli_epi32(sb, offset_shift())));
@@ -59,14 +83,20 @@ struct RepackedK16 {
       }
   }
 
-  // AVX-512 VNNI decode: exact int32 vpdpbusd sums per half block.
+  // AVX-512 VNNI decode: exact int32 vpdpbusd sums per half block. Paired scales: the halves'
+  // sums, as one int16 pair, meet the scale pair in one vpdpwssd, and the offset terms (the
+  // halves' activation sums, TileArgs::qhalf, against the same pair) add up in another and come
+  // off once at the end: the same integer. Else each half's sum, less off x its activation sum,
+  // times its scale (vpmulld).
   LLMCTL_AVX512 static void decode(const uint8_t* rec, const TileArgs& a, int64_t sb, __m256& acc) {
-    alignas(32) int32_t xh[8];
-    R::KQ::half_sums(a.qs + kKQuantSuperBlock * sb, xh);
     // d at the super-block's start: its line is at the record's end, and read there the tile
     // waited on it (the AVX2 Q6_K decode ran 4 to 8 % slower on one thread)
     const __m256 d = rp_fp16_lanes(rec + R::kDAt);
-    __m256i tot = _mm256_setzero_si256();
+    // by sub-block: the halves' sums from the activations here, not TileArgs::qhalf (the same
+    // values: read from there, the Q6_K decode ran 0.81x to 0.89x, one thread)
+    alignas(32) int32_t xh[8];
+    if constexpr (!R::kPairedScales) R::KQ::half_sums(a.qs + kKQuantSuperBlock * sb, xh);
+    __m256i tot = _mm256_setzero_si256(), off = tot;
     // block by block, 2 accumulators live (stepping s across 4 blocks held 8: Q3_K decoded
     // 1.2x slower, one thread); unrolled, so that decode_weight's shifts are immediates
 #pragma GCC unroll 2
@@ -74,20 +104,37 @@ struct RepackedK16 {
 #pragma GCC unroll 4
       for (int k = 0; k < 4; ++k) {
         const int j = 4 * h + k;
-        const int8_t* qx = a.qs + 32 * (8 * sb + j);
+        const int64_t b = 8 * sb + j;
+        const int8_t* qx = a.qs + 32 * b;
         __m256i part[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
         for (int s = 0; s < 8; ++s)
           part[s / 4] = rp_dot4(part[s / 4], R::decode_weight(rec, h, k, s), qx + 4 * s);
-        if (R::decode_shift(k) != 0)
-          for (__m256i& p : part) p = _mm256_srai_epi32(p, R::decode_shift(k));
-        const int32_t xa = static_cast<int16_t>(xh[j] & 0xffff), xb = xh[j] >> 16;
-        const __m256i isum = _mm256_add_epi32(
-            _mm256_mullo_epi32(scale(rec, 2 * j),
-                               _mm256_sub_epi32(part[0], _mm256_set1_epi32(R::kOffset * xa))),
-            _mm256_mullo_epi32(scale(rec, 2 * j + 1),
-                               _mm256_sub_epi32(part[1], _mm256_set1_epi32(R::kOffset * xb))));
-        tot = _mm256_add_epi32(tot, isum);
+        const int shift = R::decode_shift(k);
+        if constexpr (R::kPairedScales) {
+          // (sum_a, sum_b) as int16: sum_b is a multiple of 2^shift, so << (16 - shift) leaves
+          // exactly sum_b / 2^shift in the high half
+          const __m256i pair = scale_pair(rec, j);
+          const __m256i sums =
+              _mm256_blend_epi16(shift != 0 ? _mm256_srai_epi32(part[0], shift) : part[0],
+                                 _mm256_slli_epi32(part[1], 16 - shift), 0xaa);
+          tot = _mm256_dpwssd_epi32(tot, sums, pair);
+          off = _mm256_dpwssd_epi32(off, _mm256_set1_epi32(a.qhalf[b]), pair);
+        } else {
+          if (shift != 0)
+            for (__m256i& p : part) p = _mm256_srai_epi32(p, shift);
+          __m256i sa, sc_b;
+          scales(rec, j, sa, sc_b);
+          const int32_t xa = static_cast<int16_t>(xh[j] & 0xffff), xb = xh[j] >> 16;
+          tot = _mm256_add_epi32(
+              tot, _mm256_add_epi32(
+                       _mm256_mullo_epi32(
+                           sa, _mm256_sub_epi32(part[0], _mm256_set1_epi32(R::kOffset * xa))),
+                       _mm256_mullo_epi32(
+                           sc_b, _mm256_sub_epi32(part[1], _mm256_set1_epi32(R::kOffset * xb)))));
+        }
       }
+    if constexpr (R::kPairedScales)
+      tot = _mm256_sub_epi32(tot, _mm256_slli_epi32(off, offset_shift()));
     finish(d, a, sb, tot, acc);
   }
 
@@ -111,18 +158,28 @@ struct RepackedK16 {
       const int h = j / 4, k = j % 4;
       const int64_t b = 8 * sb + j;
       const int8_t* qx = a.qs + 32 * b;
-      const __m256i sa = scale(rec, 2 * j), sc_b = scale(rec, 2 * j + 1);
-      const __m256i pa = _mm256_blend_epi16(sa, _mm256_slli_epi32(sa, 16), 0xaa);
-      const __m256i pb = _mm256_blend_epi16(sc_b, _mm256_slli_epi32(sc_b, 16), 0xaa);
+      // the scale pairs (sc_a, sc_a), (sc_b, sc_b) and the offset pair (off sc_a, off sc_b)
+      // (|off sc| <= 4096)
+      __m256i pa, pb, o;
+      if constexpr (R::kPairedScales) {
+        const __m256i pair = scale_pair(rec, j);  // (sc_a, sc_b)
+        pa = _mm256_blend_epi16(pair, _mm256_slli_epi32(pair, 16), 0xaa);
+        pb = _mm256_blend_epi16(_mm256_srai_epi32(pair, 16), pair, 0xaa);
+        o = _mm256_slli_epi16(pair, offset_shift());
+      } else {
+        __m256i sa, sc_b;
+        scales(rec, j, sa, sc_b);
+        pa = _mm256_blend_epi16(sa, _mm256_slli_epi32(sa, 16), 0xaa);
+        pb = _mm256_blend_epi16(sc_b, _mm256_slli_epi32(sc_b, 16), 0xaa);
+        o = _mm256_blend_epi16(_mm256_slli_epi32(sa, offset_shift()),
+                               _mm256_slli_epi32(sc_b, 16 + offset_shift()), 0xaa);
+      }
       __m256i isum = _mm256_setzero_si256();
       for (int g = 0; g < 8; g += 2) {
         const __m256i p = _mm256_add_epi16(rp_maddubs4(R::weight(rec, h, k, g), qx + 4 * g),
                                            rp_maddubs4(R::weight(rec, h, k, g + 1), qx + 4 * g + 4));
         isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, g < 4 ? pa : pb));
       }
-      // (off sc_a, off sc_b) as int16 pairs (|off sc| <= 4096)
-      const __m256i o = _mm256_blend_epi16(_mm256_slli_epi32(sa, offset_shift()),
-                                           _mm256_slli_epi32(sc_b, 16 + offset_shift()), 0xaa);
       isum = _mm256_sub_epi32(isum, _mm256_madd_epi16(_mm256_set1_epi32(a.qhalf[b]), o));
       tot = _mm256_add_epi32(tot, isum);
     }

@@ -160,7 +160,8 @@ void record_q3_k(const uint8_t* const sb[8], uint8_t* rec) {
   for (int s = 0; s < 8; ++s) put_lanes(rec + 512 + 32 * s, sb, 4 * s);
   for (int r = 0; r < 8; ++r) {
     for (int i = 0; i < 16; ++i)
-      rec[768 + 8 * i + r] = static_cast<uint8_t>(static_cast<int8_t>(q3_k_scale(sb[r], i) - 32));
+      rec[768 + 16 * (i / 2) + 2 * r + i % 2] =
+          static_cast<uint8_t>(static_cast<int8_t>(q3_k_scale(sb[r], i) - 32));
     std::memcpy(rec + 896 + 2 * r, sb[r] + 108, 2);
   }
   std::memset(rec + 912, 0, 16);

@@ -45,7 +45,9 @@
 //   Q3_K record (8 rows, one super-block), kQ3kRecordBytes = 928:
 //     0     qs[2][8]  vector (h, s) at 32 (8 h + s): row r's qs bytes 32 h + 4 s .. + 3
 //     512   hm[8]     vector s at 512 + 32 s: row r's hmask bytes 4 s .. 4 s + 3
-//     768   sc[16][8] int8 scale i minus 32 (-32..31), row r at 768 + 8 i + r
+//     768   sc[8][8][2] int8 scale i minus 32 (-32..31) in pairs by block and row: scale
+//                     2 j + e of row r at 768 + 16 j + 2 r + e (one widening load gives each
+//                     row lane block j's pair; matmul_repacked_k16.h)
 //     896   d[8]      fp16 per row
 //     912   16 zero bytes (records stay 32-byte aligned)
 //   IQ4_XS record (8 rows, one super-block), kIq4xsRecordBytes = 1120:
