@@ -139,37 +139,54 @@ struct KQ16Panel {
   }
 
   // The same over a 16-row panel record (matmul_paired_tile_avx512.h: every offset doubled):
-  // vpdpbusd sums of each 16-element half, times its scale in int32 (|half sum| <= 16 * 63 *
-  // 127, times |sc| <= 128), added over the super-block; the o terms once per token at its end.
+  // vpdpbusd sums of each 16-element half, then the scales in int32. Where a half's sum fits
+  // int16 (kGroup 4: u <= 7, |sum| <= 16 * 7 * 128; Q2_K, Q3_K), the two halves' sums as one
+  // int16 pair meet the pair (sc_a, sc_b) in one vpdpwssd; else (Q6_K: u <= 63) each is
+  // multiplied by its scale (vpmulld: |half sum| <= 16 * 63 * 127, times |sc| <= 128) and
+  // added. The o terms once per token at the super-block's end, one vpdpwssd a block. The
+  // same integers either way.
   LLMCTL_AVX512_BEGIN
+  static constexpr bool kHalfSumsInt16 = kGroup == 4;
   template <int T>
   LLMCTL_AVX512 static void superblock512(const uint8_t* p, const TileArgs& a, int64_t sbi,
                                           __m512* acc) {
     const int64_t nb = a.n / 32;
+    const __mmask32 high = 0xaaaaaaaau;  // the high int16 of each dword
     __m512i tot[static_cast<size_t>(T)];
+    for (int t = 0; t < T; ++t) tot[t] = _mm512_setzero_si512();
     for (int j = 0; j < 8; ++j) {
       const uint8_t* w = p + 512 * j;
       const int8_t* qx = a.qs + kKQuantSuperBlock * sbi + 32 * j;
-      for (int h = 0; h < 2; ++h) {
-        // the int16 pairs (sc, sc): the high half, sign-extended, is sc
-        const __m512i sc = _mm512_srai_epi32(
-            _mm512_loadu_si512(p + 2 * (h == 0 ? kSaOffset : kSbOffset) + 64 * j), 16);
-        __m512i part[static_cast<size_t>(T)];
-        dots_u8_512<T>(w, qx, a.n, 4 * h, 4 * h + 4, part);
-        for (int t = 0; t < T; ++t) {
-          const __m512i v = _mm512_mullo_epi32(part[t], sc);
-          tot[t] = j == 0 && h == 0 ? v : _mm512_add_epi32(tot[t], v);
+      // the int16 pairs (sc_a, sc_a) and (sc_b, sc_b)
+      const __m512i sa = _mm512_loadu_si512(p + 2 * kSaOffset + 64 * j);
+      const __m512i sb = _mm512_loadu_si512(p + 2 * kSbOffset + 64 * j);
+      if constexpr (kHalfSumsInt16) {
+        const __m512i pair = _mm512_mask_blend_epi16(high, sa, sb);  // (sc_a, sc_b)
+        __m512i part_a[static_cast<size_t>(T)], part_b[static_cast<size_t>(T)];
+        dots_u8_512<T>(w, qx, a.n, 0, 4, part_a);
+        dots_u8_512<T>(w, qx, a.n, 4, 8, part_b);
+        for (int t = 0; t < T; ++t)
+          tot[t] = _mm512_dpwssd_epi32(
+              tot[t], _mm512_mask_blend_epi16(high, part_a[t], _mm512_slli_epi32(part_b[t], 16)),
+              pair);
+      } else {
+        for (int h = 0; h < 2; ++h) {
+          // the high half of (sc, sc), sign-extended, is sc
+          const __m512i sc = _mm512_srai_epi32(h == 0 ? sa : sb, 16);
+          __m512i part[static_cast<size_t>(T)];
+          dots_u8_512<T>(w, qx, a.n, 4 * h, 4 * h + 4, part);
+          for (int t = 0; t < T; ++t)
+            tot[t] = _mm512_add_epi32(tot[t], _mm512_mullo_epi32(part[t], sc));
         }
       }
     }
     const __m512 d = _mm512_loadu_ps(p + 2 * kDOffset);
     for (int t = 0; t < T; ++t) {
       const int32_t* xh = a.qhalf + t * nb + 8 * sbi;
-      __m512i o =
-          _mm512_madd_epi16(_mm512_set1_epi32(xh[0]), _mm512_loadu_si512(p + 2 * kOffOffset));
-      for (int j = 1; j < 8; ++j)
-        o = _mm512_add_epi32(o, _mm512_madd_epi16(_mm512_set1_epi32(xh[j]),
-                                                  _mm512_loadu_si512(p + 2 * kOffOffset + 64 * j)));
+      __m512i o = _mm512_setzero_si512();
+      for (int j = 0; j < 8; ++j)
+        o = _mm512_dpwssd_epi32(o, _mm512_set1_epi32(xh[j]),
+                                _mm512_loadu_si512(p + 2 * kOffOffset + 64 * j));
       const __m512 dx = _mm512_set1_ps(a.qd[t * nb + 8 * sbi]);
       if constexpr (!kHasMin) tot[t] = _mm512_add_epi32(tot[t], o);
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(tot[t]), _mm512_mul_ps(d, dx), acc[t]);
