@@ -16,7 +16,7 @@
 //   by sub-block (Q6_K)  scale i of row r at R::kScalesAt + 8 i + r: its halves' sums do not
 //                  fit int16 (u <= 63), so each is multiplied by its scale in int32 (vpmulld),
 //                  which takes the scales as int32 lanes, one widening load each (the paired
-//                  layout cost the AVX-512 Q6_K decode 5 %, one thread).
+//                  layout cost the AVX-512 Q6_K decode up to 7 %, one thread).
 //
 // R (CRTP) gives KQ (the in-place trait), kRecordBytes, kScalesAt, kDAt, kOffset (4 or 32),
 // kPairedScales, weight(rec, h, k, s): step s of block 4 h + k, 4 weights u per row lane, and
