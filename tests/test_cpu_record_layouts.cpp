@@ -115,7 +115,7 @@ TEST_CASE("repack_weight: the IQ4_XS record layout", "[cpu]") {
 }
 
 // The 16-row records byte by byte. The GGUF blocks: fp16 d, fp16 m (Q4_1, Q5_1), u32 qh (Q5_0,
-// Q5_1), then the quants.
+// Q5_1), then the quants (IQ4_NL: Q4_0's block, its record Q4_0's).
 TEST_CASE("repack_weight: the 16-row record layouts", "[cpu]") {
   std::mt19937 rng(5);
   ThreadPool pool(2);
@@ -128,7 +128,8 @@ TEST_CASE("repack_weight: the 16-row record layouts", "[cpu]") {
                         Case{GgmlType::Q4_1, kQ4_1RecordBytes, 20, true, false},
                         Case{GgmlType::Q5_0, kQ5_0RecordBytes, 22, false, true},
                         Case{GgmlType::Q5_1, kQ5_1RecordBytes, 24, true, true},
-                        Case{GgmlType::Q8_0, kQ8_0RecordBytes, 34, false, false}}) {
+                        Case{GgmlType::Q8_0, kQ8_0RecordBytes, 34, false, false},
+                        Case{GgmlType::IQ4_NL, kQ4_0RecordBytes, 18, false, false}}) {
     const GgmlType type = c.type;
     const bool q8 = type == GgmlType::Q8_0;
     const int64_t d = 19, nb = 3;  // two groups, the second padded with row 18

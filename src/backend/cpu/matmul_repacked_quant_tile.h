@@ -1,6 +1,6 @@
 #pragma once
 // Internal to the matmul fast path: the AVX-512 VNNI tiles over the repacked 32-element block
-// types Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 (the AVX2 ones: matmul_repacked_quant_tile_avx2.h)
+// types Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and IQ4_NL (the AVX2 ones: matmul_repacked_quant_tile_avx2.h)
 // (weight_repack.h: 16-row groups, one record of the 16 rows' scales and pre-transposed quants
 // per 32-element block), for a CPU with matmul_fast_has_avx512(). Same arithmetic contract as
 // the in-place tiles (matmul_quant_tile.h), so the same bits as the scalar kernel:
@@ -12,8 +12,10 @@
 // for the fifth bits); here a tile reads one sequential stream with plain loads, and each
 // 64-byte vector goes to vpdpbusd as it is (nibbles: after a mask or a shift and a mask; Q5:
 // the step's fifth bits, bit s of every byte of the record's qh vector, shifted to bit 4 and
-// merged with one ternlog). Weights offset by half their range (Q4_0 q - 8, Q5_0 q - 16; Q8_0,
-// stored q + 128) multiply unsigned, then isum = vpdpbusd sum - offset * sum(x block), exact.
+// merged with one ternlog; IQ4_NL: the nibbles looked up in its level table + 128, one
+// vpshufb). Weights offset by half their range (Q4_0 q - 8, Q5_0 q - 16; Q8_0, stored q + 128;
+// IQ4_NL's levels + 128) multiply unsigned, then isum = vpdpbusd sum - offset * sum(x block),
+// exact.
 // One tile serves decode (T = 1) and prefill (T <= 8 tokens against the group, L2-resident
 // while the token chunk passes): no packing step, except Q5's (pack below).
 //
@@ -42,17 +44,17 @@ LLMCTL_AVX512_BEGIN
 // 16-row layout: the same bytes as the 16 rows' blocks.
 template <class Block>
 constexpr Q16Record repacked_record() {
-  static_assert(!Block::kLookup && !Block::kE8m0, "Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0");
+  static_assert(!Block::kE8m0, "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 or IQ4_NL (fp16 scales)");
   constexpr Q16Record r = q16_record(Block::kHasMin, Block::kHighBit, Block::kNibbles);
   static_assert(r.bytes == 16 * Block::kBytes, "a record is the 16 rows' blocks");
   return r;
 }
 
 // The integer correction per block of a repacked Block: offset x the activation block's sum
-// (Q4_0 8, Q5_0 16; Q8_0's q + 128: 128; Q4_1, Q5_1 none).
+// (Q4_0 8, Q5_0 16; Q8_0's q + 128 and IQ4_NL's levels + 128: 128; Q4_1, Q5_1 none).
 template <class Block>
 constexpr int32_t repacked_offset() {
-  return Block::kNibbles ? quant_offset<Block>() : 128;
+  return Block::kNibbles && !Block::kLookup ? quant_offset<Block>() : 128;
 }
 
 // Step s's fifth bits (bit s of each byte of a record's qh, weight_repack.h) at bit 4 of each
@@ -77,7 +79,7 @@ struct RepackedQuantTile {
   }
 
   // The weights of steps k (low nibbles) and 4 + k (high nibbles) of record rec, as unsigned
-  // bytes (Q5: with their fifth bit, from qh).
+  // bytes (Q5: with their fifth bit, from qh; IQ4_NL: the level + 128 of each nibble).
   template <int K>
   LLMCTL_AVX512 static void nibble_steps(const uint8_t* rec, __m512i qh, __m512i& lo,
                                          __m512i& hi) {
@@ -92,6 +94,13 @@ struct RepackedQuantTile {
       hi = _mm512_ternarylogic_epi32(hi, fifth_bits_512<4 + K>(qh), bit4, 0xf8);
     } else {
       (void)qh;
+    }
+    if constexpr (Block::kLookup) {  // the table in each 128-bit lane, + 128 (unsigned)
+      const __m512i table = _mm512_xor_si512(
+          _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(Block::kTable))),
+          _mm512_set1_epi8(static_cast<char>(0x80)));
+      lo = _mm512_shuffle_epi8(table, lo);
+      hi = _mm512_shuffle_epi8(table, hi);
     }
   }
 
@@ -111,8 +120,8 @@ struct RepackedQuantTile {
   // does: the 8 steps' weights with their fifth bits, 64 bytes each (kPanelBlockBytes a
   // block), unpacked once per chunk instead of once per token tile (3 instructions a step);
   // the scales stay in the record. 1.01x to 1.10x at 512 tokens, and then 0.95x to 1.04x the
-  // in-place kernel (2 threads, 576x576 .. 2048x2048).
-  static constexpr bool kPacks = Block::kHighBit;
+  // in-place kernel (2 threads, 576x576 .. 2048x2048). IQ4_NL likewise (its lookups).
+  static constexpr bool kPacks = Block::kHighBit || Block::kLookup;
   static constexpr size_t kPanelBlockBytes = 8 * 64;
   template <int K>
   LLMCTL_AVX512 static void pack_steps(const uint8_t* rec, __m512i qh, uint8_t* out) {

@@ -1,7 +1,7 @@
 #pragma once
 // Internal to the matmul fast path: the AVX2 tiles over the repacked 32-element block types
-// Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 (weight_repack.h: 16-row groups, one record of the 16 rows'
-// scales and pre-transposed quants per 32-element block), for a CPU with
+// Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and IQ4_NL (weight_repack.h: 16-row groups, one record of the 16
+// rows' scales and pre-transposed quants per 32-element block), for a CPU with
 // matmul_fast_has_avx2() (and the AVX-512 machines told LLMCTL_MATMUL_ISA=avx2). The in-place
 // AVX2 tile's arithmetic (QuantTileAvx2 of matmul_quant_tile.h: its step and finish, maddubs
 // with the sign trick for Q8_0, int16 sums for Q4's nibbles, the min term of Q4_1 and Q5_1), so
@@ -56,7 +56,14 @@ struct RepackedQuantTileAvx2 {
         const __m256i qh = Q::load(rec + kRec.qh + 32 * h);
         w = _mm256_or_si256(w, _mm256_and_si256(fifth_bits_256(qh, s), _mm256_set1_epi8(0x10)));
       }
-      sgn = w;  // unused by unsigned blocks
+      if constexpr (Block::kLookup) {  // IQ4_NL: the level (signed, as the in-place tile's)
+        sgn = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128(
+                                      reinterpret_cast<const __m128i*>(Block::kTable))),
+                                  w);
+        w = _mm256_sign_epi8(sgn, sgn);
+      } else {
+        sgn = w;  // unused by unsigned blocks
+      }
     } else {
       sgn = _mm256_xor_si256(Q::load(rec + kRec.q + 32 * h + 64 * s),
                              _mm256_set1_epi8(static_cast<char>(0x80)));
@@ -82,9 +89,10 @@ struct RepackedQuantTileAvx2 {
   // 5 instructions a step against a panel's one load, so they are unpacked once per token
   // chunk into the in-place tile's panels (half h's blocks from h * nb) instead of once per
   // token tile: 1.08x to 1.35x at 32 and 512 tokens (2 threads, 576x576 .. 2048x2048); at 2
-  // tokens packing was 0.57x to 0.84x, hence the minimum. The other types' operands are one or
-  // two instructions: they read the record.
-  static constexpr bool kPacks = Block::kHighBit;
+  // tokens packing was 0.57x to 0.84x, hence the minimum. IQ4_NL likewise (a lookup and a sign
+  // a step besides the nibble's mask). The other types' operands are one or two instructions:
+  // they read the record.
+  static constexpr bool kPacks = Block::kHighBit || Block::kLookup;
   LLMCTL_AVX2 static void pack(const TileArgs& a, int n_rows, uint8_t* panel) {
     const int64_t nb = a.n / 32;
     for (int h = 0; h < (n_rows > 8 ? 2 : 1); ++h)

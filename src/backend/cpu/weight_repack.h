@@ -11,13 +11,14 @@
 // bytes for 136, the scales decoded likewise; its levels looked up per 32-byte vector: 1B-shape
 // IQ4_XS file decode 1.65x at one thread, 1.74x at two, 2026-12-06 afternoon), and Q2_K (the
 // GGUF's bytes, transposed: 1B-shape Q2_K file decode 1.32x at one thread, 1.18x at two). The
-// 32-element block types Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 likewise 16 rows at a time (the same
-// bytes per row), so that a decode tile reads one sequential stream instead of 16 row streams with
-// a transpose and a scale gather per block (1B-shape file, loaded Xeon: Q8_0 decode 1.41x, Q4_0
-// 1.19x; BENCHMARKS.md, 2026-12-03 afternoon; its AVX2 tiles: Q8_0 1.20x to 1.29x, Q4_0 1.16x
+// 32-element block types Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and IQ4_NL likewise 16 rows at a time (the
+// same bytes per row), so that a decode tile reads one sequential stream instead of 16 row streams
+// with a transpose and a scale gather per block (1B-shape file, loaded Xeon: Q8_0 decode 1.41x,
+// Q4_0 1.19x; BENCHMARKS.md, 2026-12-03 afternoon; its AVX2 tiles: Q8_0 1.20x to 1.29x, Q4_0 1.16x
 // to 1.24x, 2026-12-03 evening; 2-core Zen 4, 2 threads, 2026-12-04: SmolLM2-135M Q4_1 decode
 // 1.22x, Gemma 3 270M Q4_K_M, mostly Q5_0, 1.16x; matmul decode Q4_1 1.2x to 1.8x, Q5_0 and
-// Q5_1 1.4x to 2x, whose in-place AVX-512 kernels decode with 8-row AVX2 tiles).
+// Q5_1 1.4x to 2x, whose in-place AVX-512 kernels decode with 8-row AVX2 tiles; IQ4_NL, the
+// same record as Q4_0: 1B-shape file decode 2.0x at one thread, 1.29x at two, 2026-12-06 late).
 //
 // Layout: an 8-row group (rows 8g .. 8g + 7) is its super-blocks' records in order; group g
 // starts at g * n_sb * kRecordBytes (n_sb = n_cols / 256). Row r of a record is lane r: every
@@ -65,7 +66,7 @@
 //                     row lane its block's pair (sub-blocks 2 j, 2 j + 1) as two int16
 //     640   d[8], 656 dmin[8]   fp16 per row
 //
-// The 32-element block types Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 (one block per record, 16-row
+// The 32-element block types Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and IQ4_NL (one block per record, 16-row
 // groups, as the AVX-512 tiles' 16 int32 lanes): a 16-row group (rows 16g .. 16g + 15) is its
 // blocks' records in order, one sequential stream; group g starts at g * (n_cols / 32) *
 // kRecordBytes. Every 64-byte vector holds 4 bytes per row, row 0 first, so one vpdpbusd takes
@@ -85,6 +86,7 @@
 //               the integer dot product is exactly ggml's)
 //   record bytes (16 x the block):  Q4_0 288 (d 0, qs 32)        Q4_1 320 (d 0, m 32, qs 64)
 //     Q5_0 352 (d 0, qh 32, qs 96)  Q5_1 384 (d 0, m 32, qh 64, qs 128)  Q8_0 544 (d 0, q 32)
+//     IQ4_NL 288, Q4_0's (its block is Q4_0's bytes; the kernels look the nibbles up)
 // Nothing is decoded to float: the kernels compute d * sc as the in-place kernels do, so the
 // results keep the scalar kernels' bits (matmul_kquant_tile.h's contract).
 //
@@ -136,7 +138,7 @@ static_assert(kQ4_0RecordBytes == 16 * 18 && kQ4_1RecordBytes == 16 * 20 &&
               "a record holds the 16 rows' blocks in the same bytes");
 
 // Whether the kernels of `isa` (resolved, never Auto) read repacked `type` weights: Q3_K, Q4_K,
-// Q5_K, Q6_K, IQ4_XS, Q2_K, Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 on Avx2 and Avx512.
+// Q5_K, Q6_K, IQ4_XS, Q2_K, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and IQ4_NL on Avx2 and Avx512.
 bool repack_supported(GgmlType type, MatmulIsa isa);
 // LLMCTL_MATMUL_REPACK: "on" (the default, also unset or empty) or "off" (read once; anything
 // else is an Error): whether the fast CPU backend repacks the weights it can and copies the
