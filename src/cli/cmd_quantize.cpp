@@ -344,10 +344,11 @@ void add_quantize_command(CLI::App& app, Action& action) {
   sub->add_option("--type", opt->type,
                   "Mix, by llama-quantize's names, case-insensitive: F32, F16, BF16, Q8_0 "
                   "(8.5 bits per weight), Q6_K (6.56), Q5_K_M, Q5_K_S, Q5_1 (6), Q5_0 (5.5), "
-                  "Q4_K_M, Q4_K_S, Q4_1 (5), Q4_0 (4.5); Q4_K = Q4_K_M, Q5_K = Q5_K_M. Each matrix "
-                  "gets the type llama.cpp's rules give it (output and attn_v upgrades, first "
-                  "and last layers); --dry-run also plans IQ4_NL, IQ4_XS, Q3_K_*, Q2_K*; "
-                  "MXFP4_MOE (= MXFP4): experts MXFP4, other matrices Q8_0, as for gpt-oss")
+                  "Q4_K_M, Q4_K_S, Q4_1 (5), Q4_0 (4.5), IQ4_NL, IQ4_XS, Q3_K_L, Q3_K_M, Q3_K_S, "
+                  "Q2_K, Q2_K_S; Q4_K = Q4_K_M, Q5_K = Q5_K_M, Q3_K = Q3_K_M. Each matrix gets "
+                  "the type llama.cpp's rules give it (output and attn_v upgrades, first and last "
+                  "layers); MXFP4_MOE (= MXFP4): experts MXFP4, other matrices Q8_0, as for "
+                  "gpt-oss")
       ->required()
       ->type_name("TYPE");
   sub->add_flag("--pure", opt->pure,
