@@ -19,12 +19,14 @@
 
 namespace llmctl::cpu {
 
+// kMaxU: the largest unsigned weight u (Q2_K 3, Q3_K 7, Q6_K 63); what fits int16 follows.
 // kGroup: maddubs steps (4 weights x 4 activations) added in int16 before a madd widens them:
-// a maddubs lane is at most 2 * u_max * 127 in magnitude, so Q6_K (u <= 63: 16002) adds 2
-// steps, Q2_K and Q3_K (u <= 7: 1778) all 4 steps of a sub-block.
-template <bool kHasMin, int kGroup>
+// a maddubs lane is at most 2 * kMaxU * 127 in magnitude, so Q6_K (16002) adds 2 steps, Q2_K
+// and Q3_K (1778) all 4 steps of a sub-block.
+template <bool kHasMin, int kMaxU>
 struct KQ16Panel {
-  static_assert(kGroup == 2 || kGroup == 4, "a sub-block is 4 steps");
+  static constexpr int kGroup = 4 * 2 * kMaxU * 127 <= 32767 ? 4 : 2;
+  static_assert(2 * 2 * kMaxU * 127 <= 32767, "two maddubs steps fit int16");
   // The kernels read the halves' sums from TileArgs::qhalf (computed once per token).
   static constexpr bool kHalfSums = true;
   static constexpr int kActivationGroup = 256;  // one activation scale per super-block
@@ -140,13 +142,13 @@ struct KQ16Panel {
 
   // The same over a 16-row panel record (matmul_paired_tile_avx512.h: every offset doubled):
   // vpdpbusd sums of each 16-element half, then the scales in int32. Where a half's sum fits
-  // int16 (kGroup 4: u <= 7, |sum| <= 16 * 7 * 128; Q2_K, Q3_K), the two halves' sums as one
+  // int16 (|sum| <= 16 * kMaxU * 128: Q2_K, Q3_K), the two halves' sums as one
   // int16 pair meet the pair (sc_a, sc_b) in one vpdpwssd; else (Q6_K: u <= 63) each is
   // multiplied by its scale (vpmulld: |half sum| <= 16 * 63 * 127, times |sc| <= 128) and
   // added. The o terms once per token at the super-block's end, one vpdpwssd a block. The
   // same integers either way.
   LLMCTL_AVX512_BEGIN
-  static constexpr bool kHalfSumsInt16 = kGroup == 4;
+  static constexpr bool kHalfSumsInt16 = 16 * kMaxU * 128 <= 32767;
   template <int T>
   LLMCTL_AVX512 static void superblock512(const uint8_t* p, const TileArgs& a, int64_t sbi,
                                           __m512* acc) {

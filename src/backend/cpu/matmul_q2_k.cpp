@@ -13,7 +13,7 @@ namespace llmctl::cpu {
 
 namespace {
 
-struct KQ2_K : KQ16Panel<true, 4> {
+struct KQ2_K : KQ16Panel<true, 3> {
   static constexpr size_t kBytes = 84;
   static constexpr int kTokens = 6;
 

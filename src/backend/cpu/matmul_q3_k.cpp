@@ -14,7 +14,7 @@ namespace llmctl::cpu {
 
 namespace {
 
-struct KQ3_K : KQ16Panel<false, 4> {
+struct KQ3_K : KQ16Panel<false, 7> {
   static constexpr size_t kBytes = 110;
   static constexpr int kTokens = 6;
 

@@ -12,7 +12,7 @@ namespace llmctl::cpu {
 
 namespace {
 
-struct KQ6_K : KQ16Panel<false, 2> {
+struct KQ6_K : KQ16Panel<false, 63> {
   static constexpr size_t kBytes = 210;
   static constexpr int kTokens = 6;
 

@@ -111,6 +111,7 @@ struct RepackedK16 {
           part[s / 4] = rp_dot4(part[s / 4], R::decode_weight(rec, h, k, s), qx + 4 * s);
         const int shift = R::decode_shift(k);
         if constexpr (R::kPairedScales) {
+          static_assert(R::KQ::kHalfSumsInt16, "a half block's sum fits int16");
           // (sum_a, sum_b) as int16: sum_b is a multiple of 2^shift, so << (16 - shift) leaves
           // exactly sum_b / 2^shift in the high half
           const __m256i pair = scale_pair(rec, j);
