@@ -117,8 +117,8 @@ TEST_CASE("matmul_fast: the AVX-512 kernels give the scalar kernel's bits", "[cp
 }
 
 TEST_CASE(
-    "matmul_fast: repacked Q4_K, Q5_K, Q6_K, Q3_K, IQ4_XS, Q2_K, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and "
-    "IQ4_NL (AVX2, AVX-512) give the scalar kernel's bits",
+    "matmul_fast: repacked Q4_K, Q5_K, Q6_K, Q3_K, IQ4_XS, Q2_K, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, "
+    "IQ4_NL and MXFP4 (AVX2, AVX-512) give the scalar kernel's bits",
     "[cpu]") {
   if (!matmul_fast_has_avx2()) {
     WARN("skipped: no AVX2+FMA+F16C on this CPU");
@@ -154,9 +154,14 @@ TEST_CASE(
         "q8_0 avx512-vnni repacked-x16");
   CHECK(std::string(matmul_fast_kernel_name(GgmlType::Q4_1, MatmulIsa::Avx512,
                                             MatmulPrecision::Fast, false)) == "q4_1 avx512-vnni");
-  CHECK(std::string(matmul_fast_kernel_name(GgmlType::MXFP4, MatmulIsa::Avx512,
-                                            MatmulPrecision::Fast, true))
+  CHECK(std::string(
+            matmul_fast_kernel_name(GgmlType::BF16, MatmulIsa::Avx512, MatmulPrecision::Fast, true))
             .find("repacked") == std::string::npos);
+  CHECK(std::string(matmul_fast_kernel_name(GgmlType::MXFP4, MatmulIsa::Avx512,
+                                            MatmulPrecision::Fast, true)) ==
+        "mxfp4 avx512-vnni repacked-x16");
+  CHECK(std::string(matmul_fast_kernel_name(GgmlType::MXFP4, MatmulIsa::Avx2, MatmulPrecision::Fast,
+                                            true)) == "mxfp4 avx2 repacked-x16");
   CHECK(std::string(matmul_fast_kernel_name(GgmlType::IQ4_NL, MatmulIsa::Avx512,
                                             MatmulPrecision::Fast, true)) ==
         "iq4_nl avx512-vnni repacked-x16");
@@ -166,7 +171,9 @@ TEST_CASE(
   CHECK_FALSE(repack_supported(GgmlType::Q4_K, MatmulIsa::Scalar));
   CHECK(repack_supported(GgmlType::Q3_K, MatmulIsa::Avx2));
   CHECK(repack_supported(GgmlType::Q2_K, MatmulIsa::Avx512));
-  CHECK_FALSE(repack_supported(GgmlType::MXFP4, MatmulIsa::Avx2));
+  CHECK(repack_supported(GgmlType::MXFP4, MatmulIsa::Avx2));
+  CHECK_FALSE(repack_supported(GgmlType::MXFP4, MatmulIsa::Scalar));
+  CHECK_FALSE(repack_supported(GgmlType::BF16, MatmulIsa::Avx512));
   CHECK(repack_supported(GgmlType::Q4_0, MatmulIsa::Avx2));
   CHECK(repack_supported(GgmlType::Q8_0, MatmulIsa::Avx2));
   CHECK_FALSE(repack_supported(GgmlType::Q8_0, MatmulIsa::Scalar));
@@ -187,8 +194,9 @@ TEST_CASE(
                                     scratch, MatmulPrecision::Fast, copy.data()),
                     Catch::Contains("no repacked layout"));
   const char* const expected =
-      "expected Q4_K, Q5_K, Q6_K, Q3_K, IQ4_XS, Q2_K, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 or IQ4_NL, got";
-  CHECK_THROWS_WITH(repack_weight(make_weight(GgmlType::MXFP4, 8, 256, rng).view(), pool),
+      "expected Q4_K, Q5_K, Q6_K, Q3_K, IQ4_XS, Q2_K, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL or "
+      "MXFP4, got";
+  CHECK_THROWS_WITH(repack_weight(make_weight(GgmlType::BF16, 8, 256, rng).view(), pool),
                     Catch::Contains(expected));
   CHECK_THROWS_WITH(repack_weight(make_weight(GgmlType::F16, 8, 32, rng).view(), pool),
                     Catch::Contains(expected));
@@ -284,15 +292,15 @@ TEST_CASE("CpuFastBackend: plain copies keep matmul's and get_rows' results", "[
   std::mt19937 rng(13);
   ThreadPool pool(2);
   MatmulScratch scratch;
-  // F16 (1030 x 1024: 2 MiB + 12 KiB); MXFP4 (3900 x 1024: 2.02 MiB; no repacked layout); Q4_K
-  // under MatmulPrecision::Float (its repacked layout is for Fast only)
+  // F16 and BF16 (1030 x 1024: 2 MiB + 12 KiB); Q4_K under MatmulPrecision::Float (its
+  // repacked layout is for Fast only)
   struct Case {
     GgmlType type;
     int64_t rows;
     MatmulPrecision precision;
   };
   for (const Case& c : {Case{GgmlType::F16, 1030, MatmulPrecision::Fast},
-                        Case{GgmlType::MXFP4, 3900, MatmulPrecision::Fast},
+                        Case{GgmlType::BF16, 1030, MatmulPrecision::Fast},
                         Case{GgmlType::Q4_K, 3700, MatmulPrecision::Float}}) {
     INFO(ggml_type_name(c.type));
     const Weight w = make_weight(c.type, c.rows, 1024, rng);

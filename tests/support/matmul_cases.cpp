@@ -111,10 +111,10 @@ void check_scalar_bits(MatmulIsa isa) {
 
 void check_repacked_bits(MatmulIsa isa) {
   std::mt19937 rng(7);
-  const std::vector<GgmlType> types = {GgmlType::Q4_K, GgmlType::Q5_K,   GgmlType::Q6_K,
-                                       GgmlType::Q3_K, GgmlType::IQ4_XS, GgmlType::Q2_K,
-                                       GgmlType::Q4_0, GgmlType::Q4_1,   GgmlType::Q5_0,
-                                       GgmlType::Q5_1, GgmlType::Q8_0,   GgmlType::IQ4_NL};
+  const std::vector<GgmlType> types = {
+      GgmlType::Q4_K, GgmlType::Q5_K,   GgmlType::Q6_K, GgmlType::Q3_K, GgmlType::IQ4_XS,
+      GgmlType::Q2_K, GgmlType::Q4_0,   GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+      GgmlType::Q8_0, GgmlType::IQ4_NL, GgmlType::MXFP4};
   for (GgmlType type : types) {
     REQUIRE(repack_supported(type, isa));
     for (int64_t d : {1, 7, 8, 9, 15, 16, 17, 29, 33, 40}) {

@@ -177,6 +177,7 @@ constexpr RepackedKernels kRepackedKernels[] = {
     {GgmlType::Q5_1, &matmul_kernel_q5_1_repacked, &matmul_kernel_q5_1_repacked_avx2},
     {GgmlType::Q8_0, &matmul_kernel_q8_0_repacked, &matmul_kernel_q8_0_repacked_avx2},
     {GgmlType::IQ4_NL, &matmul_kernel_iq4_nl_repacked, &matmul_kernel_iq4_nl_repacked_avx2},
+    {GgmlType::MXFP4, &matmul_kernel_mxfp4_repacked, &matmul_kernel_mxfp4_repacked_avx2},
 };
 
 // The kernel over repacked weights, or none.

@@ -181,6 +181,7 @@ MatmulKernel matmul_kernel_q5_0_repacked();
 MatmulKernel matmul_kernel_q5_1_repacked();
 MatmulKernel matmul_kernel_q8_0_repacked();
 MatmulKernel matmul_kernel_iq4_nl_repacked();
+MatmulKernel matmul_kernel_mxfp4_repacked();
 // AVX2 kernels over the repacked K-quants (matmul_repacked_tile_avx2.h): 8-row decode tiles
 // reading the records, prefill tiles over the in-place kernels' panels unpacked from them.
 MatmulKernel matmul_kernel_q4_k_repacked_avx2();
@@ -197,6 +198,7 @@ MatmulKernel matmul_kernel_q5_0_repacked_avx2();
 MatmulKernel matmul_kernel_q5_1_repacked_avx2();
 MatmulKernel matmul_kernel_q8_0_repacked_avx2();
 MatmulKernel matmul_kernel_iq4_nl_repacked_avx2();
+MatmulKernel matmul_kernel_mxfp4_repacked_avx2();
 // Any type dequantize_row() decodes (MatmulPrecision::Float, and any type without an integer
 // kernel): each row of the tile is dequantized to f32 (quant/dequant.h) and multiplied by the
 // F32 kernel, so the result is bit-identical to the F32 kernel on the dequantized weight, with

@@ -1,6 +1,7 @@
 #pragma once
 // Internal to the matmul fast path: the AVX-512 VNNI tiles over the repacked 32-element block
-// types Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and IQ4_NL (the AVX2 ones: matmul_repacked_quant_tile_avx2.h)
+// types Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL and MXFP4 (the AVX2 ones:
+// matmul_repacked_quant_tile_avx2.h)
 // (weight_repack.h: 16-row groups, one record of the 16 rows' scales and pre-transposed quants
 // per 32-element block), for a CPU with matmul_fast_has_avx512(). Same arithmetic contract as
 // the in-place tiles (matmul_quant_tile.h), so the same bits as the scalar kernel:
@@ -12,9 +13,9 @@
 // for the fifth bits); here a tile reads one sequential stream with plain loads, and each
 // 64-byte vector goes to vpdpbusd as it is (nibbles: after a mask or a shift and a mask; Q5:
 // the step's fifth bits, bit s of every byte of the record's qh vector, shifted to bit 4 and
-// merged with one ternlog; IQ4_NL: the nibbles looked up in its level table + 128, one
-// vpshufb). Weights offset by half their range (Q4_0 q - 8, Q5_0 q - 16; Q8_0, stored q + 128;
-// IQ4_NL's levels + 128) multiply unsigned, then isum = vpdpbusd sum - offset * sum(x block),
+// merged with one ternlog; IQ4_NL and MXFP4: the nibbles looked up in their level table + 128,
+// one vpshufb). Weights offset by half their range (Q4_0 q - 8, Q5_0 q - 16; Q8_0, stored q +
+// 128; the levels + 128) multiply unsigned, then isum = vpdpbusd sum - offset * sum(x block),
 // exact.
 // One tile serves decode (T = 1) and prefill (T <= 8 tokens against the group, L2-resident
 // while the token chunk passes): no packing step, except Q5's (pack below).
@@ -44,14 +45,25 @@ LLMCTL_AVX512_BEGIN
 // 16-row layout: the same bytes as the 16 rows' blocks.
 template <class Block>
 constexpr Q16Record repacked_record() {
-  static_assert(!Block::kE8m0, "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 or IQ4_NL (fp16 scales)");
-  constexpr Q16Record r = q16_record(Block::kHasMin, Block::kHighBit, Block::kNibbles);
+  constexpr Q16Record r =
+      q16_record(Block::kHasMin, Block::kHighBit, Block::kNibbles, Block::kE8m0);
   static_assert(r.bytes == 16 * Block::kBytes, "a record is the 16 rows' blocks");
   return r;
 }
 
+// MXFP4's block scale from E8M0 bytes e (as int32 lanes), exactly e8m0_half_to_f32 of
+// quant/dequant.h: the bits (e - 1) << 23, and 0x00200000 << e for the denormals of e = 0, 1.
+LLMCTL_AVX512 inline __m512 e8m0_half_x16(const uint8_t* e8) {
+  const __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(e8)));
+  const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+  const __mmask16 denormal = _mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2));
+  return _mm512_castsi512_ps(
+      _mm512_mask_sllv_epi32(normal, denormal, _mm512_set1_epi32(0x00200000), e));
+}
+
 // The integer correction per block of a repacked Block: offset x the activation block's sum
-// (Q4_0 8, Q5_0 16; Q8_0's q + 128 and IQ4_NL's levels + 128: 128; Q4_1, Q5_1 none).
+// (Q4_0 8, Q5_0 16; Q8_0's q + 128 and the levels + 128 of IQ4_NL, MXFP4: 128; Q4_1, Q5_1
+// none).
 template <class Block>
 constexpr int32_t repacked_offset() {
   return Block::kNibbles && !Block::kLookup ? quant_offset<Block>() : 128;
@@ -79,7 +91,7 @@ struct RepackedQuantTile {
   }
 
   // The weights of steps k (low nibbles) and 4 + k (high nibbles) of record rec, as unsigned
-  // bytes (Q5: with their fifth bit, from qh; IQ4_NL: the level + 128 of each nibble).
+  // bytes (Q5: with their fifth bit, from qh; IQ4_NL, MXFP4: the level + 128 of each nibble).
   template <int K>
   LLMCTL_AVX512 static void nibble_steps(const uint8_t* rec, __m512i qh, __m512i& lo,
                                          __m512i& hi) {
@@ -120,7 +132,7 @@ struct RepackedQuantTile {
   // does: the 8 steps' weights with their fifth bits, 64 bytes each (kPanelBlockBytes a
   // block), unpacked once per chunk instead of once per token tile (3 instructions a step);
   // the scales stay in the record. 1.01x to 1.10x at 512 tokens, and then 0.95x to 1.04x the
-  // in-place kernel (2 threads, 576x576 .. 2048x2048). IQ4_NL likewise (its lookups).
+  // in-place kernel (2 threads, 576x576 .. 2048x2048). IQ4_NL and MXFP4 likewise (lookups).
   static constexpr bool kPacks = Block::kHighBit || Block::kLookup;
   static constexpr size_t kPanelBlockBytes = 8 * 64;
   template <int K>
@@ -142,6 +154,12 @@ struct RepackedQuantTile {
     }
   }
 
+  // The 16 rows' d_w of record rec (fp16, or MXFP4's E8M0 bytes).
+  LLMCTL_AVX512 static __m512 scales(const uint8_t* rec) {
+    if constexpr (kRec.e8m0) return e8m0_half_x16(rec + kRec.d);
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + kRec.d)));
+  }
+
   template <int T>
   LLMCTL_AVX512 static void tile(const TileArgs& a, int n_rows) {
     const int64_t nb = a.n / 32;
@@ -149,8 +167,7 @@ struct RepackedQuantTile {
     for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* rec = a.w + static_cast<size_t>(b) * kRec.bytes;
-      const __m512 dw =
-          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + kRec.d)));
+      const __m512 dw = scales(rec);
       const int8_t* qx = a.qs + 32 * b;
       // isum starts at -offset * sum(x block) (TileArgs::qoff, a broadcast load), so the
       // dot products land on it exactly as if subtracted after.

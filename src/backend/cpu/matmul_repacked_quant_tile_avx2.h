@@ -1,7 +1,7 @@
 #pragma once
 // Internal to the matmul fast path: the AVX2 tiles over the repacked 32-element block types
-// Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and IQ4_NL (weight_repack.h: 16-row groups, one record of the 16
-// rows' scales and pre-transposed quants per 32-element block), for a CPU with
+// Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL and MXFP4 (weight_repack.h: 16-row groups, one record
+// of the 16 rows' scales and pre-transposed quants per 32-element block), for a CPU with
 // matmul_fast_has_avx2() (and the AVX-512 machines told LLMCTL_MATMUL_ISA=avx2). The in-place
 // AVX2 tile's arithmetic (QuantTileAvx2 of matmul_quant_tile.h: its step and finish, maddubs
 // with the sign trick for Q8_0, int16 sums for Q4's nibbles, the min term of Q4_1 and Q5_1), so
@@ -56,7 +56,7 @@ struct RepackedQuantTileAvx2 {
         const __m256i qh = Q::load(rec + kRec.qh + 32 * h);
         w = _mm256_or_si256(w, _mm256_and_si256(fifth_bits_256(qh, s), _mm256_set1_epi8(0x10)));
       }
-      if constexpr (Block::kLookup) {  // IQ4_NL: the level (signed, as the in-place tile's)
+      if constexpr (Block::kLookup) {  // the level (signed, as the in-place tile's)
         sgn = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128(
                                       reinterpret_cast<const __m128i*>(Block::kTable))),
                                   w);
@@ -73,9 +73,20 @@ struct RepackedQuantTileAvx2 {
   LLMCTL_AVX2 static __m256 fp16x8(const uint8_t* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
+  // MXFP4: e8m0_half_x16's bits (matmul_repacked_quant_tile.h) for the 8 E8M0 bytes at e8.
+  LLMCTL_AVX2 static __m256 e8m0_half_x8(const uint8_t* e8) {
+    const __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(e8)));
+    const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+    const __m256i denormal = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+    return _mm256_castsi256_ps(
+        _mm256_blendv_epi8(normal, denormal, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e)));
+  }
   // The 8 rows' d (dw) and m (mw; zero without a min) of half h.
   LLMCTL_AVX2 static void scales(const uint8_t* rec, int h, __m256& dw, __m256& mw) {
-    dw = fp16x8(rec + kRec.d + 16 * h);
+    if constexpr (kRec.e8m0)
+      dw = e8m0_half_x8(rec + kRec.d + 8 * h);
+    else
+      dw = fp16x8(rec + kRec.d + 16 * h);
     mw = Block::kHasMin ? fp16x8(rec + kRec.m + 16 * h) : _mm256_setzero_ps();
   }
 

@@ -76,19 +76,26 @@ struct Layout {
 constexpr Layout k_layout(GgmlType type, size_t record_bytes) {
   return Layout{type, kRepackRows, kSuperBlock, record_bytes, Q16Record{}};
 }
-constexpr Layout q16_layout(GgmlType type, bool has_min, bool high_bit, bool nibbles) {
-  const Q16Record r = q16_record(has_min, high_bit, nibbles);
+constexpr Layout q16_layout(GgmlType type, bool has_min, bool high_bit, bool nibbles,
+                            bool e8m0 = false) {
+  const Q16Record r = q16_record(has_min, high_bit, nibbles, e8m0);
   return Layout{type, 16, 32, r.bytes, r};
 }
 constexpr Layout kLayouts[] = {
-    k_layout(GgmlType::Q4_K, kQ4kRecordBytes), k_layout(GgmlType::Q5_K, kQ5kRecordBytes),
-    k_layout(GgmlType::Q6_K, kQ6kRecordBytes), k_layout(GgmlType::Q3_K, kQ3kRecordBytes),
-    k_layout(GgmlType::IQ4_XS, kIq4xsRecordBytes), k_layout(GgmlType::Q2_K, kQ2kRecordBytes),
+    k_layout(GgmlType::Q4_K, kQ4kRecordBytes),
+    k_layout(GgmlType::Q5_K, kQ5kRecordBytes),
+    k_layout(GgmlType::Q6_K, kQ6kRecordBytes),
+    k_layout(GgmlType::Q3_K, kQ3kRecordBytes),
+    k_layout(GgmlType::IQ4_XS, kIq4xsRecordBytes),
+    k_layout(GgmlType::Q2_K, kQ2kRecordBytes),
     //                          min    fifth bit  nibbles
-    q16_layout(GgmlType::Q4_0, false, false, true), q16_layout(GgmlType::Q4_1, true, false, true),
-    q16_layout(GgmlType::Q5_0, false, true, true), q16_layout(GgmlType::Q5_1, true, true, true),
+    q16_layout(GgmlType::Q4_0, false, false, true),
+    q16_layout(GgmlType::Q4_1, true, false, true),
+    q16_layout(GgmlType::Q5_0, false, true, true),
+    q16_layout(GgmlType::Q5_1, true, true, true),
     q16_layout(GgmlType::Q8_0, false, false, false),
     q16_layout(GgmlType::IQ4_NL, false, false, true),  // Q4_0's record: the same block bytes
+    q16_layout(GgmlType::MXFP4, false, false, true, /*e8m0=*/true),
 };
 
 // type's layout, or nullptr (none)

@@ -66,13 +66,13 @@
 //                     row lane its block's pair (sub-blocks 2 j, 2 j + 1) as two int16
 //     640   d[8], 656 dmin[8]   fp16 per row
 //
-// The 32-element block types Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and IQ4_NL (one block per record, 16-row
-// groups, as the AVX-512 tiles' 16 int32 lanes): a 16-row group (rows 16g .. 16g + 15) is its
-// blocks' records in order, one sequential stream; group g starts at g * (n_cols / 32) *
-// kRecordBytes. Every 64-byte vector holds 4 bytes per row, row 0 first, so one vpdpbusd takes
-// 4 weights of all 16 rows. A record is these fields in this order, each only where the type
-// has it (q16_record() below: the offsets), the same bytes as the 16 rows' blocks:
-//     d[16]     fp16 per row (32 bytes)
+// The 32-element block types Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL and MXFP4 (one block per
+// record, 16-row groups, as the AVX-512 tiles' 16 int32 lanes): a 16-row group (rows 16g .. 16g
+// + 15) is its blocks' records in order, one sequential stream; group g starts at g * (n_cols /
+// 32) * kRecordBytes. Every 64-byte vector holds 4 bytes per row, row 0 first, so one vpdpbusd
+// takes 4 weights of all 16 rows. A record is these fields in this order, each only where the
+// type has it (q16_record() below: the offsets), the same bytes as the 16 rows' blocks:
+//     d[16]     fp16 per row (32 bytes); MXFP4: its E8M0 byte per row (16 bytes)
 //     m[16]     Q4_1, Q5_1: fp16 min per row (32 bytes)
 //     qh        Q5_0, Q5_1: one 64-byte vector, the fifth bits sorted by step: bit s of byte
 //               4 r + i is bit 4 s + i of row r's qh (the fifth bit of weight 4 s + i), so that
@@ -87,6 +87,8 @@
 //   record bytes (16 x the block):  Q4_0 288 (d 0, qs 32)        Q4_1 320 (d 0, m 32, qs 64)
 //     Q5_0 352 (d 0, qh 32, qs 96)  Q5_1 384 (d 0, m 32, qh 64, qs 128)  Q8_0 544 (d 0, q 32)
 //     IQ4_NL 288, Q4_0's (its block is Q4_0's bytes; the kernels look the nibbles up)
+//     MXFP4 272 (e 0, qs 16: IQ4_NL's with one scale byte a row; the 64-byte vectors sit 16
+//     bytes off a record's start, unaligned loads as the odd records of Q4_0 already are)
 // Nothing is decoded to float: the kernels compute d * sc as the in-place kernels do, so the
 // results keep the scalar kernels' bits (matmul_kquant_tile.h's contract).
 //
@@ -121,24 +123,27 @@ constexpr int kRepackRows = 8;
 // byte offsets (a field the type does not have takes no bytes) and the record's size.
 struct Q16Record {
   bool has_min, high_bit, nibbles;  // m (Q4_1, Q5_1); qh (Q5_0, Q5_1); qs, not q (Q8_0)
+  bool e8m0;                        // d is one E8M0 byte a row (MXFP4), not an fp16
   size_t d, m, qh, q, bytes;
+  size_t scale_bytes() const { return e8m0 ? 1 : 2; }  // of d, per row (and in the block)
 };
-constexpr Q16Record q16_record(bool has_min, bool high_bit, bool nibbles) {
-  const size_t m = 32, qh = m + (has_min ? 32 : 0), q = qh + (high_bit ? 64 : 0);
-  return Q16Record{has_min, high_bit, nibbles, 0, m, qh, q, q + (nibbles ? 4 : 8) * 64};
+constexpr Q16Record q16_record(bool has_min, bool high_bit, bool nibbles, bool e8m0 = false) {
+  const size_t m = e8m0 ? 16 : 32, qh = m + (has_min ? 32 : 0), q = qh + (high_bit ? 64 : 0);
+  return Q16Record{has_min, high_bit, nibbles, e8m0, 0, m, qh, q, q + (nibbles ? 4 : 8) * 64};
 }
 constexpr size_t kQ4_0RecordBytes = q16_record(false, false, true).bytes;
 constexpr size_t kQ4_1RecordBytes = q16_record(true, false, true).bytes;
 constexpr size_t kQ5_0RecordBytes = q16_record(false, true, true).bytes;
 constexpr size_t kQ5_1RecordBytes = q16_record(true, true, true).bytes;
 constexpr size_t kQ8_0RecordBytes = q16_record(false, false, false).bytes;
+constexpr size_t kMxfp4RecordBytes = q16_record(false, false, true, true).bytes;
 static_assert(kQ4_0RecordBytes == 16 * 18 && kQ4_1RecordBytes == 16 * 20 &&
                   kQ5_0RecordBytes == 16 * 22 && kQ5_1RecordBytes == 16 * 24 &&
-                  kQ8_0RecordBytes == 16 * 34,
+                  kQ8_0RecordBytes == 16 * 34 && kMxfp4RecordBytes == 16 * 17,
               "a record holds the 16 rows' blocks in the same bytes");
 
 // Whether the kernels of `isa` (resolved, never Auto) read repacked `type` weights: Q3_K, Q4_K,
-// Q5_K, Q6_K, IQ4_XS, Q2_K, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and IQ4_NL on Avx2 and Avx512.
+// Q5_K, Q6_K, IQ4_XS, Q2_K, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL and MXFP4 on Avx2 and Avx512.
 bool repack_supported(GgmlType type, MatmulIsa isa);
 // LLMCTL_MATMUL_REPACK: "on" (the default, also unset or empty) or "off" (read once; anything
 // else is an Error): whether the fast CPU backend repacks the weights it can and copies the
@@ -195,9 +200,9 @@ void repack_group_q16(const Q16Record& rec, size_t block_bytes, const uint8_t* c
 // without it keeps the pages).
 RepackedWeight repack_weight(const WeightView& w, ThreadPool& pool, bool release = false);
 
-// Plain copies. A weight the kernels read in the GGUF layout (F16, BF16, F32, IQ4_NL,
-// MXFP4) sits in the file's mapping, in 4 KiB pages: decode streams it with a TLB miss
-// every 4 KiB and hardware prefetchers that stop at each page's end. The fast CPU backend
+// Plain copies. A weight the kernels read in the GGUF layout (F16, BF16, F32) sits in the
+// file's mapping, in 4 KiB pages: decode streams it with a TLB miss every 4 KiB and hardware
+// prefetchers that stop at each page's end. The fast CPU backend
 // copies such a weight, as it is, into huge pages at its first matmul (F16 1B-shape decode,
 // Zen 4, 2026-12-06: 1.05x at one thread, at two within the noise; BENCHMARKS.md).
 // Whether the kernel gives huge pages to anonymous memory that asks

@@ -10,14 +10,16 @@ namespace llmctl::cpu {
 void repack_group_q16(const Q16Record& rec, size_t block_bytes, const uint8_t* const rows[16],
                       int64_t n_blocks, uint8_t* dst) {
   const bool has_min = rec.has_min, high_bit = rec.high_bit, nibbles = rec.nibbles;
-  // the GGUF block: fp16 d, fp16 m (Q4_1, Q5_1), u32 qh (Q5_0, Q5_1), then the quants
-  const size_t src_qh = has_min ? 4 : 2, src_q = src_qh + (high_bit ? 4 : 0);
+  // the GGUF block: fp16 d (MXFP4: an E8M0 byte), fp16 m (Q4_1, Q5_1), u32 qh (Q5_0, Q5_1),
+  // then the quants
+  const size_t ds = rec.scale_bytes();
+  const size_t src_qh = ds + (has_min ? 2 : 0), src_q = src_qh + (high_bit ? 4 : 0);
   const size_t vectors = nibbles ? 4 : 8;  // 64-byte vectors of 4 bytes per row
   for (int64_t b = 0; b < n_blocks; ++b) {
     uint8_t* out = dst + static_cast<size_t>(b) * rec.bytes;
     for (size_t r = 0; r < 16; ++r) {
       const uint8_t* blk = rows[r] + static_cast<size_t>(b) * block_bytes;
-      std::memcpy(out + rec.d + 2 * r, blk, 2);
+      std::memcpy(out + rec.d + ds * r, blk, ds);
       if (has_min) std::memcpy(out + rec.m + 2 * r, blk + 2, 2);
       if (high_bit) {  // bit s of byte i: the fifth bit of weight 4 s + i
         uint32_t qh = 0;  // little-endian
