@@ -24,8 +24,8 @@
 // release). The bound view itself keeps pointing at the original, so get_rows (a tied embedding
 // table is both) and everything else that reads the GGUF layout are unchanged; only matmul reads
 // the copy. A matrix never multiplied (an untied token_embd) is never copied.
-// A matrix the kernels read in the GGUF layout (F16, BF16, F32, IQ4_NL, MXFP4; and
-// every type under MatmulPrecision::Float) of at least one huge page, in a file's read-only
+// A matrix the kernels read in the GGUF layout (F16, BF16, F32; and every type under
+// MatmulPrecision::Float) of at least one huge page, in a file's read-only
 // mapping (4 KiB pages), is copied as it is into huge pages at its first matmul, the same way
 // (copy_weight, copy_active(): weight_repack.h), unless LLMCTL_MATMUL_REPACK=off or the
 // kernel gives no huge pages. A matrix in other memory is left where it is.
@@ -49,6 +49,9 @@ class CpuFastBackend final : public CpuBackend {
   explicit CpuFastBackend(int n_threads, MatmulPrecision precision = MatmulPrecision::Fast);
   const char* name() const override { return "cpu"; }
   int n_threads() const override { return pool_.size(); }
+  // The repacked or plain copy of a bound weight, made now where its first matmul would make
+  // it (nothing otherwise).
+  void prepare_matmul(const WeightView& bound) override;
   // Bytes of the repacked copies made so far.
   size_t repacked_bytes() const;
   // Bytes of the plain copies (huge pages, the GGUF layout) made so far.

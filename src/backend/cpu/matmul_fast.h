@@ -4,7 +4,7 @@
 //   out (n_tokens, d) = x (n_tokens, n) @ W^T      W (d, n) = w.n_rows rows of w.n_cols
 //
 // W is read in place (ggml layout: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL,
-// IQ4_XS, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K). F32 and BF16
+// IQ4_XS, MXFP4, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K), or repacked (weight_repack.h). F32 and BF16
 // weights are multiplied with the f32 activations directly, F16 weights with the activations
 // rounded to f16 (as ggml does; a token whose values overflow f16 keeps f32); quantized weights are
 // multiplied with the activations quantized to int8 per 32-element block (quantize_activations.h),
