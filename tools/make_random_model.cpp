@@ -1,7 +1,8 @@
-// make_random_model: writes a random-weight Llama GGUF of a named shape, for benchmarks and
-// GPU checks where the weights' values do not matter but their sizes and layout do.
+// make_random_model: writes a random-weight Llama (or gpt-oss) GGUF of a named shape, for
+// benchmarks and GPU checks where the weights' values do not matter but their sizes and layout
+// do.
 //
-//   make_random_model --shape llama-3.2-1b|tinyllama-1.1b|llama-8b|tiny
+//   make_random_model --shape llama-3.2-1b|tinyllama-1.1b|llama-8b|tiny|gpt-oss-20b-4l
 //                     --vocab-from FILE.gguf [--seed N] [--type f32|f16] OUT.gguf
 //
 // The vocabulary (every tokenizer.* key) is copied from --vocab-from, and n_vocab follows it.
@@ -19,6 +20,13 @@
 //   llama-3.2-1b      2048     16    32  8  8192     500000   yes     8192  f16
 //   tinyllama-1.1b    2048     22    32  4  5632      10000   no      2048  f16
 //   llama-8b          4096     32    32  8 14336     500000   no      8192  f16
+//   gpt-oss-20b-4l    2880      4    64  8  2880     150000   no      8192  f16
+// gpt-oss-20b-4l is 4 of gpt-oss-20b's 24 layers with its shapes and rules (llama.cpp's gpt-oss
+// loader, as tools/gen_gptoss_fixture.py writes them): head_dim 64 (q 4096 wide), q/k/v/o
+// biases, attention sinks, a window of 128 on even layers, YaRN 32 over 4096 positions, 32
+// experts of 2880 (n_ff above), 4 used, router and expert biases. Biases and sinks are F32
+// (std 0.02), experts 3-D matrices of the file's type: `llama-quantize` or `llmctl quantize
+// --type MXFP4_MOE` make the MXFP4-expert file that gpt-oss ships as.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -38,26 +46,79 @@
 namespace llmctl {
 namespace {
 
+// The gpt-oss part of a shape (n_experts 0: a dense Llama).
+struct MoeShape {
+  int64_t head_dim = 0, n_experts = 0, n_used = 0, window = 0;
+  double yarn_factor = 0;
+  int64_t yarn_orig_ctx = 0;
+};
+
 struct Shape {
   const char* name;
-  int64_t n_embd, n_layers, n_heads, n_kv_heads, n_ff;
+  int64_t n_embd, n_layers, n_heads, n_kv_heads, n_ff;  // gpt-oss: n_ff is an expert's
   double rope_base;
   bool tied;
   int64_t n_ctx;
   GgmlType default_type;
+  MoeShape moe;
+  bool gpt_oss() const { return moe.n_experts > 0; }
+  int64_t head_dim() const { return gpt_oss() ? moe.head_dim : n_embd / n_heads; }
 };
 
 constexpr Shape kShapes[] = {
-    {"tiny", 64, 2, 4, 2, 128, 10000.0, false, 512, GgmlType::F32},
-    {"llama-3.2-1b", 2048, 16, 32, 8, 8192, 500000.0, true, 8192, GgmlType::F16},
-    {"tinyllama-1.1b", 2048, 22, 32, 4, 5632, 10000.0, false, 2048, GgmlType::F16},
-    {"llama-8b", 4096, 32, 32, 8, 14336, 500000.0, false, 8192, GgmlType::F16},
+    {"tiny", 64, 2, 4, 2, 128, 10000.0, false, 512, GgmlType::F32, {}},
+    {"llama-3.2-1b", 2048, 16, 32, 8, 8192, 500000.0, true, 8192, GgmlType::F16, {}},
+    {"tinyllama-1.1b", 2048, 22, 32, 4, 5632, 10000.0, false, 2048, GgmlType::F16, {}},
+    {"llama-8b", 4096, 32, 32, 8, 14336, 500000.0, false, 8192, GgmlType::F16, {}},
+    {"gpt-oss-20b-4l",
+     2880,
+     4,
+     64,
+     8,
+     2880,
+     150000.0,
+     false,
+     8192,
+     GgmlType::F16,
+     {64, 32, 4, 128, 32.0, 4096}},
 };
+
+// How a tensor's values are drawn: a matrix of the file's type, a norm's ones, or an F32
+// vector (a bias, the sinks) drawn as a matrix.
+enum class Fill { Matrix, Ones, Vector };
 
 struct PlannedTensor {
   GgufTensorDecl decl;
-  bool norm = false;  // all ones
+  Fill fill = Fill::Matrix;
 };
+
+void plan_gpt_oss_layer(const Shape& s, int64_t l, std::vector<PlannedTensor>& t, GgmlType type) {
+  const std::string b = fmt::format("blk.{}.", l);
+  const int64_t d = s.n_embd, q = s.n_heads * s.head_dim(), kv = s.n_kv_heads * s.head_dim();
+  const int64_t e = s.moe.n_experts, ff = s.n_ff;
+  auto add = [&](const std::string& name, std::vector<int64_t> shape, Fill fill) {
+    t.push_back({{b + name, fill == Fill::Matrix ? type : GgmlType::F32, std::move(shape)}, fill});
+  };
+  add("attn_norm.weight", {d}, Fill::Ones);
+  add("attn_q.weight", {d, q}, Fill::Matrix);
+  add("attn_q.bias", {q}, Fill::Vector);
+  add("attn_k.weight", {d, kv}, Fill::Matrix);
+  add("attn_k.bias", {kv}, Fill::Vector);
+  add("attn_v.weight", {d, kv}, Fill::Matrix);
+  add("attn_v.bias", {kv}, Fill::Vector);
+  add("attn_output.weight", {q, d}, Fill::Matrix);
+  add("attn_output.bias", {d}, Fill::Vector);
+  add("attn_sinks.weight", {s.n_heads}, Fill::Vector);
+  add("post_attention_norm.weight", {d}, Fill::Ones);
+  add("ffn_gate_inp.weight", {d, e}, Fill::Matrix);
+  add("ffn_gate_inp.bias", {e}, Fill::Vector);
+  add("ffn_gate_exps.weight", {d, ff, e}, Fill::Matrix);
+  add("ffn_gate_exps.bias", {ff, e}, Fill::Vector);
+  add("ffn_up_exps.weight", {d, ff, e}, Fill::Matrix);
+  add("ffn_up_exps.bias", {ff, e}, Fill::Vector);
+  add("ffn_down_exps.weight", {ff, d, e}, Fill::Matrix);
+  add("ffn_down_exps.bias", {d, e}, Fill::Vector);
+}
 
 std::vector<PlannedTensor> plan_tensors(const Shape& s, int64_t n_vocab, GgmlType type) {
   const int64_t head_dim = s.n_embd / s.n_heads;
@@ -65,12 +126,17 @@ std::vector<PlannedTensor> plan_tensors(const Shape& s, int64_t n_vocab, GgmlTyp
   std::vector<PlannedTensor> t;
   auto add = [&](std::string name, std::vector<int64_t> shape) {
     const bool norm = shape.size() == 1;
-    t.push_back({{std::move(name), norm ? GgmlType::F32 : type, std::move(shape)}, norm});
+    t.push_back({{std::move(name), norm ? GgmlType::F32 : type, std::move(shape)},
+                 norm ? Fill::Ones : Fill::Matrix});
   };
   add("token_embd.weight", {s.n_embd, n_vocab});  // (n_embd, n_vocab)
   add("output_norm.weight", {s.n_embd});
   if (!s.tied) add("output.weight", {s.n_embd, n_vocab});
   for (int64_t l = 0; l < s.n_layers; ++l) {
+    if (s.gpt_oss()) {
+      plan_gpt_oss_layer(s, l, t, type);
+      continue;
+    }
     const std::string b = fmt::format("blk.{}.", l);
     add(b + "attn_norm.weight", {s.n_embd});
     add(b + "attn_q.weight", {s.n_embd, s.n_embd});  // (n_embd, n_heads * head_dim)
@@ -88,19 +154,34 @@ std::vector<PlannedTensor> plan_tensors(const Shape& s, int64_t n_vocab, GgmlTyp
 GgufBuilder model_metadata(const Shape& s, const GgufFile& vocab, int64_t n_vocab, GgmlType type,
                            uint64_t seed) {
   GgufBuilder m;
-  m.set("general.architecture", gguf_value::string("llama"));
+  const std::string arch = s.gpt_oss() ? "gpt-oss" : "llama";
+  auto u32 = [&](const char* key, int64_t v) {
+    m.set(arch + key, gguf_value::u32(static_cast<uint32_t>(v)));
+  };
+  m.set("general.architecture", gguf_value::string(arch));
   m.set("general.name", gguf_value::string(fmt::format("random {} seed {}", s.name, seed)));
   m.set("general.file_type", gguf_value::u32(type == GgmlType::F16 ? 1 : 0));
-  m.set("llama.context_length", gguf_value::u32(static_cast<uint32_t>(s.n_ctx)));
-  m.set("llama.embedding_length", gguf_value::u32(static_cast<uint32_t>(s.n_embd)));
-  m.set("llama.block_count", gguf_value::u32(static_cast<uint32_t>(s.n_layers)));
-  m.set("llama.feed_forward_length", gguf_value::u32(static_cast<uint32_t>(s.n_ff)));
-  m.set("llama.attention.head_count", gguf_value::u32(static_cast<uint32_t>(s.n_heads)));
-  m.set("llama.attention.head_count_kv", gguf_value::u32(static_cast<uint32_t>(s.n_kv_heads)));
-  m.set("llama.rope.dimension_count", gguf_value::u32(static_cast<uint32_t>(s.n_embd / s.n_heads)));
-  m.set("llama.rope.freq_base", gguf_value::f32(static_cast<float>(s.rope_base)));
-  m.set("llama.attention.layer_norm_rms_epsilon", gguf_value::f32(1e-5f));
-  m.set("llama.vocab_size", gguf_value::u32(static_cast<uint32_t>(n_vocab)));
+  u32(".context_length", s.n_ctx);
+  u32(".embedding_length", s.n_embd);
+  u32(".block_count", s.n_layers);
+  u32(".feed_forward_length", s.n_ff);
+  u32(".attention.head_count", s.n_heads);
+  u32(".attention.head_count_kv", s.n_kv_heads);
+  u32(".rope.dimension_count", s.head_dim());
+  m.set(arch + ".rope.freq_base", gguf_value::f32(static_cast<float>(s.rope_base)));
+  m.set(arch + ".attention.layer_norm_rms_epsilon", gguf_value::f32(1e-5f));
+  u32(".vocab_size", n_vocab);
+  if (s.gpt_oss()) {
+    u32(".attention.key_length", s.head_dim());
+    u32(".attention.value_length", s.head_dim());
+    u32(".attention.sliding_window", s.moe.window);
+    u32(".expert_count", s.moe.n_experts);
+    u32(".expert_used_count", s.moe.n_used);
+    u32(".expert_feed_forward_length", s.n_ff);
+    m.set(arch + ".rope.scaling.type", gguf_value::string("yarn"));
+    m.set(arch + ".rope.scaling.factor", gguf_value::f32(static_cast<float>(s.moe.yarn_factor)));
+    u32(".rope.scaling.original_context_length", s.moe.yarn_orig_ctx);
+  }
   for (const GgufKV& kv : vocab.metadata())
     if (kv.key.rfind("tokenizer.", 0) == 0) m.set(kv.key, kv.value);
   return m;
@@ -128,7 +209,7 @@ void write_tensor(GgufStreamWriter& out, const PlannedTensor& t, uint64_t seed, 
   std::vector<uint16_t> h(x.size());
   for (int64_t done = 0; done < n; done += kChunk) {
     const size_t m = static_cast<size_t>(std::min(kChunk, n - done));
-    if (t.norm)
+    if (t.fill == Fill::Ones)
       std::fill(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(m), 1.0f);
     else
       fill_normalish(rng, x.data(), m, 0.02f);
@@ -146,8 +227,8 @@ const Shape& find_shape(const std::string& name) {
   for (const Shape& s : kShapes)
     if (name == s.name) return s;
   throw Error(
-      fmt::format("unknown shape '{}' (expected tiny, llama-3.2-1b, tinyllama-1.1b or "
-                  "llama-8b)",
+      fmt::format("unknown shape '{}' (expected tiny, llama-3.2-1b, tinyllama-1.1b, llama-8b or "
+                  "gpt-oss-20b-4l)",
                   name));
 }
 
@@ -191,10 +272,12 @@ int run(const std::string& shape_name, const std::string& vocab_path, uint64_t s
 }  // namespace llmctl
 
 int main(int argc, char** argv) {
-  CLI::App app{"Write a random-weight Llama GGUF of a named shape (deterministic by seed)"};
+  CLI::App app{
+      "Write a random-weight Llama or gpt-oss GGUF of a named shape (deterministic by seed)"};
   std::string shape, vocab, type, out;
   uint64_t seed = 0;
-  app.add_option("--shape", shape, "tiny, llama-3.2-1b, tinyllama-1.1b or llama-8b")->required();
+  app.add_option("--shape", shape, "tiny, llama-3.2-1b, tinyllama-1.1b, llama-8b or gpt-oss-20b-4l")
+      ->required();
   app.add_option("--vocab-from", vocab, "GGUF whose tokenizer.* metadata is copied")->required();
   app.add_option("--seed", seed, "Seed of the weights")->capture_default_str();
   app.add_option("--type", type, "f32 or f16 (default: f32 for tiny, f16 otherwise)");
