@@ -21,6 +21,7 @@
 #include "backend/cpu/cpu_fast_backend.h"
 #include "backend/cpu/softmax_fast.h"
 #include "backend/cpu/swiglu_oai_fast.h"
+#include "backend/cpu/weight_repack.h"
 #include "core/activation_math.h"
 #include "core/moe_gating.h"
 #include "core/softmax.h"
@@ -143,6 +144,35 @@ TEST_CASE("gpt-oss: the fast CPU path matches the reference", "[cpu]") {
   WARN("gpt-oss: max |fast - reference| = " << diff);
   CHECK(diff < 1e-4);
   CHECK(fast.greedy == slow.greedy);
+}
+
+// Forward::prepare_matmuls: every expert (MXFP4, repacked where the CPU's kernels read that
+// layout) is repacked before the first step, the steps repack nothing more, and the logits
+// keep their bits against a backend that repacked each expert at its first matmul.
+TEST_CASE("gpt-oss MXFP4: prepare_matmuls repacks every expert before the first step",
+          "[mxfp4][cpu]") {
+  const Golden g = golden(kMxfp4);
+  const LoadedModel m = load_model(model_of(kMxfp4));
+  const ModelConfig& c = m.config;
+  cpu::CpuFastBackend prepared(2), lazy(2);
+  Forward fwd(c, m.weights, prepared, 64);
+  CHECK(prepared.repacked_bytes() == 0);
+  fwd.prepare_matmuls();
+  // each expert's gate and up (n_ff_expert rows of n_embd) and down (n_embd rows of n_ff_expert)
+  const auto expert_bytes = [](int64_t rows, int64_t cols) {
+    const int64_t g = cpu::repack_group_rows(GgmlType::MXFP4);
+    return static_cast<size_t>((rows + g - 1) / g) *
+           cpu::repacked_group_bytes(GgmlType::MXFP4, cols);
+  };
+  const size_t want =
+      cpu::repack_active(GgmlType::MXFP4)
+          ? static_cast<size_t>(c.n_layers * c.n_experts) *
+                (2 * expert_bytes(c.n_ff_expert, c.n_embd) + expert_bytes(c.n_embd, c.n_ff_expert))
+          : 0;
+  CHECK(prepared.repacked_bytes() == want);
+  const Run a = run_steps(m, prepared, g.tokens, g.greedy.size());
+  CHECK(prepared.repacked_bytes() == want);
+  CHECK(a.logits == run_steps(m, lazy, g.tokens, g.greedy.size()).logits);
 }
 
 TEST_CASE("gpt-oss: a token's logits have the same bits alone or batched, at 1 or 2 threads",

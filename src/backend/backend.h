@@ -206,6 +206,9 @@ class Backend {
   void download(const Buffer& src, int32_t* dst, int64_t n, int64_t offset = 0);
   // A view of the same weight the backend can read (CPU: the same view).
   WeightView bind_weight(const WeightView& host);
+  // Does now the work a bound weight's first matmul would do first (the fast CPU backend: its
+  // repacked or huge-page copy), so that a timed run does not pay it. Default: nothing to do.
+  virtual void prepare_matmul(const WeightView& /*bound*/) {}
   void sync() { sync_impl(); }
 
   // -- ops on a batch of n_tokens rows ------------------------------------------

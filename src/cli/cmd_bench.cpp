@@ -2,7 +2,9 @@
 // llama-bench measures them, with decode put against the machine's measured read bandwidth and,
 // on the CPU, prefill against its measured arithmetic peak.
 //
-// For each model and thread count: one warm-up, then -r repetitions of
+// For each model and thread count: every weight's first-matmul work (repacks:
+// Forward::prepare_matmuls; llama.cpp does its own at load) and one warm-up, then -r
+// repetitions of
 //   ppN  a fresh sequence, N prompt tokens in one forward pass (-b chunks), logits of the last
 //   tgN  a fresh sequence, N tokens fed one per step, logits every step (as generation does)
 // Tokens are fixed pseudo-random ids (the speed does not depend on them).
@@ -162,6 +164,9 @@ void bench_model(const BenchOptions& opt, const std::string& path, int threads,
              base.matmul_isa.empty() ? ""
                                      : fmt::format(", matmul isa {} ({})", base.matmul_isa,
                                                    base.matmul_kernels));
+  // The weights' first-matmul work now (repacks; llama.cpp does its own at load): a
+  // mixture-of-experts warm-up meets only some experts, so the timed runs would pay the rest.
+  fwd.prepare_matmuls();
   time_one(fwd, token_ids(std::min<int64_t>(std::max<int64_t>(opt.n_prompt, 1), 32), n_vocab),
            false);
   time_one(fwd, token_ids(4, n_vocab), true);  // warm-up
@@ -285,7 +290,8 @@ void add_bench_command(CLI::App& app, Action& action) {
       "  llmctl bench -m model.gguf -p 512 -n 128 -r 5 --json\n"
       "ppN: N prompt tokens in one forward pass; tgN: N tokens decoded one at a time from an\n"
       "empty context (with -d D: after D positions, 'pp512 @ d4096'). t/s is mean ± sd over -r\n"
-      "repetitions after a warm-up. GB/s = bytes one decode step reads (weights + K/V) x t/s;\n"
+      "repetitions after a warm-up (and after every weight is repacked for its kernels, as\n"
+      "llama.cpp does at load). GB/s = bytes one decode step reads (weights + K/V) x t/s;\n"
       "'% of probe' divides by the bandwidth probe (CPU: memory read; GPU: device copy\n"
       "bandwidth). '% of peak' (CPU prefill) divides GFLOP/s by the compute peak the matmul\n"
       "kernels run at, measured with as many threads: f32 FMA for F32/F16/BF16 weights, int8\n"

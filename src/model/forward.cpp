@@ -189,6 +189,17 @@ const float* Forward::observe(const Buffer& buf, int64_t n) {
   return obs_host_.data();
 }
 
+void Forward::prepare_matmuls() {
+  backend_.prepare_matmul(weights_.output);
+  for (const LayerWeights& l : weights_.layers) {
+    for (const LayerTensor& t : kLayerTensors)
+      if (t.kind == TensorKind::Matrix && (l.*t.member).present())
+        backend_.prepare_matmul(l.*t.member);
+    for (const LayerWeights::Expert& e : l.experts)
+      for (const WeightView* w : {&e.gate, &e.up, &e.down}) backend_.prepare_matmul(*w);
+  }
+}
+
 void Forward::reset() {
   const int64_t max_len = cache_.max_len(0);
   cache_.remove_sequence(0);

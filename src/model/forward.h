@@ -96,6 +96,12 @@ class Forward final : public SequenceModel {
   // observes nothing. The observer must outlive its use.
   void set_observer(ForwardObserver* observer) { observer_ = observer; }
 
+  // Backend::prepare_matmul for every weight a forward pass multiplies (the output, each
+  // layer's matrices, every expert's), so that no run pays a first matmul's preparation: a
+  // mixture of experts otherwise meets some experts first in a timed run (bench), or in a
+  // later request.
+  void prepare_matmuls();
+
   PagedKvCache& cache() { return cache_; }
   const ModelConfig& config() const { return config_; }
   Backend& backend() { return backend_; }

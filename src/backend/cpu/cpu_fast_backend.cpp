@@ -73,6 +73,11 @@ WeightView CpuFastBackend::matmul_view(const WeightView& w, const uint8_t** repa
   return v;
 }
 
+void CpuFastBackend::prepare_matmul(const WeightView& bound) {
+  const uint8_t* repacked = nullptr;
+  (void)matmul_view(bound, &repacked);
+}
+
 size_t CpuFastBackend::repacked_bytes() const {
   size_t n = 0;
   for (const auto& [data, r] : repacks_) n += r.repack ? r.copy.bytes() : 0;
