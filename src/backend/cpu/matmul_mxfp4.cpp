@@ -19,6 +19,7 @@ struct BlockMxfp4 : QuantBlockTraits {
   static constexpr bool kLookup = true;
   static constexpr const int8_t* kTable = kMxfp4Values;
   static constexpr bool kE8m0 = true;
+  static constexpr int kLevelBias = 12;  // levels -12..12: unsigned 0..24 on AVX2
 };
 
 }  // namespace

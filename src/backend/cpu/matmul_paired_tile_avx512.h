@@ -12,8 +12,9 @@
 // pair), so part p of the 16-row record is 64 bytes at 64 p, rows 0..7 then 8..15, and every
 // offset of the AVX2 record doubles. The int8 products of a block are vpdpbusd steps
 // (unsigned weights x signed activations, exact int32 sums: no int16 partial sums to bound),
-// 8 per block, against T tokens' 4 activation bytes broadcast; signed weights (IQ4_NL, MXFP4)
-// are q + 128, less 128 times the activations' block sum (QuantUnit::compute).
+// 8 per block, against T tokens' 4 activation bytes broadcast; signed weights (IQ4_NL) are
+// q + 128, less 128 times the activations' block sum (QuantUnit::compute), MXFP4's levels + 12
+// (kLevelBias) less 12 times it.
 //
 // Decode (one token, no panel) keeps the AVX2 tile: it streams each weight byte once and is
 // bound by memory, and its 8-row unpacking is what the 16-row record is built from anyway.
@@ -130,11 +131,11 @@ struct QuantUnit {
     const int64_t nb = a.n / 32;
     __m512i sum[static_cast<size_t>(T)];
     for (int t = 0; t < T; ++t) sum[t] = _mm512_setzero_si512();
-    // Signed weights (IQ4_NL, MXFP4) go in as the unsigned q + 128 (q xor 0x80, from the
-    // record's sgn vectors: one op a step for the T tokens, where giving each token's
-    // activations q's sign took one a token), and 128 times the block's activation sum comes
-    // off the exact sum below. 8192x2048 at 512 tokens, one core of the AVX-512 EPYC:
-    // IQ4_NL 187 -> 207 to 243 GFLOP/s, MXFP4 147 -> 250.
+    // Signed weights (IQ4_NL) go in as the unsigned q + 128 (q xor 0x80, from the record's
+    // sgn vectors: one op a step for the T tokens, where giving each token's activations q's
+    // sign took one a token), and 128 times the block's activation sum comes off the exact
+    // sum below. 8192x2048 at 512 tokens, one core of the AVX-512 EPYC: IQ4_NL 187 -> 207 to
+    // 243 GFLOP/s, MXFP4 147 -> 250 (MXFP4's record now holds its levels + 12, unsigned).
     for (int s = 0; s < 8; ++s) {
       const __m512i w =
           Avx2::kSigned ? _mm512_xor_si512(_mm512_loadu_si512(p + 2 * Avx2::kSgnOffset + 64 * s),
@@ -148,8 +149,8 @@ struct QuantUnit {
     for (int t = 0; t < T; ++t) {  // QuantTileAvx2::finish, 16 lanes
       const int64_t tb = t * nb + b;
       __m512i s32 = sum[t];
-      if constexpr (Block::kOffset8)
-        s32 = _mm512_sub_epi32(s32, _mm512_set1_epi32(quant_offset<Block>() * a.qsum[tb]));
+      if constexpr (quant_avx2_offset<Block>() != 0)  // Q4_0, Q5_0; MXFP4's level bias
+        s32 = _mm512_sub_epi32(s32, _mm512_set1_epi32(quant_avx2_offset<Block>() * a.qsum[tb]));
       if constexpr (Avx2::kSigned) s32 = _mm512_sub_epi32(s32, _mm512_set1_epi32(128 * a.qsum[tb]));
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s32), _mm512_mul_ps(dw, _mm512_set1_ps(a.qd[tb])),
                                acc[t]);

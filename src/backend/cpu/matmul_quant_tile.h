@@ -35,6 +35,10 @@
 //                                integer weight is its entry (signed, as Q8_0's q)
 //   Block::kE8m0                 MXFP4: d_w is the E8M0 byte at 0 halved, 2^(e - 128)
 //                                (e8m0_half_to_f32), not an fp16 (exact; as ggml's scale)
+//   Block::kLevelBias            MXFP4 12: its levels + 12 are 0..24, so the AVX2 tiles take
+//                                them as unsigned weights (as Q4_0's nibbles: no sign steps)
+//                                and isum = sum (level + 12) * x - 12 * xsum. IQ4_NL's levels
+//                                (-127..113) would overflow maddubs' int16 pairs: 0, signed.
 // (IQ4_XS, whose 32-element sub-blocks have integer scales within a 256-element super-block,
 // is a K-quant tile: matmul_iq4_xs.cpp.)
 
@@ -53,6 +57,7 @@ struct QuantBlockTraits {
   static constexpr bool kLookup = false;
   static constexpr const int8_t* kTable = kIq4nlValues;
   static constexpr bool kE8m0 = false;
+  static constexpr int kLevelBias = 0;
 };
 
 // The offset subtracted from q (kOffset8 above).
@@ -61,12 +66,35 @@ constexpr int quant_offset() {
   return Block::kOffset8 ? (Block::kHighBit ? 16 : 8) : 0;
 }
 
-// Whether the integer weights are signed (Q8_0, IQ4): the kernel multiplies |q| with the
-// activations carrying q's sign, where unsigned nibbles (0..31) multiply them directly.
+// Whether the AVX2 tiles take the integer weights as signed (Q8_0, IQ4_NL): they multiply |q|
+// with the activations carrying q's sign, where unsigned weights (nibbles 0..31, MXFP4's
+// levels + kLevelBias) multiply them directly.
 template <class Block>
 constexpr bool quant_signed() {
-  return !Block::kNibbles || Block::kLookup;
+  return !Block::kNibbles || (Block::kLookup && Block::kLevelBias == 0);
 }
+
+// What the AVX2 tiles take off isum per unit of xsum: quant_offset(), or a lookup's kLevelBias.
+template <class Block>
+constexpr int quant_avx2_offset() {
+  if constexpr (Block::kLookup && Block::kLevelBias != 0) {
+    for (int i = 0; i < 16; ++i)  // unsigned, and a maddubs pair within int16: 2 * 128 * 127
+      if (Block::kTable[i] + Block::kLevelBias < 0 || Block::kTable[i] + Block::kLevelBias > 128)
+        throw "kLevelBias must bring every level into 0..128";  // a compile error (constexpr)
+    return Block::kLevelBias;
+  }
+  return quant_offset<Block>();
+}
+
+// Block's level table + kLevelBias in both 128-bit lanes (pshufb's), for the AVX2 tiles.
+#if defined(LLMCTL_HAVE_X86)
+template <class Block>
+LLMCTL_AVX2 inline __m256i lookup_table_256() {
+  const __m256i t =
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(Block::kTable)));
+  return quant_signed<Block>() ? t : _mm256_add_epi8(t, _mm256_set1_epi8(Block::kLevelBias));
+}
+#endif
 
 // Byte offset in a row of 32-element block b, and of b's quants.
 template <class Block>
@@ -265,12 +293,12 @@ struct QuantTileAvx2 {
       }
       if constexpr (Block::kHighBit) add_high_bits(rows, blk + Block::kQhOffset, u.w);
       if constexpr (Block::kLookup) {
-        // the table's level for each nibble (pshufb: 16 entries, in both 128-bit lanes)
-        const __m256i table = _mm256_broadcastsi128_si256(
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(Block::kTable)));
+        // the table's level for each nibble (pshufb: 16 entries, in both 128-bit lanes);
+        // signed: |level| and the level's sign, else level + kLevelBias
+        const __m256i table = lookup_table_256<Block>();
         for (int k = 0; k < 8; ++k) {
           u.sgn[k] = _mm256_shuffle_epi8(table, u.w[k]);
-          u.w[k] = _mm256_sign_epi8(u.sgn[k], u.sgn[k]);
+          u.w[k] = kSigned ? _mm256_sign_epi8(u.sgn[k], u.sgn[k]) : u.sgn[k];
         }
       } else {
         for (int k = 0; k < 8; ++k) u.sgn[k] = u.w[k];  // unused by unsigned blocks
@@ -327,8 +355,8 @@ struct QuantTileAvx2 {
   LLMCTL_AVX2 static __m256 finish(__m256i sum, __m256 dw, __m256 mw, const TileArgs& a, int64_t tb,
                                    __m256 acc) {
     if constexpr (kInt16Sum) sum = _mm256_madd_epi16(sum, _mm256_set1_epi16(1));
-    if constexpr (Block::kOffset8)
-      sum = _mm256_sub_epi32(sum, _mm256_set1_epi32(quant_offset<Block>() * a.qsum[tb]));
+    if constexpr (quant_avx2_offset<Block>() != 0)
+      sum = _mm256_sub_epi32(sum, _mm256_set1_epi32(quant_avx2_offset<Block>() * a.qsum[tb]));
     acc =
         _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, _mm256_set1_ps(a.qd[tb])), acc);
     if constexpr (Block::kHasMin)

@@ -56,11 +56,9 @@ struct RepackedQuantTileAvx2 {
         const __m256i qh = Q::load(rec + kRec.qh + 32 * h);
         w = _mm256_or_si256(w, _mm256_and_si256(fifth_bits_256(qh, s), _mm256_set1_epi8(0x10)));
       }
-      if constexpr (Block::kLookup) {  // the level (signed, as the in-place tile's)
-        sgn = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128(
-                                      reinterpret_cast<const __m128i*>(Block::kTable))),
-                                  w);
-        w = _mm256_sign_epi8(sgn, sgn);
+      if constexpr (Block::kLookup) {  // the level as the in-place tile takes it
+        sgn = _mm256_shuffle_epi8(lookup_table_256<Block>(), w);
+        w = Q::kSigned ? _mm256_sign_epi8(sgn, sgn) : sgn;
       } else {
         sgn = w;  // unused by unsigned blocks
       }
