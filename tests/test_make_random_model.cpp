@@ -1,4 +1,5 @@
-// tools/make_random_model: the tiny shape runs in the engine, and the seed fixes every byte.
+// tools/make_random_model: the tiny shapes (Llama, gpt-oss) run in the engine, and the seed fixes
+// every byte.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -27,10 +28,10 @@ std::string tool_path() {
 }
 
 int make(const std::string& vocab, const std::string& seed, const std::string& out,
-         const std::string& extra = "") {
+         const std::string& extra = "", const std::string& shape = "tiny") {
   const std::string cmd =
-      fmt::format("'{}' --shape tiny --vocab-from '{}' --seed {} {} '{}' 2>/dev/null", tool_path(),
-                  vocab, seed, extra, out);
+      fmt::format("'{}' --shape {} --vocab-from '{}' --seed {} {} '{}' 2>/dev/null", tool_path(),
+                  shape, vocab, seed, extra, out);
   const int status = std::system(cmd.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
@@ -85,4 +86,25 @@ TEST_CASE("make_random_model tiny: deterministic bytes, loads and runs in the en
   REQUIRE(make(vocab, "7", dir + "/h.gguf", "--type f16") == 0);
   CHECK(GgufFile::open(dir + "/h.gguf").find_tensor("blk.0.attn_q.weight")->type == GgmlType::F16);
   CHECK(make(vocab, "7", dir + "/x.gguf", "--shape nope") != 0);
+}
+
+// The gpt-oss layout (the gpt-oss-20b-4l benchmark shape's, at test size): the keys and tensors
+// the engine's gpt-oss reader takes (it refuses a missing one), and it runs.
+TEST_CASE("make_random_model tiny-gpt-oss: a gpt-oss file the engine runs", "[cli]") {
+  const std::string vocab = test::require_test_file("vocab/ggml-vocab-llama-spm.gguf");
+  const std::string path = test::temp_dir() + "/tiny-gpt-oss.gguf";
+  REQUIRE(make(vocab, "3", path, "", "tiny-gpt-oss") == 0);
+  const GgufFile f = GgufFile::open(path);
+  CHECK(f.get_string("general.architecture") == "gpt-oss");
+  CHECK(f.get_int_or("gpt-oss.expert_count", 0) == 4);
+  const GgufTensorInfo* gate = f.find_tensor("blk.1.ffn_gate_exps.weight");
+  REQUIRE(gate != nullptr);
+  CHECK(gate->shape == std::vector<int64_t>{64, 64, 4});
+  const GgufTensorInfo* sinks = f.find_tensor("blk.0.attn_sinks.weight");
+  REQUIRE(sinks != nullptr);
+  CHECK(sinks->type == GgmlType::F32);
+  const auto r = test::run_llmctl({"run", "-m", path, "-p", "hi", "-n", "4", "--temp", "0"});
+  INFO(r.err);
+  CHECK(r.code == 0);
+  CHECK(r.err.find("gen_tokens=4") != std::string::npos);
 }

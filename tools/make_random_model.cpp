@@ -2,7 +2,7 @@
 // benchmarks and GPU checks where the weights' values do not matter but their sizes and layout
 // do.
 //
-//   make_random_model --shape llama-3.2-1b|tinyllama-1.1b|llama-8b|tiny|gpt-oss-20b-4l
+//   make_random_model --shape llama-3.2-1b|tinyllama-1.1b|llama-8b|tiny|gpt-oss-20b-4l|tiny-gpt-oss
 //                     --vocab-from FILE.gguf [--seed N] [--type f32|f16] OUT.gguf
 //
 // The vocabulary (every tokenizer.* key) is copied from --vocab-from, and n_vocab follows it.
@@ -21,12 +21,14 @@
 //   tinyllama-1.1b    2048     22    32  4  5632      10000   no      2048  f16
 //   llama-8b          4096     32    32  8 14336     500000   no      8192  f16
 //   gpt-oss-20b-4l    2880      4    64  8  2880     150000   no      8192  f16
+//   tiny-gpt-oss        64      2     4  2    64     150000   no       512  f32
 // gpt-oss-20b-4l is 4 of gpt-oss-20b's 24 layers with its shapes and rules (llama.cpp's gpt-oss
 // loader, as tools/gen_gptoss_fixture.py writes them): head_dim 64 (q 4096 wide), q/k/v/o
 // biases, attention sinks, a window of 128 on even layers, YaRN 32 over 4096 positions, 32
 // experts of 2880 (n_ff above), 4 used, router and expert biases. Biases and sinks are F32
 // (std 0.02), experts 3-D matrices of the file's type: `llama-quantize` or `llmctl quantize
-// --type MXFP4_MOE` make the MXFP4-expert file that gpt-oss ships as.
+// --type MXFP4_MOE` make the MXFP4-expert file that gpt-oss ships as. tiny-gpt-oss is the same
+// layout at test size (head_dim 16, 4 experts, 2 used, window 8, YaRN 4 over 128 positions).
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -65,23 +67,17 @@ struct Shape {
   int64_t head_dim() const { return gpt_oss() ? moe.head_dim : n_embd / n_heads; }
 };
 
+// clang-format off
 constexpr Shape kShapes[] = {
     {"tiny", 64, 2, 4, 2, 128, 10000.0, false, 512, GgmlType::F32, {}},
     {"llama-3.2-1b", 2048, 16, 32, 8, 8192, 500000.0, true, 8192, GgmlType::F16, {}},
     {"tinyllama-1.1b", 2048, 22, 32, 4, 5632, 10000.0, false, 2048, GgmlType::F16, {}},
     {"llama-8b", 4096, 32, 32, 8, 14336, 500000.0, false, 8192, GgmlType::F16, {}},
-    {"gpt-oss-20b-4l",
-     2880,
-     4,
-     64,
-     8,
-     2880,
-     150000.0,
-     false,
-     8192,
-     GgmlType::F16,
-     {64, 32, 4, 128, 32.0, 4096}},
+    //                                                          head_dim experts used window yarn
+    {"gpt-oss-20b-4l", 2880, 4, 64, 8, 2880, 150000.0, false, 8192, GgmlType::F16, {64, 32, 4, 128, 32.0, 4096}},
+    {"tiny-gpt-oss", 64, 2, 4, 2, 64, 150000.0, false, 512, GgmlType::F32, {16, 4, 2, 8, 4.0, 128}},
 };
+// clang-format on
 
 // How a tensor's values are drawn: a matrix of the file's type, a norm's ones, or an F32
 // vector (a bias, the sinks) drawn as a matrix.
@@ -227,8 +223,8 @@ const Shape& find_shape(const std::string& name) {
   for (const Shape& s : kShapes)
     if (name == s.name) return s;
   throw Error(
-      fmt::format("unknown shape '{}' (expected tiny, llama-3.2-1b, tinyllama-1.1b, llama-8b or "
-                  "gpt-oss-20b-4l)",
+      fmt::format("unknown shape '{}' (expected tiny, llama-3.2-1b, tinyllama-1.1b, llama-8b, "
+                  "gpt-oss-20b-4l or tiny-gpt-oss)",
                   name));
 }
 
@@ -276,7 +272,8 @@ int main(int argc, char** argv) {
       "Write a random-weight Llama or gpt-oss GGUF of a named shape (deterministic by seed)"};
   std::string shape, vocab, type, out;
   uint64_t seed = 0;
-  app.add_option("--shape", shape, "tiny, llama-3.2-1b, tinyllama-1.1b, llama-8b or gpt-oss-20b-4l")
+  app.add_option("--shape", shape,
+                 "tiny, llama-3.2-1b, tinyllama-1.1b, llama-8b, gpt-oss-20b-4l or tiny-gpt-oss")
       ->required();
   app.add_option("--vocab-from", vocab, "GGUF whose tokenizer.* metadata is copied")->required();
   app.add_option("--seed", seed, "Seed of the weights")->capture_default_str();
