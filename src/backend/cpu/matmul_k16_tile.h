@@ -149,6 +149,14 @@ struct KQ16Panel {
   // same integers either way.
   LLMCTL_AVX512_BEGIN
   static constexpr bool kHalfSumsInt16 = 16 * kMaxU * 128 <= 32767;
+  // tot[t] += sc * (half H's sum of T tokens), in int32 (vpmulld)
+  template <int T, int H>
+  LLMCTL_AVX512 static void scaled_half512(const uint8_t* w, const int8_t* qx, int64_t n,
+                                           __m512i sc, __m512i* tot) {
+    __m512i part[static_cast<size_t>(T)];
+    dots_u8_512<T, 4 * H, 4 * H + 4>(w, qx, n, part);
+    for (int t = 0; t < T; ++t) tot[t] = _mm512_add_epi32(tot[t], _mm512_mullo_epi32(part[t], sc));
+  }
   template <int T>
   LLMCTL_AVX512 static void superblock512(const uint8_t* p, const TileArgs& a, int64_t sbi,
                                           __m512* acc) {
@@ -165,21 +173,15 @@ struct KQ16Panel {
       if constexpr (kHalfSumsInt16) {
         const __m512i pair = _mm512_mask_blend_epi16(high, sa, sb);  // (sc_a, sc_b)
         __m512i part_a[static_cast<size_t>(T)], part_b[static_cast<size_t>(T)];
-        dots_u8_512<T>(w, qx, a.n, 0, 4, part_a);
-        dots_u8_512<T>(w, qx, a.n, 4, 8, part_b);
+        dots_u8_512<T, 0, 4>(w, qx, a.n, part_a);
+        dots_u8_512<T, 4, 8>(w, qx, a.n, part_b);
         for (int t = 0; t < T; ++t)
           tot[t] = _mm512_dpwssd_epi32(
               tot[t], _mm512_mask_blend_epi16(high, part_a[t], _mm512_slli_epi32(part_b[t], 16)),
               pair);
-      } else {
-        for (int h = 0; h < 2; ++h) {
-          // the high half of (sc, sc), sign-extended, is sc
-          const __m512i sc = _mm512_srai_epi32(h == 0 ? sa : sb, 16);
-          __m512i part[static_cast<size_t>(T)];
-          dots_u8_512<T>(w, qx, a.n, 4 * h, 4 * h + 4, part);
-          for (int t = 0; t < T; ++t)
-            tot[t] = _mm512_add_epi32(tot[t], _mm512_mullo_epi32(part[t], sc));
-        }
+      } else {  // the high half of (sc, sc), sign-extended, is sc
+        scaled_half512<T, 0>(w, qx, a.n, _mm512_srai_epi32(sa, 16), tot);
+        scaled_half512<T, 1>(w, qx, a.n, _mm512_srai_epi32(sb, 16), tot);
       }
     }
     const __m512 d = _mm512_loadu_ps(p + 2 * kDOffset);

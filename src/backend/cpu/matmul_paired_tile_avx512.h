@@ -47,13 +47,15 @@ LLMCTL_AVX512 inline __m512i bcast4_512(const int8_t* p) {
   return _mm512_set1_epi32(v);
 }
 
-// The sums of steps [s0, s1) of a 16-row block w (unsigned weights, 64 bytes a step) against
-// T tokens' activations (qx + t * n): sum[t].
-template <int T>
-LLMCTL_AVX512 inline void dots_u8_512(const uint8_t* w, const int8_t* qx, int64_t n, int s0,
-                                      int s1, __m512i* sum) {
+// The sums of steps [S0, S1) of a 16-row block w (unsigned weights, 64 bytes a step) against
+// T tokens' activations (qx + t * n): sum[t]. The steps are template arguments and the loop
+// unrolled: with a runtime range GCC 12 kept it rolled and rotated the T sums through as many
+// register moves a step as there were dot products (Q6_K prefill, 8 tokens).
+template <int T, int S0, int S1>
+LLMCTL_AVX512 inline void dots_u8_512(const uint8_t* w, const int8_t* qx, int64_t n, __m512i* sum) {
   for (int t = 0; t < T; ++t) sum[t] = _mm512_setzero_si512();
-  for (int s = s0; s < s1; ++s) {
+#pragma GCC unroll 8
+  for (int s = S0; s < S1; ++s) {
     const __m512i ws = _mm512_loadu_si512(w + 64 * s);
     for (int t = 0; t < T; ++t) sum[t] = dot4_u8s8(sum[t], ws, bcast4_512(qx + t * n + 4 * s));
   }

@@ -138,7 +138,7 @@ LLMCTL_AVX512 inline void q45_k_superblock512(const uint8_t* p, const TileArgs& 
   for (int t = 0; t < T; ++t) tot[t] = _mm512_setzero_si512();
   for (int j = 0; j < 8; ++j) {
     __m512i isum[static_cast<size_t>(T)];
-    dots_u8_512<T>(p + 512 * j, a.qs + kKQuantSuperBlock * sb + 32 * j, a.n, 0, 8, isum);
+    dots_u8_512<T, 0, 8>(p + 512 * j, a.qs + kKQuantSuperBlock * sb + 32 * j, a.n, isum);
     const __m512i sc = _mm512_srli_epi32(_mm512_loadu_si512(p + 2 * kQ45kScOffset + 64 * j), 16);
     for (int t = 0; t < T; ++t) tot[t] = _mm512_add_epi32(tot[t], _mm512_mullo_epi32(isum[t], sc));
   }
