@@ -42,6 +42,7 @@
 // (IQ4_XS, whose 32-element sub-blocks have integer scales within a 256-element super-block,
 // is a K-quant tile: matmul_iq4_xs.cpp.)
 
+#include <algorithm>
 #include <cstring>
 
 #include "backend/cpu/matmul_kernels.h"
@@ -440,34 +441,14 @@ struct QuantTileAvx2 {
 };
 #endif
 
+// K's tile for a token tile of n_tokens, 1 to 8 (MatmulKernel::tokens_prefill is at most 8).
 template <class K>
 void dispatch_quant_tile(const TileArgs& a, int n_rows, int n_tokens) {
-  switch (n_tokens) {
-    case 1:
-      K::template tile<1>(a, n_rows);
-      break;
-    case 2:
-      K::template tile<2>(a, n_rows);
-      break;
-    case 3:
-      K::template tile<3>(a, n_rows);
-      break;
-    case 4:
-      K::template tile<4>(a, n_rows);
-      break;
-    case 5:
-      K::template tile<5>(a, n_rows);
-      break;
-    case 6:
-      K::template tile<6>(a, n_rows);
-      break;
-    case 7:
-      K::template tile<7>(a, n_rows);
-      break;
-    default:
-      K::template tile<8>(a, n_rows);
-      break;
-  }
+  using Tile = void (*)(const TileArgs&, int);
+  static constexpr Tile kTiles[] = {
+      &K::template tile<1>, &K::template tile<2>, &K::template tile<3>, &K::template tile<4>,
+      &K::template tile<5>, &K::template tile<6>, &K::template tile<7>, &K::template tile<8>};
+  kTiles[std::clamp(n_tokens, 1, 8) - 1](a, n_rows);
 }
 
 // The MatmulKernel of a rows-as-lanes tile pair over a trait (this file's blocks, the
