@@ -160,8 +160,8 @@ TEST_CASE("gpt-oss MXFP4: prepare_matmuls repacks every expert before the first 
   fwd.prepare_matmuls();
   // each expert's gate and up (n_ff_expert rows of n_embd) and down (n_embd rows of n_ff_expert)
   const auto expert_bytes = [](int64_t rows, int64_t cols) {
-    const int64_t g = cpu::repack_group_rows(GgmlType::MXFP4);
-    return static_cast<size_t>((rows + g - 1) / g) *
+    const int64_t group = cpu::repack_group_rows(GgmlType::MXFP4);
+    return static_cast<size_t>((rows + group - 1) / group) *
            cpu::repacked_group_bytes(GgmlType::MXFP4, cols);
   };
   const size_t want =
