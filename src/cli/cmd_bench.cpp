@@ -166,7 +166,10 @@ void bench_model(const BenchOptions& opt, const std::string& path, int threads,
                                                    base.matmul_kernels));
   // The weights' first-matmul work now (repacks; llama.cpp does its own at load): a
   // mixture-of-experts warm-up meets only some experts, so the timed runs would pay the rest.
+  const auto t_prepare = std::chrono::steady_clock::now();
   fwd.prepare_matmuls();
+  fmt::print(stderr, "llmctl: bench: weights prepared for the kernels in {:.2f} s\n",
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - t_prepare).count());
   time_one(fwd, token_ids(std::min<int64_t>(std::max<int64_t>(opt.n_prompt, 1), 32), n_vocab),
            false);
   time_one(fwd, token_ids(4, n_vocab), true);  // warm-up
