@@ -64,9 +64,21 @@ struct RepackedK16 {
     }
   }
 
-  // The in-place trait's 8-row panel record: sa, sb, o = -off sc, d, then the weights.
+  // The in-place trait's 8-row panel record: sa, sb, o = -off sc, d (unpack_scales: from
+  // byte kPanelWeightBytes on), then the weights (before it).
+  static constexpr size_t kPanelWeightBytes = 8 * 256;
   LLMCTL_AVX2 static void unpack(const uint8_t* rec, uint8_t* p) {
+    unpack_scales(rec, p);
+    for (int h = 0; h < 2; ++h)
+      for (int s = 0; s < 8; ++s) {
+        __m256i w[4];
+        R::weights(rec, h, s, w);
+        for (int k = 0; k < 4; ++k) kq_store(p + 256 * (4 * h + k) + 32 * s, w[k]);
+      }
+  }
+  LLMCTL_AVX2 static void unpack_scales(const uint8_t* rec, uint8_t* p) {
     using KQ = typename R::KQ;
+    static_assert(KQ::kSaOffset == kPanelWeightBytes, "the scales follow the weights");
     for (int j = 0; j < 8; ++j) {
       __m256i sa, sb;
       scales(rec, j, sa, sb);
@@ -75,12 +87,6 @@ struct RepackedK16 {
                        _mm256_sub_epi32(zero, _mm256_slli_epi32(sb, offset_shift())));
     }
     _mm256_storeu_ps(reinterpret_cast<float*>(p + KQ::kDOffset), rp_fp16_lanes(rec + R::kDAt));
-    for (int h = 0; h < 2; ++h)
-      for (int s = 0; s < 8; ++s) {
-        __m256i w[4];
-        R::weights(rec, h, s, w);
-        for (int k = 0; k < 4; ++k) kq_store(p + 256 * (4 * h + k) + 32 * s, w[k]);
-      }
   }
 
   // AVX-512 VNNI decode: exact int32 vpdpbusd sums per half block. Paired scales: the halves'

@@ -24,6 +24,8 @@
 //                              AVX2 tiles of matmul_repacked_tile_avx2.h prefill with it too)
 //   decode(rec, a, sb, acc)    acc (8 rows, token 0) over super-block sb, from its record
 
+#include <type_traits>
+
 #include "backend/cpu/matmul_paired_tile_avx512.h"
 #include "backend/cpu/matmul_repacked_tile_avx2.h"
 
@@ -66,14 +68,43 @@ struct RepackedTile {
 
   // Prefill: the 16-row panel of PairedTileAvx512 (rows 0..7: this group, 8..15: the next, or
   // this one again when the tile has 8 rows or fewer).
+  // A type with kPackWide and weights512(rec0, rec1, h, s, w[4]) (the weights RK::weights
+  // gives, of both groups' records at once: group 0 in the low 256 bits) writes its 16-row
+  // weights directly, 64 bytes at a time, and only its scales go through the 8-row records
+  // (unpack_scales).
+  template <class R, class = void>
+  struct HasWeights512 : std::false_type {};
+  template <class R>
+  struct HasWeights512<R, std::void_t<decltype(R::kPackWide)>> : std::true_type {};
+
+  template <bool kWide>
+  static constexpr size_t weights_end() {
+    if constexpr (kWide) return RK::kPanelWeightBytes;
+    return 0;
+  }
+
   LLMCTL_AVX512 static void pack16(const TileArgs& a, int n_rows, uint8_t* panel) {
     const uint8_t* group[2] = {a.w, n_rows > 8 ? a.w + 8 * a.w_stride : a.w};
     alignas(64) uint8_t half[2][KQ::kPanelBytes];
+    constexpr bool kWide = HasWeights512<RK>::value;
+    constexpr size_t kFrom = weights_end<kWide>();  // what goes through half[] starts here
     for (int64_t s = 0; s < a.n / kKQuantSuperBlock; ++s) {
-      for (int h = 0; h < 2; ++h)
-        RK::unpack(group[h] + static_cast<size_t>(s) * RK::kRecordBytes, half[h]);
+      const uint8_t* rec[2];
+      for (int h = 0; h < 2; ++h) rec[h] = group[h] + static_cast<size_t>(s) * RK::kRecordBytes;
       uint8_t* out = panel + static_cast<size_t>(s) * 2 * KQ::kPanelBytes;
-      for (size_t p = 0; p < KQ::kPanelBytes; p += 32) {
+      if constexpr (kWide) {
+        for (int h = 0; h < 2; ++h) RK::unpack_scales(rec[h], half[h]);
+        for (int h = 0; h < 2; ++h)
+          for (int st = 0; st < 8; ++st) {
+            __m512i w[4];
+            RK::weights512(rec[0], rec[1], h, st, w);
+            for (int k = 0; k < 4; ++k)
+              _mm512_storeu_si512(out + 2 * (256 * (4 * h + k) + 32 * st), w[k]);
+          }
+      } else {
+        for (int h = 0; h < 2; ++h) RK::unpack(rec[h], half[h]);
+      }
+      for (size_t p = kFrom; p < KQ::kPanelBytes; p += 32) {
         const __m256i lo = _mm256_load_si256(reinterpret_cast<const __m256i*>(half[0] + p));
         const __m256i hi = _mm256_load_si256(reinterpret_cast<const __m256i*>(half[1] + p));
         _mm512_storeu_si512(out + 2 * p, _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
