@@ -53,7 +53,50 @@ struct RQ45_K {
     }
   }
 
+  // The AVX-512 prefill's pack (RepackedTile::pack16): weights() of blocks 4 h .. 4 h + 3
+  // (c = 2 h, 2 h + 1), step s, of two records at once (rec0 in the low 256 bits).
+  static constexpr bool kPackWide = true;
+  static constexpr size_t kPanelWeightBytes = kQ45kScOffset;  // the weights, then the scales
+  LLMCTL_AVX512 static __m512i both(const uint8_t* rec0, const uint8_t* rec1, size_t off) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(kq_load(rec0 + off)), kq_load(rec1 + off), 1);
+  }
+  template <int kH>
+  LLMCTL_AVX512 static void weights512(const uint8_t* rec0, const uint8_t* rec1, int s,
+                                       __m512i w[4]) {
+    const __m512i low = _mm512_set1_epi8(0x0f), bit4 = _mm512_set1_epi8(0x10);
+    const auto at = [](int vec) { return 32 * static_cast<size_t>(vec); };
+    const __m512i hb = kHigh ? both(rec0, rec1, kQh + at(s)) : low;
+    for (int i = 0; i < 2; ++i) {
+      const __m512i g = both(rec0, rec1, at(8 * (2 * kH + i) + s));
+      w[2 * i] = _mm512_and_si512(g, low);
+      w[2 * i + 1] = _mm512_and_si512(_mm512_srli_epi16(g, 4), low);
+      if constexpr (kHigh)  // bit j of the qh bytes to bit 4: w | (b & bit4), ternlog 0xf8
+        for (int e = 0; e < 2; ++e) {
+          const int j = 4 * kH + 2 * i + e;
+          const __m512i b = j <= 4 ? _mm512_slli_epi16(hb, 4 - j) : _mm512_srli_epi16(hb, j - 4);
+          w[2 * i + e] = _mm512_ternarylogic_epi32(w[2 * i + e], b, bit4, 0xf8);
+        }
+    }
+  }
+  LLMCTL_AVX512 static void weights512(const uint8_t* rec0, const uint8_t* rec1, int h, int s,
+                                       __m512i w[4]) {
+    if (h == 0)
+      weights512<0>(rec0, rec1, s, w);
+    else
+      weights512<1>(rec0, rec1, s, w);
+  }
+
   LLMCTL_AVX2 static void unpack(const uint8_t* rec, uint8_t* p) {
+    unpack_scales(rec, p);
+    for (int c = 0; c < 4; ++c)
+      for (int s = 0; s < 8; ++s) {
+        __m256i w[2];
+        weights(rec, c, s, w);
+        kq_store(p + 256 * (2 * c) + 32 * s, w[0]);
+        kq_store(p + 256 * (2 * c + 1) + 32 * s, w[1]);
+      }
+  }
+  LLMCTL_AVX2 static void unpack_scales(const uint8_t* rec, uint8_t* p) {
     _mm256_storeu_ps(reinterpret_cast<float*>(p + kQ45kDOffset), rp_fp16_lanes(rec + kScales));
     _mm256_storeu_ps(reinterpret_cast<float*>(p + kQ45kDminOffset),
                      rp_fp16_lanes(rec + kScales + 16));
@@ -62,13 +105,6 @@ struct RQ45_K {
     __m256i mp[4];
     min_pairs(rec, mp);
     for (int q = 0; q < 4; ++q) kq_store(p + kQ45kMinOffset + 32 * q, mp[q]);
-    for (int c = 0; c < 4; ++c)
-      for (int s = 0; s < 8; ++s) {
-        __m256i w[2];
-        weights(rec, c, s, w);
-        kq_store(p + 256 * (2 * c) + 32 * s, w[0]);
-        kq_store(p + 256 * (2 * c + 1) + 32 * s, w[1]);
-      }
   }
 
   // acc (token 0) from the super-block's scaled sum tot (q45_k_finish).
