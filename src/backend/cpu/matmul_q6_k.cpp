@@ -109,15 +109,12 @@ struct RQ6_K : RepackedK16<RQ6_K> {
   // The AVX-512 prefill's pack (RepackedTile::pack16): weights(), k = 0..3, of two records at
   // once (rec0 in the low 256 bits), the mask and the or in one vpternlogd.
   static constexpr bool kPackWide = true;
-  LLMCTL_AVX512 static __m512i both(const uint8_t* rec0, const uint8_t* rec1, size_t off) {
-    return _mm512_inserti64x4(_mm512_castsi256_si512(kq_load(rec0 + off)), kq_load(rec1 + off), 1);
-  }
   LLMCTL_AVX512 static void weights512(const uint8_t* rec0, const uint8_t* rec1, int h, int s,
                                        __m512i w[4]) {
     const auto at = [](int vec) { return 32 * static_cast<size_t>(vec); };
-    const __m512i l0 = both(rec0, rec1, at(8 * (2 * h) + s));
-    const __m512i l1 = both(rec0, rec1, at(8 * (2 * h + 1) + s));
-    const __m512i hb = both(rec0, rec1, 1024 + at(8 * h + s));
+    const __m512i l0 = rp_both_groups(rec0, rec1, at(8 * (2 * h) + s));
+    const __m512i l1 = rp_both_groups(rec0, rec1, at(8 * (2 * h + 1) + s));
+    const __m512i hb = rp_both_groups(rec0, rec1, 1024 + at(8 * h + s));
     const __m512i low = _mm512_set1_epi8(0x0f), top = _mm512_set1_epi8(0x30);
     // lo | (hi & top), ternlog truth table 0xf8; hi: bits 2 k, 2 k + 1 of qh at bits 4, 5
     w[0] =

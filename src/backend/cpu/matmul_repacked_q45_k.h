@@ -57,17 +57,14 @@ struct RQ45_K {
   // (c = 2 h, 2 h + 1), step s, of two records at once (rec0 in the low 256 bits).
   static constexpr bool kPackWide = true;
   static constexpr size_t kPanelWeightBytes = kQ45kScOffset;  // the weights, then the scales
-  LLMCTL_AVX512 static __m512i both(const uint8_t* rec0, const uint8_t* rec1, size_t off) {
-    return _mm512_inserti64x4(_mm512_castsi256_si512(kq_load(rec0 + off)), kq_load(rec1 + off), 1);
-  }
   template <int kH>
   LLMCTL_AVX512 static void weights512(const uint8_t* rec0, const uint8_t* rec1, int s,
                                        __m512i w[4]) {
     const __m512i low = _mm512_set1_epi8(0x0f), bit4 = _mm512_set1_epi8(0x10);
     const auto at = [](int vec) { return 32 * static_cast<size_t>(vec); };
-    const __m512i hb = kHigh ? both(rec0, rec1, kQh + at(s)) : low;
+    const __m512i hb = kHigh ? rp_both_groups(rec0, rec1, kQh + at(s)) : low;
     for (int i = 0; i < 2; ++i) {
-      const __m512i g = both(rec0, rec1, at(8 * (2 * kH + i) + s));
+      const __m512i g = rp_both_groups(rec0, rec1, at(8 * (2 * kH + i) + s));
       w[2 * i] = _mm512_and_si512(g, low);
       w[2 * i + 1] = _mm512_and_si512(_mm512_srli_epi16(g, 4), low);
       if constexpr (kHigh)  // bit j of the qh bytes to bit 4: w | (b & bit4), ternlog 0xf8
