@@ -181,55 +181,77 @@ struct RIq4Xs {
       }
   }
 
-  LLMCTL_AVX2 static void finish(const uint8_t* rec, const TileArgs& a, int64_t sb, __m256i tot,
-                                 __m256& acc) {
-    const __m256 dx = _mm256_set1_ps(a.qd[8 * sb]);
-    acc =
-        _mm256_fmadd_ps(_mm256_cvtepi32_ps(tot), _mm256_mul_ps(rp_fp16_lanes(rec + kDAt), dx), acc);
+  // acc[t] from token t's super-block sum tot[t].
+  template <int T>
+  LLMCTL_AVX2 static void finish(const uint8_t* rec, const TileArgs& a, int64_t sb,
+                                 const __m256i* tot, __m256* acc) {
+    const __m256 d = rp_fp16_lanes(rec + kDAt);
+    for (int t = 0; t < T; ++t) {
+      const __m256 dx = _mm256_set1_ps(a.qd[t * (a.n / 32) + 8 * sb]);
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(tot[t]), _mm256_mul_ps(d, dx), acc[t]);
+    }
   }
 
-  // AVX-512 VL VNNI decode: the levels + 128 (unsigned) by vpdpbusd, exact int32 sums, then 128
-  // times the block's activation sum off before the block's scale.
-  LLMCTL_AVX512 static void decode(const uint8_t* rec, const TileArgs& a, int64_t sb, __m256& acc) {
+  // AVX-512 VL VNNI decode of T tokens (token t's activations t * n further): the levels + 128
+  // (unsigned) by vpdpbusd, exact int32 sums, then 128 times the block's activation sum off
+  // before the block's scale.
+  template <int T>
+  LLMCTL_AVX512 static void decode(const uint8_t* rec, const TileArgs& a, int64_t sb, __m256* acc) {
+    const int64_t nb = a.n / 32;
     const __m256i table = _mm256_xor_si256(levels(), _mm256_set1_epi8(static_cast<char>(0x80)));
-    __m256i tot = _mm256_setzero_si256();
+    __m256i tot[static_cast<size_t>(T)];
+    for (int t = 0; t < T; ++t) tot[t] = _mm256_setzero_si256();
     for (int j = 0; j < 8; ++j) {
       const int64_t b = 8 * sb + j;
       const int8_t* qx = a.qs + 32 * b;
-      __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
-      for (int k = 0; k < 4; ++k) {
-        const __m256i g = kq_load(rec + 32 * (4 * j + k));
-        for (int h = 0; h < 2; ++h)
-          isum[h] = rp_dot4(isum[h], half(table, g, h), qx + 16 * h + 4 * k);
-      }
-      const __m256i exact =
-          _mm256_sub_epi32(_mm256_add_epi32(isum[0], isum[1]), _mm256_set1_epi32(128 * a.qsum[b]));
-      tot = _mm256_add_epi32(tot, _mm256_mullo_epi32(exact, scale(rec, j)));
-    }
-    finish(rec, a, sb, tot, acc);
-  }
-
-  // AVX2 decode: |level| x the activation given the level's sign (maddubs pairs <= 2 * 127 *
-  // 127, no saturation), as KQIq4Xs::superblock.
-  LLMCTL_AVX2 static void decode_avx2(const uint8_t* rec, const TileArgs& a, int64_t sb,
-                                      __m256& acc) {
-    const __m256i table = levels(), ones = _mm256_set1_epi16(1);
-    __m256i tot = _mm256_setzero_si256();
-    for (int j = 0; j < 8; ++j) {
-      const int8_t* qx = a.qs + 32 * (8 * sb + j);
-      __m256i isum = _mm256_setzero_si256();
+      __m256i isum[static_cast<size_t>(T)][2];
+      for (int t = 0; t < T; ++t) isum[t][0] = isum[t][1] = _mm256_setzero_si256();
       for (int k = 0; k < 4; ++k) {
         const __m256i g = kq_load(rec + 32 * (4 * j + k));
         for (int h = 0; h < 2; ++h) {
           const __m256i v = half(table, g, h);
-          const __m256i x = _mm256_sign_epi8(kq_bcast4(qx + 16 * h + 4 * k), v);
-          isum = _mm256_add_epi32(
-              isum, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(v), x), ones));
+          for (int t = 0; t < T; ++t)
+            isum[t][h] = rp_dot4(isum[t][h], v, qx + t * a.n + 16 * h + 4 * k);
         }
       }
-      tot = _mm256_add_epi32(tot, _mm256_mullo_epi32(isum, scale(rec, j)));
+      const __m256i sc = scale(rec, j);
+      for (int t = 0; t < T; ++t) {
+        const __m256i exact = _mm256_sub_epi32(_mm256_add_epi32(isum[t][0], isum[t][1]),
+                                               _mm256_set1_epi32(128 * a.qsum[t * nb + b]));
+        tot[t] = _mm256_add_epi32(tot[t], _mm256_mullo_epi32(exact, sc));
+      }
     }
-    finish(rec, a, sb, tot, acc);
+    finish<T>(rec, a, sb, tot, acc);
+  }
+
+  // AVX2 decode of T tokens: |level| x the activation given the level's sign (maddubs pairs
+  // <= 2 * 127 * 127, no saturation), as KQIq4Xs::superblock.
+  template <int T>
+  LLMCTL_AVX2 static void decode_avx2(const uint8_t* rec, const TileArgs& a, int64_t sb,
+                                      __m256* acc) {
+    const __m256i table = levels(), ones = _mm256_set1_epi16(1);
+    __m256i tot[static_cast<size_t>(T)];
+    for (int t = 0; t < T; ++t) tot[t] = _mm256_setzero_si256();
+    for (int j = 0; j < 8; ++j) {
+      const int8_t* qx = a.qs + 32 * (8 * sb + j);
+      __m256i isum[static_cast<size_t>(T)];
+      for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
+      for (int k = 0; k < 4; ++k) {
+        const __m256i g = kq_load(rec + 32 * (4 * j + k));
+        for (int h = 0; h < 2; ++h) {
+          const __m256i v = half(table, g, h), mag = _mm256_abs_epi8(v);
+          for (int t = 0; t < T; ++t) {
+            const __m256i x = _mm256_sign_epi8(kq_bcast4(qx + t * a.n + 16 * h + 4 * k), v);
+            isum[t] =
+                _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(mag, x), ones));
+          }
+        }
+      }
+      const __m256i sc = scale(rec, j);
+      for (int t = 0; t < T; ++t)
+        tot[t] = _mm256_add_epi32(tot[t], _mm256_mullo_epi32(isum[t], sc));
+    }
+    finish<T>(rec, a, sb, tot, acc);
   }
 };
 LLMCTL_AVX512_END

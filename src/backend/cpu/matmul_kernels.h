@@ -80,6 +80,23 @@ struct TileArgs {
   const uint8_t* panel;
 };
 
+// The same tile from its token k on: every per-token array that is set (and out) k tokens
+// further. For a tile that runs its tokens in smaller groups.
+inline TileArgs tile_args_from_token(const TileArgs& a, int64_t k) {
+  const int64_t nb = a.n / 32;
+  TileArgs r = a;
+  if (a.x != nullptr) r.x = a.x + k * a.n;
+  if (a.xh != nullptr) r.xh = a.xh + k * a.n;
+  if (a.qs != nullptr) r.qs = a.qs + k * a.n;
+  if (a.qd != nullptr) r.qd = a.qd + k * nb;
+  if (a.qsum != nullptr) r.qsum = a.qsum + k * nb;
+  if (a.qhalf != nullptr) r.qhalf = a.qhalf + k * nb;
+  if (a.qoff != nullptr) r.qoff = a.qoff + k * nb;
+  if (a.qsumd != nullptr) r.qsumd = a.qsumd + k * nb;
+  r.out = a.out + k * a.out_stride;
+  return r;
+}
+
 using TileFn = void (*)(const TileArgs& a, int n_rows, int n_tokens);
 // Rearranges the tile's n_rows rows (a.w) once into panel (panel_bytes_per_block x n / 32 bytes)
 // for the token tiles that follow; the tile then reads a.panel instead of a.w, with the same

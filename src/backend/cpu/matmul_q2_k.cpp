@@ -142,50 +142,64 @@ struct RQ2_K {
         for (int s = 0; s < 8; ++s) kq_store(p + 256 * (4 * h + k) + 32 * s, weight(rec, h, k, s));
   }
 
-  // acc (token 0) from the super-block's sums: KQ16Panel::finish's float steps.
-  LLMCTL_AVX2 static void finish(const uint8_t* rec, const TileArgs& a, int64_t sb, __m256i tot,
-                                 __m256i ms, __m256& acc) {
-    const __m256 dx = _mm256_set1_ps(a.qd[8 * sb]);
-    acc =
-        _mm256_fmadd_ps(_mm256_cvtepi32_ps(tot), _mm256_mul_ps(rp_fp16_lanes(rec + kDAt), dx), acc);
-    acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(ms), _mm256_mul_ps(rp_fp16_lanes(rec + kDminAt), dx),
-                           acc);
+  // acc[t] from token t's super-block sums: KQ16Panel::finish's float steps.
+  template <int T>
+  LLMCTL_AVX2 static void finish(const uint8_t* rec, const TileArgs& a, int64_t sb,
+                                 const __m256i* tot, const __m256i* ms, __m256* acc) {
+    const __m256 d = rp_fp16_lanes(rec + kDAt), dmin = rp_fp16_lanes(rec + kDminAt);
+    for (int t = 0; t < T; ++t) {
+      const __m256 dx = _mm256_set1_ps(a.qd[t * (a.n / 32) + 8 * sb]);
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(tot[t]), _mm256_mul_ps(d, dx), acc[t]);
+      acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(ms[t]), _mm256_mul_ps(dmin, dx), acc[t]);
+    }
   }
 
-  // AVX-512 VL VNNI decode, block by block: exact int32 vpdpbusd sums per half block. Block
-  // 4 h + k multiplies its weights where they sit, q << 2 k (one mask, no shift; at most 192,
-  // unsigned), so each half's sum is a multiple of 4^k; shifted back, it fits int16 (|sum| <=
-  // 16 * 3 * 128), and the two halves as one int16 pair meet the scale pair in one vpdpwssd:
-  // sc_a * sum_a + sc_b * sum_b, the same integer as two vpmulld and adds. The mins likewise
-  // against the halves' activation sums (TileArgs::qhalf, the int16 pair (xa, xb)).
-  LLMCTL_AVX512 static void decode(const uint8_t* rec, const TileArgs& a, int64_t sb, __m256& acc) {
-    __m256i tot = _mm256_setzero_si256(), ms = tot;
+  // AVX-512 VL VNNI decode of T tokens (token t's activations t * n further), block by block:
+  // exact int32 vpdpbusd sums per half block. Block 4 h + k multiplies its weights where they
+  // sit, q << 2 k (one mask, no shift; at most 192, unsigned), so each half's sum is a multiple
+  // of 4^k; shifted back, it fits int16 (|sum| <= 16 * 3 * 128), and the two halves as one
+  // int16 pair meet the scale pair in one vpdpwssd: sc_a * sum_a + sc_b * sum_b, the same
+  // integer as two vpmulld and adds. The mins likewise against the halves' activation sums
+  // (TileArgs::qhalf, the int16 pair (xa, xb)).
+  template <int T>
+  LLMCTL_AVX512 static void decode(const uint8_t* rec, const TileArgs& a, int64_t sb, __m256* acc) {
+    const int64_t nb = a.n / 32;
+    __m256i tot[static_cast<size_t>(T)], ms[static_cast<size_t>(T)];
+    for (int t = 0; t < T; ++t) tot[t] = ms[t] = _mm256_setzero_si256();
     for (int h = 0; h < 2; ++h)
       for (int k = 0; k < 4; ++k) {
         const int j = 4 * h + k;
         const int64_t b = 8 * sb + j;
         const int8_t* qx = a.qs + 32 * b;
         const __m256i bits = _mm256_set1_epi8(static_cast<char>(3 << (2 * k)));
-        __m256i part[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
-        for (int s = 0; s < 8; ++s)
-          part[s / 4] = rp_dot4(
-              part[s / 4], _mm256_and_si256(kq_load(rec + 32 * (8 * h + s)), bits), qx + 4 * s);
-        // (sum_a, sum_b) as int16: sum_b's low 2 k bits are zero, so << (16 - 2 k) leaves
-        // exactly sum_b / 4^k in the high half
-        const __m256i sums = _mm256_blend_epi16(_mm256_srai_epi32(part[0], 2 * k),
-                                                _mm256_slli_epi32(part[1], 16 - 2 * k), 0xaa);
-        const __m256i bytes = scale_bytes(rec, j);
-        tot = _mm256_dpwssd_epi32(tot, sums, scale_pair(bytes));
-        ms = _mm256_dpwssd_epi32(ms, _mm256_set1_epi32(a.qhalf[b]), min_pair(bytes));
+        __m256i part[static_cast<size_t>(T)][2];
+        for (int t = 0; t < T; ++t) part[t][0] = part[t][1] = _mm256_setzero_si256();
+        for (int s = 0; s < 8; ++s) {
+          const __m256i w = _mm256_and_si256(kq_load(rec + 32 * (8 * h + s)), bits);
+          for (int t = 0; t < T; ++t)
+            part[t][s / 4] = rp_dot4(part[t][s / 4], w, qx + t * a.n + 4 * s);
+        }
+        const __m256i bytes = scale_bytes(rec, j), sc = scale_pair(bytes), mn = min_pair(bytes);
+        for (int t = 0; t < T; ++t) {
+          // (sum_a, sum_b) as int16: sum_b's low 2 k bits are zero, so << (16 - 2 k) leaves
+          // exactly sum_b / 4^k in the high half
+          const __m256i sums = _mm256_blend_epi16(_mm256_srai_epi32(part[t][0], 2 * k),
+                                                  _mm256_slli_epi32(part[t][1], 16 - 2 * k), 0xaa);
+          tot[t] = _mm256_dpwssd_epi32(tot[t], sums, sc);
+          ms[t] = _mm256_dpwssd_epi32(ms[t], _mm256_set1_epi32(a.qhalf[t * nb + b]), mn);
+        }
       }
-    finish(rec, a, sb, tot, ms, acc);
+    finish<T>(rec, a, sb, tot, ms, acc);
   }
 
-  // AVX2 decode: KQ16Panel::dot's maddubs steps (4 in int16) and madds with the scale pairs
-  // (sc_a, sc_a) and (sc_b, sc_b).
+  // AVX2 decode of T tokens: KQ16Panel::dot's maddubs steps (4 in int16) and madds with the
+  // scale pairs (sc_a, sc_a) and (sc_b, sc_b).
+  template <int T>
   LLMCTL_AVX2 static void decode_avx2(const uint8_t* rec, const TileArgs& a, int64_t sb,
-                                      __m256& acc) {
-    __m256i tot = _mm256_setzero_si256(), ms = tot;
+                                      __m256* acc) {
+    const int64_t nb = a.n / 32;
+    __m256i tot[static_cast<size_t>(T)], ms[static_cast<size_t>(T)];
+    for (int t = 0; t < T; ++t) tot[t] = ms[t] = _mm256_setzero_si256();
     for (int h = 0; h < 2; ++h)
       for (int k = 0; k < 4; ++k) {
         const int j = 4 * h + k;
@@ -193,13 +207,15 @@ struct RQ2_K {
         __m256i w[8];
         for (int s = 0; s < 8; ++s) w[s] = weight(rec, h, k, s);
         const __m256i bytes = scale_bytes(rec, j), sc = scale_pair(bytes);  // <= 15
-        tot = _mm256_add_epi32(
-            tot, KQ::dot(w, a.qs + 32 * b, _mm256_blend_epi16(sc, _mm256_slli_epi32(sc, 16), 0xaa),
-                         _mm256_blend_epi16(_mm256_srli_epi32(sc, 16), sc, 0xaa)));
-        ms =
-            _mm256_add_epi32(ms, _mm256_madd_epi16(_mm256_set1_epi32(a.qhalf[b]), min_pair(bytes)));
+        const __m256i pa = _mm256_blend_epi16(sc, _mm256_slli_epi32(sc, 16), 0xaa);
+        const __m256i pb = _mm256_blend_epi16(_mm256_srli_epi32(sc, 16), sc, 0xaa);
+        for (int t = 0; t < T; ++t) {
+          tot[t] = _mm256_add_epi32(tot[t], KQ::dot(w, a.qs + t * a.n + 32 * b, pa, pb));
+          ms[t] = _mm256_add_epi32(
+              ms[t], _mm256_madd_epi16(_mm256_set1_epi32(a.qhalf[t * nb + b]), min_pair(bytes)));
+        }
       }
-    finish(rec, a, sb, tot, ms, acc);
+    finish<T>(rec, a, sb, tot, ms, acc);
   }
 };
 LLMCTL_AVX512_END

@@ -89,22 +89,26 @@ struct RepackedK16 {
     _mm256_storeu_ps(reinterpret_cast<float*>(p + KQ::kDOffset), rp_fp16_lanes(rec + R::kDAt));
   }
 
-  // AVX-512 VNNI decode: exact int32 vpdpbusd sums per half block. Paired scales: the halves'
+  // AVX-512 VNNI decode of T tokens (token t's activations t * n further): exact int32
+  // vpdpbusd sums per half block, the weights unpacked once a step. Paired scales: the halves'
   // sums, as one int16 pair, meet the scale pair in one vpdpwssd, and the offset terms (the
   // halves' activation sums, TileArgs::qhalf, against the same pair) add up in another and come
   // off once at the end: the same integer. Else each half's sum, less off x its activation sum,
   // times its scale (vpmulld).
-  LLMCTL_AVX512 static void decode(const uint8_t* rec, const TileArgs& a, int64_t sb, __m256& acc) {
+  template <int T>
+  LLMCTL_AVX512 static void decode(const uint8_t* rec, const TileArgs& a, int64_t sb, __m256* acc) {
+    const int64_t nb = a.n / 32;
     // d at the super-block's start: its line is at the record's end, and read there the tile
     // waited on it (the AVX2 Q6_K decode ran 4 to 8 % slower on one thread)
     const __m256 d = rp_fp16_lanes(rec + R::kDAt);
-    // by sub-block: the halves' sums from the activations here, not TileArgs::qhalf (the same
-    // values: read from there, the Q6_K decode ran 0.81x to 0.89x, one thread)
+    // by sub-block, one token: the halves' sums from the activations here, not TileArgs::qhalf
+    // (the same values: read from there, the Q6_K decode ran 0.81x to 0.89x, one thread)
     alignas(32) int32_t xh[8];
-    if constexpr (!R::kPairedScales) R::KQ::half_sums(a.qs + kKQuantSuperBlock * sb, xh);
-    __m256i tot = _mm256_setzero_si256(), off = tot;
-    // block by block, 2 accumulators live (stepping s across 4 blocks held 8: Q3_K decoded
-    // 1.2x slower, one thread); unrolled, so that decode_weight's shifts are immediates
+    if constexpr (!R::kPairedScales && T == 1) R::KQ::half_sums(a.qs + kKQuantSuperBlock * sb, xh);
+    __m256i tot[static_cast<size_t>(T)], off[static_cast<size_t>(T)];
+    for (int t = 0; t < T; ++t) tot[t] = off[t] = _mm256_setzero_si256();
+      // block by block, 2 accumulators a token live (stepping s across 4 blocks held 8: Q3_K
+      // decoded 1.2x slower, one thread); unrolled, so that decode_weight's shifts are immediates
 #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h)
 #pragma GCC unroll 4
@@ -112,54 +116,67 @@ struct RepackedK16 {
         const int j = 4 * h + k;
         const int64_t b = 8 * sb + j;
         const int8_t* qx = a.qs + 32 * b;
-        __m256i part[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
-        for (int s = 0; s < 8; ++s)
-          part[s / 4] = rp_dot4(part[s / 4], R::decode_weight(rec, h, k, s), qx + 4 * s);
+        __m256i part[static_cast<size_t>(T)][2];
+        for (int t = 0; t < T; ++t) part[t][0] = part[t][1] = _mm256_setzero_si256();
+        for (int s = 0; s < 8; ++s) {
+          const __m256i w = R::decode_weight(rec, h, k, s);
+          for (int t = 0; t < T; ++t)
+            part[t][s / 4] = rp_dot4(part[t][s / 4], w, qx + t * a.n + 4 * s);
+        }
         const int shift = R::decode_shift(k);
         if constexpr (R::kPairedScales) {
           static_assert(R::KQ::kHalfSumsInt16, "a half block's sum fits int16");
           // (sum_a, sum_b) as int16: sum_b is a multiple of 2^shift, so << (16 - shift) leaves
           // exactly sum_b / 2^shift in the high half
           const __m256i pair = scale_pair(rec, j);
-          const __m256i sums =
-              _mm256_blend_epi16(shift != 0 ? _mm256_srai_epi32(part[0], shift) : part[0],
-                                 _mm256_slli_epi32(part[1], 16 - shift), 0xaa);
-          tot = _mm256_dpwssd_epi32(tot, sums, pair);
-          off = _mm256_dpwssd_epi32(off, _mm256_set1_epi32(a.qhalf[b]), pair);
+          for (int t = 0; t < T; ++t) {
+            const __m256i sums =
+                _mm256_blend_epi16(shift != 0 ? _mm256_srai_epi32(part[t][0], shift) : part[t][0],
+                                   _mm256_slli_epi32(part[t][1], 16 - shift), 0xaa);
+            tot[t] = _mm256_dpwssd_epi32(tot[t], sums, pair);
+            off[t] = _mm256_dpwssd_epi32(off[t], _mm256_set1_epi32(a.qhalf[t * nb + b]), pair);
+          }
         } else {
-          if (shift != 0)
-            for (__m256i& p : part) p = _mm256_srai_epi32(p, shift);
           __m256i sa, sc_b;
           scales(rec, j, sa, sc_b);
-          const int32_t xa = static_cast<int16_t>(xh[j] & 0xffff), xb = xh[j] >> 16;
-          tot = _mm256_add_epi32(
-              tot, _mm256_add_epi32(
-                       _mm256_mullo_epi32(
-                           sa, _mm256_sub_epi32(part[0], _mm256_set1_epi32(R::kOffset * xa))),
-                       _mm256_mullo_epi32(
-                           sc_b, _mm256_sub_epi32(part[1], _mm256_set1_epi32(R::kOffset * xb)))));
+          for (int t = 0; t < T; ++t) {
+            if (shift != 0)
+              for (__m256i& p : part[t]) p = _mm256_srai_epi32(p, shift);
+            const int32_t pair = T == 1 ? xh[j] : a.qhalf[t * nb + b];
+            const int32_t xa = static_cast<int16_t>(pair & 0xffff), xb = pair >> 16;
+            tot[t] = _mm256_add_epi32(
+                tot[t],
+                _mm256_add_epi32(
+                    _mm256_mullo_epi32(
+                        sa, _mm256_sub_epi32(part[t][0], _mm256_set1_epi32(R::kOffset * xa))),
+                    _mm256_mullo_epi32(
+                        sc_b, _mm256_sub_epi32(part[t][1], _mm256_set1_epi32(R::kOffset * xb)))));
+          }
         }
       }
-    if constexpr (R::kPairedScales)
-      tot = _mm256_sub_epi32(tot, _mm256_slli_epi32(off, offset_shift()));
-    finish(d, a, sb, tot, acc);
+    for (int t = 0; t < T; ++t) {
+      if constexpr (R::kPairedScales)
+        tot[t] = _mm256_sub_epi32(tot[t], _mm256_slli_epi32(off[t], offset_shift()));
+      acc[t] = finish(d, a.qd[t * nb + 8 * sb], tot[t], acc[t]);
+    }
   }
 
-  LLMCTL_AVX2 static void finish(__m256 d, const TileArgs& a, int64_t sb, __m256i tot,
-                                 __m256& acc) {
-    const __m256 dx = _mm256_set1_ps(a.qd[8 * sb]);
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(tot), _mm256_mul_ps(d, dx), acc);
+  LLMCTL_AVX2 static __m256 finish(__m256 d, float dx, __m256i tot, __m256 acc) {
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(tot), _mm256_mul_ps(d, _mm256_set1_ps(dx)), acc);
   }
 
-  // AVX2 decode, block by block: two maddubs steps in int16 (|u x| sums stay within int16 for
-  // u <= 63), a madd with the sub-block's scale pair (sc, sc), and the offset as the in-place
-  // tile's o term: isum = sum_a sc_a u x + sum_b sc_b u x - (xa off sc_a + xb off sc_b).
+  // AVX2 decode of T tokens, block by block: two maddubs steps in int16 (|u x| sums stay within
+  // int16 for u <= 63), a madd with the sub-block's scale pair (sc, sc), and the offset as the
+  // in-place tile's o term: isum = sum_a sc_a u x + sum_b sc_b u x - (xa off sc_a + xb off sc_b).
+  template <int T>
   LLMCTL_AVX2 static void decode_avx2(const uint8_t* rec, const TileArgs& a, int64_t sb,
-                                      __m256& acc) {
+                                      __m256* acc) {
+    const int64_t nb = a.n / 32;
     const __m256 d = rp_fp16_lanes(rec + R::kDAt);
-    __m256i tot = _mm256_setzero_si256();
-    // unrolled: the weights' shifts become immediates (one thread: Q3_K 13.5 -> 16.2 GB/s,
-    // Q6_K 19.3 -> 23.7)
+    __m256i tot[static_cast<size_t>(T)];
+    for (int t = 0; t < T; ++t) tot[t] = _mm256_setzero_si256();
+      // unrolled: the weights' shifts become immediates (one thread: Q3_K 13.5 -> 16.2 GB/s,
+      // Q6_K 19.3 -> 23.7)
 #pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) {
       const int h = j / 4, k = j % 4;
@@ -181,16 +198,23 @@ struct RepackedK16 {
         o = _mm256_blend_epi16(_mm256_slli_epi32(sa, offset_shift()),
                                _mm256_slli_epi32(sc_b, 16 + offset_shift()), 0xaa);
       }
-      __m256i isum = _mm256_setzero_si256();
+      __m256i isum[static_cast<size_t>(T)];
+      for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
       for (int g = 0; g < 8; g += 2) {
-        const __m256i p = _mm256_add_epi16(rp_maddubs4(R::weight(rec, h, k, g), qx + 4 * g),
-                                           rp_maddubs4(R::weight(rec, h, k, g + 1), qx + 4 * g + 4));
-        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, g < 4 ? pa : pb));
+        const __m256i w0 = R::weight(rec, h, k, g), w1 = R::weight(rec, h, k, g + 1);
+        for (int t = 0; t < T; ++t) {
+          const int8_t* xt = qx + t * a.n + 4 * g;
+          const __m256i p = _mm256_add_epi16(rp_maddubs4(w0, xt), rp_maddubs4(w1, xt + 4));
+          isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(p, g < 4 ? pa : pb));
+        }
       }
-      isum = _mm256_sub_epi32(isum, _mm256_madd_epi16(_mm256_set1_epi32(a.qhalf[b]), o));
-      tot = _mm256_add_epi32(tot, isum);
+      for (int t = 0; t < T; ++t) {
+        isum[t] =
+            _mm256_sub_epi32(isum[t], _mm256_madd_epi16(_mm256_set1_epi32(a.qhalf[t * nb + b]), o));
+        tot[t] = _mm256_add_epi32(tot[t], isum[t]);
+      }
     }
-    finish(d, a, sb, tot, acc);
+    for (int t = 0; t < T; ++t) acc[t] = finish(d, a.qd[t * nb + 8 * sb], tot[t], acc[t]);
   }
 };
 

@@ -104,62 +104,91 @@ struct RQ45_K {
     for (int q = 0; q < 4; ++q) kq_store(p + kQ45kMinOffset + 32 * q, mp[q]);
   }
 
-  // acc (token 0) from the super-block's scaled sum tot (q45_k_finish).
-  LLMCTL_AVX2 static void finish(const uint8_t* rec, const TileArgs& a, int64_t sb, __m256i tot,
-                                 __m256& acc) {
+  // acc[t] from token t's super-block sum tot[t] (q45_k_finish).
+  template <int T>
+  LLMCTL_AVX2 static void finish(const uint8_t* rec, const TileArgs& a, int64_t sb,
+                                 const __m256i* tot, __m256* acc) {
     __m256i mp[4];
     min_pairs(rec, mp);
-    const int64_t b = 8 * sb;
-    acc = q45_k_finish(tot, rp_fp16_lanes(rec + kScales), rp_fp16_lanes(rec + kScales + 16), mp,
-                       a.qsum + b, a.qd[b], acc);
-  }
-
-  // AVX-512 VL VNNI decode: exact int32 sums, one vpdpbusd a step.
-  LLMCTL_AVX512 static void decode(const uint8_t* rec, const TileArgs& a, int64_t sb, __m256& acc) {
-    __m256i tot = _mm256_setzero_si256();
-    for (int c = 0; c < 4; ++c) {
-      const int64_t b0 = 8 * sb + 2 * c;  // blocks b0 (low nibbles) and b0 + 1 (high)
-      const int8_t* x0 = a.qs + 32 * b0;
-      __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
-      for (int s = 0; s < 8; ++s) {
-        __m256i w[2];
-        weights(rec, c, s, w);
-        isum[0] = rp_dot4(isum[0], w[0], x0 + 4 * s);
-        isum[1] = rp_dot4(isum[1], w[1], x0 + 32 + 4 * s);
-      }
-      for (int h = 0; h < 2; ++h)
-        tot = _mm256_add_epi32(tot, _mm256_mullo_epi32(isum[h], sub_scale(rec, 2 * c + h)));
+    const __m256 d = rp_fp16_lanes(rec + kScales), dmin = rp_fp16_lanes(rec + kScales + 16);
+    for (int t = 0; t < T; ++t) {
+      const int64_t b = t * (a.n / 32) + 8 * sb;
+      acc[t] = q45_k_finish(tot[t], d, dmin, mp, a.qsum + b, a.qd[b], acc[t]);
     }
-    finish(rec, a, sb, tot, acc);
   }
 
-  // AVX2 decode: KQ::kGroup maddubs steps in int16 (they fit: matmul_q45_k.h), then a madd
-  // with the sub-block's scale pair (sc, sc).
+  // AVX-512 VL VNNI decode of T tokens (token t's activations t * n further): exact int32
+  // sums, one vpdpbusd a step and token, the weights unpacked once a step. One token runs the
+  // 4 pairs of blocks as a loop (unrolled, its Q4_K decode ran 7 % slower, one thread); more
+  // tokens unrolled, so that Q5_K's fifth-bit shifts are immediates (rolled, its 12-token
+  // batches ran at 60 % of Q4_K's).
+  template <int T>
+  LLMCTL_AVX512 static void decode(const uint8_t* rec, const TileArgs& a, int64_t sb, __m256* acc) {
+    __m256i tot[static_cast<size_t>(T)];
+    for (int t = 0; t < T; ++t) tot[t] = _mm256_setzero_si256();
+    if constexpr (T == 1) {
+      for (int c = 0; c < 4; ++c) block_pair<T>(rec, a, sb, c, tot);
+    } else {
+      block_pair<T>(rec, a, sb, 0, tot);
+      block_pair<T>(rec, a, sb, 1, tot);
+      block_pair<T>(rec, a, sb, 2, tot);
+      block_pair<T>(rec, a, sb, 3, tot);
+    }
+    finish<T>(rec, a, sb, tot, acc);
+  }
+  // Blocks 2 c (low nibbles) and 2 c + 1 (high) of T tokens, scaled, into tot.
+  template <int T>
+  LLMCTL_AVX512 static inline __attribute__((always_inline)) void block_pair(const uint8_t* rec,
+                                                                             const TileArgs& a,
+                                                                             int64_t sb, int c,
+                                                                             __m256i* tot) {
+    const int8_t* x0 = a.qs + 32 * (8 * sb + 2 * c);
+    __m256i isum[static_cast<size_t>(T)][2];
+    for (int t = 0; t < T; ++t) isum[t][0] = isum[t][1] = _mm256_setzero_si256();
+    for (int s = 0; s < 8; ++s) {
+      __m256i w[2];
+      weights(rec, c, s, w);
+      for (int t = 0; t < T; ++t)
+        for (int h = 0; h < 2; ++h)
+          isum[t][h] = rp_dot4(isum[t][h], w[h], x0 + t * a.n + 32 * h + 4 * s);
+    }
+    for (int h = 0; h < 2; ++h) {
+      const __m256i sc = sub_scale(rec, 2 * c + h);
+      for (int t = 0; t < T; ++t)
+        tot[t] = _mm256_add_epi32(tot[t], _mm256_mullo_epi32(isum[t][h], sc));
+    }
+  }
+
+  // AVX2 decode of T tokens: KQ::kGroup maddubs steps in int16 (they fit: matmul_q45_k.h), then
+  // a madd with the sub-block's scale pair (sc, sc).
+  template <int T>
   LLMCTL_AVX2 static void decode_avx2(const uint8_t* rec, const TileArgs& a, int64_t sb,
-                                      __m256& acc) {
+                                      __m256* acc) {
     constexpr int kGroup = KQ::kGroup;
-    __m256i tot = _mm256_setzero_si256();
-    // unrolled: Q5_K's fifth-bit shifts become immediates (one thread: Q5_K 16.8 -> 24.5 GB/s,
-    // Q4_K 25.5 -> 27). Unrolling the AVX-512 decode above cost Q4_K 7 %.
+    __m256i tot[static_cast<size_t>(T)];
+    for (int t = 0; t < T; ++t) tot[t] = _mm256_setzero_si256();
+      // unrolled: Q5_K's fifth-bit shifts become immediates (one thread: Q5_K 16.8 -> 24.5 GB/s,
+      // Q4_K 25.5 -> 27). Unrolling the AVX-512 decode above cost Q4_K 7 %.
 #pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) {
       const int64_t b0 = 8 * sb + 2 * c;
       const int8_t* x0 = a.qs + 32 * b0;
       const __m256i sc16[2] = {q45_k_sc_pair(sub_scale(rec, 2 * c)),
                                q45_k_sc_pair(sub_scale(rec, 2 * c + 1))};
-      __m256i p[2];
+      __m256i p[static_cast<size_t>(T)][2];
       for (int s = 0; s < 8; ++s) {
         __m256i w[2];
         weights(rec, c, s, w);
-        for (int h = 0; h < 2; ++h) {
-          const __m256i m = rp_maddubs4(w[h], x0 + 32 * h + 4 * s);
-          p[h] = s % kGroup == 0 ? m : _mm256_add_epi16(p[h], m);
-          if (s % kGroup == kGroup - 1)  // the int16 partial sums times sc, widened
-            tot = _mm256_add_epi32(tot, _mm256_madd_epi16(p[h], sc16[h]));
-        }
+        for (int t = 0; t < T; ++t)
+          for (int h = 0; h < 2; ++h) {
+            const __m256i m = rp_maddubs4(w[h], x0 + t * a.n + 32 * h + 4 * s);
+            p[t][h] = s % kGroup == 0 ? m : _mm256_add_epi16(p[t][h], m);
+            if (s % kGroup == kGroup - 1)  // the int16 partial sums times sc, widened
+              tot[t] = _mm256_add_epi32(tot[t], _mm256_madd_epi16(p[t][h], sc16[h]));
+          }
       }
     }
-    finish(rec, a, sb, tot, acc);
+    finish<T>(rec, a, sb, tot, acc);
   }
 };
 LLMCTL_AVX512_END

@@ -4,10 +4,12 @@
 // matmul_fast_has_avx512(). Same arithmetic contract as the in-place kernels
 // (matmul_kquant_tile.h), so the same bits as the scalar kernel.
 //
-//   decode (one token)  8 rows: each record is read with plain 32-byte loads, nibbles and high
+//   decode, and batches of fewer than 12 tokens (MatmulKernel::pack_min_tokens)
+//                       8 rows: each record is read with plain 32-byte loads, nibbles and high
 //                       bits split with shifts and masks, 256-bit vpdpbusd steps (AVX-512 VL
-//                       VNNI: exact int32 sums, no int16 partial sums), the scales widened from
-//                       bytes; no gathering or transposing of rows (RK::decode).
+//                       VNNI: exact int32 sums, no int16 partial sums) for up to 4 tokens at
+//                       once, the scales widened from bytes; no gathering or transposing of
+//                       rows (RK::decode<T>).
 //   prefill             16 rows (matmul_paired_tile_avx512.h's tile and record): the two 8-row
 //                       groups' records unpacked (RK::unpack: the in-place kernel's 8-row panel
 //                       record, the same bytes KQ::pack writes from the GGUF rows) and
@@ -22,12 +24,14 @@
 //   kRecordBytes               one 8-row record
 //   unpack(rec, panel)         the 8-row panel record of KQ from a repacked record (AVX2: the
 //                              AVX2 tiles of matmul_repacked_tile_avx2.h prefill with it too)
-//   decode(rec, a, sb, acc)    acc (8 rows, token 0) over super-block sb, from its record
+//   decode<T>(rec, a, sb, acc) acc[0..T) (8 rows, tokens 0..T-1) over super-block sb, from its
+//                              record
 //   optionally kPackWide, kPanelWeightBytes, unpack_scales(rec, panel) and weights512(rec0,
 //   rec1, h, s, w[4]): pack16 then writes the weights (the panel's first kPanelWeightBytes) of
 //   both groups at once, 64 bytes a vector, and unpacks only the rest per 8-row record (Q4_K,
 //   Q5_K, Q6_K; at 64 tokens Q6_K 1.08x, Q5_K 1.06x, Q4_K 1.00x, one thread)
 
+#include <algorithm>
 #include <type_traits>
 
 #include "backend/cpu/matmul_paired_tile_avx512.h"
@@ -53,25 +57,38 @@ template <class RK>
 struct RepackedTile {
   using KQ = typename RK::KQ;
 
-  // Decode: the tile's group, record after record (T > 1 without a panel does not occur in
-  // run_rows; it unpacks each record for KQ's AVX2 superblock, the same bits).
+  // Decode, and the prefill of fewer tokens than MatmulKernel::pack_min_tokens: each record's
+  // weights unpacked in registers once for up to kSmallTokens tokens (RK::decode<T>), with no
+  // panel. A tile of more tokens takes them kSmallTokens at a time, and one of more than 8 rows
+  // is two groups (the prefill tile's 16 rows).
+  static constexpr int kSmallTokens = 4;
   template <int T>
   LLMCTL_AVX512 static void decode(const TileArgs& a, int n_rows) {
+    static_assert(T <= 2 * kSmallTokens, "two token groups at most");
+    for (int g = 0; 8 * g < n_rows; ++g) {
+      TileArgs ga = a;
+      ga.w = a.w + 8 * static_cast<size_t>(g) * a.w_stride;
+      ga.out = a.out + 8 * g;
+      const int rows = std::min(8, n_rows - 8 * g);
+      if constexpr (T <= kSmallTokens) {
+        decode_group<T>(ga, rows);
+      } else {
+        decode_group<kSmallTokens>(ga, rows);
+        decode_group<T - kSmallTokens>(tile_args_from_token(ga, kSmallTokens), rows);
+      }
+    }
+  }
+  template <int T>
+  LLMCTL_AVX512 static void decode_group(const TileArgs& a, int n_rows) {
     const int64_t nsb = a.n / kKQuantSuperBlock;
     __m256 acc[static_cast<size_t>(T)];
     for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
     for (int64_t s = 0; s < nsb; ++s) {
       const uint8_t* rec = a.w + static_cast<size_t>(s) * RK::kRecordBytes;
-      if constexpr (T == 1) {
-        // the stream kKQuantPrefetchBytes ahead (the next group's first records at a row's end)
-        const char* ahead = reinterpret_cast<const char*>(rec + kKQuantPrefetchBytes);
-        for (size_t o = 0; o < RK::kRecordBytes; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T1);
-        RK::decode(rec, a, s, acc[0]);
-      } else {
-        alignas(32) uint8_t panel[KQ::kPanelBytes];
-        RK::unpack(rec, panel);
-        KQ::template superblock<T>(panel, a, s, acc);
-      }
+      // the stream kKQuantPrefetchBytes ahead (the next group's first records at a row's end)
+      const char* ahead = reinterpret_cast<const char*>(rec + kKQuantPrefetchBytes);
+      for (size_t o = 0; o < RK::kRecordBytes; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T1);
+      RK::template decode<T>(rec, a, s, acc);
     }
     for (int t = 0; t < T; ++t) store_lane_tile(a, n_rows, t, acc[t]);
   }
@@ -149,6 +166,9 @@ MatmulKernel make_repacked_kernel_avx512(const char* name) {
   MatmulKernel k =
       paired_tile_kernel<PairedTileAvx512<RepackedUnit<RK>>>(name, &RepackedTile<RK>::pack16);
   set_kquant_activations<typename RK::KQ>(k);
+  // Fewer tokens run from the records (RepackedTile::decode): one thread, 2048x8192, the
+  // 16-row pack cost Q4_K 3.2x and Q6_K 4.6x the time at 2 tokens; at 16 it pays for most types.
+  k.pack_min_tokens = 12;
   k.repacked = true;
   return k;
 #else

@@ -5,8 +5,10 @@
 // arithmetic contract as the in-place kernels (matmul_kquant_tile.h), so the same bits as the
 // scalar kernel.
 //
-//   decode (one token)  8 rows: each record is read with plain 32-byte loads, nibbles and high
-//                       bits split with shifts and masks, maddubs steps added in int16 as the
+//   decode, and batches of fewer than 32 tokens (MatmulKernel::pack_min_tokens)
+//                       8 rows: each record is read with plain 32-byte loads, nibbles and high
+//                       bits split with shifts and masks (once for up to 2 tokens: 16 ymm
+//                       registers), maddubs steps added in int16 as the
 //                       in-place trait does (KQ::kGroup), widened by a madd; no gathering or
 //                       transposing of rows (RK::decode_avx2). This is what the in-place AVX2
 //                       tile spends most of its time on (kq_transpose32 of 8 rows per vector).
@@ -18,7 +20,10 @@
 // a tile (8 rows, r a multiple of 8) starts at its group's first record.
 //
 // A repacked trait RK gives, besides matmul_repacked_tile.h's KQ, kRecordBytes and unpack:
-//   decode_avx2(rec, a, sb, acc)   acc (8 rows, token 0) over super-block sb, from its record
+//   decode_avx2<T>(rec, a, sb, acc)   acc[0..T) (8 rows, tokens 0..T-1) over super-block sb,
+//                                     from its record
+
+#include <algorithm>
 
 #include "backend/cpu/matmul_kquant_tile.h"
 
@@ -65,27 +70,43 @@ struct RepackedTileAvx2 {
                  panel + static_cast<size_t>(s) * KQ::kPanelBytes);
   }
 
+  // Prefill tiles over the panel; decode, and the prefill of fewer tokens than
+  // MatmulKernel::pack_min_tokens, from the records: each record's weights unpacked in
+  // registers once for up to kSmallTokens tokens (RK::decode_avx2<T>; 16 ymm registers).
+  static constexpr int kSmallTokens = 2;
   template <int T>
   LLMCTL_AVX2 static void tile(const TileArgs& a, int n_rows) {
     const int64_t nsb = a.n / kKQuantSuperBlock;
     __m256 acc[static_cast<size_t>(T)];
     for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-    for (int64_t s = 0; s < nsb; ++s) {
-      if (a.panel != nullptr) {
+    if (a.panel != nullptr) {
+      for (int64_t s = 0; s < nsb; ++s)
         KQ::template superblock<T>(a.panel + static_cast<size_t>(s) * KQ::kPanelBytes, a, s, acc);
-        continue;
+      for (int t = 0; t < T; ++t) store_lane_tile(a, n_rows, t, acc[t]);
+      return;
+    }
+    for (int t0 = 0; t0 < T; t0 += kSmallTokens)
+      from_records<std::min(T, kSmallTokens)>(tile_args_from_token(a, t0), n_rows,
+                                              std::min(kSmallTokens, T - t0));
+  }
+
+  // n_tokens (1..T) tokens from the records.
+  template <int T>
+  LLMCTL_AVX2 static void from_records(const TileArgs& a, int n_rows, int n_tokens) {
+    if constexpr (T > 1)
+      if (n_tokens < T) {
+        from_records<T - 1>(a, n_rows, n_tokens);
+        return;
       }
+    const int64_t nsb = a.n / kKQuantSuperBlock;
+    __m256 acc[static_cast<size_t>(T)];
+    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+    for (int64_t s = 0; s < nsb; ++s) {
       const uint8_t* rec = a.w + static_cast<size_t>(s) * RK::kRecordBytes;
-      if constexpr (T == 1) {
-        // the stream kKQuantPrefetchBytes ahead (the next group's first records at a row's end)
-        const char* ahead = reinterpret_cast<const char*>(rec + kKQuantPrefetchBytes);
-        for (size_t o = 0; o < RK::kRecordBytes; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T1);
-        RK::decode_avx2(rec, a, s, acc[0]);
-      } else {  // T > 1 without a panel does not occur in run_rows: the same bits anyway
-        alignas(32) uint8_t record[KQ::kPanelBytes];
-        RK::unpack(rec, record);
-        KQ::template superblock<T>(record, a, s, acc);
-      }
+      // the stream kKQuantPrefetchBytes ahead (the next group's first records at a row's end)
+      const char* ahead = reinterpret_cast<const char*>(rec + kKQuantPrefetchBytes);
+      for (size_t o = 0; o < RK::kRecordBytes; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T1);
+      RK::template decode_avx2<T>(rec, a, s, acc);
     }
     for (int t = 0; t < T; ++t) store_lane_tile(a, n_rows, t, acc[t]);
   }
@@ -109,6 +130,10 @@ MatmulKernel make_repacked_kernel_avx2(const char* name) {
   k.tile = &dispatch_quant_tile<Tile>;
   k.pack = &Tile::pack;
   k.panel_bytes_per_block = Tile::kPanelBlockBytes;
+  // Fewer tokens run from the records (tile without a panel): one thread, 2048x8192, the
+  // records' unpacking into panels cost Q4_K 2.8x and Q6_K 4.6x the time at 2 tokens; from
+  // 32 tokens on it pays for Q4_K, Q3_K and IQ4_XS.
+  k.pack_min_tokens = 32;
   k.repacked = true;
   return k;
 #else
