@@ -7,11 +7,11 @@
 //
 //   decode, and batches of fewer than 32 tokens (MatmulKernel::pack_min_tokens)
 //                       8 rows: each record is read with plain 32-byte loads, nibbles and high
-//                       bits split with shifts and masks (once for up to 2 tokens: 16 ymm
-//                       registers), maddubs steps added in int16 as the
-//                       in-place trait does (KQ::kGroup), widened by a madd; no gathering or
-//                       transposing of rows (RK::decode_avx2). This is what the in-place AVX2
-//                       tile spends most of its time on (kq_transpose32 of 8 rows per vector).
+//                       bits split with shifts and masks (once for up to 4 tokens), maddubs
+//                       steps added in int16 as the in-place trait does (KQ::kGroup), widened
+//                       by a madd; no gathering or transposing of rows (RK::decode_avx2<T>).
+//                       This is what the in-place AVX2 tile spends most of its time on
+//                       (kq_transpose32 of 8 rows per vector).
 //   prefill             8 rows: each record unpacked once per token chunk into the in-place
 //                       kernel's panel record (RK::unpack: the same bytes KQ::pack writes from
 //                       the GGUF rows), then KQ's own superblock<T>.
@@ -72,8 +72,10 @@ struct RepackedTileAvx2 {
 
   // Prefill tiles over the panel; decode, and the prefill of fewer tokens than
   // MatmulKernel::pack_min_tokens, from the records: each record's weights unpacked in
-  // registers once for up to kSmallTokens tokens (RK::decode_avx2<T>; 16 ymm registers).
-  static constexpr int kSmallTokens = 2;
+  // registers once for up to kSmallTokens tokens (RK::decode_avx2<T>). 4 spill some of the 16
+  // ymm registers, and still beat 2 and 3 (one thread, 2048x8192, 3 rounds: at 4 tokens Q4_K
+  // 1.20x, Q6_K 1.24x over 2; at 12 tokens 1.26x and 1.13x).
+  static constexpr int kSmallTokens = 4;
   template <int T>
   LLMCTL_AVX2 static void tile(const TileArgs& a, int n_rows) {
     const int64_t nsb = a.n / kKQuantSuperBlock;
