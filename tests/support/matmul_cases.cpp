@@ -125,9 +125,9 @@ void check_repacked_bits(MatmulIsa isa) {
           const Weight w =
               random ? Weight{type, d, n, random_blocks(type, static_cast<size_t>(d * n), rng)}
                      : make_weight(type, d, n, rng);
-          // 3, 9, 11, 31: the small batches' tiles from the records (MatmulKernel::
-          // pack_min_tokens: AVX-512 12, AVX2 32); 12, 33: through the panel
-          for (int64_t n_tokens : {1, 3, 9, 11, 12, 31, 33}) {
+          // 3, 9, 23, 31: the small batches' tiles from the records (MatmulKernel::
+          // pack_min_tokens: AVX-512 24, AVX2 32); 24, 33: through the panel
+          for (int64_t n_tokens : {1, 3, 9, 23, 24, 31, 33}) {
             const std::vector<float> x = make_x(n_tokens, n, rng);
             const int threads = 1 + static_cast<int>(d % 3);
             INFO(ggml_type_name(type) << " " << matmul_isa_name(isa) << " repacked d=" << d

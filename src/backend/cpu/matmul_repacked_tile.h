@@ -4,7 +4,7 @@
 // matmul_fast_has_avx512(). Same arithmetic contract as the in-place kernels
 // (matmul_kquant_tile.h), so the same bits as the scalar kernel.
 //
-//   decode, and batches of fewer than 12 tokens (MatmulKernel::pack_min_tokens)
+//   decode, and batches of fewer than 24 tokens (MatmulKernel::pack_min_tokens)
 //                       8 rows: each record is read with plain 32-byte loads, nibbles and high
 //                       bits split with shifts and masks, 256-bit vpdpbusd steps (AVX-512 VL
 //                       VNNI: exact int32 sums, no int16 partial sums) for up to 4 tokens at
@@ -167,8 +167,9 @@ MatmulKernel make_repacked_kernel_avx512(const char* name) {
       paired_tile_kernel<PairedTileAvx512<RepackedUnit<RK>>>(name, &RepackedTile<RK>::pack16);
   set_kquant_activations<typename RK::KQ>(k);
   // Fewer tokens run from the records (RepackedTile::decode): one thread, 2048x8192, the
-  // 16-row pack cost Q4_K 3.2x and Q6_K 4.6x the time at 2 tokens; at 16 it pays for most types.
-  k.pack_min_tokens = 12;
+  // 16-row pack cost Q4_K 3.2x and Q6_K 4.6x the time at 2 tokens. End to end (1B Q4_K_M, two
+  // threads) the records won up to 20 tokens (12: 1.5x), tied at 24, lost from 28 on.
+  k.pack_min_tokens = 24;
   k.repacked = true;
   return k;
 #else
