@@ -159,6 +159,74 @@ struct RQ45_K {
     }
   }
 
+  // weights() of both groups' records at once (rec0 in the low 256 bits).
+  LLMCTL_AVX512 static void weights_both(const uint8_t* rec0, const uint8_t* rec1, int c, int s,
+                                         __m512i w[2]) {
+    const __m512i low = _mm512_set1_epi8(0x0f), bit4 = _mm512_set1_epi8(0x10);
+    const __m512i g = rp_both_groups(rec0, rec1, 32 * static_cast<size_t>(8 * c + s));
+    w[0] = _mm512_and_si512(g, low);
+    w[1] = _mm512_and_si512(_mm512_srli_epi16(g, 4), low);
+    if constexpr (kHigh) {
+      const __m512i hb = rp_both_groups(rec0, rec1, kQh + 32 * static_cast<size_t>(s));
+      for (int h = 0; h < 2; ++h) {
+        const int j = 2 * c + h;
+        const __m512i b = j <= 4 ? _mm512_slli_epi16(hb, 4 - j) : _mm512_srli_epi16(hb, j - 4);
+        w[h] = _mm512_ternarylogic_epi32(w[h], b, bit4, 0xf8);
+      }
+    }
+  }
+  static constexpr bool kDecode16 = true;
+  LLMCTL_AVX512 static __m512 fp16_both(const uint8_t* p0, const uint8_t* p1) {
+    return _mm512_insertf32x8(_mm512_castps256_ps512(rp_fp16_lanes(p0)), rp_fp16_lanes(p1), 1);
+  }
+  LLMCTL_AVX512 static __m512i both512(__m256i lo, __m256i hi) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+  }
+  // 16 rows (two groups' records) of T tokens, zmm (RepackedTile's small batches):
+  // q45_k_superblock512's integers and float steps, the weights unpacked in registers instead
+  // of read from a panel.
+  template <int T>
+  LLMCTL_AVX512 static void decode16(const uint8_t* rec0, const uint8_t* rec1, const TileArgs& a,
+                                     int64_t sb, __m512* acc) {
+    const int64_t nb = a.n / 32;
+    __m512i tot[static_cast<size_t>(T)];
+    for (int t = 0; t < T; ++t) tot[t] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+      const int8_t* x0 = a.qs + 32 * (8 * sb + 2 * c);
+      __m512i isum[static_cast<size_t>(T)][2];
+      for (int t = 0; t < T; ++t) isum[t][0] = isum[t][1] = _mm512_setzero_si512();
+      for (int s = 0; s < 8; ++s) {
+        __m512i w[2];
+        weights_both(rec0, rec1, c, s, w);
+        for (int t = 0; t < T; ++t)
+          for (int h = 0; h < 2; ++h)
+            isum[t][h] = dot4_u8s8(isum[t][h], w[h], bcast4_512(x0 + t * a.n + 32 * h + 4 * s));
+      }
+      for (int h = 0; h < 2; ++h) {
+        const __m512i sc = both512(sub_scale(rec0, 2 * c + h), sub_scale(rec1, 2 * c + h));
+        for (int t = 0; t < T; ++t)
+          tot[t] = _mm512_add_epi32(tot[t], _mm512_mullo_epi32(isum[t][h], sc));
+      }
+    }
+    __m256i mp0[4], mp1[4];
+    min_pairs(rec0, mp0);
+    min_pairs(rec1, mp1);
+    __m512i mp[4];
+    for (int q = 0; q < 4; ++q) mp[q] = both512(mp0[q], mp1[q]);
+    const __m512 d = fp16_both(rec0 + kScales, rec1 + kScales);
+    const __m512 dmin = fp16_both(rec0 + kScales + 16, rec1 + kScales + 16);
+    for (int t = 0; t < T; ++t) {
+      const int64_t b = t * nb + 8 * sb;
+      __m512i msum = _mm512_setzero_si512();
+      for (int q = 0; q < 4; ++q)
+        msum = _mm512_dpwssd_epi32(msum, mp[q], _mm512_set1_epi32(kq_sum_pair(a.qsum + b, q)));
+      const __m512 vdx = _mm512_set1_ps(a.qd[b]);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(tot[t]), _mm512_mul_ps(d, vdx), acc[t]);
+      acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmin, vdx), acc[t]);
+    }
+  }
+
   // AVX2 decode of T tokens: KQ::kGroup maddubs steps in int16 (they fit: matmul_q45_k.h), then
   // a madd with the sub-block's scale pair (sc, sc).
   template <int T>
