@@ -75,9 +75,16 @@ struct RepackedTile {
     const uint8_t* group[2] = {a.w, n_rows > 8 ? a.w + 8 * a.w_stride : a.w};
     __m512 acc[static_cast<size_t>(T)];
     for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
-    for (int64_t s = 0; s < a.n / kKQuantSuperBlock; ++s)
-      RK::template decode16<T>(group[0] + static_cast<size_t>(s) * RK::kRecordBytes,
-                               group[1] + static_cast<size_t>(s) * RK::kRecordBytes, a, s, acc);
+    for (int64_t s = 0; s < a.n / kKQuantSuperBlock; ++s) {
+      const uint8_t* rec[2];
+      for (int g = 0; g < 2; ++g) {
+        rec[g] = group[g] + static_cast<size_t>(s) * RK::kRecordBytes;
+        // both streams kKQuantPrefetchBytes ahead, as decode_group's one
+        const char* ahead = reinterpret_cast<const char*>(rec[g] + kKQuantPrefetchBytes);
+        for (size_t o = 0; o < RK::kRecordBytes; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T1);
+      }
+      RK::template decode16<T>(rec[0], rec[1], a, s, acc);
+    }
     const __mmask16 store = static_cast<__mmask16>((1u << n_rows) - 1u);
     for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(a.out + t * a.out_stride, store, acc[t]);
   }
