@@ -62,7 +62,8 @@ struct RepackedTile {
   // panel. A tile of more tokens takes them kSmallTokens at a time, and one of more than 8 rows
   // is two groups (the prefill tile's 16 rows). A type with kDecode16 (Q4_K, Q5_K) runs a
   // prefill tile's 16 rows and all its tokens in zmm registers instead (RK::decode16<T>: one
-  // thread, 2048x8192, Q4_K 4 tokens 1.38x, 16 tokens 1.20x; Q6_K's lost 0.5x to 0.8x).
+  // thread, 2048x8192, Q4_K 4 tokens 1.38x, 16 tokens 1.20x; Q6_K's, tried, lost at 8 tokens:
+  // BENCHMARKS.md, 2026-12-06 midnight).
   static constexpr int kSmallTokens = 4;
   template <class R, class = void>
   struct HasDecode16 : std::false_type {};

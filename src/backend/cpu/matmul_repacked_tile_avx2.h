@@ -78,11 +78,10 @@ struct RepackedTileAvx2 {
   static constexpr int kSmallTokens = 4;
   template <int T>
   LLMCTL_AVX2 static void tile(const TileArgs& a, int n_rows) {
-    const int64_t nsb = a.n / kKQuantSuperBlock;
-    __m256 acc[static_cast<size_t>(T)];
-    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
     if (a.panel != nullptr) {
-      for (int64_t s = 0; s < nsb; ++s)
+      __m256 acc[static_cast<size_t>(T)];
+      for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+      for (int64_t s = 0; s < a.n / kKQuantSuperBlock; ++s)
         KQ::template superblock<T>(a.panel + static_cast<size_t>(s) * KQ::kPanelBytes, a, s, acc);
       for (int t = 0; t < T; ++t) store_lane_tile(a, n_rows, t, acc[t]);
       return;
