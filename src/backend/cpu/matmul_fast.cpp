@@ -240,21 +240,10 @@ void run_rows(const PreparedMatmul& p, int64_t n_tokens, int64_t r0, int64_t r1)
   const int64_t n = base.n, nb = n / 32;
   auto tile_with = [&](TileFn fn, int64_t r, int64_t t, int64_t n_r, int64_t n_t,
                        const uint8_t* packed) {
-    TileArgs a = base;
+    TileArgs a = tile_args_from_token(base, t);
     a.panel = packed;
     a.w = base.w + static_cast<size_t>(r) * base.w_stride;
-    if (k.quantized) {
-      a.qs = base.qs + t * n;
-      a.qd = base.qd + t * nb;
-      a.qsum = base.qsum + t * nb;
-      if (k.half_sums) a.qhalf = base.qhalf + t * nb;
-      if (k.sum_offset != 0) a.qoff = base.qoff + t * nb;
-      if (k.sum_scaled) a.qsumd = base.qsumd + t * nb;
-    } else {
-      a.x = base.x + t * n;
-      if (k.half_activations) a.xh = base.xh + t * n;
-    }
-    a.out = base.out + t * base.out_stride + r;
+    a.out += r;
     fn(a, static_cast<int>(n_r), static_cast<int>(n_t));
   };
   // Half-width activations: a tile whose tokens all fit f16 as usual; otherwise each token

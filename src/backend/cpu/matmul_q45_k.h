@@ -130,10 +130,26 @@ LLMCTL_AVX2 inline void q45_k_superblock(const uint8_t* p, const TileArgs& a, in
 
 // The same over a 16-row panel record (matmul_paired_tile_avx512.h: every offset doubled).
 LLMCTL_AVX512_BEGIN
+// q45_k_finish for T tokens, 16 lanes: the rows' d, dmin and min pairs mp[4], token t's sum
+// tot[t] into acc[t].
+template <int T>
+LLMCTL_AVX512 inline void q45_k_finish512(__m512 d, __m512 dmin, const __m512i mp[4],
+                                          const TileArgs& a, int64_t sb, const __m512i* tot,
+                                          __m512* acc) {
+  for (int t = 0; t < T; ++t) {
+    const int64_t b = t * (a.n / 32) + 8 * sb;
+    __m512i msum = _mm512_setzero_si512();
+    for (int q = 0; q < 4; ++q)
+      msum = _mm512_dpwssd_epi32(msum, mp[q], _mm512_set1_epi32(kq_sum_pair(a.qsum + b, q)));
+    const __m512 vdx = _mm512_set1_ps(a.qd[b]);
+    acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(tot[t]), _mm512_mul_ps(d, vdx), acc[t]);
+    acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmin, vdx), acc[t]);
+  }
+}
+
 template <int T>
 LLMCTL_AVX512 inline void q45_k_superblock512(const uint8_t* p, const TileArgs& a, int64_t sb,
                                               __m512* acc) {
-  const int64_t nb = a.n / 32;
   __m512i tot[static_cast<size_t>(T)];
   for (int t = 0; t < T; ++t) tot[t] = _mm512_setzero_si512();
   for (int j = 0; j < 8; ++j) {
@@ -142,19 +158,10 @@ LLMCTL_AVX512 inline void q45_k_superblock512(const uint8_t* p, const TileArgs& 
     const __m512i sc = _mm512_srli_epi32(_mm512_loadu_si512(p + 2 * kQ45kScOffset + 64 * j), 16);
     for (int t = 0; t < T; ++t) tot[t] = _mm512_add_epi32(tot[t], _mm512_mullo_epi32(isum[t], sc));
   }
-  const __m512 d = _mm512_loadu_ps(p + 2 * kQ45kDOffset);
-  const __m512 dmin = _mm512_loadu_ps(p + 2 * kQ45kDminOffset);
   __m512i mp[4];
   for (int q = 0; q < 4; ++q) mp[q] = _mm512_loadu_si512(p + 2 * kQ45kMinOffset + 64 * q);
-  for (int t = 0; t < T; ++t) {  // q45_k_finish, 16 lanes
-    const int64_t b = t * nb + 8 * sb;
-    __m512i msum = _mm512_setzero_si512();
-    for (int q = 0; q < 4; ++q)
-      msum = _mm512_dpwssd_epi32(msum, mp[q], _mm512_set1_epi32(kq_sum_pair(a.qsum + b, q)));
-    const __m512 vdx = _mm512_set1_ps(a.qd[b]);
-    acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(tot[t]), _mm512_mul_ps(d, vdx), acc[t]);
-    acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmin, vdx), acc[t]);
-  }
+  q45_k_finish512<T>(_mm512_loadu_ps(p + 2 * kQ45kDOffset),
+                     _mm512_loadu_ps(p + 2 * kQ45kDminOffset), mp, a, sb, tot, acc);
 }
 LLMCTL_AVX512_END
 

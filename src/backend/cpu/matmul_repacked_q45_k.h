@@ -53,6 +53,23 @@ struct RQ45_K {
     }
   }
 
+  // weights() of both groups' records at once (rec0 in the low 256 bits): the prefill's pack
+  // (weights512) and the small batches' 16-row tile (decode16).
+  LLMCTL_AVX512 static void weights_both(const uint8_t* rec0, const uint8_t* rec1, int c, int s,
+                                         __m512i w[2]) {
+    const __m512i low = _mm512_set1_epi8(0x0f), bit4 = _mm512_set1_epi8(0x10);
+    const __m512i g = rp_both_groups(rec0, rec1, 32 * static_cast<size_t>(8 * c + s));
+    w[0] = _mm512_and_si512(g, low);
+    w[1] = _mm512_and_si512(_mm512_srli_epi16(g, 4), low);
+    if constexpr (kHigh) {
+      const __m512i hb = rp_both_groups(rec0, rec1, kQh + 32 * static_cast<size_t>(s));
+      for (int h = 0; h < 2; ++h) {
+        const int j = 2 * c + h;
+        const __m512i b = j <= 4 ? _mm512_slli_epi16(hb, 4 - j) : _mm512_srli_epi16(hb, j - 4);
+        w[h] = _mm512_ternarylogic_epi32(w[h], b, bit4, 0xf8);
+      }
+    }
+  }
   // The AVX-512 prefill's pack (RepackedTile::pack16): weights() of blocks 4 h .. 4 h + 3
   // (c = 2 h, 2 h + 1), step s, of two records at once (rec0 in the low 256 bits).
   static constexpr bool kPackWide = true;
@@ -60,20 +77,7 @@ struct RQ45_K {
   template <int kH>
   LLMCTL_AVX512 static void weights512(const uint8_t* rec0, const uint8_t* rec1, int s,
                                        __m512i w[4]) {
-    const __m512i low = _mm512_set1_epi8(0x0f), bit4 = _mm512_set1_epi8(0x10);
-    const auto at = [](int vec) { return 32 * static_cast<size_t>(vec); };
-    const __m512i hb = kHigh ? rp_both_groups(rec0, rec1, kQh + at(s)) : low;
-    for (int i = 0; i < 2; ++i) {
-      const __m512i g = rp_both_groups(rec0, rec1, at(8 * (2 * kH + i) + s));
-      w[2 * i] = _mm512_and_si512(g, low);
-      w[2 * i + 1] = _mm512_and_si512(_mm512_srli_epi16(g, 4), low);
-      if constexpr (kHigh)  // bit j of the qh bytes to bit 4: w | (b & bit4), ternlog 0xf8
-        for (int e = 0; e < 2; ++e) {
-          const int j = 4 * kH + 2 * i + e;
-          const __m512i b = j <= 4 ? _mm512_slli_epi16(hb, 4 - j) : _mm512_srli_epi16(hb, j - 4);
-          w[2 * i + e] = _mm512_ternarylogic_epi32(w[2 * i + e], b, bit4, 0xf8);
-        }
-    }
+    for (int i = 0; i < 2; ++i) weights_both(rec0, rec1, 2 * kH + i, s, w + 2 * i);
   }
   LLMCTL_AVX512 static void weights512(const uint8_t* rec0, const uint8_t* rec1, int h, int s,
                                        __m512i w[4]) {
@@ -159,22 +163,6 @@ struct RQ45_K {
     }
   }
 
-  // weights() of both groups' records at once (rec0 in the low 256 bits).
-  LLMCTL_AVX512 static void weights_both(const uint8_t* rec0, const uint8_t* rec1, int c, int s,
-                                         __m512i w[2]) {
-    const __m512i low = _mm512_set1_epi8(0x0f), bit4 = _mm512_set1_epi8(0x10);
-    const __m512i g = rp_both_groups(rec0, rec1, 32 * static_cast<size_t>(8 * c + s));
-    w[0] = _mm512_and_si512(g, low);
-    w[1] = _mm512_and_si512(_mm512_srli_epi16(g, 4), low);
-    if constexpr (kHigh) {
-      const __m512i hb = rp_both_groups(rec0, rec1, kQh + 32 * static_cast<size_t>(s));
-      for (int h = 0; h < 2; ++h) {
-        const int j = 2 * c + h;
-        const __m512i b = j <= 4 ? _mm512_slli_epi16(hb, 4 - j) : _mm512_srli_epi16(hb, j - 4);
-        w[h] = _mm512_ternarylogic_epi32(w[h], b, bit4, 0xf8);
-      }
-    }
-  }
   static constexpr bool kDecode16 = true;
   LLMCTL_AVX512 static __m512 fp16_both(const uint8_t* p0, const uint8_t* p1) {
     return _mm512_insertf32x8(_mm512_castps256_ps512(rp_fp16_lanes(p0)), rp_fp16_lanes(p1), 1);
@@ -188,7 +176,6 @@ struct RQ45_K {
   template <int T>
   LLMCTL_AVX512 static void decode16(const uint8_t* rec0, const uint8_t* rec1, const TileArgs& a,
                                      int64_t sb, __m512* acc) {
-    const int64_t nb = a.n / 32;
     __m512i tot[static_cast<size_t>(T)];
     for (int t = 0; t < T; ++t) tot[t] = _mm512_setzero_si512();
 #pragma GCC unroll 4
@@ -214,17 +201,8 @@ struct RQ45_K {
     min_pairs(rec1, mp1);
     __m512i mp[4];
     for (int q = 0; q < 4; ++q) mp[q] = both512(mp0[q], mp1[q]);
-    const __m512 d = fp16_both(rec0 + kScales, rec1 + kScales);
-    const __m512 dmin = fp16_both(rec0 + kScales + 16, rec1 + kScales + 16);
-    for (int t = 0; t < T; ++t) {
-      const int64_t b = t * nb + 8 * sb;
-      __m512i msum = _mm512_setzero_si512();
-      for (int q = 0; q < 4; ++q)
-        msum = _mm512_dpwssd_epi32(msum, mp[q], _mm512_set1_epi32(kq_sum_pair(a.qsum + b, q)));
-      const __m512 vdx = _mm512_set1_ps(a.qd[b]);
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(tot[t]), _mm512_mul_ps(d, vdx), acc[t]);
-      acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmin, vdx), acc[t]);
-    }
+    q45_k_finish512<T>(fp16_both(rec0 + kScales, rec1 + kScales),
+                       fp16_both(rec0 + kScales + 16, rec1 + kScales + 16), mp, a, sb, tot, acc);
   }
 
   // AVX2 decode of T tokens: KQ::kGroup maddubs steps in int16 (they fit: matmul_q45_k.h), then
