@@ -11,6 +11,7 @@ const CpuFeatures& cpu_features() {
     CpuFeatures f;
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
+    f.intel = __builtin_cpu_is("intel");
     f.sse42 = __builtin_cpu_supports("sse4.2");
     f.avx = __builtin_cpu_supports("avx");
     f.avx2 = __builtin_cpu_supports("avx2");

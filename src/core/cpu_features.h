@@ -13,6 +13,9 @@ struct CpuFeatures {
   bool avx512_vnni = false, avx512_bf16 = false, avx512_fp16 = false;
   bool avx_vnni = false;
   bool amx = false;  // detected and reported only: nothing in llmctl issues AMX instructions
+  // The vendor, for tuning that differs between Intel and AMD cores of the same ISA (the
+  // matmul decode prefetch, decode_prefetch_bytes in backend/cpu/matmul_kernels.h).
+  bool intel = false;
 };
 
 // Detected once at run time (cpuid through the compiler's builtins).

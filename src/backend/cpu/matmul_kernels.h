@@ -78,7 +78,37 @@ struct TileArgs {
   uint64_t call_id;     // distinct per matmul_fast call (keys the dequantized-row cache)
   // Quantized prefill: the tile's rows as MatmulKernel::pack left them (nullptr: read w).
   const uint8_t* panel;
+  // The 16-row repacked tiles (matmul_repacked_quant_tile*.h), reading records: how far ahead
+  // of each record to prefetch into L2, in bytes; 0: not at all. decode_prefetch_bytes().
+  size_t prefetch;
 };
+
+// Software prefetch of the repacked tiles' record streams, into L2 (prefetcht1; the hardware
+// L1 prefetcher fills L1 from there), by layout and CPU. tools/bench_matmul, one thread,
+// 2048x8192 and 8192x2048, decode GB/s:
+//  - the 8-row K-quant records (matmul_repacked_tile*.h): kKQuantPrefetchBytes ahead on every
+//    CPU. AVX-512 EPYC (Zen 4): Q4_K 14 to 19 GB/s two records ahead into L1, 22 to 27 at 6144
+//    bytes into L2 (4096 and 8192 between), Q3_K and Q6_K 7 to 12 without any. AVX-512 Xeon
+//    (2026-12-07): 6144 as good as 4096 and 8192, Q4_K / Q6_K 12.7 / 13.6 against 10 at 1024.
+//  - the 16-row block records (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, MXFP4): the same distance
+//    on Intel, none on AMD, where the records' one sequential stream per 16 rows is left to the
+//    hardware prefetchers. EPYC: 4096 bytes ahead into L2 cost one core up to a third (Q4_0 /
+//    Q4_1 about 21 against 27 to 30 GB/s), 2048 lost half on AVX2, none never lost. Xeon:
+//    none left one core at 9.5 (Q4_0 10.2, IQ4_NL 9.4, Q8_0 13.9) GB/s, 6144 ahead gives 13 to
+//    15, AVX2 1.3x to 1.5x alike, and 2-token to 8-token batches 1.25x to 1.8x at two threads
+//    (they read the records too); end to end the 1B Q4_0 decode 1.2x to 1.37x (BENCHMARKS.md,
+//    2026-12-07).
+constexpr size_t kKQuantPrefetchBytes = 6144;
+// TileArgs::prefetch for this CPU.
+size_t decode_prefetch_bytes();
+
+#if defined(LLMCTL_HAVE_X86)
+// Prefetches [p, p + bytes) into L2, a line at a time.
+inline void prefetch_l2(const void* p, size_t bytes) {
+  const char* c = static_cast<const char*>(p);
+  for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(c + o, _MM_HINT_T1);
+}
+#endif
 
 // The same tile from its token k on: every per-token array that is set (and out) k tokens
 // further. For a tile that runs its tokens in smaller groups.

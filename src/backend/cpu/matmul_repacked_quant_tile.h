@@ -30,13 +30,12 @@
 
 namespace llmctl::cpu {
 
-// No software prefetch in the decode tiles (here and matmul_repacked_quant_tile_avx2.h): a
-// 16-row group is one sequential stream, which the hardware prefetchers follow. Prefetching
-// 4096 bytes ahead into L2, as these tiles did, cost one core up to a third of its decode speed
-// on the AVX-512 EPYC (tools/bench_matmul, one thread: Q4_0 / Q4_1 2048x8192 about 21 against
-// 27 to 30 GB/s, both ISAs). 2048 bytes ahead did as well on AVX-512 but lost half on AVX2; no
-// prefetch never lost (BENCHMARKS.md, 2026-12-06 dusk). The 8-row K-quant tiles differ: they
-// lose half without theirs (matmul_repacked_tile_avx2.h).
+// Software prefetch (here and matmul_repacked_quant_tile_avx2.h): TileArgs::prefetch bytes ahead
+// of each record the tile reads, decode and the small batches that read records alike; none
+// on AMD, where the hardware prefetchers follow a 16-row group's one sequential stream best,
+// and kKQuantPrefetchBytes on Intel, where they leave one core at two thirds of its speed
+// (decode_prefetch_bytes in matmul_kernels.h has the measurements). Not over a packed panel:
+// that reads the records' scales only.
 
 #if defined(LLMCTL_HAVE_X86)
 LLMCTL_AVX512_BEGIN
@@ -160,13 +159,23 @@ struct RepackedQuantTile {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + kRec.d)));
   }
 
+  // The prefetch a template argument: a run-time test in the loop cost the 8-token tile 6 to
+  // 10 % at 512 tokens with the prefetch off (one core, Q4_0 / Q8_0 / Q4_1 2048x8192).
   template <int T>
+  LLMCTL_AVX512 static void tile(const TileArgs& a, int n_rows) {
+    if (a.prefetch != 0 && a.panel == nullptr)
+      tile<T, true>(a, n_rows);
+    else
+      tile<T, false>(a, n_rows);
+  }
+  template <int T, bool kPrefetch>
   LLMCTL_AVX512 static void tile(const TileArgs& a, int n_rows) {
     const int64_t nb = a.n / 32;
     __m512 acc[static_cast<size_t>(T)];
     for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* rec = a.w + static_cast<size_t>(b) * kRec.bytes;
+      if constexpr (kPrefetch) prefetch_l2(rec + a.prefetch, kRec.bytes);
       const __m512 dw = scales(rec);
       const int8_t* qx = a.qs + 32 * b;
       // isum starts at -offset * sum(x block) (TileArgs::qoff, a broadcast load), so the

@@ -116,6 +116,7 @@ struct RepackedQuantTileAvx2 {
   LLMCTL_AVX2 static void decode(const TileArgs& a, int halves, __m256* acc) {
     for (int64_t b = 0; b < a.n / 32; ++b) {
       const uint8_t* rec = a.w + static_cast<size_t>(b) * kRec.bytes;
+      if (a.prefetch != 0) prefetch_l2(rec + a.prefetch, kRec.bytes);
       for (int h = 0; h < halves; ++h) {
         typename Q::Unpacked u;
         unpack(rec, h, u);
@@ -125,12 +126,15 @@ struct RepackedQuantTileAvx2 {
   }
 
   // Prefill: half h of the group (L2-resident while the token chunk passes) for T tokens, as
-  // the in-place block<T> over its panel, each step's operands from the record instead.
-  template <int T>
+  // the in-place block<T> over its panel, each step's operands from the record instead. The
+  // first half's pass prefetches (matmul_repacked_quant_tile.h), the second finds the records.
+  // The prefetch a template argument, as the AVX-512 tile's.
+  template <int T, bool kPrefetch>
   LLMCTL_AVX2 static void prefill(const TileArgs& a, int h, __m256* acc) {
     const int64_t nb = a.n / 32;
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* rec = a.w + static_cast<size_t>(b) * kRec.bytes;
+      if constexpr (kPrefetch) prefetch_l2(rec + a.prefetch, kRec.bytes);
       __m256i sums[static_cast<size_t>(T)];
       for (int t = 0; t < T; ++t) sums[t] = _mm256_setzero_si256();  // step 0 overwrites them
       for (int s = 0; s < 8; ++s) {
@@ -159,7 +163,12 @@ struct RepackedQuantTileAvx2 {
           Q::template block<T>(a.panel + static_cast<size_t>(h * nb + b) * Q::kPanelBlockBytes, a,
                                b, acc[h]);
     } else {
-      for (int h = 0; h < halves; ++h) prefill<T>(a, h, acc[h]);
+      for (int h = 0; h < halves; ++h) {
+        if (h == 0 && a.prefetch != 0)
+          prefill<T, true>(a, h, acc[h]);
+        else
+          prefill<T, false>(a, h, acc[h]);
+      }
     }
     for (int h = 0; h < halves; ++h) {
       TileArgs o = a;

@@ -81,8 +81,7 @@ struct RepackedTile {
       for (int g = 0; g < 2; ++g) {
         rec[g] = group[g] + static_cast<size_t>(s) * RK::kRecordBytes;
         // both streams kKQuantPrefetchBytes ahead, as decode_group's one
-        const char* ahead = reinterpret_cast<const char*>(rec[g] + kKQuantPrefetchBytes);
-        for (size_t o = 0; o < RK::kRecordBytes; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T1);
+        prefetch_l2(rec[g] + kKQuantPrefetchBytes, RK::kRecordBytes);
       }
       RK::template decode16<T>(rec[0], rec[1], a, s, acc);
     }
@@ -118,8 +117,7 @@ struct RepackedTile {
     for (int64_t s = 0; s < nsb; ++s) {
       const uint8_t* rec = a.w + static_cast<size_t>(s) * RK::kRecordBytes;
       // the stream kKQuantPrefetchBytes ahead (the next group's first records at a row's end)
-      const char* ahead = reinterpret_cast<const char*>(rec + kKQuantPrefetchBytes);
-      for (size_t o = 0; o < RK::kRecordBytes; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T1);
+      prefetch_l2(rec + kKQuantPrefetchBytes, RK::kRecordBytes);
       RK::template decode<T>(rec, a, s, acc);
     }
     for (int t = 0; t < T; ++t) store_lane_tile(a, n_rows, t, acc[t]);

@@ -29,16 +29,6 @@
 
 namespace llmctl::cpu {
 
-// Decode prefetch distance (both decode tiles, matmul_repacked_tile.h too), into L2
-// (prefetcht1): the hardware L1 prefetcher fills L1 from there. Two records ahead into L1, as
-// before, kept one core at 14 to 19 GB/s on Q4_K (AVX-512 slower than AVX2, for no reason in its
-// code); 6144 bytes into L2 gives 22 to 27, both ISAs alike, and Q5_K / Q6_K gain as much
-// (2048x8192 and 8192x2048, tools/bench_matmul, one thread, 2-core AVX-512 EPYC; 4096 and 8192
-// bytes fall between). At two threads, where memory bandwidth binds, the three distances are within
-// the machine's noise. Without any, Q3_K and Q6_K fell to 7 to 12 GB/s; the 16-row tiles of
-// matmul_repacked_quant_tile.h run faster without.
-constexpr size_t kKQuantPrefetchBytes = 6144;
-
 #if defined(LLMCTL_HAVE_X86)
 // The 8 bytes at p, zero-extended (signed: sign-extended) to 8 int32 lanes: the per-row bytes
 // of a record (scales, mins).
@@ -105,8 +95,7 @@ struct RepackedTileAvx2 {
     for (int64_t s = 0; s < nsb; ++s) {
       const uint8_t* rec = a.w + static_cast<size_t>(s) * RK::kRecordBytes;
       // the stream kKQuantPrefetchBytes ahead (the next group's first records at a row's end)
-      const char* ahead = reinterpret_cast<const char*>(rec + kKQuantPrefetchBytes);
-      for (size_t o = 0; o < RK::kRecordBytes; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T1);
+      prefetch_l2(rec + kKQuantPrefetchBytes, RK::kRecordBytes);
       RK::template decode_avx2<T>(rec, a, s, acc);
     }
     for (int t = 0; t < T; ++t) store_lane_tile(a, n_rows, t, acc[t]);
