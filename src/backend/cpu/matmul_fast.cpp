@@ -239,8 +239,8 @@ void run_rows(const PreparedMatmul& p, int64_t n_tokens, int64_t r0, int64_t r1)
   const uint8_t* fits = p.fits;
   const int64_t n = base.n, nb = n / 32;
   // first: the first token tile over these rows in this call or chunk, the one that reads them
-  // from memory; the others find them in L2 and skip the software prefetch (TileArgs::prefetch:
-  // at 512 tokens it cost Q4_0 one core 6 to 10 % on every token tile).
+  // from memory; the others find them in L2, where the software prefetch (TileArgs::prefetch)
+  // would only add instructions, so they skip it.
   auto tile_with = [&](TileFn fn, int64_t r, int64_t t, int64_t n_r, int64_t n_t,
                        const uint8_t* packed, bool first) {
     TileArgs a = tile_args_from_token(base, t);
