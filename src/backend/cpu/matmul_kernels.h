@@ -94,8 +94,8 @@ struct TileArgs {
 //    on Intel, none on AMD, where the records' one sequential stream per 16 rows is left to the
 //    hardware prefetchers. EPYC: 4096 bytes ahead into L2 cost one core up to a third (Q4_0 /
 //    Q4_1 about 21 against 27 to 30 GB/s), 2048 lost half on AVX2, none never lost. Xeon:
-//    none left one core at 9.5 (Q4_0 10.2, IQ4_NL 9.4, Q8_0 13.9) GB/s, 6144 ahead gives 13 to
-//    15, AVX2 1.3x to 1.5x alike, and 2-token to 8-token batches 1.25x to 1.8x at two threads
+//    none left one core at 9.4 to 10.4 GB/s (Q4_0, Q5_0, IQ4_NL; Q8_0 13.9), 6144 ahead gives
+//    13 to 15, AVX2 1.3x to 1.5x alike, and 2-token to 8-token batches 1.25x to 1.8x at two threads
 //    (they read the records too); end to end the 1B Q4_0 decode 1.2x to 1.37x (BENCHMARKS.md,
 //    2026-12-07).
 constexpr size_t kKQuantPrefetchBytes = 6144;

@@ -33,7 +33,7 @@ namespace llmctl::cpu {
 // Software prefetch (here and matmul_repacked_quant_tile_avx2.h): TileArgs::prefetch bytes ahead
 // of each record the tile reads, decode and the small batches that read records alike; none
 // on AMD, where the hardware prefetchers follow a 16-row group's one sequential stream best,
-// and kKQuantPrefetchBytes on Intel, where they leave one core at two thirds of its speed
+// and kKQuantPrefetchBytes on Intel, where they leave one core at 0.65x to 0.8x of its speed
 // (decode_prefetch_bytes in matmul_kernels.h has the measurements). Not over a packed panel:
 // that reads the records' scales only.
 
