@@ -2,12 +2,15 @@
 // stop rules, exit codes, and the summary line that ends stderr.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "backend/cpu/weight_repack.h"
+#include "core/ggml_type.h"
 #include "support/run_cli.h"
 #include "support/test_data.h"
 
@@ -217,4 +220,29 @@ TEST_CASE("run --stop ends before the stop string", "[cli][golden]") {
       {"run", "-m", model, "-p", "Once upon a time", "-n", "48", "--temp", "0", "--stop", "Lily"});
   CHECK(streamed.out == text.substr(0, text.find("Lily")));
   CHECK(summary(streamed.err)["finish"] == "stop");
+}
+
+TEST_CASE("run prepares the weights for the kernels at load, outside the prompt's timing",
+          "[cli]") {
+  // SmolLM2's matrices are Q4_1 and Q8_0: repacked into 16-row records wherever the fast CPU
+  // kernels read them so (AVX2 or AVX-512). Done at load, the copies exist before the first
+  // forward pass; left to the first matmul, they did not, and the prompt's time paid for them.
+  const std::string model = require_test_file("models/SmolLM2-135M-Instruct.Q4_1.gguf");
+  const std::vector<std::string> args{"run", "-m", model, "-p", "Hi", "-n", "1", "-t", "2"};
+  const char* line = "llmctl: weights prepared for the kernels: ";
+  if (llmctl::cpu::repack_active(llmctl::GgmlType::Q4_1)) {
+    const auto r = run_llmctl(args);
+    REQUIRE(r.code == 0);
+    const size_t at = r.err.find(line);
+    REQUIRE(at != std::string::npos);
+    // before the prompt ran, and with the load time it is part of
+    CHECK(at < r.err.find("llmctl: prompt "));
+    CHECK(r.err.find("repacked or copied in", at) != std::string::npos);
+    CHECK(r.err.find("MiB", at) < r.err.find('\n', at));
+  }
+  setenv("LLMCTL_MATMUL_REPACK", "off", 1);
+  const auto off = run_llmctl(args);
+  unsetenv("LLMCTL_MATMUL_REPACK");
+  REQUIRE(off.code == 0);
+  CHECK(off.err.find(line) == std::string::npos);  // nothing copied: the file's pages serve
 }

@@ -209,6 +209,9 @@ class Backend {
   // Does now the work a bound weight's first matmul would do first (the fast CPU backend: its
   // repacked or huge-page copy), so that a timed run does not pay it. Default: nothing to do.
   virtual void prepare_matmul(const WeightView& /*bound*/) {}
+  // Bytes of the weight copies that preparation (or first matmuls) made so far, beside the
+  // bound weights themselves (the fast CPU backend: repacked and huge-page copies). Default: 0.
+  virtual uint64_t prepared_weight_bytes() const { return 0; }
   void sync() { sync_impl(); }
 
   // -- ops on a batch of n_tokens rows ------------------------------------------

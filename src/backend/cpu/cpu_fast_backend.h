@@ -20,10 +20,11 @@
 // Repacked weights (weight_repack.h): a bound matrix whose type the chosen kernels read
 // repacked (repack_active(): the types with a layout in weight_repack.h, with the AVX2 or AVX-512
 // kernels, unless LLMCTL_MATMUL_REPACK=off; Fast precision only) is copied once into the
-// repacked layout at its first matmul, and its original pages are released (repack_weight's
-// release). The bound view itself keeps pointing at the original, so get_rows (a tied embedding
-// table is both) and everything else that reads the GGUF layout are unchanged; only matmul reads
-// the copy. A matrix never multiplied (an untied token_embd) is never copied.
+// repacked layout at its first matmul, or earlier when prepare_matmul asks (run and bench do,
+// at load), and its original pages are released (repack_weight's release). The bound view
+// itself keeps pointing at the original, so get_rows (a tied embedding table is both) and
+// everything else that reads the GGUF layout are unchanged; only matmul reads the copy. A
+// matrix never multiplied (an untied token_embd) is never copied.
 // A matrix the kernels read in the GGUF layout (F16, BF16, F32; and every type under
 // MatmulPrecision::Float) of at least one huge page, in a file's read-only
 // mapping (4 KiB pages), is copied as it is into huge pages at its first matmul, the same way
@@ -52,6 +53,7 @@ class CpuFastBackend final : public CpuBackend {
   // The repacked or plain copy of a bound weight, made now where its first matmul would make
   // it (nothing otherwise).
   void prepare_matmul(const WeightView& bound) override;
+  uint64_t prepared_weight_bytes() const override { return repacked_bytes() + copied_bytes(); }
   // Bytes of the repacked copies made so far.
   size_t repacked_bytes() const;
   // Bytes of the plain copies (huge pages, the GGUF layout) made so far.
