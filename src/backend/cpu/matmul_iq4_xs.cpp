@@ -117,8 +117,7 @@ struct KQIq4Xs {
       for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
       for (int s = 0; s < 8; ++s) {
         const __m512i u = _mm512_xor_si512(_mm512_loadu_si512(p + 512 * j + 64 * s), flip);
-        for (int t = 0; t < T; ++t)
-          isum[t] = dot4_u8s8(isum[t], u, bcast4_512(qx + t * a.n + 4 * s));
+        for (int t = 0; t < T; ++t) isum[t] = dot4_u8s8_bcast(isum[t], u, qx + t * a.n + 4 * s);
       }
       const __m512i sc = _mm512_loadu_si512(p + 2 * kScOffset + 64 * j);
       for (int t = 0; t < T; ++t)

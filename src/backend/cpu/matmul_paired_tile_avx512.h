@@ -40,13 +40,6 @@ namespace llmctl::cpu {
 #if defined(LLMCTL_HAVE_X86)
 LLMCTL_AVX512_BEGIN
 
-// The 4 activation bytes of step s of a 32-element block, broadcast to every row lane.
-LLMCTL_AVX512 inline __m512i bcast4_512(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
-}
-
 // The sums of steps [S0, S1) of a 16-row block w (unsigned weights, 64 bytes a step) against
 // T tokens' activations (qx + t * n): sum[t]. The steps are template arguments and the loop
 // unrolled: with a runtime range GCC 12 kept it rolled and rotated the T sums through as many
@@ -57,7 +50,7 @@ LLMCTL_AVX512 inline void dots_u8_512(const uint8_t* w, const int8_t* qx, int64_
 #pragma GCC unroll 8
   for (int s = S0; s < S1; ++s) {
     const __m512i ws = _mm512_loadu_si512(w + 64 * s);
-    for (int t = 0; t < T; ++t) sum[t] = dot4_u8s8(sum[t], ws, bcast4_512(qx + t * n + 4 * s));
+    for (int t = 0; t < T; ++t) sum[t] = dot4_u8s8_bcast(sum[t], ws, qx + t * n + 4 * s);
   }
 }
 
@@ -144,7 +137,7 @@ struct QuantUnit {
                                            _mm512_set1_epi8(static_cast<char>(0x80)))
                         : _mm512_loadu_si512(p + 64 * s);
       for (int t = 0; t < T; ++t)
-        sum[t] = dot4_u8s8(sum[t], w, bcast4_512(a.qs + t * a.n + 32 * b + 4 * s));
+        sum[t] = dot4_u8s8_bcast(sum[t], w, a.qs + t * a.n + 32 * b + 4 * s);
     }
     const __m512 dw = _mm512_loadu_ps(p + 2 * Avx2::kDwOffset);
     const __m512 mw = Block::kHasMin ? _mm512_loadu_ps(p + 2 * Avx2::kMwOffset) : _mm512_setzero_ps();

@@ -188,7 +188,7 @@ struct RQ45_K {
         weights_both(rec0, rec1, c, s, w);
         for (int t = 0; t < T; ++t)
           for (int h = 0; h < 2; ++h)
-            isum[t][h] = dot4_u8s8(isum[t][h], w[h], bcast4_512(x0 + t * a.n + 32 * h + 4 * s));
+            isum[t][h] = dot4_u8s8_bcast(isum[t][h], w[h], x0 + t * a.n + 32 * h + 4 * s);
       }
       for (int h = 0; h < 2; ++h) {
         const __m512i sc = both512(sub_scale(rec0, 2 * c + h), sub_scale(rec1, 2 * c + h));

@@ -83,12 +83,6 @@ struct RepackedQuantTile {
   static constexpr Q16Record kRec = repacked_record<Block>();
   static constexpr int32_t kOffset = repacked_offset<Block>();
 
-  LLMCTL_AVX512 static __m512i x4(const int8_t* qx, int s) {
-    int32_t v;
-    std::memcpy(&v, qx + 4 * s, 4);
-    return _mm512_set1_epi32(v);
-  }
-
   // The weights of steps k (low nibbles) and 4 + k (high nibbles) of record rec, as unsigned
   // bytes (Q5: with their fifth bit, from qh; IQ4_NL, MXFP4: the level + 128 of each nibble).
   template <int K>
@@ -122,8 +116,8 @@ struct RepackedQuantTile {
     __m512i lo, hi;
     nibble_steps<K>(rec, qh, lo, hi);
     for (int t = 0; t < T; ++t) {
-      sum[t] = _mm512_dpbusd_epi32(sum[t], lo, x4(qx + t * n, K));
-      sum[t] = _mm512_dpbusd_epi32(sum[t], hi, x4(qx + t * n, K + 4));
+      sum[t] = dot4_u8s8_bcast(sum[t], lo, qx + t * n + 4 * K);
+      sum[t] = dot4_u8s8_bcast(sum[t], hi, qx + t * n + 4 * (K + 4));
     }
   }
 
@@ -187,7 +181,7 @@ struct RepackedQuantTile {
         const uint8_t* p = a.panel + static_cast<size_t>(b) * kPanelBlockBytes;
         for (int s = 0; s < 8; ++s) {
           const __m512i v = _mm512_loadu_si512(p + 64 * s);
-          for (int t = 0; t < T; ++t) sum[t] = _mm512_dpbusd_epi32(sum[t], v, x4(qx + t * a.n, s));
+          for (int t = 0; t < T; ++t) sum[t] = dot4_u8s8_bcast(sum[t], v, qx + t * a.n + 4 * s);
         }
       } else if constexpr (Block::kNibbles) {
         const __m512i qh =
@@ -199,7 +193,7 @@ struct RepackedQuantTile {
       } else {
         for (int s = 0; s < 8; ++s) {
           const __m512i v = _mm512_loadu_si512(rec + kRec.q + 64 * s);
-          for (int t = 0; t < T; ++t) sum[t] = _mm512_dpbusd_epi32(sum[t], v, x4(qx + t * a.n, s));
+          for (int t = 0; t < T; ++t) sum[t] = dot4_u8s8_bcast(sum[t], v, qx + t * a.n + 4 * s);
         }
       }
       __m512 mw = _mm512_setzero_ps();
