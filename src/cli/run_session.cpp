@@ -136,9 +136,9 @@ RunSession open_run_session(const RunOptions& opt, int64_t n_sequences) {
   s.fwd = std::make_unique<Forward>(config, s.model.weights, *s.backend, fo);
   // The weights' one-time preparation for the kernels (the CPU's repacked records and huge-page
   // copies) belongs to loading, as llama.cpp repacks at load: done at the first matmul instead,
-  // it fell in the prompt's timing (1B Q4_K_M, 402 tokens, two threads: 103 to 167 prompt
-  // tokens/s against 181 to 225 with it here) and, for a mixture of experts, in whichever later
-  // request first met an expert.
+  // it fell in the prompt's timing (1B Q4_K_M, 402 tokens, two threads: 115 to 119 prompt
+  // tokens/s against 151 to 203 with it here; BENCHMARKS.md, 2026-12-07 (later)) and, for a mixture
+  // of experts, in whichever later request first met an expert.
   const Clock::time_point t_prepare = Clock::now();
   s.fwd->prepare_matmuls();
   const double prepare_s = std::chrono::duration<double>(Clock::now() - t_prepare).count();

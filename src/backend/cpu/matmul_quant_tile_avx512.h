@@ -13,7 +13,8 @@
 // unsigned by signed bytes and sums in int32, exactly (|4 products| <= 4 * 255 * 128).
 // Nibble weights (0..15) are the unsigned operand as they are; Q8_0's signed weights give
 // |q| (0..128, exact as u8 also for q = -128) and the activation negated where q < 0.
-// The step is dot4_u8s8 / dot4_s8s8 below: other block types' AVX-512 tiles use them too.
+// The step is dot4_u8s8_bcast / dot4_s8s8 below: other block types' AVX-512 tiles use them
+// too.
 //
 // 512-bit 16-row tiles rather than the AVX2 8-row tile with a 256-bit vpdpbusd step (tried):
 // 2 threads, 256 tokens, GFLOP/s AVX2 / 256-bit VNNI / this, 2048x2048: Q4_0 199 / 232 / 512,
@@ -27,15 +28,11 @@ namespace llmctl::cpu {
 #if defined(LLMCTL_HAVE_X86)
 LLMCTL_AVX512_BEGIN
 
-// sum (16 int32 lanes) += sum_{j<4} w[4l + j] * x[4l + j] per lane l: w unsigned, x signed.
-LLMCTL_AVX512 inline __m512i dot4_u8s8(__m512i sum, __m512i w_u8, __m512i x_s8) {
-  return _mm512_dpbusd_epi32(sum, w_u8, x_s8);
-}
-
-// The same against the 4 signed bytes at x broadcast to every lane, the broadcast folded into
-// vpdpbusd's memory operand ({1to16}): one fused micro-op where GCC 12 emits a vpbroadcastd and
-// a vpdpbusd for the intrinsics (it never folds this one), so that the prefill tiles, one
-// broadcast per vpdpbusd, rename a third fewer micro-ops. AVX-512 Xeon, 512 tokens,
+// sum (16 int32 lanes) += sum_{j<4} w[4l + j] * x[j] per lane l: w unsigned, x the 4 signed
+// bytes at x broadcast to every lane, the broadcast folded into vpdpbusd's memory operand
+// ({1to16}): one fused micro-op where GCC 12 emits a vpbroadcastd and a vpdpbusd for the
+// intrinsics (it never folds this one), so that the prefill tiles, one broadcast per vpdpbusd,
+// rename a third fewer micro-ops. AVX-512 Xeon, 512 tokens,
 // tools/bench_matmul 2048x8192 and 8192x2048: one core, Q4_0 1.21x / 1.28x, Q4_K 1.20x / 1.16x,
 // Q6_K 1.15x / 1.08x; two threads (2048x8192) IQ4_XS 1.23x, Q4_K 1.13x, Q4_0 1.12x, Q5_0 0.99x
 // (medians of 3 to 5 alternated runs' best); the Q8_0 records, the two forms alternated within
