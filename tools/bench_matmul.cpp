@@ -3,14 +3,18 @@
 //
 //   bench_matmul [--types q4_0,q8_0,...] [--threads 1,2] [--reps N] [--prefill N]
 //                [--vocab] [--no-ref] [--cpu-time] [--shapes DxN,DxN,...]
-//                [--isa auto|scalar|avx2|avx512] [--repack off|on|both]
+//                [--isa auto|scalar|avx2|avx512] [--repack off|on|both] [--copies N]
+//                [--peak]
 //
 // For each dtype, each weight shape W (d, n) of a layer (q/o 2048x2048, k/v 512x2048,
 // gate/up 8192x2048, down 2048x8192; with --vocab also the output 128256x2048; --shapes: these
 // D x N shapes instead):
 //   decode  (n_tokens = 1): median ms over reps; GB/s = weight bytes / median. Enough copies of
-//           the weight rotate so that they do not fit in the last-level cache: every byte comes
-//           from memory, as in a real model whose layers together are far bigger than L3.
+//           the weight rotate so that they do not fit in the last-level cache (at least 256 MiB
+//           and twice the largest cache: a 2-core Xeon VM here sees 260 MiB of L3): every byte
+//           comes from memory, as in a real model whose layers together are far bigger than L3.
+//   --copies N  rotate N copies instead; 1 keeps a weight that fits in a cache there, which
+//           separates what the kernel's arithmetic costs from what waiting on memory costs.
 //   prefill (n_tokens = --prefill, 512, at least 2): median ms; GFLOP/s = 2 * d * n * n_tokens /
 //           median. The copies rotate too: a small batch (a few tokens) is bound by memory as
 //           decode is, and read from L3 it looked up to twice as fast as in a model.
@@ -19,6 +23,9 @@
 //   --repack  the weights as the GGUF has them (off, the default), repacked as the fast CPU
 //           backend holds them (on: weight_repack.h; types and isas without a repacked layout
 //           stay off), or both, one line each from the same run ("layout" column).
+//   --peak  measure the compute peak (compute_probe.h) at each thread count first, and give
+//           each prefill line its "% of peak": int8 ops for the kernels with int8 activations,
+//           f32 FMAs for the others, as `llmctl bench` does.
 //   "best" is the same figure from the fastest repetition: on a shared machine it is closer
 //   to what the code does alone than the median is.
 //   ref     the scalar reference (cpu_backend.cpp's matmul: dequantize a row, f32 dot), one
@@ -38,6 +45,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/cpu/compute_probe.h"
 #include "backend/cpu/matmul_fast.h"
 #include "backend/cpu/weight_repack.h"
 #include "core/cpu_features.h"
@@ -66,6 +74,8 @@ struct Options {
   std::vector<std::pair<int64_t, int64_t>> shapes;  // --shapes (d, n); empty: the defaults
   MatmulIsa isa = MatmulIsa::Auto;
   std::vector<bool> repack{false};  // --repack: the layouts to time
+  size_t copies = 0;                // --copies; 0: enough to overflow the largest cache
+  bool peak = false;                // --peak
 };
 
 bool g_cpu_time = false;  // --cpu-time
@@ -111,7 +121,7 @@ void random_iq4_rows(GgmlType type, std::vector<uint8_t>& bytes, std::mt19937& r
   }
 }
 
-Weights make_weights(GgmlType type, const Shape& s, std::mt19937& rng) {
+Weights make_weights(GgmlType type, const Shape& s, size_t copies, std::mt19937& rng) {
   Weights w;
   const size_t row_bytes = row_bytes_of(type, s.n);
   w.bytes = row_bytes * static_cast<size_t>(s.d);
@@ -125,8 +135,9 @@ Weights make_weights(GgmlType type, const Shape& s, std::mt19937& rng) {
       for (float& v : row) v = dist(rng);
       quantize_row(type, row.data(), first.data() + static_cast<size_t>(r) * row_bytes, s.n);
     }
-  const size_t target = size_t{256} << 20;  // 8 x a 32 MiB L3
-  const size_t n_copies = std::clamp<size_t>(target / w.bytes, 1, 64);
+  const size_t target =
+      std::max(size_t{256} << 20, 2 * static_cast<size_t>(cpu_largest_cache_bytes()));
+  const size_t n_copies = copies > 0 ? copies : std::clamp<size_t>(target / w.bytes, 1, 1024);
   w.copies.push_back(std::move(first));
   for (size_t i = 1; i < n_copies; ++i) w.copies.push_back(w.copies[0]);
   return w;
@@ -144,9 +155,12 @@ void reference_matmul(GgmlType type, const uint8_t* w, const Shape& s, const flo
   }
 }
 
+// The compute peak of each thread pool (--peak; empty without it).
+using Peaks = std::vector<ComputeResult>;
+
 void bench_shape(GgmlType type, const Shape& s, const Options& o, std::mt19937& rng,
-                 std::vector<ThreadPool*>& pools) {
-  const Weights w = make_weights(type, s, rng);
+                 std::vector<ThreadPool*>& pools, const Peaks& peaks) {
+  const Weights w = make_weights(type, s, o.copies, rng);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   std::vector<float> x(static_cast<size_t>(o.prefill * s.n));
   for (float& v : x) v = dist(rng);
@@ -173,8 +187,10 @@ void bench_shape(GgmlType type, const Shape& s, const Options& o, std::mt19937& 
     if (rp && packed.empty() && repack_supported(type, isa))
       for (const auto& c : w.copies)
         packed.push_back(repack_weight(WeightView{"w", type, s.n, s.d, c.data()}, *pools[0]));
-  for (ThreadPool* pool : pools)
+  const bool int8 = matmul_fast_int8_activations(type, MatmulPrecision::Fast);
+  for (size_t pi = 0; pi < pools.size(); ++pi)
     for (bool rp : o.repack) {
+      ThreadPool* pool = pools[pi];
       if (rp && packed.empty()) continue;  // no repacked layout: the off line says it all
       auto call = [&](size_t copy, int64_t n_tokens) {
         const WeightView v{"w", type, s.n, s.d, w.copies[copy % w.copies.size()].data()};
@@ -199,6 +215,11 @@ void bench_shape(GgmlType type, const Shape& s, const Options& o, std::mt19937& 
           ggml_type_name(type), s.name, s.d, s.n, pool->size(), rp ? "repacked" : "gguf", dec_ms,
           gb / (dec_ms * 1e-3), gb / (dec_min * 1e-3), o.prefill, pre_ms, gflop / (pre_ms * 1e-3),
           gflop / (pre_min * 1e-3));
+      if (!peaks.empty()) {
+        const double peak = int8 ? peaks[pi].gop_s_int8 : peaks[pi].gflop_s_f32_fma;
+        fmt::print(" {:3.0f}% of the {} peak", 100.0 * gflop / (pre_ms * 1e-3) / peak,
+                   int8 ? "int8" : "f32");
+      }
       if (o.ref)
         fmt::print(" | ref {:8.2f} ms {:5.1f} GB/s x{:.0f} decode, x{:.0f} prefill", ref_ms,
                    gb / (ref_ms * 1e-3), ref_ms / dec_ms,
@@ -219,6 +240,21 @@ std::vector<std::string> split(const std::string& s) {
   return parts;
 }
 
+// The whole of v as a number of at least `min`, or an Error naming the option.
+long long count_arg(const std::string& opt, const std::string& v, long long min) {
+  size_t used = 0;
+  long long c = 0;
+  try {
+    c = std::stoll(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != v.size() || c < min)
+    throw Error(
+        fmt::format("bench_matmul: {} expects a whole number >= {}, got '{}'", opt, min, v));
+  return c;
+}
+
 Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
@@ -233,6 +269,10 @@ Options parse(int argc, char** argv) {
     }
     if (a == "--no-ref") {
       o.ref = false;
+      continue;
+    }
+    if (a == "--peak") {
+      o.peak = true;
       continue;
     }
     if (i + 1 >= argc) throw Error(fmt::format("bench_matmul: {} needs a value", a));
@@ -265,8 +305,10 @@ Options parse(int argc, char** argv) {
         o.repack = {false, true};
       else
         throw Error(fmt::format("bench_matmul: --repack expects off, on or both, got '{}'", v));
+    } else if (a == "--copies") {
+      o.copies = static_cast<size_t>(count_arg(a, v, 1));
     } else if (a == "--reps") {
-      o.reps = std::max(1, std::stoi(v));
+      o.reps = static_cast<int>(count_arg(a, v, 1));
     } else if (a == "--shapes") {
       for (const std::string& t : split(v)) {
         const size_t x = t.find('x');
@@ -274,7 +316,7 @@ Options parse(int argc, char** argv) {
         o.shapes.emplace_back(std::stoll(t.substr(0, x)), std::stoll(t.substr(x + 1)));
       }
     } else if (a == "--prefill") {
-      o.prefill = std::max<int64_t>(2, std::stoll(v));
+      o.prefill = count_arg(a, v, 2);
     } else {
       throw Error(fmt::format("bench_matmul: unknown option {}", a));
     }
@@ -315,6 +357,14 @@ int main(int argc, char** argv) {
       fmt::print("thread pool: {} threads, empty parallel_for median {:.2f} us (best {:.2f})\n",
                  pool->size(), median(t) * 1e6, *std::min_element(t.begin(), t.end()) * 1e6);
     }
+    Peaks peaks;
+    if (o.peak)
+      for (ThreadPool* pool : pools) {
+        peaks.push_back(measure_compute_peak(pool->size(), 5, o.isa));
+        fmt::print("compute peak ({}, {} threads): f32 FMA {:.1f} GFLOP/s, int8 {:.1f} GOP/s\n",
+                   peaks.back().isa, pool->size(), peaks.back().gflop_s_f32_fma,
+                   peaks.back().gop_s_int8);
+      }
     std::mt19937 rng(42);
     for (GgmlType type : o.types) {
       fmt::print("# {}: kernel {}", ggml_type_name(type), matmul_fast_kernel_name(type, o.isa));
@@ -323,7 +373,7 @@ int main(int argc, char** argv) {
           fmt::print("; repacked: {}",
                      matmul_fast_kernel_name(type, o.isa, MatmulPrecision::Fast, true));
       fmt::print("\n");
-      for (const Shape& s : shapes) bench_shape(type, s, o, rng, pools);
+      for (const Shape& s : shapes) bench_shape(type, s, o, rng, pools, peaks);
     }
     return 0;
   } catch (const std::exception& e) {
