@@ -104,6 +104,19 @@ TEST_CASE("bench: the largest CPU cache is read from sysfs", "[cli]") {
   CHECK(bytes < (int64_t{4} << 30));
 }
 
+TEST_CASE("the L2 cache's size is read from sysfs by level", "[cli]") {
+  const int64_t l2 = llmctl::cpu_cache_bytes(2);
+  CHECK(llmctl::cpu_cache_bytes(0) == 0);  // not a level: unknown, not the largest
+  CHECK(llmctl::cpu_cache_bytes(9) == 0);  // no CPU has one
+  std::ifstream level("/sys/devices/system/cpu/cpu0/cache/index2/level");
+  int index2_level = 0;
+  if (!(level >> index2_level) || index2_level != 2) return;  // not the usual x86 layout
+  // at least 256 KiB (as above), and never more than the largest cache
+  CHECK(l2 >= 256 * 1024);
+  CHECK(l2 <= llmctl::cpu_largest_cache_bytes());
+  CHECK(llmctl::cpu_cache_bytes(1) < l2);
+}
+
 TEST_CASE("svd-embed: the float64 Gram of a normal run is not called a failure", "[cli]") {
   const auto r = run_llmctl({"svd-embed", "-m", stories(), "--device", "cpu", "--no-low-rank"});
   REQUIRE(r.code == 0);

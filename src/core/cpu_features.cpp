@@ -97,22 +97,37 @@ std::string cpu_model_name() {
   return "unknown";
 }
 
-int64_t cpu_largest_cache_bytes() {
+namespace {
+
+// One number of sysfs: a size ("32K", "1024K", "32768K"; "2M" on some kernels) in bytes, or a
+// level ("2"); 0 when absent or unreadable.
+int64_t sysfs_cache_value(int index, const char* name) {
+  std::ifstream in("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/" + name);
+  std::string text;
+  if (!(in >> text)) return 0;
+  int64_t value = 0;
+  size_t i = 0;
+  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i)
+    value = value * 10 + (text[i] - '0');
+  const char unit = i < text.size() ? text[i] : 'B';
+  return value << (unit == 'K' ? 10 : unit == 'M' ? 20 : unit == 'G' ? 30 : 0);
+}
+
+// The largest of CPU 0's caches at `level`, any level when level is 0.
+int64_t largest_cache(int level) {
   int64_t largest = 0;
   for (int index = 0; index < 16; ++index) {
-    std::ifstream in("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/size");
-    if (!in) break;
-    std::string size;  // "32K", "1024K", "32768K"; "2M" on some kernels
-    in >> size;
-    int64_t value = 0;
-    size_t i = 0;
-    for (; i < size.size() && size[i] >= '0' && size[i] <= '9'; ++i)
-      value = value * 10 + (size[i] - '0');
-    const char unit = i < size.size() ? size[i] : 'B';
-    value <<= unit == 'K' ? 10 : unit == 'M' ? 20 : unit == 'G' ? 30 : 0;
-    largest = std::max(largest, value);
+    const int64_t size = sysfs_cache_value(index, "size");
+    if (size == 0) break;
+    if (level == 0 || sysfs_cache_value(index, "level") == level) largest = std::max(largest, size);
   }
   return largest;
 }
+
+}  // namespace
+
+int64_t cpu_largest_cache_bytes() { return largest_cache(0); }
+
+int64_t cpu_cache_bytes(int level) { return level < 1 ? 0 : largest_cache(level); }
 
 }  // namespace llmctl

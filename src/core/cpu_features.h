@@ -30,5 +30,8 @@ std::string cpu_model_name();
 // Linux's sysfs; 0 when unknown. Not glibc's sysconf, which reports 320 MiB of "L3" for a
 // 32 MiB EPYC CCX: more than one core can use.
 int64_t cpu_largest_cache_bytes();
+// The size of CPU 0's cache at `level` (1: its L1 data or instruction cache, the larger; 2:
+// its L2, per core on x86), from the same sysfs entries; 0 when unknown or level < 1.
+int64_t cpu_cache_bytes(int level);
 
 }  // namespace llmctl

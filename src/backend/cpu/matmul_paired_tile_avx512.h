@@ -177,6 +177,7 @@ MatmulKernel paired_tile_kernel(const char* name, PackFn pack) {
   k.tokens_prefill = 8;  // 8 accumulators + 8 integer sums + weights fit the 32 zmm registers
   k.tile = &dispatch_quant_tile<Tile>;
   k.pack = pack;
+  k.pack_fills_l2 = true;
   k.panel_bytes_per_block = Tile::kRecordBytes / static_cast<size_t>(Tile::kBlocksPerUnit);
   return k;
 }

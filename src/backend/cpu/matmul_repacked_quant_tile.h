@@ -233,6 +233,7 @@ MatmulKernel make_repacked_quant_kernel_avx512(const char* name) {
   k.sum_scaled = Block::kHasMin;
   if constexpr (Tile::kPacks) {
     k.pack = &Tile::pack;
+    k.pack_fills_l2 = true;
     k.panel_bytes_per_block = Tile::kPanelBlockBytes;
     k.pack_min_tokens = 3 * k.tokens_prefill;
   }
