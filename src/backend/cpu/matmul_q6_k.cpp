@@ -85,6 +85,8 @@ struct RQ6_K : RepackedK16<RQ6_K> {
   static constexpr size_t kScalesAt = 1536, kDAt = 1664;
   static constexpr int kOffset = 32;
   static constexpr bool kPairedScales = false;
+  // one token block by block: stepping across 4 blocks (as Q3_K) was level (0.98x to 1.00x)
+  static constexpr bool kOneTokenAcross = false;
 
   // Step s of block 4 h + k, 4 weights per row lane: the low nibbles lo and the high bits at
   // bits 4, 5 of hi (other bits of hi not masked); q = lo | (hi & 0x30), 0..63.

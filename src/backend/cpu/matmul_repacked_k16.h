@@ -19,7 +19,9 @@
 //                  layout cost the AVX-512 Q6_K decode up to 7 %, one thread).
 //
 // R (CRTP) gives KQ (the in-place trait), kRecordBytes, kScalesAt, kDAt, kOffset (4 or 32),
-// kPairedScales, weight(rec, h, k, s): step s of block 4 h + k, 4 weights u per row lane, and
+// kPairedScales, kOneTokenAcross (the AVX-512 decode of one token steps across a half's 4
+// blocks, else block by block as for more tokens), weight(rec, h, k, s): step s of block
+// 4 h + k, 4 weights u per row lane, and
 // weights(rec, h, s, w[4]): the same for k = 0..3 (a type may share loads across them);
 // optionally decode_weight(rec, h, k, s) and decode_shift(k), the AVX-512 decode's own (below).
 
@@ -107,72 +109,98 @@ struct RepackedK16 {
     if constexpr (!R::kPairedScales && T == 1) R::KQ::half_sums(a.qs + kKQuantSuperBlock * sb, xh);
     __m256i tot[static_cast<size_t>(T)], off[static_cast<size_t>(T)];
     for (int t = 0; t < T; ++t) tot[t] = off[t] = _mm256_setzero_si256();
-      // block by block, 2 accumulators a token live (stepping s across 4 blocks held 8: Q3_K
-      // decoded 1.2x slower, one thread); unrolled, so that decode_weight's shifts are immediates
 #pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h)
+    for (int h = 0; h < 2; ++h) {
+      if constexpr (T == 1 && R::kOneTokenAcross) {
+        // step s of the half's 4 blocks together (their decode_weight loads are the same
+        // vectors): 8 sums in flight
+        __m256i part[4][1][2];
+        for (auto& p : part) p[0][0] = p[0][1] = _mm256_setzero_si256();
+        const int8_t* qx = a.qs + 32 * (8 * sb + 4 * h);
+#pragma GCC unroll 8
+        for (int s = 0; s < 8; ++s)
 #pragma GCC unroll 4
-      for (int k = 0; k < 4; ++k) {
-        const int j = 4 * h + k;
-        const int64_t b = 8 * sb + j;
-        const int8_t* qx = a.qs + 32 * b;
-        __m256i part[static_cast<size_t>(T)][2];
-        for (int t = 0; t < T; ++t) part[t][0] = part[t][1] = _mm256_setzero_si256();
-        for (int s = 0; s < 8; ++s) {
-          const __m256i w = R::decode_weight(rec, h, k, s);
-          for (int t = 0; t < T; ++t)
-            part[t][s / 4] = rp_dot4(part[t][s / 4], w, qx + t * a.n + 4 * s);
-        }
-        const int shift = R::decode_shift(k);
-        if constexpr (R::kPairedScales) {
-          static_assert(R::KQ::kHalfSumsInt16, "a half block's sum fits int16");
-          // (sum_a, sum_b) as int16: sum_b is a multiple of 2^shift, so << (16 - shift) leaves
-          // exactly sum_b / 2^shift in the high half
-          const __m256i pair = scale_pair(rec, j);
-          for (int t = 0; t < T; ++t) {
-            const __m256i sums =
-                _mm256_blend_epi16(shift != 0 ? _mm256_srai_epi32(part[t][0], shift) : part[t][0],
-                                   _mm256_slli_epi32(part[t][1], 16 - shift), 0xaa);
-            tot[t] = _mm256_dpwssd_epi32(tot[t], sums, pair);
-            off[t] = _mm256_dpwssd_epi32(off[t], _mm256_set1_epi32(a.qhalf[t * nb + b]), pair);
+          for (int k = 0; k < 4; ++k)
+            part[k][0][s / 4] =
+                rp_dot4(part[k][0][s / 4], R::decode_weight(rec, h, k, s), qx + 32 * k + 4 * s);
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) add_block<T>(rec, a, sb, h, k, part[k], xh, tot, off);
+      } else {
+        // block by block, 2 accumulators a token live; unrolled, so that decode_weight's
+        // shifts are immediates
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {
+          const int8_t* qx = a.qs + 32 * (8 * sb + 4 * h + k);
+          __m256i part[static_cast<size_t>(T)][2];
+          for (int t = 0; t < T; ++t) part[t][0] = part[t][1] = _mm256_setzero_si256();
+          for (int s = 0; s < 8; ++s) {
+            const __m256i w = R::decode_weight(rec, h, k, s);
+            for (int t = 0; t < T; ++t)
+              part[t][s / 4] = rp_dot4(part[t][s / 4], w, qx + t * a.n + 4 * s);
           }
-        } else {
-          __m256i sa, sc_b;
-          scales(rec, j, sa, sc_b);
-          for (int t = 0; t < T; ++t)
-            if (shift != 0)
-              for (__m256i& p : part[t]) p = _mm256_srai_epi32(p, shift);
-          if constexpr (T == 1) {  // the halves' offsets from the sums computed above (xh)
-            const int32_t xa = static_cast<int16_t>(xh[j] & 0xffff), xb = xh[j] >> 16;
-            tot[0] = _mm256_add_epi32(
-                tot[0],
-                _mm256_add_epi32(
-                    _mm256_mullo_epi32(
-                        sa, _mm256_sub_epi32(part[0][0], _mm256_set1_epi32(R::kOffset * xa))),
-                    _mm256_mullo_epi32(
-                        sc_b, _mm256_sub_epi32(part[0][1], _mm256_set1_epi32(R::kOffset * xb)))));
-          } else {
-            // several tokens: each half's sum times its scale, and the offsets in one vpdpwssd
-            // a token, the halves' activation sums (xa, xb) against (-off sc_a, -off sc_b)
-            // (|off sc| <= 4096): one thread, 2048x8192 and 8192x2048, 4 to 16 tokens 1.08x
-            // to 1.22x over two subtractions and broadcasts a token
-            const __m256i zero = _mm256_setzero_si256();
-            const __m256i opair = _mm256_blend_epi16(
-                _mm256_sub_epi32(zero, _mm256_slli_epi32(sa, offset_shift())),
-                _mm256_sub_epi32(zero, _mm256_slli_epi32(sc_b, 16 + offset_shift())), 0xaa);
-            for (int t = 0; t < T; ++t) {
-              tot[t] =
-                  _mm256_add_epi32(tot[t], _mm256_add_epi32(_mm256_mullo_epi32(sa, part[t][0]),
-                                                            _mm256_mullo_epi32(sc_b, part[t][1])));
-              tot[t] = _mm256_dpwssd_epi32(tot[t], _mm256_set1_epi32(a.qhalf[t * nb + b]), opair);
-            }
-          }
+          add_block<T>(rec, a, sb, h, k, part, xh, tot, off);
         }
       }
+    }
     for (int t = 0; t < T; ++t) {
       if constexpr (R::kPairedScales)
         tot[t] = _mm256_sub_epi32(tot[t], _mm256_slli_epi32(off[t], offset_shift()));
       acc[t] = finish(d, a.qd[t * nb + 8 * sb], tot[t], acc[t]);
+    }
+  }
+
+  // Block 4 h + k's half sums part[t][0..1] (of the weights u << decode_shift(k)) of T tokens
+  // into tot and off (decode's integer steps; xh: the one-token halves' activation sums).
+  template <int T>
+  LLMCTL_AVX512 static inline __attribute__((always_inline)) void add_block(
+      const uint8_t* rec, const TileArgs& a, int64_t sb, int h, int k, __m256i (*part)[2],
+      const int32_t* xh, __m256i* tot, __m256i* off) {
+    const int64_t nb = a.n / 32;
+    const int j = 4 * h + k;
+    const int64_t b = 8 * sb + j;
+    const int shift = R::decode_shift(k);
+    if constexpr (R::kPairedScales) {
+      static_assert(R::KQ::kHalfSumsInt16, "a half block's sum fits int16");
+      // (sum_a, sum_b) as int16: sum_b is a multiple of 2^shift, so << (16 - shift) leaves
+      // exactly sum_b / 2^shift in the high half
+      const __m256i pair = scale_pair(rec, j);
+      for (int t = 0; t < T; ++t) {
+        const __m256i sums =
+            _mm256_blend_epi16(shift != 0 ? _mm256_srai_epi32(part[t][0], shift) : part[t][0],
+                               _mm256_slli_epi32(part[t][1], 16 - shift), 0xaa);
+        tot[t] = _mm256_dpwssd_epi32(tot[t], sums, pair);
+        off[t] = _mm256_dpwssd_epi32(off[t], _mm256_set1_epi32(a.qhalf[t * nb + b]), pair);
+      }
+    } else {
+      __m256i sa, sc_b;
+      scales(rec, j, sa, sc_b);
+      for (int t = 0; t < T; ++t)
+        if (shift != 0)
+          for (__m256i& p : part[t]) p = _mm256_srai_epi32(p, shift);
+      if constexpr (T == 1) {  // the halves' offsets from the sums computed above (xh)
+        const int32_t xa = static_cast<int16_t>(xh[j] & 0xffff), xb = xh[j] >> 16;
+        tot[0] = _mm256_add_epi32(
+            tot[0],
+            _mm256_add_epi32(
+                _mm256_mullo_epi32(
+                    sa, _mm256_sub_epi32(part[0][0], _mm256_set1_epi32(R::kOffset * xa))),
+                _mm256_mullo_epi32(
+                    sc_b, _mm256_sub_epi32(part[0][1], _mm256_set1_epi32(R::kOffset * xb)))));
+      } else {
+        // several tokens: each half's sum times its scale, and the offsets in one vpdpwssd
+        // a token, the halves' activation sums (xa, xb) against (-off sc_a, -off sc_b)
+        // (|off sc| <= 4096): one thread, 2048x8192 and 8192x2048, 4 to 16 tokens 1.08x
+        // to 1.22x over two subtractions and broadcasts a token
+        const __m256i zero = _mm256_setzero_si256();
+        const __m256i opair = _mm256_blend_epi16(
+            _mm256_sub_epi32(zero, _mm256_slli_epi32(sa, offset_shift())),
+            _mm256_sub_epi32(zero, _mm256_slli_epi32(sc_b, 16 + offset_shift())), 0xaa);
+        for (int t = 0; t < T; ++t) {
+          tot[t] = _mm256_add_epi32(tot[t], _mm256_add_epi32(_mm256_mullo_epi32(sa, part[t][0]),
+                                                             _mm256_mullo_epi32(sc_b, part[t][1])));
+          tot[t] = _mm256_dpwssd_epi32(tot[t], _mm256_set1_epi32(a.qhalf[t * nb + b]), opair);
+        }
+      }
     }
   }
 
