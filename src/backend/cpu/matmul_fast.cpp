@@ -41,12 +41,10 @@ constexpr int64_t kChunkBytes = 384 * 1024;
 // EPYC: Q4_K 264 -> 304 GFLOP/s, Q6_K 206 -> 240 (two threads 480 -> 596, 425 -> 484); held
 // to AVX2 +4 to 10 %; the 8192x2048 shapes (152 tokens by kChunkBytes) unchanged.
 constexpr int64_t kPackedChunkTokens = 128;
-// A kernel with MatmulKernel::pack_fills_l2 takes at least as many as fill half of the core's
-// L2 (cpu_cache_bytes(2); none when unknown): the fewer chunks, the fewer packs of each row
-// tile (pack16 had 8 % of a 1B Q4_K_M pp512). Two threads of the Xeon (2 MiB L2: 408 tokens
-// instead of 152 for the 2048-wide weights), 512 tokens, alternated in one process: Q4_K and
-// Q6_K 2048x2048, 3072x2048, 16384x2048 1.02x to 1.12x (median 1.05x); Q2_K, Q3_K, Q5_K,
-// IQ4_XS, Q5_0, IQ4_NL 1.02x to 1.06x; the 2048x8192 shapes keep 128 tokens.
+// With MatmulKernel::pack_fills_l2, as many as fill half of the core's L2 (cpu_cache_bytes(2);
+// none when unknown): fewer packs of each row tile. Two threads of the Xeon (2 MiB L2: 408
+// tokens, not 152, for 2048-wide weights), 512 tokens: Q2_K .. Q6_K, IQ4_XS, Q5_0, IQ4_NL 1.02x
+// to 1.12x (BENCHMARKS.md, 2026-12-07 evening).
 int64_t packed_chunk_tokens(const MatmulKernel& k, int64_t token_bytes) {
   static const int64_t half_l2 = cpu_cache_bytes(2) / 2;
   return std::max(kPackedChunkTokens, k.pack_fills_l2 ? half_l2 / token_bytes : 0);
