@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/matmul_blocking.h"
 #include "backend/cpu/matmul_kernels.h"
 #include "backend/cpu/matmul_prepared.h"
 #include "backend/cpu/weight_repack.h"
@@ -27,29 +28,6 @@ constexpr int64_t kRowsPerTask = 24;
 // Prefill row blocks handed out per grab (x kRowsPerTask rows): large enough that each grab
 // reuses the L2-resident token chunk over several row tiles, small enough to balance.
 constexpr int64_t kPrefillGrainTasks = 4;
-// Weight bytes of one prefill row block (MatmulKernel::row_blocks): a small part of L2.
-constexpr int64_t kRowBlockBytes = 96 * 1024;
-// Activation bytes of one prefill token chunk: most of L2 (512 KiB per core here), so that
-// each row tile, read from memory once per chunk, serves as many tokens as possible while the
-// chunk's activations stay in L2 (F16 2048x8192 at 512 tokens: 54 GFLOP/s with 192 KiB,
-// 72 with 384 KiB; one core, tools/bench_matmul).
-constexpr int64_t kChunkBytes = 384 * 1024;
-// Tokens a chunk has at least when the kernel packs its row tiles (MatmulKernel::pack), which
-// it does once per chunk: a wide weight (Q4_K 2048x8192: 32 tokens by kChunkBytes) repacked
-// every 4 token tiles spent more on packing than the L2-resident chunk saved. Past L2 the
-// activations stream from L3, which keeps up. 2048x8192 at 512 tokens, one core of the AVX-512
-// EPYC: Q4_K 264 -> 304 GFLOP/s, Q6_K 206 -> 240 (two threads 480 -> 596, 425 -> 484); held
-// to AVX2 +4 to 10 %; the 8192x2048 shapes (152 tokens by kChunkBytes) unchanged.
-constexpr int64_t kPackedChunkTokens = 128;
-// With MatmulKernel::pack_fills_l2, as many as fill half of the core's L2 (cpu_cache_bytes(2);
-// none when unknown): fewer packs of each row tile. Two threads of the Xeon (2 MiB L2: 408
-// tokens, not 152, for 2048-wide weights), 512 tokens: Q2_K .. Q6_K, IQ4_XS, Q5_0, IQ4_NL 1.02x
-// to 1.12x (BENCHMARKS.md, 2026-12-07 evening).
-int64_t packed_chunk_tokens(const MatmulKernel& k, int64_t token_bytes) {
-  static const int64_t half_l2 = cpu_cache_bytes(2) / 2;
-  return std::max(kPackedChunkTokens, k.pack_fills_l2 ? half_l2 / token_bytes : 0);
-}
-
 bool cpu_has_avx2() {
   const CpuFeatures& f = cpu_features();
   return f.avx2 && f.fma && f.f16c;
@@ -279,9 +257,7 @@ void run_rows(const PreparedMatmul& p, int64_t n_tokens, int64_t r0, int64_t r1)
     // A block of rows stays in L2 while each token tile (in L1) passes over its row tiles:
     // 5 to 20 % faster than the token-chunk order for F16 at 480 tokens (one core, this tile in
     // a standalone loop; within the model the difference is below this machine's noise).
-    const int64_t rows = std::max<int64_t>(1, kRowBlockBytes / static_cast<int64_t>(base.w_stride) /
-                                                  k.rows_prefill) *
-                         k.rows_prefill;
+    const int64_t rows = row_block_rows(k, static_cast<int64_t>(base.w_stride));
     for (int64_t b = r0; b < r1; b += rows) {
       const int64_t e = std::min(r1, b + rows);
       for (int64_t t = 0; t < n_tokens; t += k.tokens_prefill)
@@ -293,10 +269,7 @@ void run_rows(const PreparedMatmul& p, int64_t n_tokens, int64_t r0, int64_t r1)
   }
   const int64_t token_bytes = k.quantized ? n + 8 * nb : 4 * n;
   // a whole number of token tiles, so that only the batch's last tile is a narrow one
-  const int64_t chunk_tokens =
-      std::max(kChunkBytes / token_bytes,
-               k.pack != nullptr ? packed_chunk_tokens(k, token_bytes) : int64_t{1});
-  const int64_t chunk = std::max<int64_t>(1, chunk_tokens / k.tokens_prefill) * k.tokens_prefill;
+  const int64_t chunk = chunk_tokens(k, token_bytes);
   // The packed row tile (per thread; reused across calls): L2-resident while the chunk's
   // token tiles pass over it.
   thread_local std::vector<uint8_t> panel;

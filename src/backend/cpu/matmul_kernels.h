@@ -166,8 +166,8 @@ struct MatmulKernel {
   // Packs only for a token chunk of at least this many tokens; a smaller one's tiles read the
   // weights (a.panel == nullptr, the same bits): there the pass costs more than it saves.
   int64_t pack_min_tokens = 0;
-  // A packed chunk also holds as many tokens as fill half of the core's L2 (matmul_fast.cpp's
-  // packed_chunk_tokens): the AVX-512 tiles gain from fewer packs; the AVX2 ones, tried on
+  // A packed chunk also holds as many tokens as fill half of the core's L2 (matmul_blocking.h's
+  // chunk_tokens): the AVX-512 tiles gain from fewer packs; the AVX2 ones, tried on
   // the same Xeon, did not (Q6_K 0.92x to 0.96x).
   bool pack_fills_l2 = false;
   // Reads the weight repacked (weight_repack.h), not the GGUF rows: TileArgs::w is then the
