@@ -2,6 +2,7 @@
 // format, one hand-off to the pool) against the scalar matmul_fast on each weight alone on one
 // thread, bit for bit, on every instruction set this CPU has and 1 to 3 threads;
 // Backend::matmul_shared on the fast and the reference backends; bad arguments.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <random>
 #include <string>
@@ -9,9 +10,11 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_fast_backend.h"
+#include "backend/cpu/matmul_blocking.h"
 #include "backend/cpu/matmul_fast.h"
 #include "backend/cpu/thread_pool.h"
 #include "backend/cpu/weight_repack.h"
+#include "core/cpu_features.h"
 #include "core/error.h"
 #include "support/backend_buffers.h"
 #include "support/matmul_cases.h"
@@ -175,4 +178,37 @@ TEST_CASE("Backend::matmul_shared: matmul's outputs on the fast and reference ba
     Buffer* short_out[] = {&small};
     CHECK_THROWS(be->matmul_shared(ws, short_out, 1, x, n_tokens));
   }
+}
+
+// The prefill's cache blocking (matmul_blocking.h): whole tiles, never fewer than one, and no
+// smaller than the sizes it had before it followed L2 (96 KiB row blocks, 384 KiB chunks,
+// 128-token packed chunks); with pack_fills_l2, half of L2 where sysfs gives it.
+TEST_CASE("matmul blocking: whole tiles, at least the fixed sizes, more with a larger L2",
+          "[cpu]") {
+  using llmctl::cpu::MatmulKernel;
+  MatmulKernel f;  // a float kernel: 6 x 8 tiles in row blocks
+  f.rows_prefill = 6;
+  f.tokens_prefill = 8;
+  for (int64_t stride : {int64_t{2}, int64_t{4096}, int64_t{16384}, int64_t{1} << 20}) {
+    const int64_t rows = llmctl::cpu::row_block_rows(f, stride);
+    CHECK(rows % 6 == 0);
+    CHECK(rows >= 6);
+    CHECK(rows >= 96 * 1024 / stride / 6 * 6);
+  }
+  MatmulKernel q;  // a quantized kernel that packs, 8 tokens a tile
+  q.tokens_prefill = 8;
+  q.pack = [](const llmctl::cpu::TileArgs&, int, uint8_t*) {};
+  // n = 8192 with its block scales: 384 KiB holds 37 tokens, a packing kernel takes 128
+  CHECK(llmctl::cpu::chunk_tokens(q, 10240) == 128);
+  const int64_t token_bytes = 2560;  // n = 2048: 384 KiB holds 153 tokens
+  CHECK(llmctl::cpu::chunk_tokens(q, token_bytes) == 152);
+  q.pack_fills_l2 = true;
+  const int64_t l2 = llmctl::cpu_cache_bytes(2);
+  const int64_t filled = llmctl::cpu::chunk_tokens(q, token_bytes);
+  CHECK(filled % 8 == 0);
+  CHECK(filled == std::max<int64_t>(152, l2 / 2 / token_bytes / 8 * 8));
+  MatmulKernel none;  // no pack: 384 KiB of activations, whole tiles
+  none.tokens_prefill = 8;
+  CHECK(llmctl::cpu::chunk_tokens(none, token_bytes) == 152);
+  CHECK(llmctl::cpu::chunk_tokens(none, int64_t{1} << 30) == 8);  // one tile at least
 }
