@@ -35,10 +35,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <ctime>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -240,18 +242,18 @@ std::vector<std::string> split(const std::string& s) {
   return parts;
 }
 
-// The whole of v as a number of at least `min`, or an Error naming the option.
-long long count_arg(const std::string& opt, const std::string& v, long long min) {
-  size_t used = 0;
-  long long c = 0;
-  try {
-    c = std::stoll(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != v.size() || c < min)
-    throw Error(
-        fmt::format("bench_matmul: {} expects a whole number >= {}, got '{}'", opt, min, v));
+// The whole of v as a number from min to max, or an Error naming the option.
+int64_t count_arg(const std::string& opt, const std::string& v, int64_t min,
+                  int64_t max = std::numeric_limits<int64_t>::max()) {
+  int64_t c = 0;
+  const char* end = v.data() + v.size();
+  const auto [p, ec] = std::from_chars(v.data(), end, c);
+  if (ec != std::errc() || p != end || c < min || c > max)
+    throw Error(fmt::format("bench_matmul: {} expects a whole number {}, got '{}'", opt,
+                            max == std::numeric_limits<int64_t>::max()
+                                ? fmt::format(">= {}", min)
+                                : fmt::format("from {} to {}", min, max),
+                            v));
   return c;
 }
 
@@ -308,7 +310,7 @@ Options parse(int argc, char** argv) {
     } else if (a == "--copies") {
       o.copies = static_cast<size_t>(count_arg(a, v, 1));
     } else if (a == "--reps") {
-      o.reps = static_cast<int>(count_arg(a, v, 1));
+      o.reps = static_cast<int>(count_arg(a, v, 1, std::numeric_limits<int>::max()));
     } else if (a == "--shapes") {
       for (const std::string& t : split(v)) {
         const size_t x = t.find('x');
