@@ -32,6 +32,7 @@ void quantize_tokens(const MatmulKernel& k, bool avx2, const float* x, int64_t n
                                   k.activation_group);
     activation_block_sums(s.qs.data() + q, n, s.sum.data() + b);
     if (k.half_sums) activation_half_sums(s.qs.data() + q, n, s.half.data() + b);
+    if (k.pair_sums) activation_pair_sums(s.sum.data() + b, n, s.pair.data() + b / 2);
     for (size_t i = b; i < b + static_cast<size_t>(nb); ++i) {
       if (k.sum_offset != 0) s.off[i] = -k.sum_offset * s.sum[i];
       if (k.sum_scaled) s.sumd[i] = static_cast<float>(s.sum[i]) * s.d[i];
@@ -70,7 +71,8 @@ bool same_activations(const MatmulKernel& a, const MatmulKernel& b) {
   if (a.quantized != b.quantized) return false;
   if (a.quantized)  // the extra per-block arrays: each kernel's own, or none
     return a.activation_group == b.activation_group && a.half_sums == b.half_sums &&
-           a.sum_offset == b.sum_offset && a.sum_scaled == b.sum_scaled;
+           a.pair_sums == b.pair_sums && a.sum_offset == b.sum_offset &&
+           a.sum_scaled == b.sum_scaled;
   return a.half_activations == b.half_activations && a.halves_widened == b.halves_widened;
 }
 
@@ -82,6 +84,7 @@ void share_activations(PreparedMatmul& p, const PreparedMatmul& like) {
   p.base.qd = s.qd;
   p.base.qsum = s.qsum;
   p.base.qhalf = s.qhalf;
+  p.base.qpair = s.qpair;
   p.base.qoff = s.qoff;
   p.base.qsumd = s.qsumd;
   p.fits = like.fits;
@@ -103,6 +106,7 @@ void prepare_activations(PreparedMatmul& p, bool avx2, const float* x, int64_t n
     grow(scratch.d, n_b);
     grow(scratch.sum, n_b);
     if (k.half_sums) grow(scratch.half, n_b);
+    if (k.pair_sums) grow(scratch.pair, n_b / 2);
     if (k.sum_offset != 0) grow(scratch.off, n_b);
     if (k.sum_scaled) grow(scratch.sumd, n_b);
     for_tokens(pool, n_tokens,
@@ -111,6 +115,7 @@ void prepare_activations(PreparedMatmul& p, bool avx2, const float* x, int64_t n
     p.base.qd = scratch.d.data();
     p.base.qsum = scratch.sum.data();
     if (k.half_sums) p.base.qhalf = scratch.half.data();
+    if (k.pair_sums) p.base.qpair = scratch.pair.data();
     if (k.sum_offset != 0) p.base.qoff = scratch.off.data();
     if (k.sum_scaled) p.base.qsumd = scratch.sumd.data();
   }

@@ -48,6 +48,7 @@ struct MatmulScratch {
   std::vector<float> d;       // (n_tokens, n / 32) block scales
   std::vector<int32_t> sum;   // (n_tokens, n / 32) sum of each block's int8 activations
   std::vector<int32_t> half;  // (n_tokens, n / 32) its halves' sums (kernels with half_sums)
+  std::vector<int32_t> pair;  // (n_tokens, n / 64) two blocks' sums (kernels with pair_sums)
   std::vector<int32_t> off;   // (n_tokens, n / 32) -sum_offset * sum (kernels with sum_offset)
   std::vector<float> sumd;    // (n_tokens, n / 32) float(sum) * d (kernels with sum_scaled)
   std::vector<uint16_t> xh;   // (n_tokens, n) f16 activations (F16 weights)

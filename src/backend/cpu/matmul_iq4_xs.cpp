@@ -20,6 +20,7 @@ struct KQIq4Xs {
   static constexpr size_t kBytes = 136;
   static constexpr int kTokens = 6;
   static constexpr int kActivationGroup = 256;
+  static constexpr bool kPairSums = true;  // the AVX-512 tile's +128 back (superblock512)
 
   static float scalar_superblock(const uint8_t* sb, const int8_t* qx, float dx, const int32_t* xsum,
                                  float acc) {
@@ -126,11 +127,11 @@ struct KQIq4Xs {
     const __m512 d = _mm512_loadu_ps(p + 2 * kDOffset);
     for (int t = 0; t < T; ++t) {
       // 128 * sum_j (ls_j - 32) * xsum_j: the products' +128 taken back
-      const int32_t* xsum = a.qsum + t * nb + 8 * sb;
+      const int32_t* xpair = a.qpair + (t * nb + 8 * sb) / 2;
       __m512i back = _mm512_setzero_si512();
       for (int q = 0; q < 4; ++q)
         back = _mm512_dpwssd_epi32(back, _mm512_loadu_si512(p + 2 * kPairOffset + 64 * q),
-                                   _mm512_set1_epi32(kq_sum_pair(xsum, q)));
+                                   _mm512_set1_epi32(xpair[q]));
       const __m512i exact = _mm512_sub_epi32(tot[t], _mm512_slli_epi32(back, 7));
       const __m512 dx = _mm512_set1_ps(a.qd[t * nb + 8 * sb]);
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(exact), _mm512_mul_ps(d, dx), acc[t]);

@@ -66,6 +66,9 @@ struct TileArgs {
   // per block: the sums of its two 16-element halves, xa | xb << 16 (activation_half_sums),
   // stride n / 32; only for a kernel with MatmulKernel::half_sums (else nullptr)
   const int32_t* qhalf;
+  // per two blocks: their sums, qsum[2 p] | qsum[2 p + 1] << 16 (activation_pair_sums), stride
+  // n / 64; only for a kernel with MatmulKernel::pair_sums (else nullptr)
+  const int32_t* qpair;
   // per block, stride n / 32, computed once per call for the kernels that ask for them
   // (MatmulKernel::sum_offset, ::sum_scaled; else nullptr), so that a tile loads what it would
   // otherwise compute per row group: -sum_offset * qsum (exact in int32), and
@@ -121,6 +124,7 @@ inline TileArgs tile_args_from_token(const TileArgs& a, int64_t k) {
   if (a.qd != nullptr) r.qd = a.qd + k * nb;
   if (a.qsum != nullptr) r.qsum = a.qsum + k * nb;
   if (a.qhalf != nullptr) r.qhalf = a.qhalf + k * nb;
+  if (a.qpair != nullptr) r.qpair = a.qpair + k * (nb / 2);
   if (a.qoff != nullptr) r.qoff = a.qoff + k * nb;
   if (a.qsumd != nullptr) r.qsumd = a.qsumd + k * nb;
   r.out = a.out + k * a.out_stride;
@@ -139,6 +143,7 @@ struct MatmulKernel {
   TileFn tile = nullptr;
   bool quantized = false;  // reads qs/qd instead of x
   bool half_sums = false;  // reads qhalf too (the 16-element sub-block K-quants)
+  bool pair_sums = false;  // reads qpair too (Q4_K, Q5_K, IQ4_XS)
   int32_t sum_offset = 0;  // non-zero: reads qoff (= -sum_offset * qsum)
   bool sum_scaled = false;  // reads qsumd (= float(qsum) * qd)
   // Elements per activation scale: 32, or 256 for the K-quants and IQ4_XS, whose sub-block

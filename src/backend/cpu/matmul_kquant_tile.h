@@ -64,14 +64,6 @@ constexpr int64_t kKQuantSuperBlock = 256;
 template <class KQ>
 struct KQuantTileAvx2;  // x86 only (below)
 
-// Block sums 2p and 2p + 1 of a super-block as one int16 pair (each |xsum| <= 32 * 127): the
-// operand of a madd against per-row pairs of sub-block factors (Q4_K / Q5_K mins, IQ4_XS
-// scales).
-inline int32_t kq_sum_pair(const int32_t* xsum, int p) {
-  return static_cast<int32_t>((static_cast<uint32_t>(xsum[2 * p]) & 0xffffu) |
-                              (static_cast<uint32_t>(xsum[2 * p + 1]) << 16));
-}
-
 // Elements per activation scale trait KQ asks for (MatmulKernel::activation_group):
 // KQ::kActivationGroup, else 32 (the block traits of matmul_quant_tile.h).
 template <class KQ, class = void>
@@ -197,11 +189,18 @@ constexpr bool kReadsHalfSums = false;
 template <class KQ>
 constexpr bool kReadsHalfSums<KQ, std::void_t<decltype(KQ::kHalfSums)>> = KQ::kHalfSums;
 
+// Whether trait KQ reads TileArgs::qpair (MatmulKernel::pair_sums): KQ::kPairSums.
+template <class KQ, class = void>
+constexpr bool kReadsPairSums = false;
+template <class KQ>
+constexpr bool kReadsPairSums<KQ, std::void_t<decltype(KQ::kPairSums)>> = KQ::kPairSums;
+
 // The activation arrays every kernel of trait KQ reads (its scalar, AVX2, AVX-512 and repacked
-// kernels alike): MatmulKernel::half_sums and ::activation_group.
+// kernels alike): MatmulKernel::half_sums, ::pair_sums and ::activation_group.
 template <class KQ>
 void set_kquant_activations(MatmulKernel& k) {
   k.half_sums = kReadsHalfSums<KQ>;
+  k.pair_sums = kReadsPairSums<KQ>;
   k.activation_group = kActivationGroupOf<KQ>;
 }
 

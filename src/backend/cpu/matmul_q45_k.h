@@ -90,13 +90,13 @@ LLMCTL_AVX2 inline void q45_k_scales(const uint8_t* const rows[8], size_t off, u
 }
 
 // The super-block's two float steps for one token (8 rows): from tot, the rows' d, dmin and
-// min pairs mp[4], the token's block sums xsum[0..7] and scale dx.
+// min pairs mp[4], the token's block sums as the pairs xpair[0..3] (TileArgs::qpair) and scale
+// dx.
 LLMCTL_AVX2 inline __m256 q45_k_finish(__m256i tot, __m256 d, __m256 dmin, const __m256i mp[4],
-                                       const int32_t* xsum, float dx, __m256 acc) {
-  __m256i msum = _mm256_madd_epi16(mp[0], _mm256_set1_epi32(kq_sum_pair(xsum, 0)));
+                                       const int32_t* xpair, float dx, __m256 acc) {
+  __m256i msum = _mm256_madd_epi16(mp[0], _mm256_set1_epi32(xpair[0]));
   for (int q = 1; q < 4; ++q)
-    msum = _mm256_add_epi32(msum,
-                            _mm256_madd_epi16(mp[q], _mm256_set1_epi32(kq_sum_pair(xsum, q))));
+    msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mp[q], _mm256_set1_epi32(xpair[q])));
   const __m256 vdx = _mm256_set1_ps(dx);
   acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(tot), _mm256_mul_ps(d, vdx), acc);
   return _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(dmin, vdx), acc);
@@ -113,7 +113,7 @@ LLMCTL_AVX2 inline void q45_k_finish_panel(const uint8_t* p, const TileArgs& a, 
   for (int q = 0; q < 4; ++q) mp[q] = kq_load(p + kQ45kMinOffset + 32 * q);
   for (int t = 0; t < T; ++t) {
     const int64_t b = t * nb + 8 * sb;
-    acc[t] = q45_k_finish(tot[t], d, dmin, mp, a.qsum + b, a.qd[b], acc[t]);
+    acc[t] = q45_k_finish(tot[t], d, dmin, mp, a.qpair + b / 2, a.qd[b], acc[t]);
   }
 }
 
@@ -122,6 +122,8 @@ template <class KQ, int T>
 LLMCTL_AVX2 inline void q45_k_superblock(const uint8_t* p, const TileArgs& a, int64_t sb,
                                          __m256* acc) {
   __m256i tot[static_cast<size_t>(T)];
+  // set by the first scaled_dots; zeroed so that GCC 12 sees it (else -Wmaybe-uninitialized)
+  for (int t = 0; t < T; ++t) tot[t] = _mm256_setzero_si256();
   for (int j = 0; j < 8; ++j)
     KQ::template scaled_dots<T>(p + 256 * j, a.qs + kKQuantSuperBlock * sb + 32 * j, a.n,
                                 kq_load(p + kQ45kScOffset + 32 * j), j == 0, tot);
@@ -140,7 +142,7 @@ LLMCTL_AVX512 inline void q45_k_finish512(__m512 d, __m512 dmin, const __m512i m
     const int64_t b = t * (a.n / 32) + 8 * sb;
     __m512i msum = _mm512_setzero_si512();
     for (int q = 0; q < 4; ++q)
-      msum = _mm512_dpwssd_epi32(msum, mp[q], _mm512_set1_epi32(kq_sum_pair(a.qsum + b, q)));
+      msum = _mm512_dpwssd_epi32(msum, mp[q], _mm512_set1_epi32(a.qpair[b / 2 + q]));
     const __m512 vdx = _mm512_set1_ps(a.qd[b]);
     acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(tot[t]), _mm512_mul_ps(d, vdx), acc[t]);
     acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmin, vdx), acc[t]);
@@ -175,6 +177,7 @@ struct KQ45_K {
   static constexpr int kTokens = kHigh ? 6 : 8;
 
   static constexpr int kActivationGroup = 256;  // one activation scale per super-block
+  static constexpr bool kPairSums = true;       // the mins' madd (q45_k_finish)
 
   static float scalar_superblock(const uint8_t* sb, const int8_t* qx, float dx, const int32_t* xsum,
                                  float acc) {

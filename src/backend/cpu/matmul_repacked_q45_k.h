@@ -117,7 +117,7 @@ struct RQ45_K {
     const __m256 d = rp_fp16_lanes(rec + kScales), dmin = rp_fp16_lanes(rec + kScales + 16);
     for (int t = 0; t < T; ++t) {
       const int64_t b = t * (a.n / 32) + 8 * sb;
-      acc[t] = q45_k_finish(tot[t], d, dmin, mp, a.qsum + b, a.qd[b], acc[t]);
+      acc[t] = q45_k_finish(tot[t], d, dmin, mp, a.qpair + b / 2, a.qd[b], acc[t]);
     }
   }
 

@@ -39,6 +39,12 @@ void activation_half_sums(const int8_t* qs, int64_t n, int32_t* halves) {
   }
 }
 
+void activation_pair_sums(const int32_t* sums, int64_t n, int32_t* pairs) {
+  for (int64_t p = 0; p < n / 64; ++p)
+    pairs[p] = static_cast<int32_t>((static_cast<uint32_t>(sums[2 * p]) & 0xffffu) |
+                                    (static_cast<uint32_t>(sums[2 * p + 1]) << 16));
+}
+
 // Below this magnitude an f32 rounds to a finite f16 (65504 + half an ulp of 32).
 constexpr float kF16Limit = 65520.0f;
 

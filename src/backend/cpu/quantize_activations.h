@@ -31,6 +31,12 @@ void activation_block_sums(const int8_t* qs, int64_t n, int32_t* sums);
 // per-16-element offsets and mins of Q2_K, Q3_K and Q6_K (matmul_k16_tile.h).
 void activation_half_sums(const int8_t* qs, int64_t n, int32_t* halves);
 
+// pairs[p] = sums[2 p] | sums[2 p + 1] << 16 for the n / 64 pairs of blocks, from
+// activation_block_sums (int16 each: |sum| <= 32 * 128): the operand of the madd that applies
+// the 6-bit mins of Q4_K / Q5_K and IQ4_XS's +128 to two blocks at once (matmul_q45_k.h).
+// Once per token here, where the tiles packed them per row tile (Q4_K prefill 1.05x to 1.08x).
+void activation_pair_sums(const int32_t* sums, int64_t n, int32_t* pairs);
+
 // Activations rounded to f16 for the F16-weight kernels: xh[j] = f32_to_fp16(x[j]) (round to
 // nearest even, core/fp16.h). Returns whether the token fits: every value finite with
 // |x| < 65520 (the smallest magnitude that rounds to inf). When it does not, xh is not used
