@@ -212,6 +212,32 @@ TEST_CASE("activation quantization: scalar and AVX2 follow the documented rule",
   }
 }
 
+TEST_CASE("activation sums: AVX2 gives the scalar block and half sums", "[cpu]") {
+  if (!matmul_fast_has_avx2()) {
+    WARN("skipped: no AVX2+FMA+F16C on this CPU");
+    return;
+  }
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> byte(-128, 127);
+  const int64_t n = 512;
+  std::vector<int8_t> qs(n);
+  for (int8_t& v : qs) v = static_cast<int8_t>(byte(rng));
+  for (int64_t j = 0; j < 32; ++j) qs[static_cast<size_t>(j)] = -128;   // block 0: all -128
+  for (int64_t j = 32; j < 48; ++j) qs[static_cast<size_t>(j)] = 127;   // block 1: halves
+  for (int64_t j = 48; j < 64; ++j) qs[static_cast<size_t>(j)] = -127;  // 2032 and -2032
+  std::vector<int32_t> sums(n / 32), halves(n / 32), want_sums(n / 32), want_halves(n / 32);
+  activation_block_sums(qs.data(), n, want_sums.data());
+  activation_half_sums(qs.data(), n, want_halves.data());
+  CHECK(want_sums[0] == -4096);
+  CHECK(want_halves[1] == static_cast<int32_t>(2032u | (static_cast<uint32_t>(-2032) << 16)));
+  activation_sums_avx2(qs.data(), n, sums.data(), halves.data());
+  CHECK(sums == want_sums);
+  CHECK(halves == want_halves);
+  std::vector<int32_t> only(n / 32);
+  activation_sums_avx2(qs.data(), n, only.data(), nullptr);
+  CHECK(only == want_sums);
+}
+
 TEST_CASE("f16 activations: scalar and AVX2 round to nearest even and flag overflow", "[cpu]") {
   std::mt19937 rng(17);
   for (int64_t n : {0, 1, 7, 8, 9, 100}) {

@@ -30,8 +30,13 @@ void quantize_tokens(const MatmulKernel& k, bool avx2, const float* x, int64_t n
     else
       quantize_activations_scalar(x + t * n, n, s.qs.data() + q, s.d.data() + b,
                                   k.activation_group);
-    activation_block_sums(s.qs.data() + q, n, s.sum.data() + b);
-    if (k.half_sums) activation_half_sums(s.qs.data() + q, n, s.half.data() + b);
+    int32_t* halves = k.half_sums ? s.half.data() + b : nullptr;
+    if (avx2) {
+      activation_sums_avx2(s.qs.data() + q, n, s.sum.data() + b, halves);
+    } else {
+      activation_block_sums(s.qs.data() + q, n, s.sum.data() + b);
+      if (halves != nullptr) activation_half_sums(s.qs.data() + q, n, halves);
+    }
     if (k.pair_sums) activation_pair_sums(s.sum.data() + b, n, s.pair.data() + b / 2);
     for (size_t i = b; i < b + static_cast<size_t>(nb); ++i) {
       if (k.sum_offset != 0) s.off[i] = -k.sum_offset * s.sum[i];

@@ -83,6 +83,24 @@ LLMCTL_AVX2 bool activations_to_f16_avx2(const float* x, int64_t n, uint16_t* xh
   return activations_to_f16_scalar(x + j, n - j, xh + j) && head_fits;
 }
 
+LLMCTL_AVX2 void activation_sums_avx2(const int8_t* qs, int64_t n, int32_t* sums, int32_t* halves) {
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80)), zero = _mm256_setzero_si256();
+  for (int64_t b = 0; b < n / 32; ++b) {
+    // q + 128 as unsigned bytes; sad against zero sums each 8 of them into a 64-bit lane
+    const __m256i u =
+        _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * b)), flip);
+    const __m256i s = _mm256_sad_epu8(u, zero);
+    const __m128i lo = _mm256_castsi256_si128(s), hi = _mm256_extracti128_si256(s, 1);
+    // the low 128 bits hold the first 16 bytes: lanes (first half, second half), + 16 * 128
+    const __m128i h = _mm_add_epi64(_mm_unpacklo_epi64(lo, hi), _mm_unpackhi_epi64(lo, hi));
+    const int32_t xa = _mm_cvtsi128_si32(h) - 16 * 128, xb = _mm_extract_epi32(h, 2) - 16 * 128;
+    sums[b] = xa + xb;
+    if (halves != nullptr)
+      halves[b] = static_cast<int32_t>((static_cast<uint32_t>(xa) & 0xffffu) |
+                                       (static_cast<uint32_t>(xb) << 16));
+  }
+}
+
 namespace {
 // max |x[j]| over 32 floats (max is exact, so any order equals the scalar loop's).
 LLMCTL_AVX2 __m256 abs_max32(const float* x, __m256 m) {
@@ -124,6 +142,10 @@ LLMCTL_AVX2 void quantize_activations_avx2(const float* x, int64_t n, int8_t* qs
 #else
 void quantize_activations_avx2(const float* x, int64_t n, int8_t* qs, float* d, int group) {
   quantize_activations_scalar(x, n, qs, d, group);
+}
+void activation_sums_avx2(const int8_t* qs, int64_t n, int32_t* sums, int32_t* halves) {
+  activation_block_sums(qs, n, sums);
+  if (halves != nullptr) activation_half_sums(qs, n, halves);
 }
 bool activations_to_f16_avx2(const float* x, int64_t n, uint16_t* xh) {
   return activations_to_f16_scalar(x, n, xh);
