@@ -1,37 +1,7 @@
 // bench_matmul: speed of the CPU matmul fast path (src/backend/cpu/matmul_fast.h) on the
 // Llama-3.2-1B shapes, against the scalar reference loop.
 //
-//   bench_matmul [--types q4_0,q8_0,...] [--threads 1,2] [--reps N] [--prefill N]
-//                [--vocab] [--no-ref] [--cpu-time] [--shapes DxN,DxN,...]
-//                [--isa auto|scalar|avx2|avx512] [--repack off|on|both] [--copies N]
-//                [--peak]
-//
-// For each dtype, each weight shape W (d, n) of a layer (q/o 2048x2048, k/v 512x2048,
-// gate/up 8192x2048, down 2048x8192; with --vocab also the output 128256x2048; --shapes: these
-// D x N shapes instead):
-//   decode  (n_tokens = 1): median ms over reps; GB/s = weight bytes / median. Enough copies of
-//           the weight rotate so that they do not fit in the last-level cache (at least 256 MiB
-//           and twice the largest cache: a 2-core Xeon VM here sees 260 MiB of L3): every byte
-//           comes from memory, as in a real model whose layers together are far bigger than L3.
-//   --copies N  rotate N copies instead; 1 keeps a weight that fits in a cache there, which
-//           separates what the kernel's arithmetic costs from what waiting on memory costs.
-//   prefill (n_tokens = --prefill, 512, at least 2): median ms; GFLOP/s = 2 * d * n * n_tokens /
-//           median. The copies rotate too: a small batch (a few tokens) is bound by memory as
-//           decode is, and read from L3 it looked up to twice as fast as in a model.
-//   --isa   the kernels' instruction set (matmul_fast_isa; default auto: matmul_fast's choice,
-//           LLMCTL_MATMUL_ISA included); the kernel's name is printed per dtype.
-//   --repack  the weights as the GGUF has them (off, the default), repacked as the fast CPU
-//           backend holds them (on: weight_repack.h; types and isas without a repacked layout
-//           stay off), or both, one line each from the same run ("layout" column).
-//   --peak  measure the compute peak (compute_probe.h) at each thread count first, and give
-//           each prefill line its "% of peak": int8 ops for the kernels with int8 activations,
-//           f32 FMAs for the others, as `llmctl bench` does.
-//   "best" is the same figure from the fastest repetition: on a shared machine it is closer
-//   to what the code does alone than the median is.
-//   ref     the scalar reference (cpu_backend.cpp's matmul: dequantize a row, f32 dot), one
-//           token, one thread; its prefill time is n_tokens times that (it has no batching).
-// Weights are random normal values quantized in memory (IQ4_NL, IQ4_XS, which llmctl does not
-// write: random bytes with small scales). A benchmark, never a test.
+// Options: kUsage below (bench_matmul --help). A benchmark, never a test.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -61,6 +31,44 @@ using namespace llmctl::cpu;
 
 namespace {
 
+constexpr const char* kUsage = R"(Usage:
+  bench_matmul [--types q4_0,q8_0,...] [--threads 1,2] [--reps N] [--prefill N]
+               [--vocab] [--no-ref] [--cpu-time] [--shapes DxN,DxN,...]
+               [--isa auto|scalar|avx2|avx512] [--repack off|on|both] [--copies N]
+               [--peak]
+
+For each dtype, each weight shape W (d, n) of a layer (q/o 2048x2048, k/v 512x2048,
+gate/up 8192x2048, down 2048x8192; with --vocab also the output 128256x2048; --shapes: these
+D x N shapes instead):
+  decode  (n_tokens = 1): median ms over reps; GB/s = weight bytes / median. Enough copies of
+          the weight rotate so that they do not fit in the last-level cache (at least 256 MiB
+          and twice the largest cache: a 2-core Xeon VM here sees 260 MiB of L3): every byte
+          comes from memory, as in a real model whose layers together are far bigger than L3.
+  --copies N  rotate N copies instead; 1 keeps a weight that fits in a cache there, which
+          separates what the kernel's arithmetic costs from what waiting on memory costs.
+  prefill (n_tokens = --prefill, 512, at least 2): median ms; GFLOP/s = 2 * d * n * n_tokens /
+          median. The copies rotate too: a small batch (a few tokens) is bound by memory as
+          decode is, and read from L3 it looked up to twice as fast as in a model.
+  --isa   the kernels' instruction set (matmul_fast_isa; default auto: matmul_fast's choice,
+          LLMCTL_MATMUL_ISA included); the kernel's name is printed per dtype.
+  --repack  the weights as the GGUF has them (off, the default), repacked as the fast CPU
+          backend holds them (on: weight_repack.h; types and isas without a repacked layout
+          stay off), or both, one line each from the same run ("layout" column).
+  --peak  measure the compute peak (compute_probe.h) at each thread count first, and give
+          each prefill line its "% of peak": int8 ops for the kernels with int8 activations,
+          f32 FMAs for the others, as `llmctl bench` does.
+  "best" is the same figure from the fastest repetition: on a shared machine it is closer
+  to what the code does alone than the median is.
+  ref     the scalar reference (cpu_backend.cpp's matmul: dequantize a row, f32 dot), one
+          token, one thread; its prefill time is n_tokens times that (it has no batching).
+Weights are random normal values quantized in memory (IQ4_NL, IQ4_XS, which llmctl does not
+write: random bytes with small scales). A benchmark, never a test.)";
+
+// A bad command line: exit 2, as llmctl's usage errors (other errors exit 1).
+struct UsageError : Error {
+  using Error::Error;
+};
+
 struct Shape {
   const char* name;
   int64_t d, n;
@@ -78,6 +86,7 @@ struct Options {
   std::vector<bool> repack{false};  // --repack: the layouts to time
   size_t copies = 0;                // --copies; 0: enough to overflow the largest cache
   bool peak = false;                // --peak
+  bool help = false;                // -h, --help
 };
 
 bool g_cpu_time = false;  // --cpu-time
@@ -249,11 +258,11 @@ int64_t count_arg(const std::string& opt, const std::string& v, int64_t min,
   const char* end = v.data() + v.size();
   const auto [p, ec] = std::from_chars(v.data(), end, c);
   if (ec != std::errc() || p != end || c < min || c > max)
-    throw Error(fmt::format("bench_matmul: {} expects a whole number {}, got '{}'", opt,
-                            max == std::numeric_limits<int64_t>::max()
-                                ? fmt::format(">= {}", min)
-                                : fmt::format("from {} to {}", min, max),
-                            v));
+    throw UsageError(fmt::format("bench_matmul: {} expects a whole number {}, got '{}'", opt,
+                                 max == std::numeric_limits<int64_t>::max()
+                                     ? fmt::format(">= {}", min)
+                                     : fmt::format("from {} to {}", min, max),
+                                 v));
   return c;
 }
 
@@ -261,6 +270,10 @@ Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
+    if (a == "-h" || a == "--help") {
+      o.help = true;
+      return o;
+    }
     if (a == "--vocab") {
       o.vocab = true;
       continue;
@@ -277,18 +290,19 @@ Options parse(int argc, char** argv) {
       o.peak = true;
       continue;
     }
-    if (i + 1 >= argc) throw Error(fmt::format("bench_matmul: {} needs a value", a));
+    if (i + 1 >= argc) throw UsageError(fmt::format("bench_matmul: {} needs a value", a));
     const std::string v = argv[++i];
     if (a == "--types") {
       o.types.clear();
       for (const std::string& t : split(v)) {
         const auto type = ggml_type_from_name(t);
-        if (!type) throw Error(fmt::format("bench_matmul: unknown type '{}'", t));
+        if (!type) throw UsageError(fmt::format("bench_matmul: unknown type '{}'", t));
         o.types.push_back(*type);
       }
     } else if (a == "--threads") {
       o.threads.clear();
-      for (const std::string& t : split(v)) o.threads.push_back(std::stoi(t));
+      for (const std::string& t : split(v))
+        o.threads.push_back(static_cast<int>(count_arg(a, t, 1, 1024)));
     } else if (a == "--isa") {
       bool known = false;
       for (MatmulIsa isa :
@@ -297,7 +311,7 @@ Options parse(int argc, char** argv) {
           o.isa = isa;
           known = true;
         }
-      if (!known) throw Error(fmt::format("bench_matmul: unknown --isa '{}'", v));
+      if (!known) throw UsageError(fmt::format("bench_matmul: unknown --isa '{}'", v));
     } else if (a == "--repack") {
       if (v == "off")
         o.repack = {false};
@@ -306,7 +320,8 @@ Options parse(int argc, char** argv) {
       else if (v == "both")
         o.repack = {false, true};
       else
-        throw Error(fmt::format("bench_matmul: --repack expects off, on or both, got '{}'", v));
+        throw UsageError(
+            fmt::format("bench_matmul: --repack expects off, on or both, got '{}'", v));
     } else if (a == "--copies") {
       o.copies = static_cast<size_t>(count_arg(a, v, 1));
     } else if (a == "--reps") {
@@ -314,13 +329,15 @@ Options parse(int argc, char** argv) {
     } else if (a == "--shapes") {
       for (const std::string& t : split(v)) {
         const size_t x = t.find('x');
-        if (x == std::string::npos) throw Error(fmt::format("bench_matmul: bad shape '{}'", t));
-        o.shapes.emplace_back(std::stoll(t.substr(0, x)), std::stoll(t.substr(x + 1)));
+        if (x == std::string::npos)
+          throw UsageError(fmt::format("bench_matmul: --shapes expects DxN, got '{}'", t));
+        o.shapes.emplace_back(count_arg(a, t.substr(0, x), 1, int64_t{1} << 24),
+                              count_arg(a, t.substr(x + 1), 1, int64_t{1} << 24));
       }
     } else if (a == "--prefill") {
       o.prefill = count_arg(a, v, 2);
     } else {
-      throw Error(fmt::format("bench_matmul: unknown option {}", a));
+      throw UsageError(fmt::format("bench_matmul: unknown option {}", a));
     }
   }
   return o;
@@ -331,6 +348,10 @@ Options parse(int argc, char** argv) {
 int main(int argc, char** argv) {
   try {
     const Options o = parse(argc, argv);
+    if (o.help) {
+      fmt::print("{}", kUsage);
+      return 0;
+    }
     std::vector<Shape> shapes{{"attn_q", 2048, 2048},
                               {"attn_k", 512, 2048},
                               {"ffn_up", 8192, 2048},
@@ -378,6 +399,9 @@ int main(int argc, char** argv) {
       for (const Shape& s : shapes) bench_shape(type, s, o, rng, pools, peaks);
     }
     return 0;
+  } catch (const UsageError& e) {
+    fmt::print(stderr, "{} (bench_matmul --help lists the options)\n", e.what());
+    return 2;
   } catch (const std::exception& e) {
     fmt::print(stderr, "bench_matmul: error: {}\n", e.what());
     return 1;
