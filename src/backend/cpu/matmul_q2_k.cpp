@@ -230,11 +230,22 @@ struct RQ2_K {
     finish<1>(rec, a, sb, &tot, &ms, acc);
   }
 
+  // The AVX2 madds' scale operands of block j: (sc_a, sc_a) and (sc_b, sc_b) per row lane.
+  LLMCTL_AVX2 static void scale_pairs_avx2(__m256i bytes, __m256i& pa, __m256i& pb) {
+    const __m256i sc = scale_pair(bytes);  // (sc_a, sc_b), each <= 15
+    pa = _mm256_blend_epi16(sc, _mm256_slli_epi32(sc, 16), 0xaa);
+    pb = _mm256_blend_epi16(_mm256_srli_epi32(sc, 16), sc, 0xaa);
+  }
+
   // AVX2 decode of T tokens: KQ16Panel::dot's maddubs steps (4 in int16) and madds with the
-  // scale pairs (sc_a, sc_a) and (sc_b, sc_b).
+  // scale pairs (sc_a, sc_a) and (sc_b, sc_b). One token: one_token_avx2.
   template <int T>
   LLMCTL_AVX2 static void decode_avx2(const uint8_t* rec, const TileArgs& a, int64_t sb,
                                       __m256* acc) {
+    if constexpr (T == 1) {
+      one_token_avx2(rec, a, sb, acc);
+      return;
+    }
     const int64_t nb = a.n / 32;
     __m256i tot[static_cast<size_t>(T)], ms[static_cast<size_t>(T)];
     for (int t = 0; t < T; ++t) tot[t] = ms[t] = _mm256_setzero_si256();
@@ -244,9 +255,9 @@ struct RQ2_K {
         const int64_t b = 8 * sb + j;
         __m256i w[8];
         for (int s = 0; s < 8; ++s) w[s] = weight(rec, h, k, s);
-        const __m256i bytes = scale_bytes(rec, j), sc = scale_pair(bytes);  // <= 15
-        const __m256i pa = _mm256_blend_epi16(sc, _mm256_slli_epi32(sc, 16), 0xaa);
-        const __m256i pb = _mm256_blend_epi16(_mm256_srli_epi32(sc, 16), sc, 0xaa);
+        const __m256i bytes = scale_bytes(rec, j);
+        __m256i pa, pb;
+        scale_pairs_avx2(bytes, pa, pb);
         for (int t = 0; t < T; ++t) {
           tot[t] = _mm256_add_epi32(tot[t], KQ::dot(w, a.qs + t * a.n + 32 * b, pa, pb));
           ms[t] = _mm256_add_epi32(
@@ -254,6 +265,45 @@ struct RQ2_K {
         }
       }
     finish<T>(rec, a, sb, tot, ms, acc);
+  }
+
+  // One token with AVX2, as one_token: step s of a half's 4 blocks from one load of their
+  // shared quant bytes (block 4 h + k: bits 2 k, 2 k + 1; k = 0 needs no shift), 8 int16 sums
+  // in flight; then decode_avx2's madds, so the same integers. (A maddubs lane is at most
+  // 2 * 3 * 127: the 4 steps of a half block fit int16.) Against block by block, held to AVX2
+  // on the Xeon: 1.08x to 1.09x with the weights in cache, 1.02x to 1.07x from memory (one and
+  // two threads, 2048x8192 and 8192x2048).
+  LLMCTL_AVX2 static void one_token_avx2(const uint8_t* rec, const TileArgs& a, int64_t sb,
+                                         __m256* acc) {
+    const __m256i three = _mm256_set1_epi8(3);
+    __m256i tot = _mm256_setzero_si256(), ms = tot;
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      const int8_t* qx = a.qs + 32 * (8 * sb + 4 * h);
+      __m256i part[4][2];
+#pragma GCC unroll 8
+      for (int s = 0; s < 8; ++s) {
+        const __m256i q = kq_load(rec + 32 * (8 * h + s));
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {
+          const __m256i w = _mm256_and_si256(k == 0 ? q : _mm256_srli_epi16(q, 2 * k), three);
+          const __m256i m = _mm256_maddubs_epi16(w, kq_bcast4(qx + 32 * k + 4 * s));
+          part[k][s / 4] = s % 4 == 0 ? m : _mm256_add_epi16(part[k][s / 4], m);
+        }
+      }
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) {
+        const int j = 4 * h + k;
+        const __m256i bytes = scale_bytes(rec, j);
+        __m256i pa, pb;
+        scale_pairs_avx2(bytes, pa, pb);
+        tot = _mm256_add_epi32(tot, _mm256_add_epi32(_mm256_madd_epi16(part[k][0], pa),
+                                                     _mm256_madd_epi16(part[k][1], pb)));
+        ms = _mm256_add_epi32(
+            ms, _mm256_madd_epi16(_mm256_set1_epi32(a.qhalf[8 * sb + j]), min_pair(bytes)));
+      }
+    }
+    finish<1>(rec, a, sb, &tot, &ms, acc);
   }
 };
 LLMCTL_AVX512_END
