@@ -114,6 +114,13 @@ struct RQ2_K {
   LLMCTL_AVX2 static __m256i weight(const uint8_t* rec, int h, int k, int s) {
     return KQ::weights(kq_load(rec + 32 * (8 * h + s)), k);
   }
+  // Step s of the half's 4 blocks from one load (block 4 h + k: bits 2 k, 2 k + 1; k = 0 needs
+  // no shift): rp_half_maddubs's operand.
+  LLMCTL_AVX2 static void weights(const uint8_t* rec, int h, int s, __m256i w[4]) {
+    const __m256i q = kq_load(rec + 32 * (8 * h + s)), three = _mm256_set1_epi8(3);
+    for (int k = 0; k < 4; ++k)
+      w[k] = _mm256_and_si256(k == 0 ? q : _mm256_srli_epi16(q, 2 * k), three);
+  }
   // Block j's two scale bytes per row lane, as the int16 pair (byte 2 j, byte 2 j + 1): one
   // widening load. Their low nibbles are the sub-blocks' scales (sc_a, sc_b), their high
   // nibbles the mins (m_a, m_b): the pairs a madd (or vpdpwssd) takes against the halves.
@@ -267,30 +274,17 @@ struct RQ2_K {
     finish<T>(rec, a, sb, tot, ms, acc);
   }
 
-  // One token with AVX2, as one_token: step s of a half's 4 blocks from one load of their
-  // shared quant bytes (block 4 h + k: bits 2 k, 2 k + 1; k = 0 needs no shift), 8 int16 sums
-  // in flight; then decode_avx2's madds, so the same integers. (A maddubs lane is at most
-  // 2 * 3 * 127: the 4 steps of a half block fit int16.) Against block by block, held to AVX2
-  // on the Xeon: 1.08x to 1.09x with the weights in cache, 1.02x to 1.07x from memory (one and
-  // two threads, 2048x8192 and 8192x2048).
+  // One token with AVX2, as one_token: rp_half_maddubs's sums (weights: step s of a half's 4
+  // blocks from one load), then decode_avx2's madds, so the same integers. Against block by block,
+  // held to AVX2 on the Xeon: 1.08x to 1.09x with the weights in cache, 1.02x to 1.07x from memory
+  // (one and two threads, 2048x8192 and 8192x2048).
   LLMCTL_AVX2 static void one_token_avx2(const uint8_t* rec, const TileArgs& a, int64_t sb,
                                          __m256* acc) {
-    const __m256i three = _mm256_set1_epi8(3);
     __m256i tot = _mm256_setzero_si256(), ms = tot;
 #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
-      const int8_t* qx = a.qs + 32 * (8 * sb + 4 * h);
       __m256i part[4][2];
-#pragma GCC unroll 8
-      for (int s = 0; s < 8; ++s) {
-        const __m256i q = kq_load(rec + 32 * (8 * h + s));
-#pragma GCC unroll 4
-        for (int k = 0; k < 4; ++k) {
-          const __m256i w = _mm256_and_si256(k == 0 ? q : _mm256_srli_epi16(q, 2 * k), three);
-          const __m256i m = _mm256_maddubs_epi16(w, kq_bcast4(qx + 32 * k + 4 * s));
-          part[k][s / 4] = s % 4 == 0 ? m : _mm256_add_epi16(part[k][s / 4], m);
-        }
-      }
+      rp_half_maddubs<RQ2_K>(rec, h, a.qs + 32 * (8 * sb + 4 * h), part);
 #pragma GCC unroll 4
       for (int k = 0; k < 4; ++k) {
         const int j = 4 * h + k;

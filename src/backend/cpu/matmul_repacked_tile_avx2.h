@@ -47,6 +47,27 @@ LLMCTL_AVX2 inline __m256i rp_maddubs4(__m256i w_u8, const int8_t* x) {
   return _mm256_maddubs_epi16(w_u8, kq_bcast4(x));
 }
 
+// One token's int16 sums over half h of a super-block (its blocks 4 h .. 4 h + 3), for the
+// types whose 4 blocks of a half share their quant vectors (Q2_K, Q3_K): R::weights(rec, h, s,
+// w) gives step s of the 4 blocks from one load, and part[k][i] is the sum of block 4 h + k's
+// half i (steps 4 i .. 4 i + 3) against the half's activations qx, 8 sums in flight. Their
+// unsigned weights keep 4 maddubs steps within int16 (KQ16Panel::kGroup).
+template <class R>
+LLMCTL_AVX2 inline void rp_half_maddubs(const uint8_t* rec, int h, const int8_t* qx,
+                                        __m256i part[4][2]) {
+  static_assert(R::KQ::kGroup == 4, "4 maddubs steps of a half block fit int16");
+#pragma GCC unroll 8
+  for (int s = 0; s < 8; ++s) {
+    __m256i w[4];
+    R::weights(rec, h, s, w);
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      const __m256i m = rp_maddubs4(w[k], qx + 32 * k + 4 * s);
+      part[k][s / 4] = s % 4 == 0 ? m : _mm256_add_epi16(part[k][s / 4], m);
+    }
+  }
+}
+
 template <class RK>
 struct RepackedTileAvx2 {
   using KQ = typename RK::KQ;
